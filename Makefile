@@ -1,0 +1,53 @@
+# odfweb3 — two set-up commands: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NODES := tests/nodes
+NODES_STAMP := $(NODES)/.installed
+
+.PHONY: demo test lint typecheck unit integration install nodes schemas bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Test nodes (js-ipfs, arlocal) and the independent npm implementations used as oracles.
+$(NODES_STAMP): $(wildcard $(NODES)/*/package.json) $(wildcard $(NODES)/*/package-lock.json)
+	bash $(NODES)/install.sh
+	touch $(NODES_STAMP)
+
+nodes: $(NODES_STAMP)
+
+demo: $(STAMP)
+	bash tools/demo.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check odfweb3 adapters tests tools bench
+	$(BIN)/ruff format --check odfweb3 adapters tests tools bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy odfweb3 adapters
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit tests/contract
+
+test: $(STAMP) $(NODES_STAMP)
+	$(MAKE) lint typecheck
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+# Regenerate the FlatBuffers code and the typed model from schemas/odf.fbs.
+schemas: $(STAMP)
+	bash tools/gen_schemas.sh
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache demo-out site

@@ -1,0 +1,172 @@
+"""The whole odfweb3 exception tree.
+
+Every error odfweb3 raises on purpose is an :class:`OdfWeb3Error`; anything else
+escaping the library is a bug. Adapters translate foreign exceptions (httpx,
+node replies, ``cryptography``) once, at the edge, with ``raise ... from exc``.
+The CLI turns an ``OdfWeb3Error`` into one line on stderr and the exit code
+given by its ``exit_code`` attribute::
+
+    OdfWeb3Error                         exit 2 (unless said otherwise)
+    ├── UsageError                       bad arguments or configuration   exit 64
+    │   └── ConfigError                  odfweb3.yaml or ODFWEB3_* invalid
+    ├── FormatError (ValueError)         malformed block, CAR, record, bundle, manifest
+    ├── IntegrityError                   bytes are not what their hash says
+    │   ├── HashMismatch(expected, actual)
+    │   └── ChainBroken                  the metadata chain breaks a rule
+    ├── ValidationFailed                 a dataset failed validation (carries the violations)
+    ├── NotFound                         an object, ref, key or record is missing
+    ├── ResolutionError                  a name could not be resolved to a head
+    ├── ConflictError                    target head does not descend / lost a race
+    ├── CryptoError
+    │   ├── DecryptionError
+    │   └── SignatureError
+    ├── ReplicaMismatch                  replicas disagree
+    └── BackendError                     raised by adapters only
+        ├── BackendUnavailable           cannot reach the node or gateway
+        └── BackendRejected(status, detail)
+
+Messages are one line: what failed, where, and what to do. They never contain key
+material.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "BackendRejected",
+    "BackendUnavailable",
+    "ChainBroken",
+    "ConfigError",
+    "ConflictError",
+    "CryptoError",
+    "DecryptionError",
+    "FormatError",
+    "HashMismatch",
+    "IntegrityError",
+    "NotFound",
+    "OdfWeb3Error",
+    "ReplicaMismatch",
+    "ResolutionError",
+    "SignatureError",
+    "UsageError",
+    "ValidationFailed",
+]
+
+
+class OdfWeb3Error(Exception):
+    """Base of every error odfweb3 raises on purpose."""
+
+    exit_code: int = 2
+
+
+class UsageError(OdfWeb3Error):
+    """The command line or the configuration asks for something impossible."""
+
+    exit_code = 64
+
+
+class ConfigError(UsageError):
+    """The configuration file or an ODFWEB3_* variable is invalid."""
+
+    exit_code = 78
+
+
+class FormatError(OdfWeb3Error, ValueError):
+    """Bytes that do not parse as the format they claim to be."""
+
+    exit_code = 65
+
+
+class IntegrityError(OdfWeb3Error):
+    """Bytes that parse but are not what their hash or chain says they are."""
+
+    exit_code = 65
+
+
+class HashMismatch(IntegrityError):
+    """The hash of some bytes differs from the one expected.
+
+    Args:
+        expected: the hash that was expected (printable form).
+        actual: the hash the bytes really have.
+        where: what was being checked (a path, a CID, a URL).
+    """
+
+    def __init__(self, expected: str, actual: str, where: str = "") -> None:
+        self.expected = expected
+        self.actual = actual
+        self.where = where
+        place = f"{where}: " if where else ""
+        super().__init__(f"{place}hash mismatch: expected {expected}, got {actual}")
+
+
+class ChainBroken(IntegrityError):
+    """The metadata chain breaks one of the spec's rules."""
+
+
+class ValidationFailed(OdfWeb3Error):
+    """A dataset failed validation; ``violations`` lists every problem found."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, violations: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.violations = violations or []
+
+
+class NotFound(OdfWeb3Error):
+    """An object, ref, key or record does not exist where it was looked for."""
+
+    exit_code = 66
+
+
+class ResolutionError(OdfWeb3Error):
+    """A name (IPNS, did:odf, ar://) could not be resolved to a dataset head."""
+
+
+class ConflictError(OdfWeb3Error):
+    """The target holds a head this publish does not descend from, or lost a race."""
+
+    exit_code = 75
+
+
+class CryptoError(OdfWeb3Error):
+    """Encryption, decryption, key handling or signing failed."""
+
+
+class DecryptionError(CryptoError):
+    """Ciphertext failed authentication or the key is wrong."""
+
+
+class SignatureError(CryptoError):
+    """A signature does not verify against the key it claims."""
+
+
+class ReplicaMismatch(OdfWeb3Error):
+    """Two replicas of a dataset disagree."""
+
+    exit_code = 1
+
+
+class BackendError(OdfWeb3Error):
+    """A node or gateway failed; raised by adapters only."""
+
+    exit_code = 69
+
+
+class BackendUnavailable(BackendError):
+    """The node or gateway cannot be reached (connection refused, timeout)."""
+
+
+class BackendRejected(BackendError):
+    """The node or gateway answered with an error.
+
+    Args:
+        status: HTTP status (0 when not HTTP).
+        detail: the node's own message, shortened to one line.
+    """
+
+    def __init__(self, message: str, status: int = 0, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
