@@ -1,0 +1,168 @@
+"""Local dataset commands: ``example``, ``inspect``, ``validate``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from odfweb3.cli.output import format_bytes
+from odfweb3.errors import UsageError
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.summary import summarize
+from odfweb3.odf.validate import validate_dataset
+
+__all__ = ["parse_size", "register"]
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1000, "KIB": 1 << 10, "M": 1 << 20, "MB": 10**6}
+_UNITS |= {"MIB": 1 << 20, "G": 1 << 30, "GB": 10**9, "GIB": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """Parse ``64K``, ``1.5MiB``, ``1GB``, ``1000``… into bytes."""
+    t = text.strip().upper()
+    num = t.rstrip("KMGIB")
+    unit = t[len(num) :]
+    try:
+        value = float(num)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 64K, 10MiB, 1GB)") from None
+    if unit not in _UNITS or value < 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 64K, 10MiB, 1GB)")
+    return int(value * _UNITS[unit])
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the dataset commands to the CLI."""
+    p = sub.add_parser(
+        "example",
+        parents=[common],
+        help="write an example root dataset (or append blocks to one)",
+        description="Write a deterministic example root dataset: Seed, SetInfo, SetLicense and "
+        "N AddData blocks with pseudo-random data files and checkpoints.",
+    )
+    p.add_argument("dir", help="dataset directory to create (or extend with --append)")
+    p.add_argument("--blocks", type=int, default=5, help="AddData blocks (default 5)")
+    p.add_argument(
+        "--data-bytes",
+        type=parse_size,
+        default=None,
+        help="total new data (default 64K; with --append 16K per block)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="makes the dataset deterministic")
+    p.add_argument("--append", type=int, metavar="K", help="append K AddData blocks instead")
+    p.set_defaults(handler=_example)
+
+    p = sub.add_parser(
+        "inspect",
+        parents=[common],
+        help="show a dataset's identity, head and contents",
+    )
+    p.add_argument("path", help="dataset directory")
+    p.set_defaults(handler=_inspect)
+
+    p = sub.add_parser(
+        "validate",
+        parents=[common],
+        help="check every hash and chain rule (and with --deep every data file)",
+        description="Recompute every block hash and check the Metadata Chain rules; with --deep "
+        "also check that every data file and checkpoint exists with the recorded size and hash. "
+        "Exit status 1 when any rule is broken.",
+    )
+    p.add_argument("path", help="dataset directory")
+    p.add_argument("--deep", action="store_true", help="also hash every data file and checkpoint")
+    p.set_defaults(handler=_validate)
+
+
+def _example(args: argparse.Namespace, ctx: Any) -> int:
+    out = ctx.out
+    if args.blocks < 0 or (args.append is not None and args.append < 1):
+        raise UsageError("example: block counts must be positive")
+    if args.append is not None:
+        total = args.data_bytes if args.data_bytes is not None else 16 * 1024 * args.append
+        with out.progress("appending", total) as bar:
+            built = append_blocks(args.dir, args.append, data_bytes=total, progress=bar.advance)
+    else:
+        total = args.data_bytes if args.data_bytes is not None else 64 * 1024
+        with out.progress("writing", total) as bar:
+            built = create_root_dataset(
+                args.dir,
+                blocks=args.blocks,
+                data_bytes=total,
+                seed=args.seed,
+                progress=bar.advance,
+            )
+    data: dict[str, Any] = {
+        "path": str(built.path),
+        "head": multihash_to_str(built.head),
+        "blocks": built.blocks,
+        "dataBytesWritten": built.data_bytes,
+    }
+    if built.keypair is not None:
+        data["datasetId"] = str(built.keypair.dataset_id)
+    out.result(
+        data,
+        lambda: (
+            f"wrote {built.path}: {built.blocks} blocks, "
+            f"{format_bytes(built.data_bytes)} new data\nhead {multihash_to_str(built.head)}"
+        ),
+    )
+    return 0
+
+
+def _inspect(args: argparse.Namespace, ctx: Any) -> int:
+    reader = DatasetReader.open(args.path)
+    entries = list(walk_chain(reader))
+    s = summarize(entries)
+    js = s.to_json() | {"path": str(reader.root)}
+
+    def human() -> str:
+        lines = [
+            f"dataset    {s.dataset_id}",
+            f"kind       {js['kind']}",
+            f"head       {multihash_to_str(s.head)}",
+            f"blocks     {s.blocks}",
+            f"data       {s.data_files} files, {format_bytes(s.data_bytes)}, {s.records} records",
+            f"checkpts   {s.checkpoints} files, {format_bytes(s.checkpoint_bytes)}",
+            f"watermark  {s.watermark.isoformat() if s.watermark else '-'}",
+            f"created    {s.created.isoformat()}",
+            f"modified   {s.modified.isoformat()}",
+        ]
+        if s.info is not None:
+            lines.append(f"info       {s.info.description or ''}")
+            if s.info.keywords:
+                lines.append(f"keywords   {', '.join(s.info.keywords)}")
+        if s.license is not None:
+            lines.append(f"license    {s.license.spdx_id or s.license.short_name or ''}")
+        return "\n".join(lines)
+
+    ctx.out.result(js, human)
+    return 0
+
+
+def _validate(args: argparse.Namespace, ctx: Any) -> int:
+    out = ctx.out
+    with out.progress("validating", None) as bar:
+        report = validate_dataset(
+            args.path, deep=args.deep, progress=bar.advance, on_total=bar.set_total
+        )
+
+    def human() -> str:
+        head = multihash_to_str(report.head) if report.head else "-"
+        lines = [f"{report.path}: head {head}, {report.blocks} blocks"]
+        if report.deep:
+            lines.append(
+                f"checked {report.objects_checked} data files and checkpoints, "
+                f"{format_bytes(report.bytes_hashed)} hashed"
+            )
+        if report.ok:
+            lines.append("valid")
+        else:
+            lines.append(f"INVALID: {len(report.violations)} problem(s)")
+            lines.extend(f"  {v}" for v in report.violations)
+        return "\n".join(lines)
+
+    out.result(report.to_json(), human)
+    return 0 if report.ok else 1

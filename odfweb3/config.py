@@ -1,0 +1,220 @@
+"""Configuration: ``odfweb3.yaml`` plus ``ODFWEB3_*`` environment variables.
+
+Where the file is found, first match wins:
+
+1. ``--config FILE`` (must exist);
+2. ``./odfweb3.yaml`` in the working directory;
+3. ``$XDG_CONFIG_HOME/odfweb3/odfweb3.yaml`` (``~/.config/odfweb3/odfweb3.yaml``).
+
+The file is validated against ``schemas/config.schema.json``; an error names the
+file, the key and what is expected. Then environment variables override it:
+
+=============================  ======================
+``ODFWEB3_IPFS_API``           ``ipfs.api``
+``ODFWEB3_IPFS_GATEWAY``       ``ipfs.gateway``
+``ODFWEB3_ARWEAVE_GATEWAY``    ``arweave.gateway``
+``ODFWEB3_ARWEAVE_WALLET``     ``arweave.wallet``
+``ODFWEB3_KEYSTORE``           ``keystore``
+``ODFWEB3_STATE_DIR``          ``state_dir``
+=============================  ======================
+
+Only this module and the CLI read the environment, and only when asked
+(:func:`load_config` takes the environment as an argument).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import jsonschema
+import yaml
+
+from odfweb3.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_ARWEAVE_GATEWAY",
+    "DEFAULT_IPFS_API",
+    "DEFAULT_IPFS_GATEWAY",
+    "ENV_KEYS",
+    "Config",
+    "find_config_file",
+    "load_config",
+]
+
+DEFAULT_IPFS_API: Final = "http://127.0.0.1:5001"
+DEFAULT_IPFS_GATEWAY: Final = "http://127.0.0.1:8080"
+DEFAULT_ARWEAVE_GATEWAY: Final = "http://127.0.0.1:1984"
+CONFIG_NAME: Final = "odfweb3.yaml"
+
+ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "ODFWEB3_IPFS_API": ("ipfs", "api"),
+    "ODFWEB3_IPFS_GATEWAY": ("ipfs", "gateway"),
+    "ODFWEB3_ARWEAVE_GATEWAY": ("arweave", "gateway"),
+    "ODFWEB3_ARWEAVE_WALLET": ("arweave", "wallet"),
+    "ODFWEB3_KEYSTORE": ("keystore",),
+    "ODFWEB3_STATE_DIR": ("state_dir",),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration.
+
+    Attributes:
+        data: the merged settings (file, then environment), schema-valid.
+        source: the file it came from, or None.
+        home: odfweb3's data directory (keystore and state live below it by default).
+    """
+
+    data: Mapping[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+    home: Path = field(default_factory=lambda: Path.home() / ".local" / "share" / "odfweb3")
+
+    def get(self, *path: str, default: Any = None) -> Any:
+        """The value at ``path`` (e.g. ``get("ipfs", "api")``) or ``default``."""
+        node: Any = self.data
+        for key in path:
+            if not isinstance(node, Mapping) or key not in node:
+                return default
+            node = node[key]
+        return node
+
+    @property
+    def ipfs_api(self) -> str:
+        """Kubo RPC API URL."""
+        return str(self.get("ipfs", "api", default=DEFAULT_IPFS_API))
+
+    @property
+    def ipfs_gateway(self) -> str:
+        """IPFS HTTP gateway URL."""
+        return str(self.get("ipfs", "gateway", default=DEFAULT_IPFS_GATEWAY))
+
+    @property
+    def arweave_gateway(self) -> str:
+        """Arweave gateway URL."""
+        return str(self.get("arweave", "gateway", default=DEFAULT_ARWEAVE_GATEWAY))
+
+    @property
+    def arweave_wallet(self) -> Path | None:
+        """Path of the JWK wallet, if configured."""
+        w = self.get("arweave", "wallet")
+        return Path(w).expanduser() if w else None
+
+    @property
+    def keystore_dir(self) -> Path:
+        """Directory of odfweb3's keys."""
+        k = self.get("keystore")
+        return Path(k).expanduser() if k else self.home / "keys"
+
+    @property
+    def state_dir(self) -> Path:
+        """Directory of publish state."""
+        s = self.get("state_dir")
+        return Path(s).expanduser() if s else self.home / "state"
+
+    def dataset_settings(self, *keys: str) -> Mapping[str, Any]:
+        """Per-dataset settings under ``datasets:``, looked up by any of ``keys``."""
+        table = self.get("datasets", default={}) or {}
+        for k in keys:
+            if k in table:
+                return dict(table[k])
+        return {}
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = resources.files("odfweb3.schemas").joinpath("config.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def find_config_file(explicit: str | Path | None, cwd: Path, env: Mapping[str, str]) -> Path | None:
+    """Locate the config file (see the module docstring for the order)."""
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{path}: config file not found (given with --config)")
+        return path
+    local = cwd / CONFIG_NAME
+    if local.is_file():
+        return local
+    xdg = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".config")
+    user = Path(xdg) / "odfweb3" / CONFIG_NAME
+    return user if user.is_file() else None
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def validate_config(data: Any, source: str) -> None:
+    """Validate settings against the JSON Schema; raise ConfigError naming file and key."""
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        expected = e.message
+        if e.validator == "additionalProperties":
+            expected = f"unknown key ({e.message}); see schemas/config.schema.json"
+        raise ConfigError(f"{source}: {_key_path(e)}: {expected}")
+
+
+def load_config(
+    explicit: str | Path | None = None,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Read, validate and merge the configuration.
+
+    Args:
+        explicit: ``--config`` value, if any.
+        cwd: working directory to look in (default: the process's).
+        env: environment to read ``ODFWEB3_*``, ``XDG_*`` and ``HOME`` from (default: empty,
+            so library callers are never surprised by the environment; the CLI passes
+            ``os.environ``).
+    """
+    env = env or {}
+    cwd = cwd or Path.cwd()
+    path = find_config_file(explicit, cwd, env)
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            text = path.read_text("utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config file ({exc.strerror})") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+        validate_config(loaded, str(path))
+        data = loaded
+    for var, keys in ENV_KEYS.items():
+        value = env.get(var)
+        if value:
+            node = data
+            for k in keys[:-1]:
+                node = node.setdefault(k, {})
+            node[keys[-1]] = value
+    validate_config(data, "environment (ODFWEB3_*)" if path is None else f"{path} + environment")
+    home_env = env.get("XDG_DATA_HOME")
+    home = (
+        Path(home_env) / "odfweb3"
+        if home_env
+        else Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "odfweb3"
+    )
+    return Config(data=data, source=path, home=home)

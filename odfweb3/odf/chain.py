@@ -1,0 +1,135 @@
+"""Walking the metadata chain, and the object list it implies.
+
+Having the head hash one can follow ``prevBlockHash`` to the Seed and discover
+every object of the dataset (Simple Transfer Protocol, ODF RFC-007): blocks,
+data slices (``DataSlice.physicalHash``) and checkpoints
+(``Checkpoint.physicalHash``). The head hash is thus the Merkle root of the whole
+dataset. Every block read here is checked against its hash before it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from odfweb3.errors import ChainBroken, FormatError, NotFound
+from odfweb3.odf.codec import decode_block
+from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
+from odfweb3.odf.model import AddData, ExecuteTransform, MetadataBlock, Seed
+from odfweb3.odf.multihash import multihash_to_str
+
+__all__ = [
+    "ChainEntry",
+    "DatasetObject",
+    "iter_objects",
+    "walk_chain",
+]
+
+
+@dataclass(frozen=True)
+class ChainEntry:
+    """One verified block of a chain: its hash, decoded block and encoded size."""
+
+    hash: bytes
+    block: MetadataBlock
+    size: int
+
+
+@dataclass(frozen=True, order=True)
+class DatasetObject:
+    """An object of the dataset: what it is, its hash and its size when known.
+
+    Blocks' sizes are their encoded length; data files and checkpoints carry the
+    size recorded in the block that references them.
+    """
+
+    kind: ObjectKind
+    hash: bytes
+    size: int | None
+
+    @property
+    def path(self) -> str:
+        """Path inside the dataset layout, e.g. ``data/f1620…``."""
+        return object_relpath(self.kind, self.hash)
+
+
+BlockSource = Callable[[bytes], bytes]
+
+
+def walk_chain(
+    source: DatasetReader | BlockSource,
+    head: bytes | None = None,
+    *,
+    stop_at: bytes | None = None,
+) -> Iterator[ChainEntry]:
+    """Yield the chain's blocks from ``head`` back to the Seed, each verified.
+
+    Args:
+        source: a dataset, or a function returning a block's raw bytes by hash
+            (remote readers pass their own).
+        head: where to start; the dataset's ``refs/head`` when omitted.
+        stop_at: stop before yielding this block (an ancestor already known).
+
+    Raises:
+        NotFound: a block is missing.
+        HashMismatch: a block's bytes do not hash to its name.
+        FormatError: a block does not decode.
+        ChainBroken: sequence numbers do not count down by one to a Seed at 0.
+    """
+    if isinstance(source, DatasetReader):
+        reader = source
+        read: BlockSource = reader.read_block_bytes
+        if head is None:
+            head = reader.head()
+    else:
+        read = source
+    if head is None:
+        raise NotFound("no head to walk from")
+    current: bytes | None = head
+    expected_seq: int | None = None
+    while current is not None and current != stop_at:
+        where = f"block {multihash_to_str(current)}"
+        data = read(current)
+        try:
+            block = decode_block(data, expected=current)
+        except FormatError as exc:
+            raise FormatError(f"{where}: {exc}") from None
+        seq = block.sequence_number
+        if expected_seq is not None and seq != expected_seq:
+            raise ChainBroken(
+                f"{where}: sequence number {seq}, expected {expected_seq} "
+                "(its successor's number minus one)"
+            )
+        if block.prev_block_hash is None:
+            if seq != 0 or not isinstance(block.event, Seed):
+                raise ChainBroken(
+                    f"{where}: has no previous block but is not a Seed at sequence number 0"
+                )
+        elif seq == 0:
+            raise ChainBroken(f"{where}: sequence number 0 but has a previous block")
+        yield ChainEntry(current, block, len(data))
+        expected_seq = seq - 1
+        current = block.prev_block_hash
+
+
+def iter_objects(entries: Iterable[ChainEntry]) -> Iterator[DatasetObject]:
+    """Every object the given blocks name: the blocks, then their data and checkpoints.
+
+    Duplicates (a checkpoint carried over unchanged) are yielded once.
+    """
+    seen: set[tuple[str, bytes]] = set()
+    for entry in entries:
+        yield DatasetObject("block", entry.hash, entry.size)
+        event = entry.block.event
+        if isinstance(event, AddData | ExecuteTransform):
+            if event.new_data is not None and event.new_data.physical_hash is not None:
+                key = ("data", event.new_data.physical_hash)
+                if key not in seen:
+                    seen.add(key)
+                    yield DatasetObject("data", event.new_data.physical_hash, event.new_data.size)
+            cp = event.new_checkpoint
+            if cp is not None and cp.physical_hash is not None:
+                key = ("checkpoint", cp.physical_hash)
+                if key not in seen:
+                    seen.add(key)
+                    yield DatasetObject("checkpoint", cp.physical_hash, cp.size)

@@ -1,0 +1,238 @@
+"""The ODF dataset directory layout: reading it safely, writing it atomically.
+
+::
+
+    {dataset}/
+      blocks/{block-hash}          one Manifest-wrapped MetadataBlock per file
+      refs/head                    text: multibase hash of the last block
+      data/{physical-hash}         data part files (opaque bytes)
+      checkpoints/{physical-hash}  checkpoint files (opaque bytes)
+
+kamu workspace directories (``.kamu/datasets/<name>/``) also hold ``info/`` and
+``config``: they are accepted and ignored, and never published.
+
+:class:`DatasetReader` never modifies the directory. Every path it opens must
+resolve inside the dataset (a symlink pointing outside is refused).
+:class:`DatasetWriter` writes every object through a temp file + fsync + rename,
+and ``refs/head`` last, so a reader never sees a head naming an absent object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final, Literal
+
+from odfweb3.errors import FormatError, NotFound
+from odfweb3.odf.multihash import SHA3_256, multihash_from_str, multihash_to_str
+
+__all__ = [
+    "LAYOUT_DIRS",
+    "MAX_BLOCK_SIZE",
+    "DatasetReader",
+    "DatasetWriter",
+    "ObjectKind",
+    "object_relpath",
+]
+
+ObjectKind = Literal["block", "data", "checkpoint"]
+
+LAYOUT_DIRS: Final[dict[ObjectKind, str]] = {
+    "block": "blocks",
+    "data": "data",
+    "checkpoint": "checkpoints",
+}
+HEAD_REF: Final = "refs/head"
+# A metadata block is a few KiB; anything far larger is not a block. Bounds reads
+# of hostile input.
+MAX_BLOCK_SIZE: Final = 16 << 20
+_MAX_REF_SIZE: Final = 4096
+
+
+def object_relpath(kind: ObjectKind, mh: bytes) -> str:
+    """Path of an object inside the dataset, e.g. ``blocks/f1620…``."""
+    return f"{LAYOUT_DIRS[kind]}/{multihash_to_str(mh)}"
+
+
+@dataclass(frozen=True)
+class DatasetReader:
+    """Read-only view of a dataset directory.
+
+    Use :meth:`open`, which checks that the directory looks like a dataset.
+    """
+
+    root: Path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> DatasetReader:
+        """Open ``path`` as a dataset.
+
+        Raises:
+            NotFound: the path does not exist, or is not an ODF dataset directory.
+        """
+        root = Path(path)
+        if not root.is_dir():
+            raise NotFound(f"{root}: no such dataset directory")
+        if not (root / "refs").is_dir() and not (root / "blocks").is_dir():
+            raise NotFound(
+                f"{root}: not an ODF dataset (no refs/ or blocks/); "
+                "point at the dataset directory itself, e.g. .kamu/datasets/<name>"
+            )
+        return cls(root.resolve())
+
+    def _safe(self, rel: str) -> Path:
+        """Resolve ``rel`` inside the dataset, refusing links that lead outside."""
+        path = self.root / rel
+        try:
+            real = path.resolve(strict=True)
+        except FileNotFoundError:
+            raise NotFound(f"{self.root}: {rel} is missing") from None
+        except OSError as exc:
+            raise NotFound(f"{self.root}: {rel} cannot be read ({exc.strerror})") from None
+        if real != self.root and self.root not in real.parents:
+            raise FormatError(
+                f"{self.root}: {rel} is a symlink pointing outside the dataset; "
+                "replace it with the file itself"
+            )
+        if not real.is_file():
+            raise FormatError(f"{self.root}: {rel} is not a regular file")
+        return real
+
+    def has_head(self) -> bool:
+        """Whether ``refs/head`` exists (an empty dataset has none)."""
+        return (self.root / HEAD_REF).is_file()
+
+    def head(self) -> bytes:
+        """The head block hash from ``refs/head``.
+
+        Raises:
+            NotFound: no ``refs/head``.
+            FormatError: ``refs/head`` does not hold a multibase multihash.
+        """
+        path = self._safe(HEAD_REF)
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_REF_SIZE + 1)
+        if len(raw) > _MAX_REF_SIZE:
+            raise FormatError(f"{self.root}: refs/head is too large to be a hash")
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise FormatError(f"{self.root}: refs/head is not a multibase hash") from None
+        try:
+            return multihash_from_str(text)
+        except FormatError as exc:
+            raise FormatError(f"{self.root}: refs/head: {exc}") from None
+
+    def path_of(self, kind: ObjectKind, mh: bytes) -> Path:
+        """Absolute, checked path of an object (raises NotFound when absent)."""
+        return self._safe(object_relpath(kind, mh))
+
+    def has(self, kind: ObjectKind, mh: bytes) -> bool:
+        """Whether the object file exists (does not check its content)."""
+        return (self.root / object_relpath(kind, mh)).is_file()
+
+    def read_block_bytes(self, mh: bytes) -> bytes:
+        """The raw bytes of block ``mh`` (unverified; see ``chain.read_block``)."""
+        path = self.path_of("block", mh)
+        with open(path, "rb") as f:
+            data = f.read(MAX_BLOCK_SIZE + 1)
+        if len(data) > MAX_BLOCK_SIZE:
+            raise FormatError(f"{path}: larger than any metadata block ({MAX_BLOCK_SIZE} bytes)")
+        return data
+
+    def open_object(self, kind: ObjectKind, mh: bytes) -> BinaryIO:
+        """Open an object file for streaming reads."""
+        return open(self.path_of(kind, mh), "rb")
+
+    def size_of(self, kind: ObjectKind, mh: bytes) -> int:
+        """Size in bytes of an object file."""
+        return self.path_of(kind, mh).stat().st_size
+
+    def iter_stored(self, kind: ObjectKind) -> Iterator[bytes]:
+        """Hashes of the objects of ``kind`` present on disk, sorted; stray names skipped."""
+        folder = self.root / LAYOUT_DIRS[kind]
+        if not folder.is_dir():
+            return
+        for name in sorted(os.listdir(folder)):
+            with contextlib.suppress(FormatError):
+                yield multihash_from_str(name)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class DatasetWriter:
+    """Writes objects and the head ref of a dataset, each atomically.
+
+    Order is the caller's duty and the rule is git's: write every object first,
+    :meth:`set_head` last.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.root = Path(root)
+        self._fsync = fsync
+        for sub in (*LAYOUT_DIRS.values(), "refs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def _atomic_write(self, rel: str, chunks: Iterator[bytes] | bytes) -> Path:
+        dest = self.root / rel
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                if isinstance(chunks, bytes):
+                    f.write(chunks)
+                else:
+                    for chunk in chunks:
+                        f.write(chunk)
+                f.flush()
+                if self._fsync:
+                    os.fsync(f.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        if self._fsync:
+            _fsync_dir(dest.parent)
+        return dest
+
+    def write_object(self, kind: ObjectKind, mh: bytes, data: bytes | Iterator[bytes]) -> Path:
+        """Write one object under its hash (the caller vouches for the hash)."""
+        return self._atomic_write(object_relpath(kind, mh), data)
+
+    def write_new_object(self, kind: ObjectKind, chunks: Iterator[bytes]) -> bytes:
+        """Stream bytes into a new object, named by their SHA3-256 multihash; return it."""
+        folder = self.root / LAYOUT_DIRS[kind]
+        h = hashlib.sha3_256()
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for chunk in chunks:
+                    h.update(chunk)
+                    f.write(chunk)
+                f.flush()
+                if self._fsync:
+                    os.fsync(f.fileno())
+            mh = bytes((SHA3_256, 32)) + h.digest()
+            os.replace(tmp, self.root / object_relpath(kind, mh))
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        if self._fsync:
+            _fsync_dir(folder)
+        return mh
+
+    def set_head(self, mh: bytes) -> None:
+        """Point ``refs/head`` at block ``mh``; call after every object is written."""
+        self._atomic_write(HEAD_REF, multihash_to_str(mh).encode("ascii"))

@@ -1,0 +1,336 @@
+"""Validation of a dataset: hashes, the Metadata Chain rules, and (deep) its objects.
+
+Rules checked, each reported under its name (ODF spec, "Metadata Chain"; the
+same checks kamu runs when it appends blocks):
+
+==========================  ========================================================
+``head``                    ``refs/head`` exists and names a block
+``block-hash``              every block's bytes hash to its name (and so to the
+                            successor's ``prevBlockHash``)
+``block-format``            every block decodes (Manifest kind/version, FlatBuffers)
+``seed-first``              the first block is a Seed, sequence number 0, no parent
+``seed-once``               no Seed anywhere else
+``sequence-number``         sequence numbers increase by exactly one
+``system-time-monotonic``   ``systemTime`` never goes back
+``event-kind``              AddData and the source events only in root datasets;
+                            SetTransform / ExecuteTransform only in derivatives
+``event-not-empty``         AddData / ExecuteTransform change something
+``watermark-monotonic``     ``newWatermark`` never goes back
+``offsets-sequential``      ``prevOffset`` = last ``offsetInterval.end``; a new
+                            interval starts right after it; ``end >= start``
+``checkpoint-carry``        ``prevCheckpoint`` = the last ``newCheckpoint`` hash
+``object-present``          (deep) every data file and checkpoint exists
+``object-size``             (deep) with the size the block records
+``object-hash``             (deep) and the physical hash the block records
+==========================  ========================================================
+
+odfweb3 never claims to verify *logical* hashes (that needs the data engine).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
+from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model import (
+    AddData,
+    AddPushSource,
+    DatasetKind,
+    DisablePollingSource,
+    DisablePushSource,
+    ExecuteTransform,
+    Seed,
+    SetPollingSource,
+    SetTransform,
+)
+from odfweb3.odf.multihash import hash_file, multihash_to_str
+
+__all__ = [
+    "ValidationReport",
+    "Violation",
+    "check_chain_rules",
+    "require_valid",
+    "validate_dataset",
+]
+
+ProgressFn = Callable[[int], None]
+
+_ROOT_ONLY = (AddData, SetPollingSource, AddPushSource, DisablePollingSource, DisablePushSource)
+_DERIVATIVE_ONLY = (SetTransform, ExecuteTransform)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: which, where (block sequence number and hash), and what."""
+
+    rule: str
+    message: str
+    sequence_number: int | None = None
+    block_hash: bytes | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.sequence_number is not None:
+            where = f"block #{self.sequence_number}"
+            if self.block_hash is not None:
+                where += f" ({multihash_to_str(self.block_hash)})"
+            where += ": "
+        return f"{where}[{self.rule}] {self.message}"
+
+    def to_json(self) -> dict[str, object]:
+        """JSON form for ``--json`` output."""
+        return {
+            "rule": self.rule,
+            "message": self.message,
+            "sequenceNumber": self.sequence_number,
+            "blockHash": multihash_to_str(self.block_hash) if self.block_hash else None,
+        }
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What validation found."""
+
+    path: str
+    head: bytes | None
+    dataset_id: DatasetId | None
+    blocks: int
+    objects_checked: int
+    bytes_hashed: int
+    deep: bool
+    violations: tuple[Violation, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """True when no rule is broken."""
+        return not self.violations
+
+    def to_json(self) -> dict[str, object]:
+        """JSON form for ``--json`` output."""
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "head": multihash_to_str(self.head) if self.head else None,
+            "datasetId": str(self.dataset_id) if self.dataset_id else None,
+            "blocks": self.blocks,
+            "deep": self.deep,
+            "objectsChecked": self.objects_checked,
+            "bytesHashed": self.bytes_hashed,
+            "violations": [v.to_json() for v in self.violations],
+        }
+
+
+def check_chain_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
+    """Check the chain rules over blocks given Seed first (already hash-verified)."""
+    out: list[Violation] = []
+    if not entries:
+        return out
+
+    def bad(e: ChainEntry, rule: str, msg: str) -> None:
+        out.append(Violation(rule, msg, e.block.sequence_number, e.hash))
+
+    first = entries[0]
+    kind: DatasetKind | None = None
+    if isinstance(first.block.event, Seed) and first.block.sequence_number == 0:
+        kind = first.block.event.dataset_kind
+    else:
+        bad(first, "seed-first", "the first block of the chain must be a Seed event")
+
+    last_offset: int | None = None
+    last_checkpoint: bytes | None = None
+    last_watermark = None
+    prev: ChainEntry | None = None
+    for e in entries:
+        b, ev = e.block, e.block.event
+        if prev is not None:
+            if b.sequence_number != prev.block.sequence_number + 1:
+                bad(
+                    e,
+                    "sequence-number",
+                    f"follows #{prev.block.sequence_number}, expected "
+                    f"#{prev.block.sequence_number + 1}",
+                )
+            if b.system_time < prev.block.system_time:
+                bad(
+                    e,
+                    "system-time-monotonic",
+                    f"system time {b.system_time.isoformat()} is before the previous block's "
+                    f"{prev.block.system_time.isoformat()}",
+                )
+            if isinstance(ev, Seed):
+                bad(e, "seed-once", "a Seed event may only be the first block")
+        if kind is not None:
+            if kind == DatasetKind.ROOT and isinstance(ev, _DERIVATIVE_ONLY):
+                bad(e, "event-kind", f"{type(ev).__name__} is only allowed in derivative datasets")
+            if kind == DatasetKind.DERIVATIVE and isinstance(ev, _ROOT_ONLY):
+                bad(e, "event-kind", f"{type(ev).__name__} is only allowed in root datasets")
+        if isinstance(ev, AddData | ExecuteTransform):
+            # Offsets: prevOffset must equal the last non-empty interval's end.
+            if ev.prev_offset != last_offset:
+                bad(
+                    e,
+                    "offsets-sequential",
+                    f"prevOffset is {ev.prev_offset}, expected {last_offset} "
+                    "(the end of the last data slice)",
+                )
+            if ev.new_data is not None:
+                iv = ev.new_data.offset_interval
+                if iv is None:
+                    bad(e, "offsets-sequential", "newData has no offsetInterval")
+                else:
+                    want = 0 if last_offset is None else last_offset + 1
+                    if iv.start != want:
+                        bad(
+                            e,
+                            "offsets-sequential",
+                            f"newData starts at offset {iv.start}, expected {want}",
+                        )
+                    if iv.end < iv.start:
+                        bad(e, "offsets-sequential", f"offset interval [{iv.start}, {iv.end}]")
+                    last_offset = iv.end
+            if ev.prev_checkpoint != last_checkpoint:
+                bad(
+                    e,
+                    "checkpoint-carry",
+                    "prevCheckpoint "
+                    f"{multihash_to_str(ev.prev_checkpoint) if ev.prev_checkpoint else 'absent'}"
+                    ", expected "
+                    f"{multihash_to_str(last_checkpoint) if last_checkpoint else 'absent'}",
+                )
+            if ev.new_checkpoint is not None:
+                last_checkpoint = ev.new_checkpoint.physical_hash
+            if ev.new_watermark is not None:
+                if last_watermark is not None and ev.new_watermark < last_watermark:
+                    bad(
+                        e,
+                        "watermark-monotonic",
+                        f"watermark {ev.new_watermark.isoformat()} is before "
+                        f"{last_watermark.isoformat()}",
+                    )
+                last_watermark = ev.new_watermark
+            empty = (
+                ev.new_data is None
+                and ev.new_checkpoint is None
+                and ev.new_watermark is None
+                and (isinstance(ev, ExecuteTransform) or ev.new_source_state is None)
+            )
+            if empty and not (isinstance(ev, ExecuteTransform) and ev.query_inputs):
+                bad(e, "event-not-empty", f"{type(ev).__name__} changes nothing")
+        prev = e
+    return out
+
+
+def _check_object(reader: DatasetReader, obj: DatasetObject) -> tuple[list[str], int]:
+    """Deep-check one data file or checkpoint: (problems as 'rule|message', bytes hashed)."""
+    try:
+        path = reader.path_of(obj.kind, obj.hash)
+    except NotFound:
+        return [f"object-present|{obj.path} is missing"], 0
+    except FormatError as exc:
+        return [f"object-present|{exc}"], 0
+    size = path.stat().st_size
+    if obj.size is not None and size != obj.size:
+        return [f"object-size|{obj.path} has {size} bytes, the block records {obj.size}"], 0
+    actual, hashed = hash_file(path, obj.hash[0])
+    if actual != obj.hash:
+        return [f"object-hash|{obj.path} hashes to {multihash_to_str(actual)}"], hashed
+    return [], hashed
+
+
+def validate_dataset(
+    path: str | os.PathLike[str],
+    *,
+    deep: bool = False,
+    progress: ProgressFn | None = None,
+    on_total: ProgressFn | None = None,
+    workers: int | None = None,
+) -> ValidationReport:
+    """Validate the dataset at ``path``; never modifies it.
+
+    Args:
+        path: the dataset directory.
+        deep: also check every data file and checkpoint (existence, size, hash).
+        progress: called with the number of bytes just hashed (for progress bars).
+        on_total: called once with the total bytes a deep check will hash.
+        workers: threads hashing data files in parallel (default: CPU count).
+
+    Returns:
+        The report; ``report.ok`` is False when any rule is broken. A directory that
+        is not a dataset at all raises :class:`NotFound` instead.
+    """
+    reader = DatasetReader.open(path)
+    violations: list[Violation] = []
+    try:
+        head = reader.head()
+    except (NotFound, FormatError) as exc:
+        return ValidationReport(
+            str(reader.root), None, None, 0, 0, 0, deep, (Violation("head", str(exc)),)
+        )
+    entries: list[ChainEntry] = []
+    try:
+        for entry in walk_chain(reader, head):
+            entries.append(entry)
+    except OdfWeb3Error as exc:
+        rule = {
+            "HashMismatch": "block-hash",
+            "NotFound": "head" if not entries else "block-hash",
+            "ChainBroken": "sequence-number",
+        }.get(type(exc).__name__, "block-format")
+        after = entries[-1].block.sequence_number if entries else None
+        context = f" (before block #{after})" if after is not None else ""
+        violations.append(Violation(rule, f"{exc}{context}"))
+    entries.reverse()
+    if not violations:
+        violations.extend(check_chain_rules(entries))
+
+    dataset_id: DatasetId | None = None
+    if entries and isinstance(entries[0].block.event, Seed):
+        seed = entries[0].block.event
+        try:
+            dataset_id = DatasetId.from_bytes(seed.dataset_id or b"")
+        except FormatError as exc:
+            violations.append(Violation("seed-first", str(exc), 0, entries[0].hash))
+
+    checked = 0
+    hashed = 0
+    if deep:
+        objs = [o for o in iter_objects(entries) if o.kind != "block"]
+        if on_total is not None:
+            on_total(sum(o.size or 0 for o in objs))
+        n = workers or min(4, os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            for problems, nbytes in pool.map(lambda o: _check_object(reader, o), objs):
+                checked += 1
+                hashed += nbytes
+                if progress is not None and nbytes:
+                    progress(nbytes)
+                for p in problems:
+                    rule, msg = p.split("|", 1)
+                    violations.append(Violation(rule, msg))
+    return ValidationReport(
+        str(reader.root),
+        head,
+        dataset_id,
+        len(entries),
+        checked,
+        hashed,
+        deep,
+        tuple(violations),
+    )
+
+
+def require_valid(report: ValidationReport) -> None:
+    """Raise :class:`ValidationFailed` naming the first violation unless the report is clean."""
+    if not report.ok:
+        first = report.violations[0]
+        more = f" (and {len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
+        raise ValidationFailed(
+            f"{report.path}: invalid dataset: {first}{more}; run odfweb3 validate for details",
+            list(report.violations),
+        )

@@ -1,0 +1,57 @@
+import pytest
+
+from odfweb3.config import load_config
+from odfweb3.errors import ConfigError
+
+
+def test_defaults_without_file(tmp_path):
+    c = load_config(cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert c.source is None
+    assert c.ipfs_api == "http://127.0.0.1:5001"
+    assert c.keystore_dir == tmp_path / ".local/share/odfweb3/keys"
+
+
+def test_file_in_cwd_then_env_overrides(tmp_path):
+    (tmp_path / "odfweb3.yaml").write_text(
+        "ipfs:\n  api: http://10.0.0.1:5001\narweave:\n  gateway: http://127.0.0.1:1984\n"
+    )
+    c = load_config(cwd=tmp_path, env={"ODFWEB3_IPFS_API": "http://127.0.0.1:9999"})
+    assert c.source == tmp_path / "odfweb3.yaml"
+    assert c.ipfs_api == "http://127.0.0.1:9999"
+    assert c.arweave_gateway == "http://127.0.0.1:1984"
+
+
+def test_xdg_config_dir(tmp_path):
+    d = tmp_path / "xdg" / "odfweb3"
+    d.mkdir(parents=True)
+    (d / "odfweb3.yaml").write_text("state_dir: /tmp/st\n")
+    c = load_config(cwd=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert str(c.state_dir) == "/tmp/st"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("ipfs: [1, 2\n", "invalid YAML at line"),
+        ("- a\n- b\n", "mapping"),
+        ("ipfs:\n  apii: http://x\n", "unknown key"),
+        ("ipfs:\n  cid_version: 3\n", "ipfs.cid_version"),
+        ("publisher:\n  mbox: x@y\n", "'name' is a required property"),
+    ],
+)
+def test_malformed_config(tmp_path, text, needle):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as ei:
+        load_config(cfg, cwd=tmp_path)
+    assert str(cfg) in str(ei.value) and needle in str(ei.value)
+
+
+def test_explicit_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml", cwd=tmp_path)
+
+
+def test_bad_env_value_is_config_error(tmp_path):
+    with pytest.raises(ConfigError, match=r"ipfs\.api"):
+        load_config(cwd=tmp_path, env={"ODFWEB3_IPFS_API": "ftp://x"})
