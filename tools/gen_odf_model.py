@@ -342,6 +342,7 @@ def gen_model(s: Schema) -> str:
         w(f"from odfweb3.odf.timestamp import {names}\n")
     exported = [d.name for d in s.defs if d.kind in ("table", "enum", "union")]
     exported += [STRUCT_CLASSES[n] for n in structs]
+    exported += ["SCHEMA_FIELDS", "UNION_MEMBERS"]
     w("__all__ = [")
     for n in sorted(exported):
         w(f'    "{n}",')
@@ -393,6 +394,20 @@ def gen_model(s: Schema) -> str:
             if doc:
                 w(wrap(doc[0], "", first='"""') + '"""')
             w("")
+    w("")
+    w("UNION_MEMBERS: dict[str, tuple[type, ...]] = {")
+    for d in s.defs:
+        if d.kind == "union":
+            w(f'    "{d.name}": ({", ".join(mn for mn, _ in d.members)},),')
+    w("}")
+    w('"""Union name -> member classes in schema order (type id = index + 1)."""')
+    w("")
+    w("SCHEMA_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {")
+    for d in s.tables():
+        fields = "".join(f'("{f.name}", "{f.type}"), ' for f in d.fields)
+        w(f"    {d.name}: ({fields}),")
+    w("}")
+    w('"""Table class -> ((field name, schema type), ...) in schema order."""')
     return "\n".join(out) + "\n"
 
 
