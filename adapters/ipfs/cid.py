@@ -69,13 +69,16 @@ def encode_uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def decode_uvarint(data: bytes | memoryview, pos: int, where: str) -> tuple[int, int]:
+def decode_uvarint(
+    data: bytes | memoryview, pos: int, where: str, max_len: int = _MAX_VARINT_LEN
+) -> tuple[int, int]:
     """Read a minimal unsigned varint (multiformats rules) at ``pos``.
 
     Args:
         data: buffer to read from.
         pos: offset of the first varint byte.
         where: what is being parsed, for error messages.
+        max_len: longest accepted encoding (9 for multiformats, 10 for protobuf int64).
 
     Returns:
         ``(value, next_pos)``.
@@ -86,7 +89,7 @@ def decode_uvarint(data: bytes | memoryview, pos: int, where: str) -> tuple[int,
     value = 0
     shift = 0
     end = len(data)
-    for i in range(_MAX_VARINT_LEN):
+    for i in range(max_len):
         if pos + i >= end:
             raise FormatError(f"{where}: truncated varint; the data is incomplete")
         byte = data[pos + i]
@@ -96,7 +99,7 @@ def decode_uvarint(data: bytes | memoryview, pos: int, where: str) -> tuple[int,
                 raise FormatError(f"{where}: varint is not minimally encoded")
             return value, pos + i + 1
         shift += 7
-    raise FormatError(f"{where}: varint longer than {_MAX_VARINT_LEN} bytes")
+    raise FormatError(f"{where}: varint longer than {max_len} bytes")
 
 
 def _parse_cid(raw: bytes, where: str) -> tuple[int, int, int, int]:

@@ -152,7 +152,7 @@ def _decode_link(buf: bytes | memoryview, where: str) -> PBLink:
             raw, pos = _read_len_delimited(buf, pos, where)
             name = bytes(raw)
         elif number == 3 and wire == 0:
-            tsize, pos = decode_uvarint(buf, pos, where)
+            tsize, pos = decode_uvarint(buf, pos, where, max_len=10)  # protobuf uint64
         else:
             raise FormatError(f"{where}: unexpected PBLink field {number} (wire type {wire})")
     if cid is None:

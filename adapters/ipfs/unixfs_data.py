@@ -108,7 +108,7 @@ def _decode_mtime(buf: bytes, where: str) -> tuple[int, int | None]:
     while pos < len(buf):
         key, pos = decode_uvarint(buf, pos, where)
         if key == 0x08:
-            value, pos = decode_uvarint(buf, pos, where)
+            value, pos = decode_uvarint(buf, pos, where, max_len=10)  # negative int64
             seconds = value - (1 << 64) if value >= 1 << 63 else value
         elif key == 0x15:
             if pos + 4 > len(buf):

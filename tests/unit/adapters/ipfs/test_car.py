@@ -1,0 +1,152 @@
+"""CAR v1 writer and verifying reader (spec: ipld/ipld specs/transport/car/carv1)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.ipfs.car import (
+    CarWriter,
+    decode_car_header,
+    encode_car_header,
+    iter_car,
+    read_car_header,
+)
+from adapters.ipfs.cid import CODEC_RAW, Cid, encode_uvarint
+from adapters.ipfs.unixfs import import_bytes, import_tree
+from odfweb3.errors import FormatError, HashMismatch
+
+ROOT = Cid.decode("bafybeiczsscdsbs7ffqz55asqdf3smv6klcw3gofszvwlyarci47bgf354")
+
+
+def _car(blocks: list[tuple[Cid, bytes]], root: Cid = ROOT) -> bytes:
+    out = io.BytesIO()
+    writer = CarWriter(out, root)
+    for cid, data in blocks:
+        writer.write_block(cid, data)
+    return out.getvalue()
+
+
+def test_header_bytes_are_canonical_dag_cbor() -> None:
+    # {"roots": [CID], "version": 1}: keys length-first sorted, CID = tag 42 over 0x00+bytes.
+    # go-car writes the same bytes: 3a a2 65"roots" 81 d82a 5825 00<cid> 67"version" 01
+    header = encode_car_header(ROOT)
+    assert len(header) == 0x3A
+    assert header == (b"\xa2\x65roots\x81\xd8\x2a\x58\x25\x00" + ROOT.raw + b"\x67version\x01")
+    assert decode_car_header(header) == [ROOT]
+    v0 = Cid.decode("QmUNLLsPACCz1vLxQVkXqqLX5R1X345qqfHbsf67hvA3Nn")
+    assert decode_car_header(encode_car_header(v0)) == [v0]
+
+
+def test_round_trip_and_dedupe() -> None:
+    a = import_bytes(b"alpha")
+    b = import_bytes(b"beta")
+    out = io.BytesIO()
+    writer = CarWriter(out, a.cid)
+    assert writer.write_block(a.cid, b"alpha") is True
+    assert writer.write_block(b.cid, b"beta") is True
+    assert writer.write_block(a.cid, b"alpha") is False  # written once per CAR
+    assert a.cid in writer and writer.blocks_written == 2
+    assert writer.bytes_written == len(out.getvalue())
+    roots, blocks = iter_car(io.BytesIO(out.getvalue()))
+    assert roots == [a.cid]
+    assert list(blocks) == [(a.cid, b"alpha"), (b.cid, b"beta")]
+
+
+def test_streaming_tree_into_car_with_root_set_later(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "head").write_bytes(b"f1620" + b"ab" * 32)
+    (tmp_path / "big").write_bytes(bytes(range(256)) * 2000)
+    out = io.BytesIO()
+    writer = CarWriter.with_root_later(out)
+    node = import_tree(tmp_path, sink=writer)
+    writer.set_root(node.cid)
+    assert read_car_header(io.BytesIO(out.getvalue())) == [node.cid]
+    _, blocks = iter_car(io.BytesIO(out.getvalue()))
+    got = dict(blocks)
+    assert node.cid in got
+    assert node.tsize == sum(len(d) for d in got.values())
+
+
+def test_identity_multihash_blocks_verify() -> None:
+    data = b"tiny"
+    cid = Cid(b"\x01\x55\x00" + encode_uvarint(len(data)) + data)
+    _, blocks = iter_car(io.BytesIO(_car([(cid, data)])))
+    assert list(blocks) == [(cid, data)]
+    bad = _car([(cid, b"tinx")])
+    with pytest.raises(HashMismatch):
+        list(iter_car(io.BytesIO(bad))[1])
+
+
+def test_reader_rejects_tampered_block() -> None:
+    cid = Cid.of_block(b"genuine", codec=CODEC_RAW)
+    car = _car([(cid, b"genuine")]).replace(b"genuine", b"forgery")
+    _, blocks = iter_car(io.BytesIO(car))
+    with pytest.raises(HashMismatch) as info:
+        list(blocks)
+    assert str(cid) in str(info.value)
+
+
+def test_writer_verify_option() -> None:
+    cid = Cid.of_block(b"one", codec=CODEC_RAW)
+    writer = CarWriter(io.BytesIO(), cid, verify=True)
+    with pytest.raises(HashMismatch):
+        writer.write_block(cid, b"two")
+
+
+@pytest.mark.parametrize("cut", [1, 5, 20, 58, 60, 61, 70, -1])
+def test_reader_rejects_truncation(cut: int) -> None:
+    car = _car([(Cid.of_block(b"some block data"), b"some block data")])
+    truncated = car[:cut]
+    with pytest.raises(FormatError):
+        _, blocks = iter_car(io.BytesIO(truncated))
+        list(blocks)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"",
+        b"\x00",
+        b"\x01\xa0",  # {} : no version
+        b"\x0b\xa1\x67version\x02",  # version 2
+        b"\x0c\xa2\x65roots\x80\x67version",  # truncated map
+        b"\x11\xa2\x65roots\x01\x67version\x01",  # roots not a list
+        b"\x03\xfa\x00\x00",  # float
+    ],
+)
+def test_reader_rejects_bad_header(header: bytes) -> None:
+    with pytest.raises(FormatError):
+        read_car_header(io.BytesIO(header))
+
+
+def test_reader_rejects_oversized_section() -> None:
+    car = _car([]) + encode_uvarint(1 << 30) + b"\x01"
+    with pytest.raises(FormatError):
+        list(iter_car(io.BytesIO(car))[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzz_reader_raises_only_format_errors(data: bytes) -> None:
+    try:
+        _, blocks = iter_car(io.BytesIO(data))
+        list(blocks)
+    except (FormatError, HashMismatch):
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=120), st.integers(min_value=0, max_value=200))
+def test_fuzz_mutated_car_raises_only_declared_errors(noise: bytes, at: int) -> None:
+    car = bytearray(_car([(Cid.of_block(b"x" * 50), b"x" * 50)]))
+    at = min(at, len(car))
+    car[at : at + len(noise)] = noise
+    try:
+        _, blocks = iter_car(io.BytesIO(bytes(car)))
+        list(blocks)
+    except (FormatError, HashMismatch):
+        pass
