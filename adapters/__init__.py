@@ -1,7 +1,57 @@
 """Network adapters for odfweb3, installed as ``odfweb3.adapters``.
 
-This module is the composition root: it alone chooses implementations for a
-target URL. The pure format modules inside each adapter never import network code.
+This module is the composition root: it alone chooses an implementation for a
+target name (together with the CLI). The pure format modules inside each adapter
+never import network code, and adapters never import each other.
+
+Target names:
+
+- ``car:DIR``: offline IPFS publish (CAR files + IPNS record), the embedded default;
+- ``ipfs``: a live Kubo node (API from config / ``ODFWEB3_IPFS_API``);
+- ``bundle:DIR``: offline Arweave publish (a signed ANS-104 bundle);
+- ``arweave``: an Arweave gateway (``ODFWEB3_ARWEAVE_GATEWAY``) with a wallet.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from odfweb3.config import Config
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.errors import UsageError
+from odfweb3.publish.target import PublishTarget
+
+__all__ = ["TargetOptions", "open_target"]
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """Options a publish passes to whatever target it opens."""
+
+    cid_version: int = 1
+    wallet: Path | None = None
+
+
+def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
+    """The publish target for ``spec`` (see the module docstring).
+
+    Raises:
+        UsageError: an unknown or incomplete target name.
+    """
+    options = options or TargetOptions()
+    kind, _, arg = spec.partition(":")
+    if kind == "car":
+        if not arg:
+            raise UsageError("--to car:OUT_DIR needs a directory, e.g. --to car:./out")
+        from .ipfs.car_target import CarTarget
+
+        return CarTarget(
+            Path(arg).expanduser().absolute(),
+            Keystore(config.keystore_dir),
+            cid_version=options.cid_version,
+        )
+    raise UsageError(
+        f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
+        "(see odfweb3 publish -h)"
+    )

@@ -6,9 +6,11 @@ import argparse
 from typing import Any
 
 from odfweb3.cli.output import format_bytes
+from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.identity import DatasetKeyPair
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.summary import summarize
@@ -94,6 +96,8 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
                 seed=args.seed,
                 progress=bar.advance,
             )
+    if built.keypair is not None:
+        _keep_identity_key(ctx, built.keypair)
     data: dict[str, Any] = {
         "path": str(built.path),
         "head": multihash_to_str(built.head),
@@ -110,6 +114,15 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
         ),
     )
     return 0
+
+
+def _keep_identity_key(ctx: Any, keypair: DatasetKeyPair) -> None:
+    """Store the example's identity key, so its IPNS name follows from its dataset ID."""
+    keystore = Keystore(ctx.config.keystore_dir)
+    label = str(keypair.dataset_id)
+    if not keystore.has(label):
+        keystore.store(label, keypair.signing_key())
+        ctx.out.debug(f"stored the dataset's identity key in {keystore.root}")
 
 
 def _inspect(args: argparse.Namespace, ctx: Any) -> int:

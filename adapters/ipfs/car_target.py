@@ -1,0 +1,252 @@
+"""Offline IPFS publishing: CAR files and a signed IPNS record in a directory.
+
+The embedded default (``--to car:OUT_DIR``): no daemon needed. Each publish
+writes into ``OUT_DIR``:
+
+- ``<root>.car``: CAR v1 with the blocks the previous publish to this directory
+  did not have (the first publish: everything). Import them all, oldest first,
+  with ``ipfs dag import *.car`` (later CARs reference blocks of earlier ones);
+- ``<name>.ipns-record``: the signed IPNS record for the dataset's key, sequence
+  one more than the last (``ipfs routing put /ipns/<name> <file>``);
+- ``publish.json``: dataset ID, head, root CID, IPNS name, sequence, the files
+  written, and the per-object CIDs that make the next publish incremental.
+
+Commit order holds here too: the CAR is written to a temp file and renamed,
+then the record, then ``publish.json`` last. An interrupted publish leaves the
+old ``publish.json``, so the next run redoes the delta.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.errors import ConflictError, FormatError
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState
+from odfweb3.publish.target import RemoteView, UploadResult
+
+from .car import CarWriter
+from .dataset_dag import ObjectLink, build_dataset_dag
+from .ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
+from .libp2p_keys import IpnsName, public_key_bytes
+
+__all__ = ["CarTarget", "write_atomic"]
+
+Clock = Callable[[], datetime]
+
+
+def _public_mode(fd: int) -> None:
+    # mkstemp creates 0600; published artifacts are public: honour the umask instead.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file, fsync and rename (mode per umask)."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    _public_mode(fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class CarTarget:
+    """A directory receiving CAR files, IPNS records and ``publish.json``."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        keystore: Keystore,
+        *,
+        cid_version: int = 1,
+        lifetime: timedelta = DEFAULT_LIFETIME,
+        clock: Clock = lambda: datetime.now(UTC),
+    ) -> None:
+        self.out_dir = out_dir
+        self.name = f"car:{out_dir}"
+        self.keystore = keystore
+        self.cid_version = cid_version
+        self.lifetime = lifetime
+        self.clock = clock
+        self._written: list[str] = []
+
+    @property
+    def summary_path(self) -> Path:
+        """The ``publish.json`` of this directory."""
+        return self.out_dir / "publish.json"
+
+    def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
+        try:
+            raw = json.loads(self.summary_path.read_text("utf-8"))
+        except FileNotFoundError:
+            return None, {}
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FormatError(
+                f"{self.summary_path}: unreadable ({exc}); move it away to publish afresh"
+            ) from None
+        return PublishState.from_json(raw, str(self.summary_path)), raw
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """What the directory holds: the last ``publish.json``, if its CARs are all there."""
+        state, _raw = self._load()
+        if state is None:
+            return RemoteView(head=None)
+        if state.dataset_id != dataset_id:
+            raise ConflictError(
+                f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
+                "use another output directory"
+            )
+        cars = [str(c) for c in state.extra.get("cars", [])]
+        missing = [c for c in cars if not (self.out_dir / c).is_file()]
+        if missing:
+            note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
+            return RemoteView(head=None, state=None, notes=(note,))
+        return RemoteView(head=state.head, has=frozenset(state.objects), state=state)
+
+    def upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        """Write the delta CAR (temp file, then renamed to ``<root>.car``)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        prev = view.state
+        previous = {
+            path: ObjectLink.from_json(link)
+            for path, link in (prev.objects.items() if prev else ())
+            if path in view.has
+        }
+        if prev is not None and prev.extra.get("cidVersion", 1) != self.cid_version:
+            previous = {}
+        prev_dirs = frozenset(
+            bytes.fromhex(h) for h in (prev.extra.get("dirBlocks", []) if prev else [])
+        )
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=self.out_dir)
+        _public_mode(fd)
+        try:
+            with os.fdopen(fd, "w+b") as f:
+                writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
+                dag = build_dataset_dag(
+                    reader,
+                    plan.head,
+                    plan.objects,
+                    previous,
+                    cid_version=self.cid_version,
+                    sink=writer,
+                    previous_dir_blocks=prev_dirs,
+                    progress=progress,
+                )
+                writer.set_root(dag.root.cid)
+                f.flush()
+                os.fsync(f.fileno())
+                car_bytes = writer.bytes_written
+            car_name = f"{dag.root.cid.encode()}.car"
+            if (self.out_dir / car_name).exists():
+                # Same root as an earlier publish: that CAR already holds these blocks.
+                os.unlink(tmp)
+                car_bytes = 0
+            else:
+                os.replace(tmp, self.out_dir / car_name)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        cars = [str(c) for c in (prev.extra.get("cars", []) if prev else [])]
+        if car_name not in cars:
+            cars.append(car_name)
+        self._written = [car_name]
+        return UploadResult(
+            locator=dag.root.cid.encode(),
+            objects={p: link.to_json() for p, link in dag.objects.items()},
+            extra={
+                "cidVersion": self.cid_version,
+                "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
+                "cars": cars,
+            },
+            bytes_sent=car_bytes,
+            summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes},
+        )
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
+        key = self.keystore.load_or_generate(plan.dataset_id)
+        name = IpnsName.from_public_key(public_key_bytes(key))
+        prev = view.state
+        sequence = int(prev.record.get("sequence", -1)) + 1 if prev else 0
+        ext = OdfExtension(
+            dataset_id=plan.dataset_id,
+            head=multihash_to_str(plan.head),
+            prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
+        )
+        now = self.clock()
+        record = create_record(
+            key,
+            f"/ipfs/{upload.locator}",
+            sequence,
+            validity=now + self.lifetime,
+            extensions={"_odf": ext},
+            now=now,
+        )
+        record_file = f"{name}.ipns-record"
+        write_atomic(self.out_dir / record_file, encode_record(record))
+        self._written.append(record_file)
+        return PublishState(
+            dataset_id=plan.dataset_id,
+            target=self.name,
+            head=plan.head,
+            locator=upload.locator,
+            record={
+                "name": str(name),
+                "sequence": sequence,
+                "validity": record.expires_at.isoformat(),
+                "value": record.value_text,
+                "file": record_file,
+            },
+            objects=upload.objects,
+            extra=upload.extra,
+        )
+
+    def save(self, state: PublishState) -> None:
+        """Write ``publish.json`` last: the state plus a human-facing summary."""
+        doc = state.to_json()
+        doc.update(
+            {
+                "root": state.locator,
+                "ipnsName": state.record.get("name"),
+                "sequence": state.record.get("sequence"),
+                "filesWritten": list(self._written),
+                "import": [
+                    f"ipfs dag import {' '.join(state.extra.get('cars', []))}",
+                    f"ipfs routing put --allow-offline /ipns/{state.record.get('name')} "
+                    f"{state.record.get('file')}",
+                ],
+            }
+        )
+        write_atomic(self.summary_path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+
+
+def head_of_summary(path: Path) -> bytes | None:
+    """The head recorded in a ``publish.json`` (for tools and tests)."""
+    data = json.loads(path.read_text("utf-8"))
+    head = data.get("head")
+    return multihash_from_str(head) if head else None

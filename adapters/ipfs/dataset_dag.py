@@ -1,0 +1,151 @@
+"""An ODF dataset as a UnixFS directory, built incrementally (DESIGN.md section 4).
+
+The dataset maps 1:1 onto UnixFS with exactly the ODF names::
+
+    <root>/
+      blocks/<f1620…>        one file per metadata block
+      checkpoints/<f1620…>
+      data/<f1620…>
+      refs/head              the head hash as text (no newline, as odfweb3 writes it)
+
+so ``GET /ipfs/<root>/refs/head`` works with no ODF knowledge, and the root CID
+equals ``ipfs add -r --cid-version=1`` of a directory holding exactly that layout.
+All four directories are always present (empty when the dataset has no data).
+
+Incremental: the per-object ``(cid, tsize)`` of a previous publish are reused
+without reading the files again; only new files are imported, and only the
+directory nodes are rebuilt (cheap: no file I/O, HAMT shards included). Blocks
+the previous publish already sent (``previous_dir_blocks``) are not emitted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Final, cast
+
+from odfweb3.odf.chain import DatasetObject
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.source import open_verified
+
+from .cid import Cid
+from .unixfs import BlockSink, DirNode, Entry, FileNode, build_directory, import_bytes, import_file
+
+__all__ = ["DatasetDag", "ObjectLink", "build_dataset_dag"]
+
+_TOP_DIRS: Final = ("blocks", "checkpoints", "data")
+
+
+@dataclass(frozen=True)
+class ObjectLink:
+    """Where one object is in the DAG: its file root CID, DAG size and file size."""
+
+    cid: Cid
+    tsize: int
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        """State form."""
+        return {"cid": self.cid.encode(), "tsize": self.tsize, "size": self.size}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ObjectLink:
+        """Parse the state form."""
+        return cls(Cid.decode(str(data["cid"])), int(data["tsize"]), int(data["size"]))
+
+
+@dataclass(frozen=True)
+class DatasetDag:
+    """The result: root, per-object links, and the directory blocks' CIDs."""
+
+    root: DirNode
+    objects: dict[str, ObjectLink]
+    dir_blocks: frozenset[bytes]
+    new_blocks: int = 0
+    new_bytes: int = 0
+    dirs: dict[str, DirNode] = field(default_factory=dict)
+
+
+def build_dataset_dag(
+    reader: DatasetReader,
+    head: bytes,
+    objects: Iterable[DatasetObject],
+    previous: Mapping[str, ObjectLink],
+    *,
+    cid_version: int = 1,
+    sink: BlockSink | None = None,
+    previous_dir_blocks: frozenset[bytes] = frozenset(),
+    progress: Callable[[int], None] | None = None,
+) -> DatasetDag:
+    """Build the dataset's UnixFS DAG, importing only objects not in ``previous``.
+
+    Args:
+        reader: the local dataset (new objects are read through verified streams).
+        head: the head being published (written as ``refs/head``).
+        objects: every object of the dataset at ``head``.
+        previous: object path -> link from an earlier publish (their files are not read).
+        cid_version: 1 (raw leaves, default) or 0.
+        sink: receives every *new* block (file blocks of new objects, directory blocks
+            not in ``previous_dir_blocks``).
+        previous_dir_blocks: raw CIDs of directory blocks sent before.
+        progress: called with bytes of file content read.
+
+    Raises:
+        IntegrityError / HashMismatch: a new object's size or hash is wrong.
+    """
+    new_blocks = 0
+    new_bytes = 0
+
+    def file_sink(cid: Cid, block: bytes) -> None:
+        nonlocal new_blocks, new_bytes
+        new_blocks += 1
+        new_bytes += len(block)
+        if sink is not None:
+            sink(cid, block)
+
+    dir_cids: set[bytes] = set()
+
+    def dir_sink(cid: Cid, block: bytes) -> None:
+        nonlocal new_blocks, new_bytes
+        raw = cid.raw
+        dir_cids.add(raw)
+        if raw in previous_dir_blocks:
+            return
+        new_blocks += 1
+        new_bytes += len(block)
+        if sink is not None:
+            sink(cid, block)
+
+    links: dict[str, ObjectLink] = {}
+    folders: dict[str, dict[str, Entry]] = {name: {} for name in _TOP_DIRS}
+    for obj in objects:
+        path = obj.path
+        link = previous.get(path)
+        if link is None:
+            with open_verified(reader, obj) as stream:
+                node: FileNode = import_file(
+                    cast(BinaryIO, stream), cid_version=cid_version, sink=file_sink
+                )
+                stream.finish()
+            if progress is not None:
+                progress(node.size)
+            link = ObjectLink(node.cid, node.tsize, node.size)
+        links[path] = link
+        folder, name = path.split("/", 1)
+        folders[folder][name] = Entry(link.cid, link.tsize)
+
+    head_text = multihash_to_str(head).encode("ascii")
+    head_file = import_bytes(head_text, cid_version=cid_version, sink=file_sink)
+    dirs: dict[str, DirNode] = {}
+    for name in _TOP_DIRS:
+        dirs[name] = build_directory(folders[name], cid_version=cid_version, sink=dir_sink)
+    dirs["refs"] = build_directory(
+        {"head": Entry(head_file.cid, head_file.tsize)}, cid_version=cid_version, sink=dir_sink
+    )
+    root = build_directory(
+        {name: Entry(d.cid, d.tsize) for name, d in dirs.items()},
+        cid_version=cid_version,
+        sink=dir_sink,
+    )
+    return DatasetDag(root, links, frozenset(dir_cids), new_blocks, new_bytes, dirs)

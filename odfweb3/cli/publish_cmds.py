@@ -1,0 +1,88 @@
+"""Publishing commands: ``publish``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from odfweb3.cli.output import format_bytes
+from odfweb3.publish.execute import PublishOutcome, publish_dataset
+from odfweb3.publish.target import PublishTarget
+
+__all__ = ["register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the publishing commands to the CLI."""
+    p = sub.add_parser(
+        "publish",
+        parents=[common],
+        help="publish a dataset (only what the target does not have yet)",
+        description="Validate the dataset, compare with what the target holds, upload only the "
+        "delta, then publish the name record. Targets: car:DIR (offline CAR + IPNS record), "
+        "ipfs (Kubo node), bundle:DIR (offline ANS-104 bundle), arweave (gateway).",
+    )
+    p.add_argument("dataset", help="dataset directory")
+    p.add_argument(
+        "--to", required=True, metavar="TARGET", help="car:DIR | ipfs | bundle:DIR | arweave"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="publish even if the target is not an ancestor"
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the plan; send nothing")
+    p.add_argument(
+        "--cid-version", type=int, choices=(0, 1), default=None, help="IPFS CID version (default 1)"
+    )
+    p.add_argument("--wallet", type=Path, default=None, help="Arweave JWK wallet file")
+    p.set_defaults(handler=_publish)
+
+
+def _publish(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters import TargetOptions, open_target
+
+    cid_version = args.cid_version
+    if cid_version is None:
+        cid_version = int(ctx.config.get("ipfs", "cid_version", default=1))
+    target: PublishTarget = open_target(
+        args.to,
+        ctx.config,
+        TargetOptions(cid_version=cid_version, wallet=args.wallet or ctx.config.arweave_wallet),
+    )
+    out = ctx.out
+    with out.progress("publishing", None) as bar:
+        outcome = publish_dataset(
+            args.dataset, target, force=args.force, dry_run=args.dry_run, progress=bar.advance
+        )
+    for note in outcome.notes:
+        out.warn(note)
+    if outcome.plan.forced:
+        out.warn(f"--force: {target.name} held a head that is not an ancestor of ours")
+    out.result(_to_json(outcome), lambda: _human(outcome))
+    return 0
+
+
+def _to_json(o: PublishOutcome) -> dict[str, Any]:
+    data: dict[str, Any] = {"plan": o.plan.to_json(), "dryRun": o.state is None}
+    if o.upload is not None:
+        data["locator"] = o.upload.locator
+        data["bytesSent"] = o.upload.bytes_sent
+        data.update(o.upload.summary)
+    if o.state is not None:
+        data["record"] = o.state.record
+    return data
+
+
+def _human(o: PublishOutcome) -> str:
+    lines = [str(o.plan)]
+    if o.state is None:
+        lines.append("dry run: nothing sent")
+        return "\n".join(lines)
+    assert o.upload is not None
+    lines.append(f"  root         {o.upload.locator}")
+    lines.append(f"  sent         {format_bytes(o.upload.bytes_sent)}")
+    for k, v in o.upload.summary.items():
+        lines.append(f"  {k:<12} {v}")
+    for k, v in o.state.record.items():
+        lines.append(f"  {k:<12} {v}")
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""Executing a publish in the commit order of DESIGN.md section 2.
+
+1. validate the local dataset (refuse an invalid one before any upload);
+2. ask the target what it holds (checked against the network);
+3. plan: the new head must descend from the target's (else refuse; ``force``);
+4. upload objects (each read once through ``source.open_verified``: size and hash
+   checked as it streams, so nothing corrupt is made visible), then the directory
+   or manifest, then pin (``target.upload``);
+5. publish the name record — only now is the update visible (``target.commit``);
+6. save publish state (temp file + rename).
+
+An interruption anywhere before 5 leaves the name on the old head; re-running
+sends only what is missing (content addressing makes repeats harmless).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from odfweb3.errors import IntegrityError
+from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model import Seed
+from odfweb3.odf.validate import check_chain_rules
+from odfweb3.publish.plan import PublishPlan, plan_publish
+from odfweb3.publish.state import PublishState
+from odfweb3.publish.target import PublishTarget, RemoteView, UploadResult
+
+__all__ = ["PublishOutcome", "load_verified_chain", "publish_dataset"]
+
+ProgressFn = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class PublishOutcome:
+    """What a publish did (``state`` is None for a dry run)."""
+
+    plan: PublishPlan
+    view: RemoteView
+    upload: UploadResult | None = None
+    state: PublishState | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def load_verified_chain(reader: DatasetReader) -> tuple[list[ChainEntry], DatasetId]:
+    """Walk and check the whole chain (every block hash and chain rule).
+
+    Raises:
+        IntegrityError / FormatError / NotFound: the dataset is invalid; nothing is sent.
+    """
+    entries = list(walk_chain(reader))
+    violations = check_chain_rules(list(reversed(entries)))
+    if violations:
+        raise IntegrityError(
+            f"{reader.root}: invalid dataset: {violations[0]}; "
+            "run odfweb3 validate for every problem (nothing was published)"
+        )
+    seed = entries[-1].block.event
+    assert isinstance(seed, Seed)
+    return entries, DatasetId.from_bytes(seed.dataset_id or b"")
+
+
+def publish_dataset(
+    path: str | os.PathLike[str],
+    target: PublishTarget,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    progress: ProgressFn | None = None,
+) -> PublishOutcome:
+    """Publish the dataset at ``path`` to ``target`` in commit order.
+
+    Args:
+        path: the local dataset directory.
+        target: where to publish.
+        force: publish even if the target's head does not descend from ours.
+        dry_run: stop after planning; nothing is sent or written.
+        progress: called with bytes read and sent.
+    """
+    reader = DatasetReader.open(path)
+    entries, dataset_id = load_verified_chain(reader)  # 1
+    view = target.inspect(str(dataset_id), entries[0].hash)  # 2
+    plan = plan_publish(  # 3
+        entries,
+        dataset_id=str(dataset_id),
+        target=target.name,
+        remote_head=view.head,
+        remote_has=view.has,
+        remote_ahead=view.ahead,
+        force=force,
+    )
+    if dry_run:
+        return PublishOutcome(plan, view, notes=view.notes)
+    upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4
+    state = target.commit(plan, upload, view)  # 5
+    target.save(state)  # 6
+    return PublishOutcome(plan, view, upload, state, view.notes)

@@ -1,0 +1,82 @@
+"""Reading the objects to publish, verifying them on the way out.
+
+Adapters read every object they send through :func:`open_verified`: the bytes
+are hashed as they stream past (no second pass over the file), and the stream
+raises at end of file unless size and hash match what the block records. An
+adapter checks ``finish()`` before it makes anything visible, so a corrupt local
+file is never published under a name.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import BinaryIO
+
+from odfweb3.errors import HashMismatch, IntegrityError
+from odfweb3.odf.chain import DatasetObject
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str, new_hasher
+
+__all__ = ["VerifyingReader", "open_verified"]
+
+
+class VerifyingReader:
+    """A read-only binary stream that hashes what it yields and checks it at the end."""
+
+    def __init__(self, raw: BinaryIO, obj: DatasetObject, where: str) -> None:
+        self._raw = raw
+        self._obj = obj
+        self._where = where
+        self._hasher = new_hasher(obj.hash[0])
+        self.size = 0
+
+    def readinto(self, buf: bytearray | memoryview) -> int:
+        """Fill ``buf`` from the file, hashing what was read."""
+        n = self._raw.readinto(buf)  # type: ignore[attr-defined]
+        if n:
+            self._hasher.update(memoryview(buf)[:n])
+            self.size += n
+        return int(n or 0)
+
+    def read(self, n: int = -1) -> bytes:
+        """Read up to ``n`` bytes (all when negative), hashing them."""
+        data = self._raw.read(n)
+        self._hasher.update(data)
+        self.size += len(data)
+        return data
+
+    def finish(self) -> None:
+        """Raise unless everything was read and matched the recorded size and hash."""
+        rest = self._raw.read(1)
+        if rest:
+            raise IntegrityError(f"{self._where}: not read to the end")
+        if self._obj.size is not None and self.size != self._obj.size:
+            raise IntegrityError(
+                f"{self._where}: has {self.size} bytes but its block records {self._obj.size}; "
+                "the file is corrupt"
+            )
+        actual = bytes((self._obj.hash[0], self._hasher.digest_size)) + self._hasher.digest()
+        if actual != self._obj.hash:
+            raise HashMismatch(
+                multihash_to_str(self._obj.hash), multihash_to_str(actual), self._where
+            )
+
+    def close(self) -> None:
+        """Close the file."""
+        self._raw.close()
+
+    def __enter__(self) -> VerifyingReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_verified(reader: DatasetReader, obj: DatasetObject) -> VerifyingReader:
+    """Open an object of the dataset for a verified single-pass read."""
+    return VerifyingReader(reader.open_object(obj.kind, obj.hash), obj, f"{reader.root}/{obj.path}")

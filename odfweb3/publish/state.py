@@ -1,0 +1,153 @@
+"""Publish state: what odfweb3 last published, per dataset and target.
+
+One JSON file per (dataset, target), written with temp file + fsync + rename so
+a crash leaves the old state or the new one, never half of either. State is a
+cache of what the network holds: adapters check it against the network before
+trusting it, and rebuild it from the network when it is missing or stale.
+
+Never stored here: keys, wallets, passphrases. The ``objects`` map holds only
+public locators (CIDs, transaction ids) of public objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from odfweb3.errors import FormatError
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+
+__all__ = ["STATE_VERSION", "PublishState", "StateStore", "load_state_file", "save_state_file"]
+
+STATE_VERSION: Final = 1
+
+
+@dataclass(frozen=True)
+class PublishState:
+    """The last completed publish of one dataset to one target.
+
+    Attributes:
+        dataset_id: ``did:odf:…``.
+        target: target name (``ipfs:http://…``, ``car:/path``, ``arweave:…``).
+        head: the head hash that was published.
+        locator: where the whole dataset is (root CID, manifest id).
+        record: the name record's public facts (IPNS name, sequence, validity; Arweave
+            upload id) — adapter-defined, JSON-serializable.
+        objects: object path -> adapter-defined locator facts (e.g. ``{"cid", "tsize"}``).
+        extra: adapter-defined public facts (directory node CIDs, pending uploads).
+    """
+
+    dataset_id: str
+    target: str
+    head: bytes | None = None
+    locator: str | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def evolve(self, **changes: Any) -> PublishState:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The on-disk JSON form."""
+        return {
+            "version": STATE_VERSION,
+            "datasetId": self.dataset_id,
+            "target": self.target,
+            "head": multihash_to_str(self.head) if self.head else None,
+            "locator": self.locator,
+            "record": self.record,
+            "objects": self.objects,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> PublishState:
+        """Parse the on-disk form (raises FormatError naming ``where``)."""
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise FormatError(f"{where}: not an odfweb3 publish state (version {STATE_VERSION})")
+        try:
+            head = data.get("head")
+            return cls(
+                dataset_id=str(data["datasetId"]),
+                target=str(data["target"]),
+                head=multihash_from_str(head) if head else None,
+                locator=data.get("locator"),
+                record=dict(data.get("record") or {}),
+                objects={str(k): dict(v) for k, v in (data.get("objects") or {}).items()},
+                extra=dict(data.get("extra") or {}),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise FormatError(f"{where}: malformed publish state ({exc})") from None
+
+
+def save_state_file(path: Path, state: PublishState) -> None:
+    """Write state atomically (temp file + fsync + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(state.to_json(), f, indent=1, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def load_state_file(path: Path) -> PublishState | None:
+    """Read state, or None when there is none."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            f"{path}: publish state is not JSON ({exc.msg}); delete it to rebuild from the network"
+        ) from None
+    return PublishState.from_json(data, str(path))
+
+
+class StateStore:
+    """Publish states under one directory: ``<dir>/<dataset key>/<target key>.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    def path_for(self, dataset_id: str, target: str) -> Path:
+        """Where the state of (dataset, target) lives."""
+        return self.root / self._key(dataset_id) / f"{self._key(target)}.json"
+
+    def load(self, dataset_id: str, target: str) -> PublishState | None:
+        """The saved state, or None."""
+        return load_state_file(self.path_for(dataset_id, target))
+
+    def save(self, state: PublishState) -> None:
+        """Save atomically."""
+        save_state_file(self.path_for(state.dataset_id, state.target), state)
+
+    def all(self) -> list[PublishState]:
+        """Every saved state (for ``status`` and ``republish --all``)."""
+        out = []
+        if self.root.is_dir():
+            for p in sorted(self.root.glob("*/*.json")):
+                s = load_state_file(p)
+                if s is not None:
+                    out.append(s)
+        return out

@@ -1,0 +1,74 @@
+"""What a publish target must do: the protocol adapters implement.
+
+The executor calls these in DESIGN.md section 2's commit order; a target never
+decides the order itself. Kept to a handful of methods; everything else is a free
+function over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState
+
+__all__ = ["PublishTarget", "RemoteView", "UploadResult"]
+
+ProgressFn = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class RemoteView:
+    """What the target holds now for a dataset, checked against the network.
+
+    Attributes:
+        head: the head its name points at (None: nothing published).
+        has: object paths known to be stored there.
+        ahead: the target's chain contains our head (it is ahead of us).
+        state: the publish state to build on (verified, or rebuilt), if any.
+        notes: human notes (e.g. "state was stale: rebuilt from the node").
+    """
+
+    head: bytes | None
+    has: frozenset[str] = frozenset()
+    ahead: bool = False
+    state: PublishState | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    """What steps 3-5 produced: the new locator and facts for the state."""
+
+    locator: str
+    objects: dict[str, dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
+    bytes_sent: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+class PublishTarget(Protocol):
+    """A place datasets are published to (IPFS node, CAR directory, Arweave gateway)."""
+
+    name: str
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """Step 2: what the target holds now (never trusting saved state blindly)."""
+        ...
+
+    def upload(
+        self, plan: PublishPlan, reader: DatasetReader, view: RemoteView, progress: ProgressFn
+    ) -> UploadResult:
+        """Steps 3-5: upload the plan's objects, the new directory/manifest, and pin."""
+        ...
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """Step 6: publish the name record; returns the state to save."""
+        ...
+
+    def save(self, state: PublishState) -> None:
+        """Step 7: save the publish state atomically."""
+        ...

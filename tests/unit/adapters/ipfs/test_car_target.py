@@ -1,0 +1,151 @@
+"""Offline publish (car:DIR): full, incremental, and every refusal leaves nothing behind."""
+
+import json
+import os
+import shutil
+
+import pytest
+from odfweb3.adapters.ipfs.car import iter_car
+from odfweb3.adapters.ipfs.car_check import check_car_dir
+from odfweb3.adapters.ipfs.car_target import CarTarget
+from odfweb3.adapters.ipfs.unixfs import import_tree
+
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.errors import ConflictError, HashMismatch, IntegrityError
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.execute import publish_dataset
+
+
+@pytest.fixture
+def keystore(tmp_path):
+    return Keystore(tmp_path / "keys")
+
+
+def car_cids(path):
+    with open(path, "rb") as f:
+        _roots, blocks = iter_car(f)
+        return {cid.raw for cid, _ in blocks}
+
+
+def test_full_then_incremental(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", blocks=4, data_bytes=600_000, seed=5).path
+    out = tmp_path / "out"
+    first = publish_dataset(ds, CarTarget(out, keystore))
+    assert first.plan.relation == "new" and len(first.plan.send) == len(first.plan.objects)
+    root1 = first.upload.locator
+    assert root1 == import_tree(ds).cid.encode()  # = ipfs add -r --cid-version=1
+    check1 = check_car_dir(out)
+    assert check1.record.sequence == 0 and check1.record.odf.prev_head is None
+    first_car = set(car_cids(out / f"{root1}.car"))
+
+    head1 = first.plan.head
+    append_blocks(ds, 1, data_bytes=1000)
+    second = publish_dataset(ds, CarTarget(out, keystore))
+    assert second.plan.relation == "ahead"
+    assert {o.kind for o in second.plan.send} == {"block", "data", "checkpoint"}
+    assert len(second.plan.send) == 3
+    root2 = second.upload.locator
+    assert root2 == import_tree(ds).cid.encode()
+    delta = car_cids(out / f"{root2}.car")
+    assert not (delta & first_car), "the delta CAR repeats blocks of the first"
+    assert os.path.getsize(out / f"{root2}.car") < 20_000
+    check2 = check_car_dir(out)
+    assert check2.record.sequence == 1
+    assert check2.record.odf.prev_head == multihash_to_str(head1)
+    assert check2.read_path("refs/head").decode() == multihash_to_str(second.plan.head)
+    summary = json.loads((out / "publish.json").read_text())
+    assert summary["ipnsName"].startswith("k51") and summary["sequence"] == 1
+    assert any("dag import" in line for line in summary["import"])
+
+    # Nothing new: a third publish sends no objects but refreshes the record.
+    third = publish_dataset(ds, CarTarget(out, keystore))
+    assert third.plan.relation == "same" and not third.plan.send
+    assert check_car_dir(out).record.sequence == 2
+
+
+def test_unchanged_files_are_not_read_again(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=5000, seed=1).path
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    old = sorted((ds / "data").iterdir())[0]
+    old.write_bytes(b"x" * old.stat().st_size)  # corrupt, same size: only a re-read notices
+    append_blocks(ds, 1)
+    publish_dataset(ds, CarTarget(out, keystore))  # succeeds: the old file was not read
+
+
+def test_corrupt_new_file_publishes_nothing(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=5000, seed=1).path
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    append_blocks(ds, 1, data_bytes=3000)
+    newest = max((ds / "data").iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    raw = bytearray(newest.read_bytes())
+    raw[10] ^= 0xFF
+    newest.write_bytes(bytes(raw))
+    with pytest.raises((HashMismatch, IntegrityError)):
+        publish_dataset(ds, CarTarget(out, keystore))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_invalid_dataset_refused_before_writing(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, seed=2).path
+    blk = sorted((ds / "blocks").iterdir())[0]
+    blk.write_bytes(blk.read_bytes()[:-1])
+    out = tmp_path / "out"
+    with pytest.raises(Exception) as ei:
+        publish_dataset(ds, CarTarget(out, keystore))
+    assert "block" in str(ei.value)
+    assert not out.exists()
+
+
+def test_diverged_refused_then_forced(tmp_path, keystore):
+    a = create_root_dataset(tmp_path / "a", blocks=2, seed=9).path
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    append_blocks(a, 1, seed=1)
+    append_blocks(b, 1, seed=2)
+    out = tmp_path / "out"
+    publish_dataset(a, CarTarget(out, keystore))
+    with pytest.raises(ConflictError, match="--force"):
+        publish_dataset(b, CarTarget(out, keystore))
+    forced = publish_dataset(b, CarTarget(out, keystore), force=True)
+    assert forced.plan.forced
+    assert check_car_dir(out).head == forced.plan.head
+
+
+def test_other_dataset_in_same_dir(tmp_path, keystore):
+    a = create_root_dataset(tmp_path / "a", seed=1).path
+    b = create_root_dataset(tmp_path / "b", seed=2).path
+    out = tmp_path / "out"
+    publish_dataset(a, CarTarget(out, keystore))
+    with pytest.raises(ConflictError, match="another output directory"):
+        publish_dataset(b, CarTarget(out, keystore))
+
+
+def test_cid_v0(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=300_000, seed=4).path
+    out = tmp_path / "out"
+    res = publish_dataset(ds, CarTarget(out, keystore, cid_version=0))
+    assert res.upload.locator.startswith("Qm")
+    assert res.upload.locator == import_tree(ds, cid_version=0).cid.encode()
+    assert check_car_dir(out).root.version == 0
+
+
+def test_dry_run_writes_nothing(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", seed=3).path
+    out = tmp_path / "out"
+    res = publish_dataset(ds, CarTarget(out, keystore), dry_run=True)
+    assert res.state is None and "send" in str(res.plan)
+    assert not out.exists() and not (tmp_path / "keys").exists()
+
+
+def test_published_files_are_world_readable_keys_are_not(tmp_path, keystore):
+    ds = create_root_dataset(tmp_path / "ds", seed=3).path
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    for p in out.iterdir():
+        assert p.stat().st_mode & 0o044, p
+    for p in (tmp_path / "keys").iterdir():
+        assert p.stat().st_mode & 0o777 == 0o600
