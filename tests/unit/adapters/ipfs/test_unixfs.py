@@ -19,11 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from adapters.ipfs.cid import CODEC_DAG_PB, CODEC_RAW, Cid
-from adapters.ipfs.dagpb import decode_pbnode
-from adapters.ipfs.hamt import hamt_hash
-from adapters.ipfs.unixfs import (
+from odfweb3.adapters.ipfs.cid import CODEC_DAG_PB, CODEC_RAW, Cid
+from odfweb3.adapters.ipfs.dagpb import decode_pbnode
+from odfweb3.adapters.ipfs.hamt import hamt_hash
+from odfweb3.adapters.ipfs.unixfs import (
     DirNode,
     Entry,
     FileNode,
@@ -32,7 +31,8 @@ from adapters.ipfs.unixfs import (
     import_file,
     import_tree,
 )
-from adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
+from odfweb3.adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
+
 from odfweb3.errors import FormatError
 
 from .kubo_testdata import DeterministicStream, deterministic_names
