@@ -20,9 +20,11 @@ from pathlib import Path
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import UsageError
+from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.target import PublishTarget
+from odfweb3.replica import LocalReplica, Replica
 
-__all__ = ["TargetOptions", "open_target"]
+__all__ = ["TargetOptions", "open_replica", "open_target"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,19 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"
     )
+
+
+def open_replica(ref: str, config: Config) -> Replica:
+    """A read-only replica for ``ref``: ``car:DIR``, or a local dataset directory.
+
+    Raises:
+        UsageError: an unknown reference form.
+    """
+    kind, _, arg = ref.partition(":")
+    if kind == "car" and arg:
+        from .ipfs.car_check import CarDirReplica, check_car_dir
+
+        return CarDirReplica(check_car_dir(Path(arg).expanduser()), ref)
+    if "://" not in ref and Path(ref).is_dir():
+        return LocalReplica(DatasetReader.open(ref))
+    raise UsageError(f"cannot open replica {ref!r}: use car:DIR or a dataset directory")

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from odfweb3.errors import FormatError, NotFound, ReplicaMismatch
+from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 
 from .car import iter_car
@@ -23,7 +24,7 @@ from .cid import Cid
 from .ipns import IpnsRecord, verify_record
 from .unixfs_reader import iter_dag, list_directory, read_file, resolve_path
 
-__all__ = ["CarDirCheck", "CarIndex", "check_car_dir"]
+__all__ = ["CarDirCheck", "CarDirReplica", "CarIndex", "check_car_dir"]
 
 
 class CarIndex:
@@ -77,6 +78,37 @@ class CarDirCheck:
     def iter_layout(self, folder: str) -> Iterator[str]:
         """Names in one folder of the published layout."""
         yield from list_directory(resolve_path(self.root, folder, self.index.get), self.index.get)
+
+
+class CarDirReplica:
+    """An offline publish directory as a read-only replica (verified on every read)."""
+
+    def __init__(self, check: CarDirCheck, name: str) -> None:
+        self.check = check
+        self.name = name
+        self._folders: dict[str, dict[str, Cid]] = {}
+
+    def _cid_of(self, kind: ObjectKind, mh: bytes) -> Cid:
+        folder = LAYOUT_DIRS[kind]
+        if folder not in self._folders:
+            get = self.check.index.get
+            self._folders[folder] = list_directory(resolve_path(self.check.root, folder, get), get)
+        try:
+            return self._folders[folder][multihash_to_str(mh)]
+        except KeyError:
+            raise NotFound(
+                f"{self.name}: {folder}/{multihash_to_str(mh)} is not published"
+            ) from None
+
+    def head(self) -> bytes:
+        return self.check.head
+
+    def read_block(self, mh: bytes) -> bytes:
+        cid = self._cid_of("block", mh)
+        return b"".join(read_file(cid, self.check.index.get, max_size=MAX_BLOCK_SIZE))
+
+    def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
+        return read_file(self._cid_of(kind, mh), self.check.index.get, max_size=size)
 
 
 def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:

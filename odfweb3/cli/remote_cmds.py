@@ -1,0 +1,70 @@
+"""Commands that read replicas: ``verify``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from odfweb3.errors import OdfWeb3Error, UsageError
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.replica import LocalReplica, Replica
+from odfweb3.verify import ReplicaReport, compare_replica
+
+__all__ = ["register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the replica commands to the CLI."""
+    p = sub.add_parser(
+        "verify",
+        parents=[common],
+        help="compare replicas with the local dataset by head hash",
+        description="Resolve each replica's head and compare it with the local dataset's (or the "
+        "first replica's): identical, behind/ahead by N blocks, diverged, unreachable. --deep "
+        "re-hashes every block and object of each replica. Exit status: 0 all identical, "
+        "1 any difference, 2 errors.",
+    )
+    p.add_argument("dataset", nargs="?", help="local dataset directory (default: the first REF)")
+    p.add_argument(
+        "--against", action="append", required=True, metavar="REF", help="replica (repeatable)"
+    )
+    p.add_argument("--deep", action="store_true", help="re-hash every object of each replica")
+    p.add_argument("--sample", type=int, metavar="K", help="with --deep: only K random objects")
+    p.set_defaults(handler=_verify)
+
+
+def _verify(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters import open_replica
+
+    refs: list[str] = list(args.against)
+    reference: Replica
+    if args.dataset is not None:
+        reference = LocalReplica(DatasetReader.open(args.dataset))
+    else:
+        if len(refs) < 2:
+            raise UsageError("verify: give a local DATASET or at least two --against replicas")
+        reference = open_replica(refs.pop(0), ctx.config)
+    entries = list(walk_chain(reference.read_block, reference.head()))
+    reports: list[ReplicaReport] = []
+    for ref in refs:
+        try:
+            replica: Replica = open_replica(ref, ctx.config)
+        except UsageError:
+            raise
+        except OdfWeb3Error as exc:
+            reports.append(ReplicaReport(ref, "unreachable", error=str(exc)))
+            continue
+        reports.append(compare_replica(entries, replica, deep=args.deep, sample=args.sample))
+    code = 0 if all(r.ok for r in reports) else 1
+    if any(r.status == "unreachable" for r in reports):
+        code = 2
+    data = {
+        "reference": reference.name,
+        "head": multihash_to_str(entries[0].hash),
+        "replicas": [r.to_json() for r in reports],
+        "ok": code == 0,
+    }
+    ctx.out.result(data, lambda: "\n".join(r.describe() for r in reports))
+    return code

@@ -1,0 +1,78 @@
+"""A replica of a dataset, seen read-only: a head and objects by hash.
+
+Every implementation is untrusted: :func:`read_block` and :func:`read_object`
+check what they return against the hash asked for, so a lying node or gateway
+can make a read fail but never slip in other bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+from odfweb3.errors import HashMismatch, IntegrityError
+from odfweb3.odf.chain import DatasetObject
+from odfweb3.odf.layout import DatasetReader, ObjectKind
+from odfweb3.odf.multihash import multihash_to_str, new_hasher
+
+__all__ = ["LocalReplica", "Replica", "read_object_verified"]
+
+
+class Replica(Protocol):
+    """Read access to one copy of a dataset."""
+
+    name: str
+
+    def head(self) -> bytes:
+        """The head hash this replica serves (from its verified name record or refs/head)."""
+        ...
+
+    def read_block(self, mh: bytes) -> bytes:
+        """Raw bytes of a block (the chain walk verifies them)."""
+        ...
+
+    def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
+        """Stream a data file or checkpoint, never more than ``size`` bytes when given."""
+        ...
+
+
+def read_object_verified(replica: Replica, obj: DatasetObject) -> int:
+    """Stream an object from a replica, checking size and hash; return its size."""
+    hasher = new_hasher(obj.hash[0])
+    n = 0
+    for chunk in replica.stream_object(obj.kind, obj.hash, obj.size):
+        hasher.update(chunk)
+        n += len(chunk)
+        if obj.size is not None and n > obj.size:
+            raise IntegrityError(
+                f"{replica.name}: {obj.path} is larger than the {obj.size} bytes recorded"
+            )
+    if obj.size is not None and n != obj.size:
+        raise IntegrityError(
+            f"{replica.name}: {obj.path} has {n} bytes, the block records {obj.size}"
+        )
+    actual = bytes((obj.hash[0], hasher.digest_size)) + hasher.digest()
+    if actual != obj.hash:
+        raise HashMismatch(
+            multihash_to_str(obj.hash), multihash_to_str(actual), f"{replica.name}: {obj.path}"
+        )
+    return n
+
+
+class LocalReplica:
+    """A dataset directory on disk as a replica."""
+
+    def __init__(self, reader: DatasetReader) -> None:
+        self.reader = reader
+        self.name = str(reader.root)
+
+    def head(self) -> bytes:
+        return self.reader.head()
+
+    def read_block(self, mh: bytes) -> bytes:
+        return self.reader.read_block_bytes(mh)
+
+    def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
+        with self.reader.open_object(kind, mh) as f:
+            while chunk := f.read(1 << 20):
+                yield chunk

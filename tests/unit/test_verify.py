@@ -1,0 +1,65 @@
+"""verify: replicas compared by head hash, against offline CAR publishes and local copies."""
+
+import json
+import shutil
+
+from odfweb3.cli.main import main
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+
+
+def run(capsys, tmp_path, *argv):
+    env = {"ODFWEB3_KEYSTORE": str(tmp_path / "keys"), "HOME": str(tmp_path)}
+    code = main(list(argv), env=env)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_identical_behind_ahead_diverged(capsys, tmp_path):
+    ds = create_root_dataset(tmp_path / "ds", blocks=3, data_bytes=3000, seed=1).path
+    out = tmp_path / "out"
+    assert run(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")[0] == 0
+
+    code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", f"car:{out}", "--deep")
+    assert code == 0 and "identical" in text and "6 objects re-hashed" in text
+
+    fork = tmp_path / "fork"
+    shutil.copytree(ds, fork)
+    append_blocks(ds, 2, seed=1)
+    code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", f"car:{out}", "--json")
+    rep = json.loads(text)["replicas"][0]
+    assert code == 1 and rep["status"] == "behind" and rep["blocks"] == 2
+
+    # The CAR replica as reference, the longer local copy as replica: ahead by 2.
+    code, text, _ = run(capsys, tmp_path, "verify", "--against", f"car:{out}", "--against", str(ds))
+    assert code == 1 and "ahead by 2" in text
+
+    append_blocks(fork, 1, seed=2)
+    code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", str(fork), "--json")
+    rep = json.loads(text)["replicas"][0]
+    assert rep["status"] == "diverged" and rep["commonAncestor"] == 5
+
+
+def test_tampered_car_is_unreachable_with_reason(capsys, tmp_path):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=1).path
+    out = tmp_path / "out"
+    run(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")
+    car = next(out.glob("*.car"))
+    raw = bytearray(car.read_bytes())
+    raw[-5] ^= 0x01
+    car.write_bytes(bytes(raw))
+    code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", f"car:{out}")
+    assert code == 2 and "unreachable" in text and "hash mismatch" in text
+
+
+def test_ipns_name_follows_from_example_dataset_id(capsys, tmp_path):
+    from odfweb3.adapters.ipfs.libp2p_keys import ipns_name_for_public_key
+    from odfweb3.odf.identity import DatasetId
+
+    ds = tmp_path / "ds"
+    code, text, _ = run(capsys, tmp_path, "example", str(ds), "--json")
+    did = DatasetId.parse(json.loads(text)["datasetId"])
+    code, text, _ = run(
+        capsys, tmp_path, "publish", str(ds), "--to", f"car:{tmp_path / 'o'}", "--json"
+    )
+    assert code == 0
+    assert json.loads(text)["record"]["name"] == ipns_name_for_public_key(did.public_key)
