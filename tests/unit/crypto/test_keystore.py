@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
-from odfweb3.adapters.ipfs.libp2p_keys import private_key_from_protobuf
 
+from odfweb3.adapters.ipfs.libp2p_keys import private_key_from_protobuf
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ConflictError, CryptoError, FormatError, NotFound, UsageError
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from odfweb3.adapters.arweave.wallet import Wallet, generate_wallet, load_wallet
 
 VECTORS = Path(__file__).parent / "vectors"

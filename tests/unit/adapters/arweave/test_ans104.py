@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+
 from odfweb3.adapters.arweave.ans104 import (
     BUNDLE_TAGS,
     MAX_TAG_NAME_BYTES,
@@ -28,7 +29,6 @@ from odfweb3.adapters.arweave.ans104 import (
 from odfweb3.adapters.arweave.deephash import deep_hash
 from odfweb3.adapters.arweave.tags import Tag
 from odfweb3.adapters.arweave.wallet import Wallet, verify_signature
-
 from odfweb3.errors import FormatError, HashMismatch, SignatureError
 
 # arbundles src/__tests__/tags.spec.ts ("rustTags", "shortTags", "longTags", "warpTags").

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from odfweb3.adapters.arweave.deephash import Prehashed, deep_hash, hash_blob_stream
 
+from odfweb3.adapters.arweave.deephash import Prehashed, deep_hash, hash_blob_stream
 from odfweb3.errors import FormatError
 
 BLOB_123 = (

@@ -7,6 +7,7 @@ import itertools
 import os
 
 import pytest
+
 from odfweb3.adapters.arweave.b64 import b64url_decode
 from odfweb3.adapters.arweave.merkle import (
     MAX_CHUNK_SIZE,
@@ -17,7 +18,6 @@ from odfweb3.adapters.arweave.merkle import (
     read_chunk,
     validate_path,
 )
-
 from odfweb3.errors import FormatError, HashMismatch
 
 # arweave-js test/chunks.ts: a proof of the first chunk of an 836907-byte file.

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from odfweb3.adapters.arweave.ans104 import (
     StreamedDataItem,
     create_data_item,

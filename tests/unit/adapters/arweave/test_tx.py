@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+
 from odfweb3.adapters.arweave.b64 import b64url_decode, b64url_encode
 from odfweb3.adapters.arweave.merkle import build_tree_from_stream, validate_path
 from odfweb3.adapters.arweave.tags import Tag
@@ -21,7 +22,6 @@ from odfweb3.adapters.arweave.tx import (
     verify_transaction,
 )
 from odfweb3.adapters.arweave.wallet import Wallet, load_wallet
-
 from odfweb3.errors import FormatError, HashMismatch, SignatureError
 
 from .conftest import VECTORS

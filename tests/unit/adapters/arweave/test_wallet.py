@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+
 from odfweb3.adapters.arweave.b64 import b64url_encode
 from odfweb3.adapters.arweave.wallet import (
     Wallet,
@@ -17,7 +18,6 @@ from odfweb3.adapters.arweave.wallet import (
     verify_signature,
     wallet_from_jwk,
 )
-
 from odfweb3.errors import ConfigError, SignatureError
 
 from .conftest import VECTORS

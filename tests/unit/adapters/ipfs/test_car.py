@@ -7,6 +7,7 @@ import io
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from odfweb3.adapters.ipfs.car import (
     CarWriter,
     decode_car_header,
@@ -16,7 +17,6 @@ from odfweb3.adapters.ipfs.car import (
 )
 from odfweb3.adapters.ipfs.cid import CODEC_RAW, Cid, encode_uvarint
 from odfweb3.adapters.ipfs.unixfs import import_bytes, import_tree
-
 from odfweb3.errors import FormatError, HashMismatch
 
 ROOT = Cid.decode("bafybeiczsscdsbs7ffqz55asqdf3smv6klcw3gofszvwlyarci47bgf354")

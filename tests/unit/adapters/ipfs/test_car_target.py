@@ -5,11 +5,11 @@ import os
 import shutil
 
 import pytest
+
 from odfweb3.adapters.ipfs.car import iter_car
 from odfweb3.adapters.ipfs.car_check import check_car_dir
 from odfweb3.adapters.ipfs.car_target import CarTarget
 from odfweb3.adapters.ipfs.unixfs import import_tree
-
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ConflictError, HashMismatch, IntegrityError
 from odfweb3.odf.builder import append_blocks, create_root_dataset

@@ -7,6 +7,7 @@ import contextlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from odfweb3.adapters.ipfs.cid import CODEC_DAG_PB, Cid
 from odfweb3.adapters.ipfs.dagpb import PBLink, PBNode, decode_pbnode, encode_pbnode
 from odfweb3.adapters.ipfs.unixfs_data import (
@@ -15,7 +16,6 @@ from odfweb3.adapters.ipfs.unixfs_data import (
     decode_unixfs_data,
     encode_unixfs_data,
 )
-
 from odfweb3.errors import FormatError
 
 HELLO_V0 = "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD"

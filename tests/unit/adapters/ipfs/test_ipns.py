@@ -10,6 +10,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from odfweb3.adapters.ipfs.dagcbor import decode_dagcbor, encode_dagcbor
 from odfweb3.adapters.ipfs.ipns import (
     DEFAULT_TTL_NS,
@@ -30,7 +31,6 @@ from odfweb3.adapters.ipfs.libp2p_keys import (
     public_key_bytes,
     public_key_to_protobuf,
 )
-
 from odfweb3.errors import FormatError, ResolutionError, SignatureError
 
 # Ed25519 key from the libp2p peer-ids spec test vectors.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from odfweb3.adapters.ipfs.ipns import (
     OdfExtension,
     RecordExpired,
@@ -29,7 +30,6 @@ from odfweb3.adapters.ipfs.libp2p_keys import (
     public_key_bytes,
     public_key_to_protobuf,
 )
-
 from odfweb3.errors import SignatureError
 
 ORACLES = Path(__file__).resolve().parents[4] / "tests" / "nodes" / "oracles"

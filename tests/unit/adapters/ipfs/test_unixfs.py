@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from odfweb3.adapters.ipfs.cid import CODEC_DAG_PB, CODEC_RAW, Cid
 from odfweb3.adapters.ipfs.dagpb import decode_pbnode
 from odfweb3.adapters.ipfs.hamt import hamt_hash
@@ -32,7 +33,6 @@ from odfweb3.adapters.ipfs.unixfs import (
     import_tree,
 )
 from odfweb3.adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
-
 from odfweb3.errors import FormatError
 
 from .kubo_testdata import DeterministicStream, deterministic_names
