@@ -17,7 +17,11 @@ from odfweb3.odf.multihash import (
     verify_bytes,
 )
 
-__all__ = ["LocalStore"]
+__all__ = ["WORK_DIR", "LocalStore"]
+
+# odfweb3's scratch space inside a dataset directory (lock file, staged downloads); never
+# part of the ODF layout, never published.
+WORK_DIR = ".odfweb3"
 
 
 class LocalStore:
@@ -69,6 +73,10 @@ class LocalStore:
     def list(self, kind: ObjectKind) -> Iterator[bytes]:
         return self._reader.iter_stored(kind)
 
+    def path_of(self, kind: ObjectKind, mh: bytes) -> Path:
+        """Where an object lives (whether or not it exists)."""
+        return self.root / object_relpath(kind, mh)
+
     def get_ref(self, name: str) -> bytes | None:
         path = self.root / "refs" / name
         if not path.is_file():
@@ -81,8 +89,9 @@ class LocalStore:
     def set_ref(self, name: str, mh: bytes, *, expected: bytes | None) -> None:
         if name != "head":
             raise NotFound(f"ref {name!r}: only refs/head is supported")
-        lock_path = self.root / "refs" / ".lock"
-        with open(lock_path, "a") as lock:
+        work = self.root / WORK_DIR
+        work.mkdir(exist_ok=True)
+        with open(work / "lock", "a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             current = self.get_ref(name)
             if current != expected:
