@@ -1,0 +1,163 @@
+"""Arweave path manifests (``arweave/paths``), so gateways serve ``/{manifest}/refs/head``.
+
+Format (ArweaveTeam/arweave ``doc/path-manifest-schema.md``)::
+
+    {"index": {"path": "<path>"},            optional; must name a key of "paths"
+     "manifest": "arweave/paths",
+     "paths": {"<path>": {"id": "<43-char base64url item id>"}, ...},
+     "version": "0.1.0"}
+
+served with ``Content-Type: application/x.arweave-manifest+json``. We write version 0.1.0
+(arlocal resolves only 0.1.0; gateways supporting 0.2.0 read it too) and read 0.1.0 and
+0.2.0 (which adds ``fallback`` and lets ``index`` carry an ``id``). Our manifests map
+*every* path of the dataset, old paths to the items of earlier uploads, so each manifest
+alone describes the whole dataset at its head.
+
+Encoding is deterministic: sorted keys, no whitespace, ASCII-only JSON. Decoding refuses
+paths a gateway could resolve surprisingly (``..``, ``.``, absolute, empty segments,
+backslashes) and ids that are not 43 base64url characters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from odfweb3.errors import FormatError
+
+__all__ = [
+    "MANIFEST_CONTENT_TYPE",
+    "MANIFEST_TYPE",
+    "MANIFEST_VERSION",
+    "PathManifest",
+    "check_manifest_path",
+    "decode_manifest",
+    "encode_manifest",
+]
+
+MANIFEST_TYPE: Final = "arweave/paths"
+MANIFEST_VERSION: Final = "0.1.0"
+MANIFEST_CONTENT_TYPE: Final = "application/x.arweave-manifest+json"
+_READ_VERSIONS: Final = ("0.1.0", "0.2.0")
+_ID = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+@dataclass(frozen=True)
+class PathManifest:
+    """A path manifest.
+
+    Attributes:
+        paths: path -> item id (base64url).
+        index: the path served at the manifest's root, if any.
+        fallback: (0.2.0 only, read not written) item id served for unknown paths.
+    """
+
+    paths: Mapping[str, str]
+    index: str | None = None
+    fallback: str | None = field(default=None, compare=False)
+
+    def resolve(self, path: str) -> str:
+        """The item id of ``path``.
+
+        Raises:
+            KeyError: the manifest has no such path.
+        """
+        return self.paths[path]
+
+
+def check_manifest_path(path: object, where: str = "manifest") -> str:
+    """Return ``path`` if it is a safe relative manifest path.
+
+    Raises:
+        FormatError: not text, absolute, with empty, ``.`` or ``..`` segments or backslashes.
+    """
+    if not isinstance(path, str) or not path:
+        raise FormatError(f"{where}: a path is empty or not text")
+    segments = path.split("/")
+    if (
+        path.startswith("/")
+        or "\\" in path
+        or any(s in ("", ".", "..") for s in segments)
+        or any(ord(c) < 0x20 for c in path)
+    ):
+        raise FormatError(
+            f"{where}: path {path[:80]!r} is absolute, has empty/'.'/'..' segments or "
+            "control characters; refusing it"
+        )
+    return path
+
+
+def _check_id(value: object, where: str) -> str:
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise FormatError(f"{where}: {str(value)[:60]!r} is not a 43-character base64url item id")
+    return value
+
+
+def encode_manifest(manifest: PathManifest) -> bytes:
+    """Encode a manifest as version 0.1.0 JSON (deterministic bytes).
+
+    Raises:
+        FormatError: an unsafe path, a malformed id, or an index not among the paths.
+    """
+    paths = {
+        check_manifest_path(p): {"id": _check_id(i, f"manifest path {p}")}
+        for p, i in manifest.paths.items()
+    }
+    doc: dict[str, Any] = {"manifest": MANIFEST_TYPE, "version": MANIFEST_VERSION, "paths": paths}
+    if manifest.index is not None:
+        if manifest.index not in paths:
+            raise FormatError(f"manifest index {manifest.index!r} is not one of its paths")
+        doc["index"] = {"path": manifest.index}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
+def decode_manifest(data: bytes, where: str = "manifest") -> PathManifest:
+    """Parse and check a path manifest (versions 0.1.0 and 0.2.0).
+
+    Raises:
+        FormatError: not JSON, not ``arweave/paths``, an unknown version, an unsafe path,
+            an id that is not 43 base64url characters, or an index naming no path.
+    """
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise FormatError(f"{where}: not JSON; expected an arweave/paths manifest") from None
+    if not isinstance(doc, dict) or doc.get("manifest") != MANIFEST_TYPE:
+        raise FormatError(f"{where}: not an {MANIFEST_TYPE} manifest")
+    if doc.get("version") not in _READ_VERSIONS:
+        raise FormatError(
+            f"{where}: manifest version {str(doc.get('version'))[:20]!r} is not one of "
+            f"{', '.join(_READ_VERSIONS)}"
+        )
+    raw_paths = doc.get("paths")
+    if not isinstance(raw_paths, dict):
+        raise FormatError(f"{where}: 'paths' is not an object")
+    paths: dict[str, str] = {}
+    for path, entry in raw_paths.items():
+        check_manifest_path(path, where)
+        if not isinstance(entry, dict):
+            raise FormatError(f"{where}: entry of {path[:80]!r} is not an object")
+        paths[path] = _check_id(entry.get("id"), f"{where}: path {path[:80]}")
+    index: str | None = None
+    if "index" in doc:
+        raw_index = doc["index"]
+        if not isinstance(raw_index, dict):
+            raise FormatError(f"{where}: 'index' is not an object")
+        if "path" in raw_index:
+            index = check_manifest_path(raw_index["path"], where)
+            if index not in paths:
+                raise FormatError(f"{where}: index path {index[:80]!r} is not one of its paths")
+        elif doc["version"] == "0.1.0" or "id" not in raw_index:
+            raise FormatError(f"{where}: 'index' has no path")
+        else:
+            _check_id(raw_index["id"], f"{where}: index")
+    fallback: str | None = None
+    if "fallback" in doc:
+        raw_fb = doc["fallback"]
+        if doc["version"] == "0.1.0" or not isinstance(raw_fb, dict):
+            raise FormatError(f"{where}: 'fallback' needs version 0.2.0 and an object")
+        fallback = _check_id(raw_fb.get("id"), f"{where}: fallback")
+    return PathManifest(paths, index, fallback)

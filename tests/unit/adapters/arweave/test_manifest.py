@@ -1,0 +1,79 @@
+"""Path manifests: deterministic 0.1.0 encoding, 0.1.0/0.2.0 decoding, hostile input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from odfweb3.adapters.arweave.manifest import PathManifest, decode_manifest, encode_manifest
+from odfweb3.errors import FormatError
+
+ID_A = "cG7Hdi_iTQPoEYgQJFqJ8NMpN4KoZ-vH_j7pG4iP7NI"  # from path-manifest-schema.md
+ID_B = "3zFsd7bkCAUtXUKBQ4XiPiQvpLVKfZ6kiLNt2XVSfoV"
+
+
+def test_encode_is_deterministic_and_spec_shaped() -> None:
+    m = PathManifest({"refs/head": ID_B, "blocks/f1620ab": ID_A}, index="refs/head")
+    data = encode_manifest(m)
+    assert data == encode_manifest(PathManifest(dict(reversed(list(m.paths.items()))), "refs/head"))
+    assert data == (
+        b'{"index":{"path":"refs/head"},"manifest":"arweave/paths","paths":{'
+        b'"blocks/f1620ab":{"id":"' + ID_A.encode() + b'"},'
+        b'"refs/head":{"id":"' + ID_B.encode() + b'"}},"version":"0.1.0"}'
+    )
+    back = decode_manifest(data)
+    assert back == m and back.resolve("refs/head") == ID_B
+    assert "index" not in json.loads(encode_manifest(PathManifest({"a": ID_A})))
+
+
+def test_decode_spec_example_0_2_0_with_fallback() -> None:
+    doc = {
+        "manifest": "arweave/paths",
+        "version": "0.2.0",
+        "index": {"path": "index.html"},
+        "fallback": {"id": ID_B},
+        "paths": {"index.html": {"id": ID_A}, "js/style.css": {"id": ID_B}},
+    }
+    m = decode_manifest(json.dumps(doc).encode())
+    assert m.index == "index.html" and m.fallback == ID_B and m.paths["js/style.css"] == ID_B
+
+
+@pytest.mark.parametrize(
+    "path", ["../etc/passwd", "a/../b", "/abs", "a//b", "a/", "./a", "a\\b", "a\x00b", ""]
+)
+def test_decode_rejects_unsafe_paths(path: str) -> None:
+    doc = {"manifest": "arweave/paths", "version": "0.1.0", "paths": {path: {"id": ID_A}}}
+    with pytest.raises(FormatError):
+        decode_manifest(json.dumps(doc).encode())
+    with pytest.raises(FormatError):
+        encode_manifest(PathManifest({path: ID_A}))
+
+
+@pytest.mark.parametrize("bad_id", [ID_A[:-1], ID_A + "x", "+" * 43, None, 43])
+def test_decode_rejects_bad_ids(bad_id: object) -> None:
+    doc = {"manifest": "arweave/paths", "version": "0.1.0", "paths": {"a": {"id": bad_id}}}
+    with pytest.raises(FormatError, match="43-character"):
+        decode_manifest(json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b"not json",
+        b"[]",
+        b'{"manifest":"arweave/other","version":"0.1.0","paths":{}}',
+        b'{"manifest":"arweave/paths","version":"9.9.9","paths":{}}',
+        b'{"manifest":"arweave/paths","version":"0.1.0","paths":[]}',
+        b'{"manifest":"arweave/paths","version":"0.1.0","paths":{},"index":{"path":"x"}}',
+        b'{"manifest":"arweave/paths","version":"0.1.0","paths":{},"fallback":{"id":"x"}}',
+    ],
+)
+def test_decode_rejects_malformed(doc: bytes) -> None:
+    with pytest.raises(FormatError):
+        decode_manifest(doc)
+
+
+def test_encode_rejects_index_outside_paths() -> None:
+    with pytest.raises(FormatError, match="index"):
+        encode_manifest(PathManifest({"a": ID_A}, index="b"))

@@ -1,0 +1,110 @@
+"""Upload records: tags, body, round trip, and every inconsistency refused."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from odfweb3.adapters.arweave.arfs import DriveLayout
+from odfweb3.adapters.arweave.record import (
+    AddedFile,
+    UploadRecord,
+    decode_record,
+    encode_record,
+    parse_record_tags,
+    record_tags,
+)
+from odfweb3.adapters.arweave.tags import Tag
+from odfweb3.errors import FormatError
+from odfweb3.odf.builder import example_keypair
+from odfweb3.odf.multihash import hash_bytes, multihash_to_str
+
+DATASET = str(example_keypair(1).dataset_id)
+HEAD = multihash_to_str(hash_bytes(b"head"))
+PREV = multihash_to_str(hash_bytes(b"prev"))
+ID1, ID2, ID3, ID4 = ("A" * 42 + c for c in "BCDE")
+LAYOUT = DriveLayout.new()
+RECORD = UploadRecord(
+    dataset_id=DATASET,
+    head=HEAD,
+    prev_head=PREV,
+    prev_upload=ID1,
+    manifest_id=ID2,
+    drive=LAYOUT,
+    added={"refs/head": AddedFile(ID3, ID4, "9f7038c7-26bd-4856-a843-8de24b828d4e")},
+    unix_time=1700000000,
+    app_version="0.1.0",
+)
+
+
+def test_tags_in_documented_order() -> None:
+    assert [t.text() for t in record_tags(RECORD)] == [
+        ("App-Name", "odfweb3"),
+        ("App-Version", "0.1.0"),
+        ("Content-Type", "application/json"),
+        ("ODF-Dataset-Id", DATASET),
+        ("ODF-Head", HEAD),
+        ("ODF-Prev-Head", PREV),
+        ("ODF-Prev-Upload", ID1),
+        ("ODF-Manifest", ID2),
+        ("Unix-Time", "1700000000"),
+    ]
+    first = replace(RECORD, prev_head=None, prev_upload=None)
+    names = [t.text()[0] for t in record_tags(first)]
+    assert "ODF-Prev-Head" not in names and "ODF-Prev-Upload" not in names
+
+
+@pytest.mark.parametrize("record", [RECORD, replace(RECORD, prev_head=None, prev_upload=None)])
+def test_round_trip(record: UploadRecord) -> None:
+    body = encode_record(record)
+    assert body == encode_record(record)
+    doc = json.loads(body)
+    assert list(doc) == sorted(doc) and doc["drive"]["driveId"] == LAYOUT.drive_id
+    assert doc["added"]["refs/head"]["dataItemId"] == ID3
+    assert decode_record(record_tags(record), body) == record
+    assert parse_record_tags(record_tags(record)) == record.tags_view
+
+
+def _swap(tags: tuple[Tag, ...], name: str, value: str | None) -> list[Tag]:
+    out = [t for t in tags if t.name != name.encode()]
+    return out + ([Tag.of(name, value)] if value is not None else [])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "needle"),
+    [
+        ("App-Name", "ArDrive-Core", "App-Name"),
+        ("ODF-Dataset-Id", "did:web:example.org", "ODF-Dataset-Id"),
+        ("ODF-Dataset-Id", None, "ODF-Dataset-Id"),
+        ("ODF-Head", "zzz", "ODF-Head"),
+        ("ODF-Prev-Upload", "short", "ODF-Prev-Upload"),
+        ("ODF-Manifest", None, "ODF-Manifest"),
+        ("Unix-Time", "yesterday", "Unix-Time"),
+    ],
+)
+def test_bad_tags_refused(name: str, value: str | None, needle: str) -> None:
+    with pytest.raises(FormatError, match=needle):
+        parse_record_tags(_swap(record_tags(RECORD), name, value))
+
+
+def test_body_must_agree_with_tags() -> None:
+    tags = record_tags(RECORD)
+    other = encode_record(replace(RECORD, head=PREV))
+    with pytest.raises(FormatError, match="disagree"):
+        decode_record(tags, other)
+    doc = json.loads(encode_record(RECORD))
+    for broken in [
+        doc | {"format": "something/else"},
+        doc | {"added": []},
+        doc
+        | {"added": {"../x": {"dataItemId": ID1, "metaItemId": ID1, "fileId": LAYOUT.drive_id}}},
+        doc | {"added": {"a": {"dataItemId": ID1, "metaItemId": ID1, "fileId": "x"}}},
+        doc | {"added": {"a": {"dataItemId": "x", "metaItemId": ID1, "fileId": LAYOUT.drive_id}}},
+        doc | {"drive": {}},
+    ]:
+        with pytest.raises(FormatError):
+            decode_record(tags, json.dumps(broken).encode())
+    with pytest.raises(FormatError, match="not JSON"):
+        decode_record(tags, b"\xff")
