@@ -53,6 +53,18 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
             Keystore(config.keystore_dir),
             cid_version=options.cid_version,
         )
+    if kind == "bundle":
+        if not arg:
+            raise UsageError("--to bundle:OUT_DIR needs a directory, e.g. --to bundle:./out")
+        if options.wallet is None:
+            raise UsageError(
+                "--to bundle:OUT_DIR needs an Arweave wallet to sign with: pass --wallet "
+                "WALLET.json (create one with odfweb3 wallet new WALLET.json)"
+            )
+        from .arweave.bundle_target import BundleTarget
+        from .arweave.wallet import load_wallet
+
+        return BundleTarget(Path(arg).expanduser().absolute(), load_wallet(options.wallet))
     raise UsageError(
         f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"

@@ -88,7 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     dataset_cmds.register(sub, common)
-    for name in ("odfweb3.cli.publish_cmds", "odfweb3.cli.keys_cmds", "odfweb3.cli.remote_cmds"):
+    for name in (
+        "odfweb3.cli.publish_cmds",
+        "odfweb3.cli.keys_cmds",
+        "odfweb3.cli.remote_cmds",
+        "odfweb3.cli.wallet_cmds",
+    ):
         try:
             module = __import__(name, fromlist=["register"])
         except ModuleNotFoundError as exc:

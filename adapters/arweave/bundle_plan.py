@@ -1,0 +1,484 @@
+"""Planning and signing the one ANS-104 bundle of a publish (DESIGN.md section 5).
+
+:func:`plan_bundle` is pure: from the publish plan and what earlier uploads left
+(:class:`PreviousUpload`: path -> data item, metadata item and ArFS ``File-Id``) it decides
+which file entity revisions the bundle adds, and whether the drive and its folders must be
+created. :func:`sign_bundle` then signs the items; ids exist only once an item is signed
+(id = SHA-256(signature)), so the order of signing follows the references:
+
+1. the data items of new objects (each streamed once from its file through a verified
+   reader: hash and size are checked as the bytes are signed) and of ``refs/head``;
+2. their ArFS metadata items, whose JSON names the data item (``dataTxId``);
+3. on the first upload only: the drive, its root folder and ``blocks/ refs/ data/
+   checkpoints/``;
+4. the path manifest (every path of the dataset: new paths -> new items, old -> old);
+5. the upload record (names the manifest and the previous record).
+
+Bundle order is the same, so the record is the last item. Streamed items are read a
+second time when the bundle is written; that read is verified again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, BinaryIO, Protocol, cast
+
+from odfweb3.errors import FormatError
+from odfweb3.odf.chain import DatasetObject
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+
+from .ans104 import (
+    DataItem,
+    StreamedDataItem,
+    check_tags,
+    create_data_item,
+    encode_tags,
+    sign_data_item_stream,
+)
+from .arfs import (
+    DATASET_FOLDERS,
+    OCTET_STREAM,
+    DriveLayout,
+    FileMetadata,
+    Privacy,
+    app_tags,
+    drive_entity,
+    file_data_tags,
+    file_metadata_entity,
+    folder_entity,
+    is_uuid,
+)
+from .manifest import MANIFEST_CONTENT_TYPE, PathManifest, encode_manifest
+from .record import AddedFile, UploadRecord, encode_record, record_tags
+from .tags import Tag
+from .wallet import Wallet
+
+__all__ = [
+    "REFS_HEAD",
+    "BundlePlan",
+    "FileRef",
+    "FileToAdd",
+    "PreviousUpload",
+    "SignedBundle",
+    "VerifiedStream",
+    "plan_bundle",
+    "sign_bundle",
+]
+
+REFS_HEAD = "refs/head"
+_REFS_HEAD_CONTENT_TYPE = "text/plain"
+_PLACEHOLDER_ID = "A" * 43
+
+
+class VerifiedStream(Protocol):
+    """A stream over one object that checks its hash and size at the end (``open_verified``)."""
+
+    def read(self, n: int = -1) -> bytes:
+        """Read up to ``n`` bytes."""
+        ...
+
+    def finish(self) -> None:
+        """Raise unless everything read matched the recorded size and hash."""
+        ...
+
+    def close(self) -> None:
+        """Close the file."""
+        ...
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Where an earlier upload put one path: its current file entity revision.
+
+    Attributes:
+        file_id: the ArFS ``File-Id``.
+        data_item_id: the data item with the bytes.
+        meta_item_id: the ArFS metadata item.
+        size: data size in bytes.
+    """
+
+    file_id: str
+    data_item_id: str
+    meta_item_id: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (publish state)."""
+        return {
+            "dataItemId": self.data_item_id,
+            "fileId": self.file_id,
+            "metaItemId": self.meta_item_id,
+            "size": self.size,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> FileRef:
+        """Parse the JSON form.
+
+        Raises:
+            FormatError: a field missing or malformed.
+        """
+        try:
+            ref = cls(
+                str(data["fileId"]),
+                str(data["dataItemId"]),
+                str(data["metaItemId"]),
+                int(data["size"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise FormatError(f"{where}: malformed file reference") from None
+        if not is_uuid(ref.file_id) or len(ref.data_item_id) != 43 or len(ref.meta_item_id) != 43:
+            raise FormatError(f"{where}: file reference with a bad fileId or item id")
+        return ref
+
+
+@dataclass(frozen=True)
+class PreviousUpload:
+    """What earlier uploads of this dataset left (from publish state or the network).
+
+    Attributes:
+        drive: the drive's ids (kept forever).
+        files: path -> current revision, ``refs/head`` included.
+        record_id: the last upload record's item id.
+        head: the head that upload published (multibase).
+        complete: the earlier items can be relied on. When false (e.g. an earlier bundle
+            was lost before it was posted) everything is sent again, drive included, under
+            the same drive, folder and file ids.
+    """
+
+    drive: DriveLayout
+    files: Mapping[str, FileRef]
+    record_id: str | None
+    head: str | None
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class FileToAdd:
+    """One file entity revision the bundle adds.
+
+    Attributes:
+        path: dataset path (``data/f1620…``, ``refs/head``).
+        folder_id: parent folder id.
+        file_id: ``File-Id`` (reused when the path was uploaded before).
+        size: data size.
+        content_type: media type of the data.
+        obj: the dataset object to stream, or None for in-memory ``content``.
+        content: the bytes (``refs/head``) when ``obj`` is None.
+    """
+
+    path: str
+    folder_id: str
+    file_id: str
+    size: int
+    content_type: str
+    obj: DatasetObject | None = None
+    content: bytes | None = None
+
+    @property
+    def name(self) -> str:
+        """The ArFS file name: the last path segment."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class BundlePlan:
+    """What one bundle holds, before signing (no ids yet).
+
+    Attributes:
+        dataset_id: ``did:odf:…``.
+        head: the head being published (multibase).
+        prev_head: the previous upload's head, if any.
+        prev_upload: the previous upload's record id, if any.
+        drive: the drive's ids.
+        drive_name: the drive's ArFS name.
+        include_drive: create the drive and its folders (first upload).
+        add: file revisions to add: new objects in plan order, then ``refs/head``.
+        keep: paths already uploaded and unchanged.
+        unix_time: ``Unix-Time`` of every item.
+        app_version: ``App-Version``.
+        record_extra_tags: extra tags for the record item (checked against the limits).
+    """
+
+    dataset_id: str
+    head: str
+    prev_head: str | None
+    prev_upload: str | None
+    drive: DriveLayout
+    drive_name: str
+    include_drive: bool
+    add: tuple[FileToAdd, ...]
+    keep: Mapping[str, FileRef]
+    unix_time: int
+    app_version: str
+    record_extra_tags: tuple[Tag, ...] = ()
+
+    @property
+    def item_count(self) -> int:
+        """Items in the bundle."""
+        return 2 * len(self.add) + (6 if self.include_drive else 0) + 2
+
+
+def plan_bundle(
+    plan: PublishPlan,
+    previous: PreviousUpload | None,
+    *,
+    unix_time: int,
+    app_version: str,
+    drive_name: str | None = None,
+    size_of: Callable[[DatasetObject], int] | None = None,
+    record_extra_tags: Sequence[Tag] = (),
+    new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+) -> BundlePlan:
+    """Decide the bundle's content (pure: no I/O, nothing signed).
+
+    Args:
+        plan: the publish plan (``send``: objects to upload; ``objects``: all of them).
+        previous: what earlier uploads left, or None for a first upload.
+        unix_time: seconds since the epoch, for ``Unix-Time`` tags.
+        app_version: ``App-Version`` tag value.
+        drive_name: the drive's name (default: the dataset id).
+        size_of: size of an object whose block records none.
+        record_extra_tags: user tags for the record item.
+        new_id: UUID source (tests pass a deterministic one).
+
+    Raises:
+        FormatError: an object the plan does not send is missing from ``previous``, an
+            object without a known size, or record tags over the ANS-104 limits.
+    """
+    drive = previous.drive if previous is not None else DriveLayout.new(new_id)
+    known: Mapping[str, FileRef] = previous.files if previous is not None else {}
+    reliable = previous is not None and previous.complete
+    sending = {o.path for o in plan.send}
+    keep: dict[str, FileRef] = {}
+    for obj in plan.objects:
+        if obj.path in sending:
+            continue
+        if not reliable or obj.path not in known:
+            raise FormatError(
+                f"{obj.path}: not in this bundle and not in the publish state; "
+                "move publish.json away to publish everything again"
+            )
+        keep[obj.path] = known[obj.path]
+    add: list[FileToAdd] = []
+    for obj in plan.send:
+        size = obj.size if obj.size is not None else (size_of(obj) if size_of else None)
+        if size is None:
+            raise FormatError(f"{obj.path}: size unknown; cannot sign its data item")
+        old = known.get(obj.path)
+        add.append(
+            FileToAdd(
+                path=obj.path,
+                folder_id=drive.folder_for(obj.path),
+                file_id=old.file_id if old else str(new_id()),
+                size=size,
+                content_type=OCTET_STREAM,
+                obj=obj,
+            )
+        )
+    head_text = multihash_to_str(plan.head)
+    head_ref = known.get(REFS_HEAD)
+    add.append(
+        FileToAdd(
+            path=REFS_HEAD,
+            folder_id=drive.folder_ids["refs"],
+            file_id=head_ref.file_id if head_ref else str(new_id()),
+            size=len(head_text),
+            content_type=_REFS_HEAD_CONTENT_TYPE,
+            content=head_text.encode("ascii"),
+        )
+    )
+    bundle = BundlePlan(
+        dataset_id=plan.dataset_id,
+        head=head_text,
+        prev_head=previous.head if previous is not None else None,
+        prev_upload=previous.record_id if previous is not None else None,
+        drive=drive,
+        drive_name=drive_name or plan.dataset_id,
+        include_drive=not reliable,
+        add=tuple(add),
+        keep=keep,
+        unix_time=unix_time,
+        app_version=app_version,
+        record_extra_tags=tuple(record_extra_tags),
+    )
+    # Refuse tags over the limits now, before any file is read or anything signed.
+    encode_tags(_record_tags(bundle, _PLACEHOLDER_ID, {}))
+    return bundle
+
+
+def _record(bundle: BundlePlan, manifest_id: str, added: Mapping[str, AddedFile]) -> UploadRecord:
+    return UploadRecord(
+        dataset_id=bundle.dataset_id,
+        head=bundle.head,
+        prev_head=bundle.prev_head,
+        prev_upload=bundle.prev_upload,
+        manifest_id=manifest_id,
+        drive=bundle.drive,
+        added=added,
+        unix_time=bundle.unix_time,
+        app_version=bundle.app_version,
+    )
+
+
+def _record_tags(
+    bundle: BundlePlan, manifest_id: str, added: Mapping[str, AddedFile]
+) -> tuple[Tag, ...]:
+    tags = record_tags(_record(bundle, manifest_id, added)) + bundle.record_extra_tags
+    check_tags(tags)
+    return tags
+
+
+@dataclass(frozen=True)
+class SignedBundle:
+    """The signed items of one bundle and the ids they got.
+
+    Attributes:
+        items: in bundle order, the record last.
+        files: path -> current revision for the whole dataset after this upload.
+        added: path -> the revisions this bundle adds.
+        manifest: the path manifest.
+        manifest_id: its item id.
+        record: the upload record.
+        record_id: its item id.
+    """
+
+    items: tuple[DataItem | StreamedDataItem, ...]
+    files: Mapping[str, FileRef]
+    added: Mapping[str, AddedFile]
+    manifest: PathManifest
+    manifest_id: str
+    record: UploadRecord
+    record_id: str
+
+
+class _CheckedStream:
+    """Re-reading an object for the bundle: verified again when its ``with`` block ends."""
+
+    def __init__(self, stream: VerifiedStream) -> None:
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        return self._stream.read(n)
+
+    def __enter__(self) -> _CheckedStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None:
+                self._stream.finish()
+        finally:
+            self._stream.close()
+
+
+def _sign_object(
+    wallet: Wallet,
+    entry: FileToAdd,
+    tags: Sequence[Tag],
+    open_object: Callable[[DatasetObject], VerifiedStream],
+) -> StreamedDataItem:
+    obj = entry.obj
+    assert obj is not None
+    stream = open_object(obj)
+    try:
+        header = sign_data_item_stream(wallet, cast(BinaryIO, stream), entry.size, tags)
+        stream.finish()  # hash and size checked before the signature is used
+    finally:
+        stream.close()
+
+    def reopen() -> BinaryIO:
+        return cast(BinaryIO, _CheckedStream(open_object(obj)))
+
+    return StreamedDataItem(header, reopen)
+
+
+def sign_bundle(
+    bundle: BundlePlan,
+    wallet: Wallet,
+    open_object: Callable[[DatasetObject], VerifiedStream],
+    progress: Callable[[int], None] = lambda n: None,
+    privacy: Privacy = "public",
+) -> SignedBundle:
+    """Sign every item of ``bundle`` in reference order (see the module docstring).
+
+    Args:
+        bundle: the plan from :func:`plan_bundle`.
+        wallet: the signing wallet (RSA-4096).
+        open_object: opens a dataset object for a verified read (``open_verified``).
+        progress: called with the bytes of each object once it is signed.
+        privacy: drive privacy (only ``"public"`` so far).
+
+    Raises:
+        IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
+        FormatError: tags over the limits.
+        CryptoError: signing failed.
+    """
+    if privacy != "public":  # pragma: no cover - the type allows nothing else yet
+        raise FormatError("private drives are not supported yet")
+    v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
+    data_items: list[DataItem | StreamedDataItem] = []
+    for entry in bundle.add:
+        tags = file_data_tags(entry.content_type, v)
+        if entry.obj is not None:
+            data_items.append(_sign_object(wallet, entry, tags, open_object))
+            progress(entry.size)
+        else:
+            data_items.append(create_data_item(wallet, entry.content or b"", tags))
+    meta_items: list[DataItem] = []
+    added: dict[str, AddedFile] = {}
+    files: dict[str, FileRef] = dict(bundle.keep)
+    for entry, data_item in zip(bundle.add, data_items, strict=True):
+        data_id = data_item.header.id_b64
+        meta = FileMetadata(
+            drive_id=d.drive_id,
+            file_id=entry.file_id,
+            parent_folder_id=entry.folder_id,
+            name=entry.name,
+            size=entry.size,
+            last_modified_ms=t * 1000,
+            data_tx_id=data_id,
+            data_content_type=entry.content_type,
+            unix_time=t,
+        )
+        entity = file_metadata_entity(meta, v)
+        meta_item = create_data_item(wallet, entity.body, entity.tags)
+        meta_items.append(meta_item)
+        added[entry.path] = AddedFile(data_id, meta_item.id_b64, entry.file_id)
+        files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, entry.size)
+    # Bundle order: object data, object metadata, then refs/head's data + metadata.
+    items: list[DataItem | StreamedDataItem] = [*data_items[:-1], *meta_items[:-1]]
+    items += [data_items[-1], meta_items[-1]]
+    if bundle.include_drive:
+        entities = [drive_entity(d, bundle.drive_name, t, v)]
+        entities.append(folder_entity(d.drive_id, d.root_folder_id, bundle.drive_name, None, t, v))
+        for name in DATASET_FOLDERS:
+            folder_id = d.folder_ids[name]
+            entities.append(folder_entity(d.drive_id, folder_id, name, d.root_folder_id, t, v))
+        items += [create_data_item(wallet, e.body, e.tags) for e in entities]
+    manifest = PathManifest({p: f.data_item_id for p, f in sorted(files.items())})
+    manifest_tags = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
+    manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
+    items.append(manifest_item)
+    record = _record(bundle, manifest_item.id_b64, added)
+    tags = _record_tags(bundle, manifest_item.id_b64, added)
+    record_item = create_data_item(wallet, encode_record(record), tags)
+    items.append(record_item)
+    return SignedBundle(
+        items=tuple(items),
+        files=files,
+        added=added,
+        manifest=manifest,
+        manifest_id=manifest_item.id_b64,
+        record=record,
+        record_id=record_item.id_b64,
+    )

@@ -1,0 +1,58 @@
+"""CLI: ``wallet new`` and ``publish --to bundle:DIR --wallet W.json``."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from odfweb3.adapters.arweave.ans104 import iter_bundle
+from odfweb3.adapters.arweave.wallet import load_wallet
+from odfweb3.cli.main import main
+from odfweb3.odf.builder import create_root_dataset
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv), env={})
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_wallet_new_then_publish_bundle(capsys, tmp_path: Path) -> None:
+    wallet = tmp_path / "wallet.json"
+    code, out, err = run(capsys, "wallet", "new", str(wallet), "--json")
+    assert code == 0, err
+    address = json.loads(out)["address"]
+    assert stat.S_IMODE(wallet.stat().st_mode) == 0o600
+    assert load_wallet(wallet).address == address
+    assert json.loads(wallet.read_text())["d"] not in out + err  # the key is never printed
+    before = wallet.read_bytes()
+    code, out, err = run(capsys, "wallet", "new", str(wallet))
+    assert code == 78 and "refusing to overwrite" in err and err.count("\n") == 1
+    assert wallet.read_bytes() == before
+
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=5000, seed=4).path
+    dest = tmp_path / "out"
+    code, out, err = run(
+        capsys, "publish", str(ds), "--to", f"bundle:{dest}", "--wallet", str(wallet), "--json"
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    bundle = dest / result["bundle"]
+    with open(bundle, "rb") as f:
+        items = list(iter_bundle(f))
+    assert items[-1].id_b64 == result["recordId"] == result["record"]["recordId"]
+    assert {i.header.owner for i in items} == {load_wallet(wallet).owner}
+    assert stat.S_IMODE(wallet.stat().st_mode) == 0o600
+
+
+def test_publish_bundle_without_wallet_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    ds = create_root_dataset(tmp_path / "ds", seed=4).path
+    code, _out, err = run(capsys, "publish", str(ds), "--to", f"bundle:{tmp_path / 'out'}")
+    assert code == 64 and "--wallet" in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_wallet_new_in_missing_directory(capsys, tmp_path: Path) -> None:
+    code, _out, err = run(capsys, "wallet", "new", str(tmp_path / "nope" / "w.json"))
+    assert code == 78 and "does not exist" in err
