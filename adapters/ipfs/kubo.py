@@ -1,0 +1,569 @@
+"""A small client for the Kubo RPC API (``POST /api/v0/...``), also spoken by js-ipfs.
+
+Only what odfweb3 needs (DESIGN.md section 4): node detection, ``dag/import`` of a
+CAR streamed from disk, ``block/stat``, pins, key import, IPNS record put/get and
+``name/publish``, ``cat``. Every call goes through :meth:`KuboClient.call`, which:
+
+- sends query ``arg`` values and options (booleans as ``true``/``false``);
+- streams multipart uploads from open files (never loads a CAR into memory);
+- retries *idempotent* calls on connection errors, timeouts and 5xx answers that
+  are not a well-formed node error, with exponential backoff and full jitter; a
+  node's own error answer (``{"Message": …, "Type": "error"}``) is final;
+- translates failures ONCE, here: :class:`~odfweb3.errors.BackendUnavailable` when
+  the node cannot be reached, :class:`~odfweb3.errors.BackendRejected` naming the
+  endpoint, the HTTP status and the node's message otherwise. Query strings are
+  never put in messages (``key/import`` carries key material in its query on
+  js-ipfs).
+
+Node differences handled here (tested against js-ipfs 0.66.1, documented for Kubo):
+
+=========================  ===========================  ==============================
+need                       Kubo                         js-ipfs 0.66.1
+=========================  ===========================  ==============================
+detect                     ``version`` has ``Golang``   ``version`` has ``ipfs-core``
+CIDs in answers            base32 CIDv1                 base58btc (``zdj7…``): compare
+                                                        as bytes (:class:`.cid.Cid`)
+put a pre-signed record    ``routing/put``              ``dht/put`` (kept in the local
+                           (``allow-offline``)          datastore when offline)
+get the raw record         ``routing/get`` → ``Extra``  ``dht/get`` → ``Extra``
+import a key               multipart protobuf           ``pem`` query: PBKDF2 + AES-GCM
+                           (``libp2p-protobuf-          blob (libp2p-crypto exporter)
+                           cleartext``)
+list keys                  ``key/ls`` (``key/list``)    ``key/list`` only
+missing block              ``block/stat`` fails fast    waits for the network: always
+                           offline                      pass ``timeout``
+IPNS name form             ``k51…`` or peer ID          peer ID only (``k51…`` is
+                                                        taken for a DNSLink domain)
+=========================  ===========================  ==============================
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final, Literal
+
+import httpx
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
+
+from odfweb3.errors import BackendRejected, BackendUnavailable, FormatError
+
+from .cid import Cid
+from .libp2p_keys import IpnsName, private_key_to_protobuf
+
+__all__ = [
+    "KuboClient",
+    "NodeInfo",
+    "NodeKind",
+    "RpcStats",
+    "jsipfs_key_blob",
+]
+
+NodeKind = Literal["kubo", "js-ipfs"]
+ArgValue = str | int | bool
+OpenBody = Callable[[], BinaryIO]
+
+_MAX_DETAIL: Final = 300
+_RETRY_STATUSES: Final = frozenset({500, 502, 503, 504})
+# js-ipfs key import: libp2p-crypto's exporter (ciphers/aes-gcm.js defaults).
+_JS_KEY_SALT: Final = 16
+_JS_KEY_NONCE: Final = 12
+_JS_KEY_ITERATIONS: Final = 32767
+_JS_KEY_LENGTH: Final = 16
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What ``/api/v0/version`` says about the node."""
+
+    kind: NodeKind
+    version: str
+    raw: Mapping[str, Any]
+
+
+@dataclass
+class RpcStats:
+    """Counters for one client: RPC calls made (retries included) and bytes uploaded."""
+
+    calls: int = 0
+    retries: int = 0
+    bytes_sent: int = 0
+    by_endpoint: dict[str, int] | None = None
+
+    def count(self, endpoint: str) -> None:
+        """Count one call to ``endpoint``."""
+        self.calls += 1
+        if self.by_endpoint is None:
+            self.by_endpoint = {}
+        self.by_endpoint[endpoint] = self.by_endpoint.get(endpoint, 0) + 1
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat[:_MAX_DETAIL] + ("…" if len(flat) > _MAX_DETAIL else "")
+
+
+def _node_message(body: bytes) -> str | None:
+    """The node's error message from a ``{"Message", "Type": "error"}`` body, if it is one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("Message"), str):
+        return str(data["Message"])
+    return None
+
+
+def _arg_text(value: ArgValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def jsipfs_key_blob(key: Ed25519PrivateKey, password: str) -> str:
+    """Encrypt a key for js-ipfs ``key/import`` (libp2p-crypto ``exporter`` format).
+
+    The blob is multibase base64 (``m…``) of ``salt(16) | nonce(12) | AES-128-GCM
+    ciphertext | tag(16)`` of the libp2p protobuf private key, with the AES key from
+    PBKDF2-HMAC-SHA256 (32767 iterations) of ``password`` — the defaults of
+    ``@libp2p/crypto`` ``ciphers/aes-gcm.js``, which js-ipfs's importer expects.
+    """
+    salt = os.urandom(_JS_KEY_SALT)
+    nonce = os.urandom(_JS_KEY_NONCE)
+    kdf = PBKDF2HMAC(hashes.SHA256(), _JS_KEY_LENGTH, salt, _JS_KEY_ITERATIONS)
+    aes = AESGCM(kdf.derive(password.encode("utf-8")))
+    sealed = aes.encrypt(nonce, private_key_to_protobuf(key), None)
+    return "m" + base64.b64encode(salt + nonce + sealed).decode("ascii").rstrip("=")
+
+
+class KuboClient:
+    """Kubo RPC client (also for js-ipfs).
+
+    Args:
+        api_url: the RPC API base, e.g. ``http://127.0.0.1:5001``.
+        timeout: seconds to wait for connect and for each read/write.
+        retries: extra attempts for idempotent calls.
+        backoff: first backoff in seconds (doubles each attempt, full jitter).
+        transport: an httpx transport (tests of faults only).
+        sleep: the sleep function (tests).
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        *,
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.25,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.stats = RpcStats()
+        self._sleep = sleep
+        self._rng = random.Random()
+        self._http = httpx.Client(
+            base_url=f"{self.api_url}/api/v0/",
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            transport=transport,
+        )
+        self._node: NodeInfo | None = None
+
+    def __repr__(self) -> str:
+        return f"KuboClient({self.api_url!r})"
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> KuboClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the one place requests are made and errors translated ---------------------------
+
+    def _where(self, endpoint: str) -> str:
+        return f"{self.api_url}/api/v0/{endpoint}"
+
+    def _delay(self, attempt: int) -> float:
+        return float(self._rng.uniform(0, self.backoff * (2**attempt)))
+
+    @contextmanager
+    def _open(
+        self,
+        endpoint: str,
+        params: Sequence[tuple[str, str]],
+        body: OpenBody | None,
+        *,
+        idempotent: bool,
+        timeout: float | None,
+    ) -> Iterator[httpx.Response]:
+        """Send one call (with retries) and yield the streamed, successful response."""
+        attempt = 0
+        while True:
+            self.stats.count(endpoint)
+            stream: BinaryIO | None = None
+            try:
+                files = None
+                if body is not None:
+                    stream = body()
+                    files = {"file": ("file", stream, "application/octet-stream")}
+                request = self._http.build_request(
+                    "POST",
+                    endpoint,
+                    params=list(params),
+                    files=files,
+                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
+                    if timeout is not None
+                    else httpx.USE_CLIENT_DEFAULT,
+                )
+                response = self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if stream is not None:
+                    stream.close()
+                if idempotent and attempt < self.retries:
+                    self._sleep(self._delay(attempt))
+                    attempt += 1
+                    self.stats.retries += 1
+                    continue
+                kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "unreachable"
+                raise BackendUnavailable(
+                    f"IPFS node {kind}: {self._where(endpoint)} ({type(exc).__name__}); "
+                    "check that the node runs and ODFWEB3_IPFS_API / ipfs.api points at it"
+                ) from exc
+            if stream is not None:
+                self.stats.bytes_sent += stream.tell()
+                stream.close()
+            try:
+                if response.status_code >= 400:
+                    try:
+                        raw = response.read()
+                    except httpx.TransportError:
+                        raw = b""
+                    message = _node_message(raw)
+                    retry = response.status_code in _RETRY_STATUSES and (
+                        message is None or response.status_code != 500
+                    )
+                    if idempotent and retry and attempt < self.retries:
+                        response.close()
+                        self._sleep(self._delay(attempt))
+                        attempt += 1
+                        self.stats.retries += 1
+                        continue
+                    detail = _one_line(
+                        message if message is not None else raw.decode("utf-8", "replace")
+                    )
+                    hint = (
+                        "this node does not support the endpoint"
+                        if response.status_code in (404, 405)
+                        else "see the node's log"
+                    )
+                    raise BackendRejected(
+                        f"IPFS node rejected {self._where(endpoint)}: HTTP "
+                        f"{response.status_code}: {detail or '(no message)'}; {hint}",
+                        response.status_code,
+                        detail,
+                    )
+                yield response
+                return
+            finally:
+                response.close()
+
+    def call(
+        self,
+        endpoint: str,
+        args: Sequence[ArgValue] = (),
+        options: Mapping[str, ArgValue | None] | None = None,
+        *,
+        body: OpenBody | None = None,
+        idempotent: bool = True,
+        timeout: float | None = None,
+    ) -> bytes:
+        """Call an endpoint and return the whole (small) response body."""
+        params = self._params(args, options)
+        try:
+            with self._open(
+                endpoint, params, body, idempotent=idempotent, timeout=timeout
+            ) as response:
+                data = response.read()
+        except httpx.TransportError as exc:
+            raise BackendUnavailable(
+                f"IPFS node dropped the answer of {self._where(endpoint)} "
+                f"({type(exc).__name__}); retry"
+            ) from exc
+        self._check_stream_error(endpoint, data.splitlines()[-1:] if data else [])
+        return data
+
+    def call_json(
+        self,
+        endpoint: str,
+        args: Sequence[ArgValue] = (),
+        options: Mapping[str, ArgValue | None] | None = None,
+        **kw: Any,
+    ) -> Any:
+        """Call an endpoint that answers one JSON document."""
+        data = self.call(endpoint, args, options, **kw)
+        if not data.strip():
+            return {}
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            raise BackendRejected(
+                f"IPFS node answered {self._where(endpoint)} with something that is not JSON: "
+                f"{_one_line(data[:200].decode('utf-8', 'replace'))}; is this a Kubo RPC API?",
+                200,
+                "not JSON",
+            ) from None
+
+    def stream_json(
+        self,
+        endpoint: str,
+        args: Sequence[ArgValue] = (),
+        options: Mapping[str, ArgValue | None] | None = None,
+        *,
+        body: OpenBody | None = None,
+        idempotent: bool = True,
+        timeout: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Call an endpoint answering JSON lines; yield each object as it arrives.
+
+        A line ``{"Message": …, "Type": "error"}`` (how both nodes report an error after
+        the 200 header) raises BackendRejected.
+        """
+        params = self._params(args, options)
+        try:
+            with self._open(
+                endpoint, params, body, idempotent=idempotent, timeout=timeout
+            ) as response:
+                for line in response.iter_lines():
+                    if not line.strip():
+                        continue
+                    try:
+                        item = json.loads(line)
+                    except ValueError:
+                        raise BackendRejected(
+                            f"IPFS node answered {self._where(endpoint)} with a line that is "
+                            f"not JSON: {_one_line(line[:200])}",
+                            200,
+                            "not JSON",
+                        ) from None
+                    if not isinstance(item, dict):
+                        continue
+                    self._check_stream_error(endpoint, [line.encode()])
+                    yield item
+                trailer = response.headers.get("X-Stream-Error")
+                if trailer:
+                    raise BackendRejected(
+                        f"IPFS node failed during {self._where(endpoint)}: {_one_line(trailer)}",
+                        200,
+                        _one_line(trailer),
+                    )
+        except httpx.TransportError as exc:
+            raise BackendUnavailable(
+                f"IPFS node dropped the answer of {self._where(endpoint)} "
+                f"({type(exc).__name__}); retry"
+            ) from exc
+
+    def _check_stream_error(self, endpoint: str, lines: Sequence[bytes]) -> None:
+        for line in lines:
+            if b'"Type"' not in line:
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict) and item.get("Type") == "error" and "Message" in item:
+                detail = _one_line(str(item["Message"]))
+                raise BackendRejected(
+                    f"IPFS node failed during {self._where(endpoint)}: {detail}", 200, detail
+                )
+
+    @staticmethod
+    def _params(
+        args: Sequence[ArgValue], options: Mapping[str, ArgValue | None] | None
+    ) -> list[tuple[str, str]]:
+        params = [("arg", _arg_text(a)) for a in args]
+        for key, value in (options or {}).items():
+            if value is not None:
+                params.append((key, _arg_text(value)))
+        return params
+
+    # -- node ---------------------------------------------------------------------------
+
+    @property
+    def node(self) -> NodeInfo:
+        """The node's kind and version (``/api/v0/version``, asked once)."""
+        if self._node is None:
+            data = self.call_json("version")
+            if not isinstance(data, dict) or "Version" not in data:
+                raise BackendRejected(
+                    f"{self._where('version')}: answer has no Version; is this an IPFS RPC API?",
+                    200,
+                    "no Version",
+                )
+            js = "ipfs-core" in data or "interface-ipfs-core" in data
+            self._node = NodeInfo("js-ipfs" if js else "kubo", str(data["Version"]), data)
+        return self._node
+
+    def name_arg(self, name: IpnsName) -> str:
+        """The form of an IPNS name this node accepts (js-ipfs: peer ID only)."""
+        return name.peer_id if self.node.kind == "js-ipfs" else str(name)
+
+    # -- blocks and DAGs ----------------------------------------------------------------
+
+    def block_size(self, cid: Cid, *, wait: str = "5s") -> int | None:
+        """The size of a block the node holds, or None when it does not have it.
+
+        ``wait`` bounds how long the node may look for it (js-ipfs waits for the
+        network otherwise, even with ``--offline``).
+        """
+        try:
+            data = self.call_json("block/stat", [cid.encode()], {"offline": True, "timeout": wait})
+        except BackendRejected as exc:
+            if exc.status == 500:  # not found / timed out looking: the node lacks it
+                return None
+            raise
+        return int(data.get("Size", 0))
+
+    def has_pin(self, cid: Cid) -> bool:
+        """Whether ``cid`` is pinned recursively (then its whole DAG is on the node)."""
+        try:
+            data = self.call_json("pin/ls", [cid.encode()], {"type": "recursive"})
+        except BackendRejected as exc:
+            if exc.status == 500:  # "is not pinned"
+                return False
+            raise
+        keys = data.get("Keys") or {}
+        return any(Cid.decode(k).raw == cid.raw for k in keys)
+
+    def dag_import(self, car: Path, *, timeout: float | None = 3600.0) -> list[Cid]:
+        """Import a CAR file (streamed from disk, never pinning its roots); return roots seen.
+
+        Retried on connection errors: content addressing makes a repeat harmless.
+        """
+        roots: list[Cid] = []
+        for item in self.stream_json(
+            "dag/import",
+            options={"pin-roots": False, "stats": True},
+            body=lambda: open(car, "rb"),  # noqa: SIM115 - closed by _open
+            timeout=timeout,
+        ):
+            root = item.get("Root")
+            if isinstance(root, dict) and isinstance(root.get("Cid"), dict):
+                roots.append(Cid.decode(str(root["Cid"]["/"])))
+        return roots
+
+    def pin_add(self, cid: Cid, *, timeout: float | None = 3600.0) -> None:
+        """Pin ``cid`` recursively (fails if any block under it is missing)."""
+        data = self.call_json("pin/add", [cid.encode()], {"recursive": True}, timeout=timeout)
+        pins = [Cid.decode(str(p)) for p in data.get("Pins") or []]
+        if pins and all(p.raw != cid.raw for p in pins):
+            raise BackendRejected(
+                f"{self._where('pin/add')}: node pinned {pins[0]}, not {cid}", 200, "wrong pin"
+            )
+
+    def pin_rm(self, cid: Cid) -> None:
+        """Unpin ``cid`` (blocks shared with other pins stay)."""
+        self.call("pin/rm", [cid.encode()], {"recursive": True}, idempotent=False)
+
+    def cat(self, path: str, *, max_size: int = 1 << 20) -> bytes:
+        """The bytes of a (small) file by IPFS path, at most ``max_size``."""
+        data = self.call("cat", [path], {"length": max_size})
+        return data[:max_size]
+
+    # -- keys and names -----------------------------------------------------------------
+
+    def key_names(self) -> dict[str, str]:
+        """Key name -> key id (peer ID text) of the node's keystore."""
+        endpoint = "key/list" if self.node.kind == "js-ipfs" else "key/ls"
+        data = self.call_json(endpoint)
+        return {str(k["Name"]): str(k["Id"]) for k in data.get("Keys") or []}
+
+    def key_import(self, name: str, key: Ed25519PrivateKey) -> None:
+        """Import an Ed25519 key under ``name`` (key material never reaches a message)."""
+        if self.node.kind == "js-ipfs":
+            password = base64.urlsafe_b64encode(os.urandom(24)).decode("ascii")
+            blob = jsipfs_key_blob(key, password)
+            self.call("key/import", [name], {"pem": blob, "password": password}, idempotent=False)
+            return
+        pb = private_key_to_protobuf(key)
+        self.call(
+            "key/import",
+            [name],
+            {"format": "libp2p-protobuf-cleartext"},
+            body=lambda: io.BytesIO(pb),
+            idempotent=False,
+        )
+
+    def record_put(self, name: IpnsName, record: bytes) -> str:
+        """Store a pre-signed IPNS record on the node; return the endpoint used.
+
+        Kubo: ``routing/put`` (``allow-offline``); js-ipfs: ``dht/put`` (kept in its
+        local datastore when offline). Raises BackendRejected (404) where neither exists.
+        """
+        endpoint = "dht/put" if self.node.kind == "js-ipfs" else "routing/put"
+        self.call(
+            endpoint,
+            [f"/ipns/{self.name_arg(name)}"],
+            {"allow-offline": True} if endpoint == "routing/put" else None,
+            body=lambda: io.BytesIO(record),
+        )
+        return endpoint
+
+    def record_get(self, name: IpnsName, *, wait: str = "5s") -> bytes | None:
+        """The raw IPNS record the node holds for ``name`` (unverified), or None."""
+        endpoint = "dht/get" if self.node.kind == "js-ipfs" else "routing/get"
+        try:
+            data = self.call(endpoint, [f"/ipns/{self.name_arg(name)}"], {"timeout": wait})
+        except BackendRejected as exc:
+            if exc.status == 500:  # not found (or not found in time)
+                return None
+            raise
+        for line in data.splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            extra = item.get("Extra") if isinstance(item, dict) else None
+            if isinstance(item, dict) and isinstance(extra, str) and extra:
+                try:
+                    return base64.b64decode(extra + "=" * (-len(extra) % 4))
+                except ValueError:
+                    raise FormatError(
+                        f"{self._where(endpoint)}: Extra is not base64; cannot read the record"
+                    ) from None
+        return None
+
+    def name_publish(
+        self, value: str, key_name: str, *, lifetime: str = "48h", ttl: str = "5m"
+    ) -> str:
+        """Let the node sign and publish ``value`` under ``key_name`` (no extension fields)."""
+        data = self.call_json(
+            "name/publish",
+            [value],
+            {
+                "key": key_name,
+                "lifetime": lifetime,
+                "ttl": ttl,
+                "resolve": False,
+                "allow-offline": True,
+            },
+            idempotent=False,
+        )
+        return str(data.get("Value", ""))
