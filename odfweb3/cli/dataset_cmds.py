@@ -10,6 +10,7 @@ from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.derivative import append_transform, create_derivative_dataset
 from odfweb3.odf.identity import DatasetKeyPair
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
@@ -55,6 +56,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="makes the dataset deterministic")
     p.add_argument("--append", type=int, metavar="K", help="append K AddData blocks instead")
+    p.add_argument(
+        "--derivative-of",
+        nargs="+",
+        metavar="INPUT_DIR",
+        help="write a derivative dataset consuming these inputs instead (--blocks: "
+        "ExecuteTransform blocks; with --append K: K more consuming what the inputs gained)",
+    )
     p.set_defaults(handler=_example)
 
     p = sub.add_parser(
@@ -75,6 +83,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("path", help="dataset directory")
     p.add_argument("--deep", action="store_true", help="also hash every data file and checkpoint")
+    p.add_argument(
+        "--inputs",
+        nargs="+",
+        metavar="DIR",
+        help="a derivative's input datasets: check every consumed block and offset against them",
+    )
     p.set_defaults(handler=_validate)
 
 
@@ -82,7 +96,16 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
     if args.blocks < 0 or (args.append is not None and args.append < 1):
         raise UsageError("example: block counts must be positive")
-    if args.append is not None:
+    if args.derivative_of:
+        if args.append is not None:
+            built = append_transform(args.dir, args.derivative_of, transactions=args.append)
+        else:
+            if args.blocks < 1:
+                raise UsageError("example: a derivative needs --blocks of at least 1")
+            built = create_derivative_dataset(
+                args.dir, args.derivative_of, transactions=args.blocks, seed=args.seed
+            )
+    elif args.append is not None:
         total = args.data_bytes if args.data_bytes is not None else 16 * 1024 * args.append
         with out.progress("appending", total) as bar:
             built = append_blocks(args.dir, args.append, data_bytes=total, progress=bar.advance)
@@ -159,7 +182,11 @@ def _validate(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
     with out.progress("validating", None) as bar:
         report = validate_dataset(
-            args.path, deep=args.deep, progress=bar.advance, on_total=bar.set_total
+            args.path,
+            deep=args.deep,
+            progress=bar.advance,
+            on_total=bar.set_total,
+            inputs=args.inputs,
         )
 
     def human() -> str:

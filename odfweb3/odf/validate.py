@@ -22,6 +22,10 @@ same checks kamu runs when it appends blocks):
 ``object-present``          (deep) every data file and checkpoint exists
 ``object-size``             (deep) with the size the block records
 ``object-hash``             (deep) and the physical hash the block records
+``transform-*``             derivative datasets: SetTransform / ExecuteTransform
+                            rules, and with the input datasets given, that every
+                            consumed interval is in the input's chain with its
+                            offsets (see :mod:`odfweb3.odf.lineage`)
 ==========================  ========================================================
 
 odfweb3 never claims to verify *logical* hashes (that needs the data engine).
@@ -30,7 +34,7 @@ odfweb3 never claims to verify *logical* hashes (that needs the data engine).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -250,6 +254,9 @@ def validate_dataset(
     progress: ProgressFn | None = None,
     on_total: ProgressFn | None = None,
     workers: int | None = None,
+    inputs: Mapping[DatasetId | str | bytes, str | os.PathLike[str]]
+    | Sequence[str | os.PathLike[str]]
+    | None = None,
 ) -> ValidationReport:
     """Validate the dataset at ``path``; never modifies it.
 
@@ -259,6 +266,10 @@ def validate_dataset(
         progress: called with the number of bytes just hashed (for progress bars).
         on_total: called once with the total bytes a deep check will hash.
         workers: threads hashing data files in parallel (default: CPU count).
+        inputs: for a derivative, input dataset directories (or a mapping from
+            dataset ID to directory): each consumed interval is then checked
+            against the input's chain and data offsets. Inputs not given are
+            not checked.
 
     Returns:
         The report; ``report.ok`` is False when any rule is broken. A directory that
@@ -288,6 +299,13 @@ def validate_dataset(
     entries.reverse()
     if not violations:
         violations.extend(check_chain_rules(entries))
+        # Derivative rules live in odf.lineage, which imports Violation from here.
+        from odfweb3.odf import lineage
+
+        violations.extend(lineage.check_transform_rules(entries))
+        if inputs:
+            chains = lineage.load_input_chains(inputs)
+            violations.extend(lineage.check_input_chains(entries, chains))
 
     dataset_id: DatasetId | None = None
     if entries and isinstance(entries[0].block.event, Seed):

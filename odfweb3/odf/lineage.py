@@ -1,0 +1,426 @@
+"""Derivative datasets: the rules their ``SetTransform`` / ``ExecuteTransform`` blocks follow.
+
+A derivative dataset records, in every ``ExecuteTransform`` event, which slice of
+each input it consumed (``queryInputs``): the half-open block interval
+``(prevBlockHash, newBlockHash]`` and offset interval ``(prevOffset, newOffset]``
+of the input's chain (ODF spec, "ExecuteTransformInput"; RFC-014 made the start
+points always carried, even across empty intervals). The rules, each reported
+as a :class:`~odfweb3.odf.validate.Violation` under its name:
+
+===========================  =========================================================
+``transform-sql``            a SetTransform has a normalized SQL transform: no
+                             ``query``, at least one of ``queries``, the last one
+                             without an alias and all others with one (kamu's
+                             ``validate_transform``)
+``transform-input-declared`` SetTransform names each input once, by dataset ID; an
+                             ExecuteTransform follows a SetTransform and lists
+                             exactly its inputs, in the same order
+``transform-input-interval`` per input, ``prevBlockHash`` / ``prevOffset`` equal the
+                             last non-empty ``newBlockHash`` / ``newOffset`` recorded
+                             for that input (absent the first time); a present
+                             ``new*`` differs from its ``prev*``; a new offset needs
+                             a new block; with the input's chain, the block interval
+                             moves forward along it
+``transform-input-block``    (with the input's chain) every ``prevBlockHash`` /
+                             ``newBlockHash`` is a block of that chain
+``transform-input-offset``   (with the input's chain) the last consumed offset is the
+                             end offset of the input's last data slice at or before
+                             the last consumed block
+===========================  =========================================================
+
+The first three rules are those kamu checks when it appends an ExecuteTransform
+(``ValidateExecuteTransformVisitor``); the last two are what kamu computes when it
+plans a transform (``get_transform_query_input``: ``newBlockHash`` = the input's
+head, ``newOffset`` = the last offset of the last data block at or before it).
+Interval carry is tracked per input dataset ID, so an input added by a later
+SetTransform starts with absent ``prev*`` values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from odfweb3.errors import FormatError, UsageError
+from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model import (
+    AddData,
+    DatasetKind,
+    ExecuteTransform,
+    ExecuteTransformInput,
+    Seed,
+    SetTransform,
+    TransformSql,
+)
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.timestamp import Timestamp
+from odfweb3.odf.validate import Violation
+
+__all__ = [
+    "InputChain",
+    "InputState",
+    "check_input_chains",
+    "check_transform_rules",
+    "declared_inputs",
+    "input_states",
+    "load_input_chain",
+    "load_input_chains",
+]
+
+
+@dataclass(frozen=True)
+class InputChain:
+    """An input dataset's chain, indexed for the lineage checks.
+
+    Attributes:
+        dataset_id: the binary dataset ID from the chain's Seed.
+        kind: root or derivative.
+        hashes: block hashes, Seed first.
+        last_offsets: per position, the end offset of the last data slice at or
+            before that block (None while the chain has no data yet).
+        watermarks: per position, the last watermark at or before that block.
+        entries: the verified blocks, Seed first.
+    """
+
+    dataset_id: bytes
+    kind: DatasetKind
+    hashes: tuple[bytes, ...]
+    last_offsets: tuple[int | None, ...]
+    watermarks: tuple[Timestamp | None, ...]
+    entries: tuple[ChainEntry, ...]
+    _index: dict[bytes, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {h: i for i, h in enumerate(self.hashes)})
+
+    @classmethod
+    def from_entries(cls, entries: Sequence[ChainEntry]) -> InputChain:
+        """Index verified blocks given Seed first.
+
+        Raises:
+            FormatError: the first block is not a Seed with a dataset ID.
+        """
+        if not entries or not isinstance(entries[0].block.event, Seed):
+            raise FormatError("input chain: the first block is not a Seed event")
+        seed = entries[0].block.event
+        DatasetId.from_bytes(seed.dataset_id or b"")  # raises FormatError when malformed
+        offsets: list[int | None] = []
+        marks: list[Timestamp | None] = []
+        offset: int | None = None
+        mark: Timestamp | None = None
+        for e in entries:
+            ev = e.block.event
+            if isinstance(ev, AddData | ExecuteTransform):
+                if ev.new_data is not None and ev.new_data.offset_interval is not None:
+                    offset = ev.new_data.offset_interval.end
+                if ev.new_watermark is not None:
+                    mark = ev.new_watermark
+            offsets.append(offset)
+            marks.append(mark)
+        return cls(
+            seed.dataset_id or b"",
+            seed.dataset_kind,
+            tuple(e.hash for e in entries),
+            tuple(offsets),
+            tuple(marks),
+            tuple(entries),
+        )
+
+    @property
+    def did(self) -> str:
+        """The dataset ID as ``did:odf:…``."""
+        return str(DatasetId.from_bytes(self.dataset_id))
+
+    def position(self, block_hash: bytes) -> int | None:
+        """Index of a block in the chain (0 = Seed), or None when it is not in it."""
+        return self._index.get(block_hash)
+
+
+def load_input_chain(path: str | os.PathLike[str]) -> InputChain:
+    """Read and verify the chain of the local dataset at ``path``."""
+    reader = DatasetReader.open(path)
+    entries = list(walk_chain(reader))
+    entries.reverse()
+    return InputChain.from_entries(entries)
+
+
+def load_input_chains(
+    inputs: Mapping[DatasetId | str | bytes, str | os.PathLike[str]]
+    | Sequence[str | os.PathLike[str]],
+) -> dict[bytes, InputChain]:
+    """Load input datasets, keyed by binary dataset ID.
+
+    Args:
+        inputs: dataset directories (their Seeds say which dataset each is), or a
+            mapping from dataset ID (``DatasetId``, ``did:odf:…`` or binary) to directory.
+
+    Raises:
+        UsageError: a mapping key that is not the dataset's own ID, or two
+            directories holding the same dataset.
+    """
+    out: dict[bytes, InputChain] = {}
+    if isinstance(inputs, Mapping):
+        for key, path in inputs.items():
+            chain = load_input_chain(path)
+            want = _id_bytes(key)
+            if chain.dataset_id != want:
+                raise UsageError(
+                    f"{os.fspath(path)}: holds dataset {chain.did}, not "
+                    f"{DatasetId.from_bytes(want)}; pass the input under its own ID"
+                )
+            out[want] = chain
+        return out
+    for path in inputs:
+        chain = load_input_chain(path)
+        if chain.dataset_id in out:
+            raise UsageError(f"{os.fspath(path)}: dataset {chain.did} given twice as an input")
+        out[chain.dataset_id] = chain
+    return out
+
+
+def _id_bytes(key: DatasetId | str | bytes) -> bytes:
+    if isinstance(key, DatasetId):
+        return key.to_bytes()
+    if isinstance(key, str):
+        return DatasetId.parse(key).to_bytes()
+    return DatasetId.from_bytes(key).to_bytes()
+
+
+@dataclass(frozen=True)
+class InputState:
+    """Where a derivative stands on one input: the last non-empty block and offset."""
+
+    last_block: bytes | None = None
+    last_offset: int | None = None
+
+    def after(self, qi: ExecuteTransformInput) -> InputState:
+        """The state once ``qi`` is consumed (``new*`` when present, else ``prev*``)."""
+        return InputState(
+            qi.new_block_hash if qi.new_block_hash is not None else qi.prev_block_hash,
+            qi.new_offset if qi.new_offset is not None else qi.prev_offset,
+        )
+
+
+def declared_inputs(st: SetTransform) -> list[tuple[bytes | None, str | None]]:
+    """``(binary dataset ID or None when not a valid ID, alias)`` per SetTransform input."""
+    out: list[tuple[bytes | None, str | None]] = []
+    for ti in st.inputs or ():
+        try:
+            did = DatasetId.parse(ti.dataset_ref or "").to_bytes()
+        except FormatError:
+            did = None
+        out.append((did, ti.alias))
+    return out
+
+
+def input_states(entries: Iterable[ChainEntry]) -> dict[bytes, InputState]:
+    """Per input dataset ID, the state after the given blocks' ExecuteTransforms."""
+    states: dict[bytes, InputState] = {}
+    for e in entries:
+        ev = e.block.event
+        if isinstance(ev, ExecuteTransform):
+            for qi in ev.query_inputs or ():
+                if qi.dataset_id is not None:
+                    states[qi.dataset_id] = states.get(qi.dataset_id, InputState()).after(qi)
+    return states
+
+
+def _h(mh: bytes | None) -> str:
+    return multihash_to_str(mh) if mh is not None else "absent"
+
+
+def _did(raw: bytes | None) -> str:
+    try:
+        return str(DatasetId.from_bytes(raw or b""))
+    except FormatError:
+        return f"<bad dataset ID {(raw or b'').hex()[:16]}>"
+
+
+def _check_sql(transform: object) -> str | None:
+    """What is wrong with a SetTransform's transform, or None (kamu's rules)."""
+    if not isinstance(transform, TransformSql):
+        return "SetTransform has no SQL transform"
+    if transform.query is not None:
+        return "SetTransform's SQL is not normalized: 'query' is set instead of 'queries'"
+    queries = transform.queries or ()
+    if not queries:
+        return "SetTransform's SQL has no queries"
+    if queries[-1].alias is not None:
+        return "the last SQL query has an alias; the output query must have none"
+    if any(q.alias is None for q in queries[:-1]):
+        return "every SQL query but the last needs an alias"
+    return None
+
+
+def check_transform_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
+    """Check SetTransform / ExecuteTransform rules that need only this chain (Seed first).
+
+    Rules: ``transform-sql``, ``transform-input-declared``, ``transform-input-interval``.
+    Root datasets have no such events (``event-kind`` in validate reports any).
+    """
+    out: list[Violation] = []
+    declared: list[tuple[bytes | None, str | None]] | None = None
+    states: dict[bytes, InputState] = {}
+
+    for e in entries:
+        ev = e.block.event
+
+        def bad(rule: str, msg: str, e: ChainEntry = e) -> None:
+            out.append(Violation(rule, msg, e.block.sequence_number, e.hash))
+
+        if isinstance(ev, SetTransform):
+            problem = _check_sql(ev.transform)
+            if problem is not None:
+                bad("transform-sql", problem)
+            declared = declared_inputs(ev)
+            if not declared:
+                bad("transform-input-declared", "SetTransform declares no inputs")
+            seen: set[bytes] = set()
+            for i, (did, _alias) in enumerate(declared):
+                ref = (ev.inputs or ())[i].dataset_ref
+                if did is None:
+                    bad(
+                        "transform-input-declared",
+                        f"input #{i} is {ref!r}, not a dataset ID (did:odf:…)",
+                    )
+                elif did in seen:
+                    bad("transform-input-declared", f"input {_did(did)} is declared twice")
+                else:
+                    seen.add(did)
+        if not isinstance(ev, ExecuteTransform):
+            continue
+        qis = ev.query_inputs or ()
+        if declared is None:
+            bad("transform-input-declared", "ExecuteTransform is not preceded by a SetTransform")
+        else:
+            got = [qi.dataset_id for qi in qis]
+            want = [did for did, _ in declared]
+            if got != want:
+                unknown = [d for d in got if d not in want]
+                absent = [d for d in want if d not in got]
+                if unknown:
+                    detail = f"input {_did(unknown[0])} is not declared in the latest SetTransform"
+                elif absent:
+                    detail = f"declared input {_did(absent[0])} is not listed"
+                else:
+                    detail = "inputs are not in the order the latest SetTransform declares"
+                bad("transform-input-declared", detail)
+        for qi in qis:
+            if qi.dataset_id is None:
+                bad("transform-input-declared", "a query input has no dataset ID")
+                continue
+            name = _did(qi.dataset_id)
+            st = states.get(qi.dataset_id, InputState())
+            if qi.prev_block_hash != st.last_block:
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: prevBlockHash {_h(qi.prev_block_hash)}, expected "
+                    f"{_h(st.last_block)} (where the previous interval for this input ended)",
+                )
+            if qi.prev_offset != st.last_offset:
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: prevOffset {qi.prev_offset}, expected {st.last_offset} "
+                    "(where the previous interval for this input ended)",
+                )
+            if qi.new_block_hash is not None and qi.new_block_hash == qi.prev_block_hash:
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: newBlockHash equals prevBlockHash (an empty interval "
+                    "must leave newBlockHash absent)",
+                )
+            if qi.new_offset is not None and qi.new_offset == qi.prev_offset:
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: newOffset equals prevOffset (an empty interval must "
+                    "leave newOffset absent)",
+                )
+            elif (
+                qi.new_offset is not None
+                and qi.prev_offset is not None
+                and qi.new_offset < qi.prev_offset
+            ):
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: offset interval ({qi.prev_offset}, {qi.new_offset}] "
+                    "goes backwards",
+                )
+            if qi.new_offset is not None and qi.new_block_hash is None:
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: new offsets but no new blocks (newBlockHash absent)",
+                )
+            states[qi.dataset_id] = st.after(qi)
+    return out
+
+
+def check_input_chains(
+    entries: Sequence[ChainEntry], inputs: Mapping[bytes, InputChain]
+) -> list[Violation]:
+    """Check every consumed interval against the input chains that are given.
+
+    Rules: ``transform-input-block``, ``transform-input-interval`` (moving forward
+    along the input chain) and ``transform-input-offset``. Inputs not in
+    ``inputs`` are skipped.
+    """
+    out: list[Violation] = []
+    states: dict[bytes, InputState] = {}
+    for e in entries:
+        ev = e.block.event
+        if not isinstance(ev, ExecuteTransform):
+            continue
+
+        def bad(rule: str, msg: str, e: ChainEntry = e) -> None:
+            out.append(Violation(rule, msg, e.block.sequence_number, e.hash))
+
+        for qi in ev.query_inputs or ():
+            if qi.dataset_id is None:
+                continue
+            st = states.get(qi.dataset_id, InputState())
+            new = st.after(qi)
+            states[qi.dataset_id] = new
+            chain = inputs.get(qi.dataset_id)
+            if chain is None:
+                continue
+            name = _did(qi.dataset_id)
+            prev_pos = -1
+            if qi.prev_block_hash is not None:
+                p = chain.position(qi.prev_block_hash)
+                if p is None:
+                    bad(
+                        "transform-input-block",
+                        f"input {name}: prevBlockHash {_h(qi.prev_block_hash)} is not a block "
+                        "of the input's chain",
+                    )
+                    continue
+                prev_pos = p
+            if qi.new_block_hash is None:
+                continue
+            pos = chain.position(qi.new_block_hash)
+            if pos is None:
+                bad(
+                    "transform-input-block",
+                    f"input {name}: newBlockHash {_h(qi.new_block_hash)} is not a block of the "
+                    f"input's chain (its head is {_h(chain.hashes[-1])})",
+                )
+                continue
+            if pos <= prev_pos:
+                bad(
+                    "transform-input-interval",
+                    f"input {name}: interval goes back along the input's chain (block "
+                    f"#{prev_pos} to #{pos})",
+                )
+                continue
+            want = chain.last_offsets[pos]
+            if want is None:
+                want = st.last_offset
+            if new.last_offset != want:
+                bad(
+                    "transform-input-offset",
+                    f"input {name}: consumed up to offset {new.last_offset} at block #{pos}, "
+                    f"but the input's data there ends at offset {want}",
+                )
+    return out
