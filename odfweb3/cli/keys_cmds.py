@@ -1,0 +1,334 @@
+"""Key management: ``odfweb3 keys`` (identities, recipients, rotation, export/import).
+
+Keys live under ``config.keystore_dir`` (see :mod:`odfweb3.crypto.keyfiles`). Nothing
+here prints key material: identities are shown by public key and fingerprint, content
+keys by epoch. Passphrases are never taken from the command line: from
+``--passphrase-file``, the ``ODFWEB3_PASSPHRASE`` variable, or a prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from pathlib import Path
+from typing import Any
+
+from odfweb3.crypto.envelope import (
+    PUBLIC_KEY_PREFIX,
+    Envelope,
+    add_recipient,
+    decode_envelope,
+    decode_public_key,
+    encode_envelope,
+    encode_public_key,
+    fingerprint,
+    new_envelope,
+    open_envelope,
+    passphrase_recipient,
+    remove_recipient,
+    rotate_envelope,
+    x25519_recipient,
+)
+from odfweb3.crypto.keyfiles import (
+    ContentKeyStore,
+    DatasetKeys,
+    IdentityStore,
+    write_private,
+)
+from odfweb3.errors import NotFound, UsageError
+
+__all__ = ["dataset_id_of", "read_passphrase", "register"]
+
+PASSPHRASE_ENV = "ODFWEB3_PASSPHRASE"
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``keys`` and its subcommands to the CLI."""
+    keys = sub.add_parser(
+        "keys",
+        parents=[common],
+        help="encryption keys: identities, recipients, rotation, export/import",
+        description="Manage the keys of encrypted datasets. Content keys are wrapped for each "
+        "recipient (an X25519 identity or a passphrase) in a key envelope published beside "
+        "the dataset. Rotation gives new objects a new key; old ciphertext stays readable by "
+        "whoever had the old key.",
+    )
+    ks = keys.add_subparsers(dest="keys_command", metavar="SUBCOMMAND")
+    ks.required = True
+
+    ident = ks.add_parser("identity", parents=[common], help="your X25519 identities")
+    isub = ident.add_subparsers(dest="identity_command", metavar="ACTION")
+    isub.required = True
+    p = isub.add_parser("new", parents=[common], help="create an identity")
+    p.add_argument("name")
+    p.set_defaults(handler=_identity_new)
+    p = isub.add_parser("list", parents=[common], help="list identities")
+    p.set_defaults(handler=_identity_list)
+    p = isub.add_parser("export", parents=[common], help="print an identity's public key")
+    p.add_argument("name")
+    p.set_defaults(handler=_identity_export)
+
+    rec = ks.add_parser("recipients", parents=[common], help="who can open a dataset's keys")
+    rsub = rec.add_subparsers(dest="recipients_command", metavar="ACTION")
+    rsub.required = True
+    p = rsub.add_parser("add", parents=[common], help="give a recipient every epoch's key")
+    p.add_argument("dataset", help="did:odf:… or dataset directory")
+    p.add_argument("pubkey", nargs="?", help=f"{PUBLIC_KEY_PREFIX}… or a local identity name")
+    _passphrase_args(p, flag=True)
+    p.add_argument("--label", default="default", help="name of a passphrase recipient")
+    p.set_defaults(handler=_recipients_add)
+    p = rsub.add_parser(
+        "remove", parents=[common], help="drop a recipient from future epochs (and rotate)"
+    )
+    p.add_argument("dataset", help="did:odf:… or dataset directory")
+    p.add_argument("recipient", help="recipient ID (x25519:…, passphrase:LABEL) or public key")
+    p.add_argument("--no-rotate", action="store_true", help="do not start a new epoch now")
+    p.add_argument(
+        "--purge", action="store_true", help="also drop its old entries (cosmetic: see docs)"
+    )
+    p.set_defaults(handler=_recipients_remove)
+    p = rsub.add_parser("list", parents=[common], help="list recipients and their epochs")
+    p.add_argument("dataset", help="did:odf:… or dataset directory")
+    p.set_defaults(handler=_recipients_list)
+
+    p = ks.add_parser("rotate", parents=[common], help="new content key for future objects")
+    p.add_argument("dataset", help="did:odf:… or dataset directory")
+    p.set_defaults(handler=_rotate)
+
+    p = ks.add_parser(
+        "export", parents=[common], help="write a dataset's content keys wrapped by a passphrase"
+    )
+    p.add_argument("dataset", help="did:odf:… or dataset directory")
+    p.add_argument("--out", type=Path, required=True, help="file to write (mode 0600)")
+    _passphrase_args(p, flag=False)
+    p.set_defaults(handler=_export)
+
+    p = ks.add_parser("import", parents=[common], help="import keys from an envelope file")
+    p.add_argument("file", type=Path, help="a key envelope (from keys export or a publish)")
+    p.add_argument("--identity", help="open it with this identity instead of a passphrase")
+    _passphrase_args(p, flag=False)
+    p.set_defaults(handler=_import)
+
+
+def _passphrase_args(p: argparse.ArgumentParser, *, flag: bool) -> None:
+    if flag:
+        p.add_argument("--passphrase", action="store_true", help="add a passphrase recipient")
+    p.add_argument("--passphrase-file", type=Path, help="read the passphrase from this file")
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def dataset_id_of(text: str) -> str:
+    """``did:odf:…`` as given, or the dataset ID of the dataset directory ``text``."""
+    if text.startswith("did:odf:"):
+        return text
+    path = Path(text)
+    if not path.is_dir():
+        raise UsageError(f"{text}: give a did:odf: dataset ID or a dataset directory")
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.publish.execute import load_verified_chain
+
+    return str(load_verified_chain(DatasetReader.open(path))[1])
+
+
+def read_passphrase(ctx: Any, file: Path | None, *, confirm: bool, what: str = "passphrase") -> str:
+    """The passphrase from ``file``, ``$ODFWEB3_PASSPHRASE`` or a prompt (never argv)."""
+    if file is not None:
+        text = file.read_text("utf-8").rstrip("\r\n")
+    elif ctx.env.get(PASSPHRASE_ENV):
+        text = str(ctx.env[PASSPHRASE_ENV])
+    elif sys.stdin.isatty():
+        text = getpass.getpass(f"{what}: ")
+        if confirm and getpass.getpass(f"{what} again: ") != text:
+            raise UsageError("the passphrases do not match")
+    else:
+        raise UsageError(f"no passphrase: use --passphrase-file FILE or set {PASSPHRASE_ENV}")
+    if not text:
+        raise UsageError("the passphrase must not be empty")
+    return text
+
+
+def _store(ctx: Any) -> ContentKeyStore:
+    return ContentKeyStore(ctx.config.keystore_dir)
+
+
+def _recipients_json(env: Envelope) -> list[dict[str, Any]]:
+    out = []
+    for r in env.recipients:
+        item: dict[str, Any] = {
+            "id": r.id,
+            "kind": r.kind,
+            "active": r.active,
+            "epochs": env.epochs_of(r.id),
+        }
+        if r.kind == "x25519":
+            item["publicKey"] = encode_public_key(r.public_key)
+        out.append(item)
+    return out
+
+
+def _show_keys(ctx: Any, keys: DatasetKeys, path: Path, action: str) -> None:
+    recipients = _recipients_json(keys.envelope)
+    data = {
+        "datasetId": keys.ring.dataset_id,
+        "currentEpoch": keys.ring.current,
+        "epochs": keys.ring.epochs,
+        "recipients": recipients,
+        "keyFile": str(path),
+    }
+
+    def human() -> str:
+        lines = [f"{action}: {keys.ring.dataset_id}, current epoch {keys.ring.current}"]
+        for r in recipients:
+            state = "" if r["active"] else " (removed: no new epochs)"
+            lines.append(f"  {r['id']}  epochs {r['epochs']}{state}")
+        if not keys.envelope.recipients:
+            lines.append("  no recipients yet: only this machine can read what it publishes")
+        return "\n".join(lines)
+
+    ctx.out.result(data, human)
+
+
+# --- identities ------------------------------------------------------------------------
+
+
+def _identity_new(args: argparse.Namespace, ctx: Any) -> int:
+    store = IdentityStore(ctx.config.keystore_dir)
+    store.create(args.name)
+    pub = store.public_key(args.name)
+    data = {"name": args.name, "publicKey": encode_public_key(pub), "id": fingerprint(pub)}
+    ctx.out.result(
+        data,
+        lambda: f"created identity {args.name} ({data['id']})\n{data['publicKey']}",
+    )
+    return 0
+
+
+def _identity_list(args: argparse.Namespace, ctx: Any) -> int:
+    store = IdentityStore(ctx.config.keystore_dir)
+    items = []
+    for name in store.list():
+        pub = store.public_key(name)
+        items.append({"name": name, "id": fingerprint(pub), "publicKey": encode_public_key(pub)})
+    ctx.out.result(
+        {"identities": items},
+        lambda: "\n".join(f"{i['name']:<20} {i['id']}" for i in items) or "no identities",
+    )
+    return 0
+
+
+def _identity_export(args: argparse.Namespace, ctx: Any) -> int:
+    pub = IdentityStore(ctx.config.keystore_dir).public_key(args.name)
+    data = {"name": args.name, "publicKey": encode_public_key(pub), "id": fingerprint(pub)}
+    ctx.out.result(data, lambda: str(data["publicKey"]))
+    return 0
+
+
+# --- recipients and rotation -----------------------------------------------------------
+
+
+def _public_key_arg(ctx: Any, text: str) -> bytes:
+    if text.startswith(PUBLIC_KEY_PREFIX):
+        return decode_public_key(text)
+    return IdentityStore(ctx.config.keystore_dir).public_key(text)
+
+
+def _recipients_add(args: argparse.Namespace, ctx: Any) -> int:
+    if args.passphrase == (args.pubkey is not None):
+        raise UsageError("recipients add: give either a public key or --passphrase")
+    did = dataset_id_of(args.dataset)
+    store = _store(ctx)
+    keys = store.load_or_create(did)
+    if args.passphrase:
+        pw = read_passphrase(ctx, args.passphrase_file, confirm=True)
+        recipient, kek = passphrase_recipient(pw, label=args.label)
+        env = add_recipient(keys.envelope, keys.ring, recipient, kek)
+        keks = dict(keys.keks) | {recipient.id: kek}
+    else:
+        recipient = x25519_recipient(_public_key_arg(ctx, args.pubkey))
+        env = add_recipient(keys.envelope, keys.ring, recipient)
+        keks = dict(keys.keks)
+    keys = DatasetKeys(keys.ring, env, keks)
+    _show_keys(ctx, keys, store.save(keys), f"added {recipient.id}")
+    return 0
+
+
+def _recipient_id(text: str) -> str:
+    if text.startswith(PUBLIC_KEY_PREFIX):
+        return fingerprint(decode_public_key(text))
+    return text
+
+
+def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
+    did = dataset_id_of(args.dataset)
+    store = _store(ctx)
+    keys = store.load(did)
+    rid = _recipient_id(args.recipient)
+    env = remove_recipient(keys.envelope, rid, purge=args.purge)
+    keks = {k: v for k, v in keys.keks.items() if k != rid}
+    ring = keys.ring
+    if not args.no_rotate:
+        ring = ring.rotated()
+        env = rotate_envelope(env, ring, keks)
+    keys = DatasetKeys(ring, env, keks)
+    _show_keys(ctx, keys, store.save(keys), f"removed {rid}")
+    if args.no_rotate:
+        ctx.out.warn("no new epoch: run `odfweb3 keys rotate` before publishing new objects")
+    ctx.out.warn(
+        f"{rid} can still read everything published under the epochs it had; "
+        "published ciphertext cannot be deleted"
+    )
+    return 0
+
+
+def _recipients_list(args: argparse.Namespace, ctx: Any) -> int:
+    did = dataset_id_of(args.dataset)
+    store = _store(ctx)
+    _show_keys(ctx, store.load(did), store.path_for(did), "recipients")
+    return 0
+
+
+def _rotate(args: argparse.Namespace, ctx: Any) -> int:
+    did = dataset_id_of(args.dataset)
+    store = _store(ctx)
+    keys = store.load(did)
+    ring = keys.ring.rotated()
+    keys = DatasetKeys(ring, rotate_envelope(keys.envelope, ring, keys.keks), keys.keks)
+    _show_keys(ctx, keys, store.save(keys), "rotated")
+    return 0
+
+
+# --- export / import -------------------------------------------------------------------
+
+
+def _export(args: argparse.Namespace, ctx: Any) -> int:
+    did = dataset_id_of(args.dataset)
+    keys = _store(ctx).load(did)
+    pw = read_passphrase(ctx, args.passphrase_file, confirm=True, what="export passphrase")
+    recipient, kek = passphrase_recipient(pw, label="export")
+    env = add_recipient(new_envelope(keys.ring), keys.ring, recipient, kek)
+    write_private(args.out, encode_envelope(env), replace=True, private_dir=False)
+    data = {"datasetId": did, "epochs": keys.ring.epochs, "file": str(args.out)}
+    ctx.out.result(data, lambda: f"wrote epochs {keys.ring.epochs} of {did} to {args.out}")
+    return 0
+
+
+def _import(args: argparse.Namespace, ctx: Any) -> int:
+    try:
+        env = decode_envelope(args.file.read_bytes())
+    except OSError as exc:
+        raise NotFound(f"cannot read key envelope {args.file}: {exc.strerror}") from exc
+    if args.identity:
+        ring = open_envelope(env, IdentityStore(ctx.config.keystore_dir).load(args.identity))
+    else:
+        ring = open_envelope(env, read_passphrase(ctx, args.passphrase_file, confirm=False))
+    store = _store(ctx)
+    if store.has(env.dataset_id):
+        old = store.load(env.dataset_id)
+        keys = DatasetKeys(old.ring.merged(ring), old.envelope, old.keks)
+    else:
+        keys = DatasetKeys(ring, new_envelope(ring))
+    _show_keys(ctx, keys, store.save(keys), f"imported epochs {ring.epochs}")
+    return 0
