@@ -9,7 +9,11 @@ writes into ``OUT_DIR``:
 - ``<name>.ipns-record``: the signed IPNS record for the dataset's key, sequence
   one more than the last (``ipfs routing put /ipns/<name> <file>``);
 - ``publish.json``: dataset ID, head, root CID, IPNS name, sequence, the files
-  written, and the per-object CIDs that make the next publish incremental.
+  written, and the per-object CIDs that make the next publish incremental;
+- ``<descriptor-cid>.car``: the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
+  its own UnixFS file, outside the dataset root (whose contents are exactly the ODF layout);
+  its CID is in ``publish.json`` and in the record's ``_odf`` map as ``descriptor``. Left out,
+  with a note, when the descriptor fails validation (e.g. no ``publisher.name`` configured).
 
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the
@@ -19,16 +23,19 @@ old ``publish.json``, so the next run redoes the delta.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from odfweb3.crypto.keystore import Keystore
+from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
 from odfweb3.errors import ConflictError, FormatError
+from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
@@ -36,9 +43,11 @@ from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
+from .cid import Cid
 from .dataset_dag import ObjectLink, build_dataset_dag
 from .ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
 from .libp2p_keys import IpnsName, public_key_bytes
+from .unixfs import import_bytes
 
 __all__ = ["CarTarget", "write_atomic"]
 
@@ -79,8 +88,10 @@ class CarTarget:
         cid_version: int = 1,
         lifetime: timedelta = DEFAULT_LIFETIME,
         clock: Clock = lambda: datetime.now(UTC),
+        publisher: Mapping[str, Any] | None = None,
     ) -> None:
         self.out_dir = out_dir
+        self.publisher = publisher
         self.name = f"car:{out_dir}"
         self.keystore = keystore
         self.cid_version = cid_version
@@ -175,6 +186,7 @@ class CarTarget:
         if car_name not in cars:
             cars.append(car_name)
         self._written = [car_name]
+        desc = self._write_descriptor(plan, reader, dag.root.cid.encode())
         return UploadResult(
             locator=dag.root.cid.encode(),
             objects={p: link.to_json() for p, link in dag.objects.items()},
@@ -182,10 +194,38 @@ class CarTarget:
                 "cidVersion": self.cid_version,
                 "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
                 "cars": cars,
+                **{k: v for k, v in desc.items() if k in ("descriptor", "descriptorCar")},
             },
             bytes_sent=car_bytes,
-            summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes},
+            summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
         )
+
+    def _write_descriptor(
+        self, plan: PublishPlan, reader: DatasetReader, root: str
+    ) -> dict[str, str]:
+        """Write the descriptor's own CAR; its CID and file, or why it was left out."""
+        name = IpnsName.from_public_key(
+            public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
+        )
+        entries = list(walk_chain(reader, plan.head))
+        doc = build_descriptor(entries, self.publisher, {"ipfs": root, "ipns": str(name)})
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        if errors:
+            return {"descriptorSkipped": "; ".join(p.message for p in errors)}
+        blocks: list[tuple[Cid, bytes]] = []
+        node = import_bytes(
+            encode_descriptor(doc),
+            cid_version=self.cid_version,
+            sink=lambda cid, data: blocks.append((cid, data)),
+        )
+        buf = io.BytesIO()
+        writer = CarWriter(buf, node.cid)
+        for cid, data in blocks:
+            writer.write_block(cid, data)
+        car_name = f"{node.cid.encode()}.car"
+        write_atomic(self.out_dir / car_name, buf.getvalue())
+        self._written.append(car_name)
+        return {"descriptor": node.cid.encode(), "descriptorCar": car_name}
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
@@ -193,10 +233,12 @@ class CarTarget:
         name = IpnsName.from_public_key(public_key_bytes(key))
         prev = view.state
         sequence = int(prev.record.get("sequence", -1)) + 1 if prev else 0
+        descriptor = upload.extra.get("descriptor")
         ext = OdfExtension(
             dataset_id=plan.dataset_id,
             head=multihash_to_str(plan.head),
             prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
+            extra={"descriptor": descriptor} if descriptor else {},
         )
         now = self.clock()
         record = create_record(
@@ -229,14 +271,16 @@ class CarTarget:
     def save(self, state: PublishState) -> None:
         """Write ``publish.json`` last: the state plus a human-facing summary."""
         doc = state.to_json()
+        cars = [*state.extra.get("cars", []), *filter(None, [state.extra.get("descriptorCar")])]
         doc.update(
             {
                 "root": state.locator,
                 "ipnsName": state.record.get("name"),
                 "sequence": state.record.get("sequence"),
+                "descriptor": state.extra.get("descriptor"),
                 "filesWritten": list(self._written),
                 "import": [
-                    f"ipfs dag import {' '.join(state.extra.get('cars', []))}",
+                    f"ipfs dag import {' '.join(cars)}",
                     f"ipfs routing put --allow-offline /ipns/{state.record.get('name')} "
                     f"{state.record.get('file')}",
                 ],

@@ -149,3 +149,41 @@ def test_published_files_are_world_readable_keys_are_not(tmp_path, keystore):
         assert p.stat().st_mode & 0o044, p
     for p in (tmp_path / "keys").iterdir():
         assert p.stat().st_mode & 0o777 == 0o600
+
+
+def test_descriptor_published_beside_the_dataset(tmp_path, keystore):
+    import hashlib
+
+    from multiformats import CID, multihash
+
+    from odfweb3.descriptor import decode_descriptor, validate_descriptor
+
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=6).path
+    out = tmp_path / "out"
+    publisher = {"type": "Organization", "name": "Example Lab"}
+    outcome = publish_dataset(ds, CarTarget(out, keystore, publisher=publisher))
+    desc_cid = outcome.upload.summary["descriptor"]
+    car = out / outcome.upload.summary["descriptorCar"]
+    with open(car, "rb") as f:
+        roots, blocks = iter_car(f)
+        blocks = list(blocks)
+    assert [r.encode() for r in roots] == [desc_cid] and len(blocks) == 1
+    data = blocks[0][1]
+    # Independent of our UnixFS code: a small file added with raw leaves is one raw block.
+    expected = CID("base32", 1, "raw", multihash.wrap(hashlib.sha256(data).digest(), "sha2-256"))
+    assert desc_cid == str(expected)
+    doc = decode_descriptor(data)
+    assert validate_descriptor(doc) == [] and doc["creator"]["name"] == "Example Lab"
+    check = check_car_dir(out)
+    assert check.record.odf.extra["descriptor"] == desc_cid
+    assert doc["relation"] == [f"ipfs://{outcome.upload.locator}", f"ipns://{check.name}"]
+    # Not inside the dataset root: the root is still exactly `ipfs add -r` of the layout.
+    assert outcome.upload.locator == import_tree(ds).cid.encode()
+    summary = json.loads((out / "publish.json").read_text())
+    assert summary["descriptor"] == desc_cid and car.name in summary["import"][0]
+
+    # Without a publisher the descriptor is invalid: left out, and the output says why.
+    out2 = tmp_path / "out2"
+    outcome = publish_dataset(ds, CarTarget(out2, keystore))
+    assert "publisher.name" in outcome.upload.summary["descriptorSkipped"]
+    assert "descriptor" not in check_car_dir(out2).record.odf.extra
