@@ -7,7 +7,9 @@ from typing import Any
 
 from odfweb3.cli.output import format_bytes
 from odfweb3.errors import OdfWeb3Error, UsageError
+from odfweb3.lineage_verify import chain_resolvers, resolver_from_replicas, verify_lineage
 from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.pull import pull_dataset
@@ -22,15 +24,38 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "verify",
         parents=[common],
-        help="compare replicas with the local dataset by head hash",
+        help="compare replicas with the local dataset by head hash, or check a lineage",
         description="Resolve each replica's head and compare it with the local dataset's (or the "
         "first replica's): identical, behind/ahead by N blocks, diverged, unreachable. --deep "
         "re-hashes every block and object of each replica. Exit status: 0 all identical, "
-        "1 any difference, 2 errors.",
+        "1 any difference, 2 errors. With --lineage REF: check that every input block REF's "
+        "ExecuteTransforms consumed is held by an input replica, down to the root datasets; "
+        "exit status 0 only when the whole lineage is present.",
     )
-    p.add_argument("dataset", nargs="?", help="local dataset directory (default: the first REF)")
     p.add_argument(
-        "--against", action="append", required=True, metavar="REF", help="replica (repeatable)"
+        "dataset",
+        nargs="?",
+        help="local dataset directory (default: the first REF); with "
+        "--lineage, the replica to check (car:DIR or a directory)",
+    )
+    p.add_argument("--against", action="append", metavar="REF", help="replica (repeatable)")
+    p.add_argument(
+        "--lineage", action="store_true", help="check that the dataset's inputs are all there"
+    )
+    p.add_argument(
+        "--inputs-from",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="REF",
+        help="with --lineage: input replicas, matched to inputs by the dataset ID in their Seed",
+    )
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="DID=REF",
+        help="with --lineage: the replica of one input dataset (repeatable)",
     )
     p.add_argument("--deep", action="store_true", help="re-hash every object of each replica")
     p.add_argument("--sample", type=int, metavar="K", help="with --deep: only K random objects")
@@ -54,6 +79,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def _verify(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import open_replica
 
+    if args.lineage:
+        return _verify_lineage(args, ctx)
+    if not args.against:
+        raise UsageError("verify: give --against REF (or --lineage to check a dataset's inputs)")
     refs: list[str] = list(args.against)
     reference: Replica
     if args.dataset is not None:
@@ -84,6 +113,28 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     }
     ctx.out.result(data, lambda: "\n".join(r.describe() for r in reports))
     return code
+
+
+def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters import open_replica
+
+    if args.dataset is None or args.against:
+        raise UsageError("verify --lineage: give one REF and no --against (inputs: --inputs-from)")
+    explicit: dict[str, Replica] = {}
+    for item in args.input:
+        did, sep, ref = item.partition("=")
+        if not sep or not ref:
+            raise UsageError(f"--input {item!r}: expected did:odf:…=REF")
+        explicit[str(DatasetId.parse(did))] = open_replica(ref, ctx.config)
+    given = [open_replica(ref, ctx.config) for ref in args.inputs_from]
+    resolve = chain_resolvers(
+        lambda did: explicit.get(str(DatasetId.parse(did))), resolver_from_replicas(given)
+    )
+    report = verify_lineage(open_replica(args.dataset, ctx.config), resolve, deep=args.deep)
+    ctx.out.result(report.to_json(), report.describe)
+    if report.ok:
+        return 0
+    return 2 if any(i.status == "unreachable" for i in report.inputs) else 1
 
 
 def _pull(args: argparse.Namespace, ctx: Any) -> int:

@@ -40,7 +40,7 @@ def test_builder_output_validates_plain_and_with_inputs(lineage):
 
 
 def test_seed_and_set_transform(lineage):
-    a, b, x, _ = lineage
+    _a, _b, x, _ = lineage
     entries = chain_of(x)
     seed = entries[0].block.event
     assert isinstance(seed, Seed) and seed.dataset_kind == DatasetKind.DERIVATIVE
@@ -124,7 +124,7 @@ def test_append_transform_consumes_what_inputs_gained(tmp_path, lineage):
 
 
 def test_append_refuses_an_input_that_lost_the_consumed_block(tmp_path, lineage):
-    a0, b0, x0, _ = lineage
+    _a0, b0, x0, _ = lineage
     shutil.copytree(x0, tmp_path / "x")
     short = create_root_dataset(tmp_path / "a", blocks=1, data_bytes=100, seed=1, fsync=False)
     with pytest.raises(UsageError, match="does not hold block"):

@@ -39,7 +39,7 @@ def rules(report):
 
 
 def test_gap_in_block_interval(lineage):
-    a, b, x, _ = lineage
+    _a, _b, x, _ = lineage
     first_new = chain_of(x)[3].block.event.query_inputs[0].prev_block_hash  # None
     rewrite_event(x, 5, lambda ev: replace_input(ev, 0, prev_block_hash=first_new))
     report = validate_dataset(x)
@@ -49,7 +49,7 @@ def test_gap_in_block_interval(lineage):
 
 
 def test_gap_in_offset_interval(lineage):
-    a, b, x, _ = lineage
+    _a, _b, x, _ = lineage
     rewrite_event(x, 5, lambda ev: replace_input(ev, 1, prev_offset=10))
     report = validate_dataset(x)
     assert rules(report) == ["transform-input-interval"]
@@ -57,7 +57,7 @@ def test_gap_in_offset_interval(lineage):
 
 
 def test_empty_interval_must_leave_new_absent(lineage):
-    a, b, x, _ = lineage
+    _a, _b, x, _ = lineage
 
     def same(ev):
         qi = ev.query_inputs[0]
@@ -68,7 +68,7 @@ def test_empty_interval_must_leave_new_absent(lineage):
 
 
 def test_unknown_input(lineage):
-    a, b, x, _ = lineage
+    _a, _b, x, _ = lineage
     stranger = example_keypair(99).dataset_id.to_bytes()
     rewrite_event(x, 4, lambda ev: replace_input(ev, 1, dataset_id=stranger))
     report = validate_dataset(x)
@@ -78,10 +78,8 @@ def test_unknown_input(lineage):
 
 
 def test_inputs_out_of_order_or_missing(lineage):
-    a, b, x, _ = lineage
-    rewrite_event(
-        x, 3, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[::-1])
-    )
+    _a, _b, x, _ = lineage
+    rewrite_event(x, 3, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[::-1]))
     assert "transform-input-declared" in rules(validate_dataset(x))
     rewrite_event(x, 4, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[:1]))
     msgs = [v.message for v in validate_dataset(x).violations]
@@ -119,7 +117,7 @@ def test_wrong_offsets(lineage):
 
 
 def test_input_at_an_older_head_than_consumed(lineage, tmp_path):
-    a, b, x, _ = lineage
+    a, b, _x, _ = lineage
     old = tmp_path / "a-old"
     shutil.copytree(a, old)
     append_blocks(a, 2, data_bytes=2000, seed=3, fsync=False)
@@ -159,7 +157,7 @@ def test_set_transform_rules():
 
 
 def test_mapping_key_must_be_the_datasets_own_id(lineage):
-    a, b, x, _ = lineage
+    a, _b, x, _ = lineage
     with pytest.raises(UsageError, match="under its own ID"):
         validate_dataset(x, inputs={str(example_keypair(2).dataset_id): a})
 
