@@ -400,9 +400,13 @@ def verify_lineage(
         OdfWeb3Error: the replica itself cannot be read (its inputs' failures are
             reported, not raised).
     """
+    resolver: InputResolver
     if isinstance(resolve_input, Mapping):
         table = {_canonical(k): v for k, v in resolve_input.items()}
-        resolver: InputResolver = lambda did: table.get(_canonical(did))  # noqa: E731
+
+        def resolver(did: str) -> Replica | None:
+            return table.get(_canonical(did))
+
     else:
         resolver = resolve_input
     entries = _read_chain(replica)
