@@ -7,7 +7,8 @@ never import network code, and adapters never import each other.
 Target names:
 
 - ``car:DIR``: offline IPFS publish (CAR files + IPNS record), the embedded default;
-- ``ipfs``: a live Kubo node (API from config / ``ODFWEB3_IPFS_API``);
+- ``ipfs`` or ``ipfs:http://HOST:PORT``: a live Kubo/js-ipfs node (API from config /
+  ``ODFWEB3_IPFS_API`` unless given);
 - ``bundle:DIR``: offline Arweave publish (a signed ANS-104 bundle);
 - ``arweave``: an Arweave gateway (``ODFWEB3_ARWEAVE_GATEWAY``) with a wallet.
 """
@@ -16,15 +17,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.target import PublishTarget
 from odfweb3.replica import LocalReplica, Replica
 
-__all__ = ["TargetOptions", "open_replica", "open_target"]
+if TYPE_CHECKING:
+    from .ipfs.node_target import IpfsNodeTarget
+
+__all__ = ["TargetOptions", "open_ipfs_target", "open_replica", "open_target"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class TargetOptions:
 
     cid_version: int = 1
     wallet: Path | None = None
+    unpin_previous: bool = False
+    sealer: Sealer | None = None  # encrypt (DESIGN.md section 6); only car: so far
 
 
 def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
@@ -43,6 +51,11 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
     """
     options = options or TargetOptions()
     kind, _, arg = spec.partition(":")
+    if options.sealer is not None and kind != "car":
+        raise UsageError(
+            f"--to {spec}: encrypted publishing is implemented for car:DIR only so far; "
+            "nothing was sent"
+        )
     if kind == "car":
         if not arg:
             raise UsageError("--to car:OUT_DIR needs a directory, e.g. --to car:./out")
@@ -52,6 +65,7 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
             Path(arg).expanduser().absolute(),
             Keystore(config.keystore_dir),
             cid_version=options.cid_version,
+            sealer=options.sealer,
         )
     if kind == "bundle":
         if not arg:
@@ -65,9 +79,34 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         from .arweave.wallet import load_wallet
 
         return BundleTarget(Path(arg).expanduser().absolute(), load_wallet(options.wallet))
+    if kind == "ipfs":
+        return open_ipfs_target(config, options, api=arg or None)
     raise UsageError(
         f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"
+    )
+
+
+def open_ipfs_target(
+    config: Config, options: TargetOptions | None = None, *, api: str | None = None
+) -> IpfsNodeTarget:
+    """The live IPFS target: the node at ``api`` (default ``config.ipfs_api``)."""
+    from odfweb3.publish.state import StateStore
+
+    from .ipfs.kubo import KuboClient
+    from .ipfs.node_target import IpfsNodeTarget
+
+    options = options or TargetOptions()
+    url = api or config.ipfs_api
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--to ipfs:{url}: give the node's RPC API as http://HOST:PORT")
+    return IpfsNodeTarget(
+        KuboClient(url),
+        Keystore(config.keystore_dir),
+        StateStore(config.state_dir),
+        gateway_url=config.ipfs_gateway,
+        cid_version=options.cid_version,
+        unpin_previous=options.unpin_previous,
     )
 
 

@@ -1,4 +1,4 @@
-"""Publishing commands: ``publish``."""
+"""Publishing commands: ``publish`` (``status`` and ``republish`` live in :mod:`.status_cmds`)."""
 
 from __future__ import annotations
 
@@ -35,29 +35,60 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--cid-version", type=int, choices=(0, 1), default=None, help="IPFS CID version (default 1)"
     )
     p.add_argument("--wallet", type=Path, default=None, help="Arweave JWK wallet file")
+    p.add_argument(
+        "--unpin-previous",
+        action="store_true",
+        help="ipfs: unpin the previous root once the name moved (shared blocks stay pinned)",
+    )
+    p.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="encrypt every object (required for datasets marked sensitive: true)",
+    )
     p.set_defaults(handler=_publish)
+
+    from odfweb3.cli import status_cmds
+
+    status_cmds.register(sub, common)
 
 
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import TargetOptions, open_target
+    from odfweb3.cli.keys_cmds import sealer_for_publish
 
     cid_version = args.cid_version
     if cid_version is None:
         cid_version = int(ctx.config.get("ipfs", "cid_version", default=1))
+    sealer = sealer_for_publish(ctx, args.dataset, args.encrypt)
     target: PublishTarget = open_target(
         args.to,
         ctx.config,
-        TargetOptions(cid_version=cid_version, wallet=args.wallet or ctx.config.arweave_wallet),
+        TargetOptions(
+            cid_version=cid_version,
+            wallet=args.wallet or ctx.config.arweave_wallet,
+            unpin_previous=args.unpin_previous,
+            sealer=sealer,
+        ),
     )
     out = ctx.out
     with out.progress("publishing", None) as bar:
         outcome = publish_dataset(
-            args.dataset, target, force=args.force, dry_run=args.dry_run, progress=bar.advance
+            args.dataset,
+            target,
+            force=args.force,
+            dry_run=args.dry_run,
+            progress=bar.advance,
+            sealer=sealer,
         )
     for note in outcome.notes:
         out.warn(note)
     if outcome.plan.forced:
         out.warn(f"--force: {target.name} held a head that is not an ancestor of ours")
+    if outcome.state is not None and outcome.state.record.get("mode") == "name/publish":
+        out.warn(
+            f"{target.name} cannot store pre-signed records: the node signed a plain record "
+            "with name/publish (no _odf fields; resolvers read refs/head)"
+        )
     out.result(_to_json(outcome), lambda: _human(outcome))
     return 0
 

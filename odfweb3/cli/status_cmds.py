@@ -1,0 +1,274 @@
+"""``odfweb3 status`` and ``odfweb3 republish``: what is published where, and keeping names alive.
+
+IPNS records expire (their validity, 48 h by default). ``republish`` re-signs each
+record with the same value and extension, sequence + 1 and a fresh validity, and
+prints the next expiry — run it from cron well inside the lifetime::
+
+    0 */12 * * *  odfweb3 republish --all --json >> ~/odfweb3-republish.log
+
+``status`` shows, per dataset and target, the local head against the published
+head, the root, the IPNS name, the record's sequence and expiry (from the node when
+it answers, else from the saved state), and warns when a record expires within 24 h.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from odfweb3.errors import BackendError, NotFound, OdfWeb3Error, UsageError
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model import Seed
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.state import PublishState, StateStore
+
+__all__ = ["EXPIRY_WARNING", "register"]
+
+EXPIRY_WARNING: Final = timedelta(hours=24)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``status`` and ``republish``."""
+    s = sub.add_parser(
+        "status",
+        parents=[common],
+        help="what is published where: heads, roots, names, record expiry",
+        description="Per target: local head vs published head, root CID, IPNS name, record "
+        "sequence and expiry (asks the node when it answers). Warns when a record expires "
+        "within 24 hours.",
+    )
+    s.add_argument("dataset", nargs="?", help="dataset directory (default: every dataset)")
+    s.add_argument("--offline", action="store_true", help="do not ask the nodes")
+    s.set_defaults(handler=_status)
+
+    r = sub.add_parser(
+        "republish",
+        parents=[common],
+        help="re-sign IPNS records before they expire (cron-friendly)",
+        description="Re-sign and re-put each IPNS record with the same value, sequence + 1 "
+        "and a new validity; prints the next expiry. Exit 0 only if every record was "
+        "republished.",
+    )
+    r.add_argument("dataset", nargs="?", help="dataset directory (or use --all)")
+    r.add_argument("--all", action="store_true", help="every dataset published to a node")
+    r.add_argument(
+        "--to", default=None, metavar="TARGET", help="only this target (ipfs or ipfs:URL)"
+    )
+    r.set_defaults(handler=_republish)
+
+
+def _dataset_id_of(path: str) -> tuple[str, bytes]:
+    reader = DatasetReader.open(path)
+    seed = None
+    head = reader.head()
+    for entry in walk_chain(reader):
+        seed = entry.block.event
+    if not isinstance(seed, Seed):
+        raise NotFound(f"{path}: the chain does not end in a Seed; run odfweb3 validate")
+    return str(DatasetId.from_bytes(seed.dataset_id or b"")), head
+
+
+def _states(ctx: Any, dataset: str | None) -> tuple[list[PublishState], dict[str, bytes]]:
+    store = StateStore(ctx.config.state_dir)
+    local: dict[str, bytes] = {}
+    states = store.all()
+    if dataset is not None:
+        dataset_id, head = _dataset_id_of(dataset)
+        local[dataset_id] = head
+        states = [s for s in states if s.dataset_id == dataset_id]
+    return states, local
+
+
+def _local_head(state: PublishState, local: dict[str, bytes]) -> bytes | None:
+    if state.dataset_id in local:
+        return local[state.dataset_id]
+    source = state.extra.get("source")
+    if source and Path(str(source), "refs", "head").is_file():
+        try:
+            return DatasetReader.open(str(source)).head()
+        except OdfWeb3Error:
+            return None
+    return None
+
+
+def _ipfs_targets(ctx: Any, states: list[PublishState]) -> Iterator[tuple[PublishState, Any]]:
+    from odfweb3.adapters import TargetOptions, open_ipfs_target
+
+    opened: dict[str, Any] = {}
+    for state in states:
+        if not state.target.startswith("ipfs:"):
+            continue
+        api = state.target[len("ipfs:") :]
+        if api not in opened:
+            opened[api] = open_ipfs_target(ctx.config, TargetOptions(), api=api)
+        yield state, opened[api]
+
+
+def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
+    if not validity:
+        return "-", False
+    expires = datetime.fromisoformat(validity)
+    left = expires - now
+    soon = left < EXPIRY_WARNING
+    if left.total_seconds() <= 0:
+        return f"{validity} (EXPIRED)", True
+    hours = left.total_seconds() / 3600
+    return f"{validity} (in {hours:.1f} h)", soon
+
+
+def _status(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
+    from odfweb3.adapters.ipfs.node_target import read_node_record
+
+    states, local = _states(ctx, args.dataset)
+    now = datetime.now(UTC)
+    rows: list[dict[str, Any]] = []
+    for state in states:
+        local_head = _local_head(state, local)
+        row: dict[str, Any] = {
+            "datasetId": state.dataset_id,
+            "target": state.target,
+            "localHead": multihash_to_str(local_head) if local_head else None,
+            "publishedHead": multihash_to_str(state.head) if state.head else None,
+            "upToDate": local_head is not None and local_head == state.head,
+            "root": state.locator,
+            "name": state.record.get("name"),
+            "sequence": state.record.get("sequence"),
+            "validity": state.record.get("validity"),
+            "mode": state.record.get("mode"),
+            "pending": bool(state.extra.get("pending")),
+            "node": None,
+        }
+        rows.append(row)
+    if not args.offline:
+        for state, target in _ipfs_targets(ctx, states):
+            row = next(
+                r
+                for r in rows
+                if r["target"] == state.target and r["datasetId"] == state.dataset_id
+            )
+            name = state.record.get("name")
+            if not name:
+                continue
+            try:
+                seen = read_node_record(target.client, parse_ipns_name(str(name)))
+            except (BackendError, OdfWeb3Error) as exc:
+                row["node"] = {"error": str(exc)}
+                continue
+            if seen is None:
+                row["node"] = {"record": None}
+                continue
+            row["node"] = {
+                "sequence": seen.record.sequence,
+                "value": seen.record.value_text,
+                "validity": seen.record.expires_at.isoformat(),
+                "expired": seen.expired,
+            }
+            row["validity"] = seen.record.expires_at.isoformat()
+    warnings = 0
+    for row in rows:
+        text, soon = _expiry_text(row["validity"], now)
+        row["expiresSoon"] = soon
+        if soon:
+            warnings += 1
+            ctx.out.warn(
+                f"{row['datasetId']} on {row['target']}: record expires {text}; "
+                "run odfweb3 republish"
+            )
+        node = row["node"]
+        if isinstance(node, dict) and "sequence" in node and node["sequence"] != row["sequence"]:
+            ctx.out.warn(
+                f"{row['datasetId']} on {row['target']}: the node's record has sequence "
+                f"{node['sequence']}, the saved state {row['sequence']}"
+            )
+
+    def human() -> str:
+        if not rows:
+            return "nothing published yet (no publish state)"
+        lines = []
+        for row in rows:
+            text, _ = _expiry_text(row["validity"], now)
+            state_word = (
+                "up to date"
+                if row["upToDate"]
+                else ("local head unknown" if row["localHead"] is None else "local is newer")
+            )
+            lines += [
+                f"{row['datasetId']}",
+                f"  target     {row['target']}",
+                f"  local      {row['localHead'] or '-'} ({state_word})",
+                f"  published  {row['publishedHead'] or '-'}",
+                f"  root       {row['root'] or '-'}",
+                f"  name       {row['name'] or '-'}",
+                f"  sequence   {row['sequence']} ({row['mode'] or '-'})",
+                f"  expires    {text}",
+            ]
+            node = row["node"]
+            if isinstance(node, dict) and "error" in node:
+                lines.append(f"  node       unreachable: {node['error']}")
+            elif isinstance(node, dict) and node.get("record", True) is None:
+                lines.append("  node       has no record for the name")
+            if row["pending"]:
+                lines.append("  pending    an interrupted publish: run publish again")
+        return "\n".join(lines)
+
+    ctx.out.result({"targets": rows, "warnings": warnings}, human)
+    return 0
+
+
+def _republish(args: argparse.Namespace, ctx: Any) -> int:
+    if not args.all and not args.dataset:
+        raise UsageError("republish: give a DATASET directory or --all")
+    states, _local = _states(ctx, None if args.all else args.dataset)
+    if args.to:
+        want = args.to if args.to.startswith("ipfs:") else f"ipfs:{ctx.config.ipfs_api}"
+        states = [s for s in states if s.target == want.rstrip("/")]
+    results: list[dict[str, Any]] = []
+    code = 0
+    for state, target in _ipfs_targets(ctx, states):
+        try:
+            done = target.republish(state.dataset_id)
+        except OdfWeb3Error as exc:
+            code = code or exc.exit_code
+            results.append(
+                {"datasetId": state.dataset_id, "target": state.target, "error": str(exc)}
+            )
+            ctx.out.warn(f"{state.dataset_id} on {state.target}: {exc}")
+            continue
+        results.append(
+            {
+                "datasetId": done.dataset_id,
+                "target": state.target,
+                "name": done.name,
+                "value": done.value,
+                "sequence": done.sequence,
+                "expires": done.expires.isoformat(),
+                "mode": done.mode,
+            }
+        )
+    if not results:
+        raise NotFound("republish: no IPFS publish state found; publish with --to ipfs first")
+    ok = [r for r in results if "error" not in r]
+    next_expiry = min((r["expires"] for r in ok), default=None)
+
+    def human() -> str:
+        lines = []
+        for r in results:
+            if "error" in r:
+                lines.append(f"{r['datasetId']}  FAILED  {r['error']}")
+            else:
+                lines.append(
+                    f"{r['datasetId']}  {r['name']}  sequence {r['sequence']}  "
+                    f"expires {r['expires']}  ({r['mode']})"
+                )
+        if next_expiry:
+            lines.append(f"next expiry: {next_expiry}")
+        return "\n".join(lines)
+
+    ctx.out.result({"republished": results, "nextExpiry": next_expiry}, human)
+    return code
