@@ -479,13 +479,17 @@ def _truncate_utf8(text: str, limit: int) -> str:
     return cut + ellipsis
 
 
-def descriptor_tags(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def descriptor_tags(doc: Mapping[str, Any], max_total: int = 3584) -> list[tuple[str, str]]:
     """Arweave tags for the descriptor's data item: content type, dataset, head, title, text.
 
-    Values over ANS-104's 3072-byte limit are cut on a character boundary with an ellipsis.
-    Absent fields give no tag.
+    ANS-104 limits each value to 3072 bytes, and bundlers (arbundles ``MAX_TAG_BYTES``) all
+    tags of an item to 4096 bytes once Avro-encoded. So each value is cut to 3072 bytes and
+    names plus values together to ``max_total`` bytes (the default leaves room for the
+    caller's ``App-Name``/``App-Version`` and the encoding), title before description; cuts
+    fall on a character boundary and end with an ellipsis. Absent fields give no tag.
     """
     tags = [("Content-Type", MEDIA_TYPE)]
+    left = max_total - len("Content-Type") - len(MEDIA_TYPE)
     for name, key in (
         ("ODF-Dataset-Id", "id"),
         ("ODF-Head", "head"),
@@ -493,8 +497,11 @@ def descriptor_tags(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Description", "description"),
     ):
         value = doc.get(key)
-        if isinstance(value, str) and value:
-            tags.append((name, _truncate_utf8(value, _TAG_VALUE_MAX)))
+        room = min(_TAG_VALUE_MAX, left - len(name))
+        if isinstance(value, str) and value and room > len("…".encode()):
+            value = _truncate_utf8(value, room)
+            tags.append((name, value))
+            left -= len(name) + len(value.encode("utf-8"))
     return tags
 
 

@@ -12,7 +12,9 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
 3. on the first upload only: the drive, its root folder and ``blocks/ refs/ data/
    checkpoints/``;
 4. the path manifest (every path of the dataset: new paths -> new items, old -> old);
-5. the upload record (names the manifest and the previous record).
+5. optionally an extra item that must name the manifest (the discovery descriptor, whose
+   ``relation`` lists ``ar://<manifest>``), made by a caller's function of the manifest id;
+6. the upload record (names the manifest and the previous record).
 
 Bundle order is the same, so the record is the last item. Streamed items are read a
 second time when the bundle is written; that read is verified again.
@@ -345,6 +347,7 @@ class SignedBundle:
         manifest_id: its item id.
         record: the upload record.
         record_id: its item id.
+        extra_id: the id of the ``after_manifest`` item, if any.
     """
 
     items: tuple[DataItem | StreamedDataItem, ...]
@@ -354,6 +357,7 @@ class SignedBundle:
     manifest_id: str
     record: UploadRecord
     record_id: str
+    extra_id: str | None = None
 
 
 class _CheckedStream:
@@ -408,6 +412,7 @@ def sign_bundle(
     open_object: Callable[[DatasetObject], VerifiedStream],
     progress: Callable[[int], None] = lambda n: None,
     privacy: Privacy = "public",
+    after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None = None,
 ) -> SignedBundle:
     """Sign every item of ``bundle`` in reference order (see the module docstring).
 
@@ -417,6 +422,8 @@ def sign_bundle(
         open_object: opens a dataset object for a verified read (``open_verified``).
         progress: called with the bytes of each object once it is signed.
         privacy: drive privacy (only ``"public"`` so far).
+        after_manifest: given the manifest id, the data and tags of one more item, signed and
+            placed between the manifest and the record (its id: ``SignedBundle.extra_id``).
 
     Raises:
         IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
@@ -469,6 +476,12 @@ def sign_bundle(
     manifest_tags = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
     manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
     items.append(manifest_item)
+    extra_id = None
+    if after_manifest is not None:
+        extra_data, extra_tags = after_manifest(manifest_item.id_b64)
+        extra_item = create_data_item(wallet, extra_data, list(extra_tags))
+        items.append(extra_item)
+        extra_id = extra_item.id_b64
     record = _record(bundle, manifest_item.id_b64, added)
     tags = _record_tags(bundle, manifest_item.id_b64, added)
     record_item = create_data_item(wallet, encode_record(record), tags)
@@ -481,4 +494,5 @@ def sign_bundle(
         manifest_id=manifest_item.id_b64,
         record=record,
         record_id=record_item.id_b64,
+        extra_id=extra_id,
     )

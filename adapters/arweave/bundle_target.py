@@ -4,7 +4,10 @@
 
 - ``<record-id>.bundle``: the binary bundle (ANS-104) with the delta's data items, their
   ArFS metadata, the new ``refs/head`` revision, the drive and folders (first publish
-  only), the path manifest and the upload record (see :mod:`.bundle_plan`). Post it as
+  only), the path manifest, the discovery descriptor (JSON-LD, ``Content-Type:
+  application/ld+json``, tagged ``ODF-Dataset-Id``, ``Title``, ``Description``; left out
+  with the reason in the summary when it fails validation) and the upload record (see
+  :mod:`.bundle_plan`). Post it as
   the data of one L1 transaction tagged ``Bundle-Format: binary``, ``Bundle-Version:
   2.0.0``, or hand it to a bundler. Bundles of successive publishes reference each other's
   items: post them all, oldest first;
@@ -26,12 +29,20 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from odfweb3 import __version__
+from odfweb3.descriptor import (
+    build_descriptor,
+    descriptor_tags,
+    encode_descriptor,
+    validate_descriptor,
+)
 from odfweb3.errors import ConflictError, FormatError
+from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
@@ -70,8 +81,10 @@ class BundleTarget:
         record_tags: Sequence[Tag] = (),
         clock: Clock = lambda: datetime.now(UTC),
         new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+        publisher: Mapping[str, Any] | None = None,
     ) -> None:
         self.out_dir = out_dir
+        self.publisher = publisher
         self.name = f"bundle:{out_dir}"
         self.wallet = wallet
         self.app_version = app_version
@@ -167,9 +180,15 @@ class BundleTarget:
             record_extra_tags=self.record_tags,
             new_id=self.new_id,
         )
+        desc = _Descriptor(list(walk_chain(reader, plan.head)), self.publisher, self.app_version)
         signed = sign_bundle(
-            bundle_plan, self.wallet, lambda o: open_verified(reader, o), progress=progress
+            bundle_plan,
+            self.wallet,
+            lambda o: open_verified(reader, o),
+            progress=progress,
+            after_manifest=desc.item if desc.valid else None,
         )
+        descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
         self.out_dir.mkdir(parents=True, exist_ok=True)
         bundle_name = f"{signed.record_id}.bundle"
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bundle", dir=self.out_dir)
@@ -201,6 +220,7 @@ class BundleTarget:
                 "bundle": bundle_name,
                 "bundleBytes": size,
                 "bundleItems": len(signed.items),
+                **{k: v for k, v in descriptor.items() if k == "descriptorId"},
             },
             bytes_sent=size,
             summary={
@@ -209,6 +229,7 @@ class BundleTarget:
                 "bundleBytes": size,
                 "manifestId": signed.manifest_id,
                 "recordId": signed.record_id,
+                **descriptor,
             },
         )
 
@@ -266,3 +287,29 @@ class BundleTarget:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+class _Descriptor:
+    """The discovery descriptor's data item: built once the manifest id (its ``ar://``) is known.
+
+    A plain data item (not an ArFS entity) with ``Content-Type: application/ld+json`` and the
+    tags of :func:`odfweb3.descriptor.descriptor_tags` (``ODF-Dataset-Id``, ``Title``,
+    ``Description``…), placed after the manifest and before the record. Left out, with the
+    reason in the summary, when the descriptor fails validation.
+    """
+
+    def __init__(
+        self, entries: list[ChainEntry], publisher: Mapping[str, Any] | None, app_version: str
+    ) -> None:
+        self.entries = entries
+        self.publisher = publisher
+        self.app_version = app_version
+        doc = build_descriptor(entries, publisher)
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        self.valid = not errors
+        self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
+
+    def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
+        doc = build_descriptor(self.entries, self.publisher, {"ar": manifest_id})
+        tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
+        return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]

@@ -299,6 +299,11 @@ def test_descriptor_tags_respect_ans104_limits(example):
     assert len(raw) <= 3072 and value.endswith("…") and set(value[:-1]) == {"é"}
     assert len(raw) > 3072 - 4
     assert "Title" not in dict(descriptor_tags({k: v for k, v in doc.items() if k != "title"}))
+    # Title and description together stay within arbundles' 4096 bytes of encoded tags.
+    both = descriptor_tags({**doc, "title": "t" * 5000, "description": "d" * 5000})
+    assert sum(len(n) + len(v.encode()) for n, v in both) <= 3584
+    assert dict(both)["Title"] == "t" * (3072 - 3) + "…"
+    assert dict(both)["Description"].endswith("…")
 
 
 def test_turtle_refuses_what_it_cannot_say(example):

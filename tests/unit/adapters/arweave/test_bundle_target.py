@@ -277,3 +277,35 @@ def test_bundle_target_needs_wallet_and_dir(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="directory"):
         open_target("bundle:", config, TargetOptions(wallet=FIXED_WALLET_PATH))
     assert not (tmp_path / "out").exists()
+
+
+def test_descriptor_item_between_manifest_and_record(tmp_path: Path, fixed_wallet: Wallet) -> None:
+    from odfweb3.descriptor import decode_descriptor, validate_descriptor
+
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=6).path
+    out = tmp_path / "out"
+    target = BundleTarget(out, fixed_wallet, publisher={"type": "Person", "name": "Ada"})
+    outcome = publish_dataset(ds, target)
+    bundle = out / f"{outcome.state.record['recordId']}.bundle"
+    items = read_bundle(bundle)
+    assert oracle("verify-bundle", bundle)["valid"] is True  # arbundles accepts it
+    manifest, desc, record = items[-3:]
+    assert tags_of(manifest)["Content-Type"] == "application/x.arweave-manifest+json"
+    assert desc.id_b64 == outcome.upload.summary["descriptorId"]
+    assert outcome.state.extra["descriptorId"] == desc.id_b64
+    tags = tags_of(desc)
+    doc = decode_descriptor(desc.data)
+    assert tags["Content-Type"] == "application/ld+json"
+    assert tags["ODF-Dataset-Id"] == doc["id"] == outcome.plan.dataset_id
+    assert tags["Title"] == doc["title"] and tags["Description"] == doc["description"]
+    assert tags["App-Name"] == "odfweb3"
+    assert doc["relation"] == [f"ar://{manifest.id_b64}"]
+    assert validate_descriptor(doc) == []
+    assert decode_record(record.tags, record.data).manifest_id == manifest.id_b64
+
+    # No publisher configured: no descriptor item, and the summary says how to fix it.
+    out2 = tmp_path / "out2"
+    outcome = publish_dataset(ds, BundleTarget(out2, fixed_wallet))
+    items = read_bundle(out2 / f"{outcome.state.record['recordId']}.bundle")
+    assert "application/ld+json" not in kinds(items)
+    assert "publisher.name" in outcome.upload.summary["descriptorSkipped"]
