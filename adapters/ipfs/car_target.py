@@ -14,6 +14,10 @@ writes into ``OUT_DIR``:
   its own UnixFS file, outside the dataset root (whose contents are exactly the ODF layout);
   its CID is in ``publish.json`` and in the record's ``_odf`` map as ``descriptor``. Left out,
   with a note, when the descriptor fails validation (e.g. no ``publisher.name`` configured).
+- encrypted publishes (``sealer``, DESIGN.md section 6): every object and ``refs/head`` in the
+  CAR is ciphertext (same paths); the key envelope is its own ``<cid>.car`` beside the root,
+  its CID in ``publish.json`` and in the record's ``_odf`` map as ``keyEnvelope``; the
+  descriptor (which would reveal the dataset's metadata) is left out.
 
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3.crypto.keystore import Keystore
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
 from odfweb3.errors import ConflictError, FormatError
 from odfweb3.odf.chain import walk_chain
@@ -89,9 +94,11 @@ class CarTarget:
         lifetime: timedelta = DEFAULT_LIFETIME,
         clock: Clock = lambda: datetime.now(UTC),
         publisher: Mapping[str, Any] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.out_dir = out_dir
         self.publisher = publisher
+        self.sealer = sealer
         self.name = f"car:{out_dir}"
         self.keystore = keystore
         self.cid_version = cid_version
@@ -149,6 +156,8 @@ class CarTarget:
         }
         if prev is not None and prev.extra.get("cidVersion", 1) != self.cid_version:
             previous = {}
+        if prev is not None and bool(prev.extra.get("encrypted")) != (self.sealer is not None):
+            previous = {}  # plaintext and ciphertext files never mix in one root
         prev_dirs = frozenset(
             bytes.fromhex(h) for h in (prev.extra.get("dirBlocks", []) if prev else [])
         )
@@ -166,6 +175,7 @@ class CarTarget:
                     sink=writer,
                     previous_dir_blocks=prev_dirs,
                     progress=progress,
+                    sealer=self.sealer,
                 )
                 writer.set_root(dag.root.cid)
                 f.flush()
@@ -186,7 +196,11 @@ class CarTarget:
         if car_name not in cars:
             cars.append(car_name)
         self._written = [car_name]
-        desc = self._write_descriptor(plan, reader, dag.root.cid.encode())
+        if self.sealer is None:
+            desc = self._write_descriptor(plan, reader, dag.root.cid.encode())
+        else:
+            desc = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
+            desc |= self._write_envelope(self.sealer)
         return UploadResult(
             locator=dag.root.cid.encode(),
             objects={p: link.to_json() for p, link in dag.objects.items()},
@@ -194,11 +208,36 @@ class CarTarget:
                 "cidVersion": self.cid_version,
                 "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
                 "cars": cars,
-                **{k: v for k, v in desc.items() if k in ("descriptor", "descriptorCar")},
+                **{
+                    k: v
+                    for k, v in desc.items()
+                    if k in ("descriptor", "descriptorCar", "keyEnvelope", "keyEnvelopeCar")
+                },
+                **({"encrypted": True, "keyEpoch": self.sealer.epoch} if self.sealer else {}),
             },
             bytes_sent=car_bytes,
             summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
         )
+
+    def _write_car_file(self, data: bytes) -> tuple[str, str]:
+        """Write ``data`` as a one-file UnixFS CAR; its CID and file name."""
+        blocks: list[tuple[Cid, bytes]] = []
+        node = import_bytes(
+            data, cid_version=self.cid_version, sink=lambda cid, b: blocks.append((cid, b))
+        )
+        buf = io.BytesIO()
+        writer = CarWriter(buf, node.cid)
+        for cid, block in blocks:
+            writer.write_block(cid, block)
+        car_name = f"{node.cid.encode()}.car"
+        write_atomic(self.out_dir / car_name, buf.getvalue())
+        self._written.append(car_name)
+        return node.cid.encode(), car_name
+
+    def _write_envelope(self, sealer: Sealer) -> dict[str, str]:
+        """Write the key envelope's own CAR (public: wrapped keys only)."""
+        cid, car_name = self._write_car_file(sealer.envelope)
+        return {"keyEnvelope": cid, "keyEnvelopeCar": car_name}
 
     def _write_descriptor(
         self, plan: PublishPlan, reader: DatasetReader, root: str
@@ -234,11 +273,14 @@ class CarTarget:
         prev = view.state
         sequence = int(prev.record.get("sequence", -1)) + 1 if prev else 0
         descriptor = upload.extra.get("descriptor")
+        odf_extra = {"descriptor": descriptor} if descriptor else {}
+        if upload.extra.get("keyEnvelope"):
+            odf_extra["keyEnvelope"] = upload.extra["keyEnvelope"]
         ext = OdfExtension(
             dataset_id=plan.dataset_id,
             head=multihash_to_str(plan.head),
             prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
-            extra={"descriptor": descriptor} if descriptor else {},
+            extra=odf_extra,
         )
         now = self.clock()
         record = create_record(
@@ -271,13 +313,15 @@ class CarTarget:
     def save(self, state: PublishState) -> None:
         """Write ``publish.json`` last: the state plus a human-facing summary."""
         doc = state.to_json()
-        cars = [*state.extra.get("cars", []), *filter(None, [state.extra.get("descriptorCar")])]
+        side = [state.extra.get("descriptorCar"), state.extra.get("keyEnvelopeCar")]
+        cars = [*state.extra.get("cars", []), *filter(None, side)]
         doc.update(
             {
                 "root": state.locator,
                 "ipnsName": state.record.get("name"),
                 "sequence": state.record.get("sequence"),
                 "descriptor": state.extra.get("descriptor"),
+                "keyEnvelope": state.extra.get("keyEnvelope"),
                 "filesWritten": list(self._written),
                 "import": [
                     f"ipfs dag import {' '.join(cars)}",

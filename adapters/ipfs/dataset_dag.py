@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final, cast
 
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.publish.source import open_verified
+from odfweb3.publish.source import open_for_publish
 
 from .cid import Cid
 from .unixfs import BlockSink, DirNode, Entry, FileNode, build_directory, import_bytes, import_file
@@ -77,6 +78,7 @@ def build_dataset_dag(
     sink: BlockSink | None = None,
     previous_dir_blocks: frozenset[bytes] = frozenset(),
     progress: Callable[[int], None] | None = None,
+    sealer: Sealer | None = None,
 ) -> DatasetDag:
     """Build the dataset's UnixFS DAG, importing only objects not in ``previous``.
 
@@ -90,6 +92,9 @@ def build_dataset_dag(
             not in ``previous_dir_blocks``).
         previous_dir_blocks: raw CIDs of directory blocks sent before.
         progress: called with bytes of file content read.
+        sealer: encrypt every new object and ``refs/head`` (DESIGN.md section 6); paths
+            stay the same, file CIDs are those of the ciphertext. ``previous`` must then
+            come from an encrypted publish too.
 
     Raises:
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
@@ -123,7 +128,7 @@ def build_dataset_dag(
         path = obj.path
         link = previous.get(path)
         if link is None:
-            with open_verified(reader, obj) as stream:
+            with open_for_publish(reader, obj, sealer) as stream:
                 node: FileNode = import_file(
                     cast(BinaryIO, stream), cid_version=cid_version, sink=file_sink
                 )
@@ -136,6 +141,8 @@ def build_dataset_dag(
         folders[folder][name] = Entry(link.cid, link.tsize)
 
     head_text = multihash_to_str(head).encode("ascii")
+    if sealer is not None:
+        head_text = sealer.seal_bytes(head_text, "refs/head")
     head_file = import_bytes(head_text, cid_version=cid_version, sink=file_sink)
     dirs: dict[str, DirNode] = {}
     for name in _TOP_DIRS:

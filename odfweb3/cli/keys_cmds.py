@@ -36,9 +36,10 @@ from odfweb3.crypto.keyfiles import (
     IdentityStore,
     write_private,
 )
+from odfweb3.crypto.sealer import Sealer, encryption_required
 from odfweb3.errors import NotFound, UsageError
 
-__all__ = ["dataset_id_of", "read_passphrase", "register"]
+__all__ = ["dataset_id_of", "read_passphrase", "register", "sealer_for_publish"]
 
 PASSPHRASE_ENV = "ODFWEB3_PASSPHRASE"
 
@@ -332,3 +333,31 @@ def _import(args: argparse.Namespace, ctx: Any) -> int:
         keys = DatasetKeys(ring, new_envelope(ring))
     _show_keys(ctx, keys, store.save(keys), f"imported epochs {ring.epochs}")
     return 0
+
+
+# --- publishing ------------------------------------------------------------------------
+
+
+def sealer_for_publish(ctx: Any, dataset: str, encrypt: bool) -> Sealer | None:
+    """The sealer for ``odfweb3 publish DATASET [--encrypt]``, or None for a plain publish.
+
+    Creates the dataset's content key (epoch 1) on its first encrypted publish.
+
+    Raises:
+        UsageError: the dataset is ``sensitive: true`` in the configuration but
+            ``encrypt`` is false.
+    """
+    if not encrypt and not ctx.config.get("datasets"):
+        return None
+    did = dataset_id_of(dataset)
+    settings = ctx.config.dataset_settings(dataset, str(Path(dataset).absolute()), did)
+    if not encryption_required(settings, encrypt, dataset):
+        return None
+    keys = _store(ctx).load_or_create(did)
+    if not any(r.active for r in keys.envelope.recipients):
+        ctx.out.warn(
+            f"{did} has no recipients: only this keystore can decrypt it; add some with "
+            "odfweb3 keys recipients add"
+        )
+    ctx.out.debug(f"encrypting {did} with content key epoch {keys.ring.current}")
+    return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope))

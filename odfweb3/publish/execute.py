@@ -19,7 +19,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from odfweb3.errors import IntegrityError
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.errors import IntegrityError, UsageError
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
@@ -70,6 +71,7 @@ def publish_dataset(
     force: bool = False,
     dry_run: bool = False,
     progress: ProgressFn | None = None,
+    sealer: Sealer | None = None,
 ) -> PublishOutcome:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
@@ -79,9 +81,19 @@ def publish_dataset(
         force: publish even if the target's head does not descend from ours.
         dry_run: stop after planning; nothing is sent or written.
         progress: called with bytes read and sent.
+        sealer: the publish must be encrypted with it (DESIGN.md section 6): refused before
+            anything is sent unless ``target`` was opened with this same sealer (its
+            ``sealer`` attribute) and the key belongs to this dataset.
     """
     reader = DatasetReader.open(path)
     entries, dataset_id = load_verified_chain(reader)  # 1
+    if sealer is not None:
+        if sealer.dataset_id != str(dataset_id):
+            raise UsageError(
+                f"the content key is for {sealer.dataset_id}, not {dataset_id}; nothing was sent"
+            )
+        if getattr(target, "sealer", None) is not sealer:
+            raise UsageError(f"{target.name} was not opened to encrypt; nothing was sent")
     view = target.inspect(str(dataset_id), entries[0].hash)  # 2
     plan = plan_publish(  # 3
         entries,

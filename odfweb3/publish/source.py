@@ -5,6 +5,10 @@ are hashed as they stream past (no second pass over the file), and the stream
 raises at end of file unless size and hash match what the block records. An
 adapter checks ``finish()`` before it makes anything visible, so a corrupt local
 file is never published under a name.
+
+Encrypted publishes read through :func:`open_for_publish` with a
+:class:`~odfweb3.crypto.sealer.Sealer`: the plaintext is verified as above while
+the target reads the ciphertext (DESIGN.md section 6), in the same single pass.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from __future__ import annotations
 from types import TracebackType
 from typing import BinaryIO
 
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import HashMismatch, IntegrityError
 from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 
-__all__ = ["VerifyingReader", "open_verified"]
+__all__ = ["SealedReader", "VerifyingReader", "open_for_publish", "open_verified"]
 
 
 class VerifyingReader:
@@ -27,6 +32,7 @@ class VerifyingReader:
         self._raw = raw
         self._obj = obj
         self._where = where
+        self.where = where
         self._hasher = new_hasher(obj.hash[0])
         self.size = 0
 
@@ -80,3 +86,58 @@ class VerifyingReader:
 def open_verified(reader: DatasetReader, obj: DatasetObject) -> VerifyingReader:
     """Open an object of the dataset for a verified single-pass read."""
     return VerifyingReader(reader.open_object(obj.kind, obj.hash), obj, f"{reader.root}/{obj.path}")
+
+
+class SealedReader:
+    """The ciphertext of a verified object: read it, then ``finish()`` checks the plaintext.
+
+    Attributes:
+        size: the exact ciphertext size when the block records the plaintext size.
+    """
+
+    def __init__(self, plain: VerifyingReader, sealer: Sealer, path: str, size: int | None):
+        self._plain = plain
+        self._cipher = sealer.open(plain, path, size)  # type: ignore[arg-type]
+        self.size = self._cipher.size
+
+    def readinto(self, buf: bytearray | memoryview) -> int:
+        """Fill ``buf`` with ciphertext."""
+        return self._cipher.readinto(buf)
+
+    def read(self, n: int = -1) -> bytes:
+        """Read up to ``n`` bytes of ciphertext."""
+        return self._cipher.read(n)
+
+    def finish(self) -> None:
+        """Raise unless all ciphertext was read and the plaintext matched size and hash."""
+        if self._cipher.read(1):
+            raise IntegrityError(f"{self._plain.where}: ciphertext not read to the end")
+        self._plain.finish()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._plain.close()
+
+    def __enter__(self) -> SealedReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_for_publish(
+    reader: DatasetReader, obj: DatasetObject, sealer: Sealer | None
+) -> VerifyingReader | SealedReader:
+    """Open an object for sending: verified plaintext, or its ciphertext when ``sealer``.
+
+    The object's path (``data/f1620…``) is bound into the ciphertext.
+    """
+    plain = open_verified(reader, obj)
+    if sealer is None:
+        return plain
+    return SealedReader(plain, sealer, obj.path, obj.size)
