@@ -1,0 +1,84 @@
+"""The real test nodes and the npm oracles are installed and answer (DESIGN.md section 7)."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+
+from multiformats import CID
+
+from tests.support.nodes import ArlocalNode, IpfsNode
+from tests.support.oracles import require_oracles
+
+PAYLOAD = b"odfweb3 test node smoke\n"
+
+
+def test_ipfs_node_reports_its_version(ipfs_node: IpfsNode) -> None:
+    version = ipfs_node.version()
+    assert version["Version"]
+    if ipfs_node.kind == "js-ipfs":
+        # npm ipfs 0.66.1 ships ipfs-core 0.18.1.
+        assert version["Version"] == "0.18.1"
+        assert version["ipfs-core"] == "0.18.1"
+
+
+def test_block_put_returns_the_cid_we_compute_and_the_gateway_serves_it(
+    ipfs_node: IpfsNode,
+) -> None:
+    digest = hashlib.sha256(PAYLOAD).digest()
+    expected = CID("base32", 1, "raw", ("sha2-256", digest))
+    # js-ipfs takes `format`, Kubo `cid-codec`; each ignores the other's name.
+    key = ipfs_node.block_put(PAYLOAD, format="raw", cid_codec="raw", mhtype="sha2-256")
+    assert bytes(CID.decode(key)) == bytes(expected)
+
+    stat = ipfs_node.rpc_json("block/stat", str(expected))
+    assert bytes(CID.decode(stat["Key"])) == bytes(expected)
+    assert stat["Size"] == len(PAYLOAD)
+
+    r = ipfs_node.gateway_get(f"/ipfs/{expected}")
+    assert r.status_code == 200
+    assert r.content == PAYLOAD
+
+
+def test_arlocal_info_mint_and_mine(arlocal: ArlocalNode) -> None:
+    info = arlocal.info()
+    assert info["network"].startswith("arlocal")
+    height = int(info["height"])
+    assert height >= 0
+
+    address = "smoke-" + hashlib.sha256(b"arlocal smoke").hexdigest()[:37]
+    before = arlocal.balance(address)
+    arlocal.mint(address, 123_456_789)
+    assert arlocal.balance(address) == before + 123_456_789
+
+    arlocal.mine(2)
+    assert arlocal.height() == height + 2
+
+
+def test_oracle_packages_import() -> None:
+    cwd = require_oracles()
+    script = (
+        "const ipns = await import('ipns');"
+        "const keys = await import('@libp2p/crypto/keys');"
+        "const pid = await import('@libp2p/peer-id');"
+        "const { createRequire } = await import('node:module');"
+        "const req = createRequire(process.cwd() + '/');"
+        "const Arweave = req('arweave'); const bundles = req('arbundles');"
+        "console.log(JSON.stringify({"
+        " ipns: typeof ipns.createIPNSRecord, keys: typeof keys.generateKeyPair,"
+        " peerId: typeof pid.peerIdFromPrivateKey, arweave: typeof Arweave.init,"
+        " arbundles: typeof bundles.createData }));"
+    )
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        '{"ipns":"function","keys":"function","peerId":"function",'
+        '"arweave":"function","arbundles":"function"}'
+    )

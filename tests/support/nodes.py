@@ -1,0 +1,435 @@
+"""Start and stop the real test nodes: js-ipfs 0.66.1 and arlocal (DESIGN.md section 7).
+
+Both are installed by `make nodes` (tests/nodes/install.sh) under tests/nodes/*/node_modules.
+Each node runs in its own temp directory on free 127.0.0.1 ports, with its output captured to a
+log file whose path (and tail) appears in every start-up failure. Processes run in their own
+session and get SIGKILL from the kernel if the test process dies (PR_SET_PDEATHSIG), so a
+crashed or killed pytest leaves no daemon behind; a normal stop is SIGTERM, then SIGKILL.
+
+js-ipfs 0.66.1 (ipfs-core 0.18.1) HTTP RPC, as seen here (full record: docs/jsipfs-notes.md):
+
+- ``/api/v0/version`` -> ``{"Version": "0.18.1", "Repo": "12", "ipfs-core": ...}``; Kubo answers
+  with ``Golang``/``System`` instead: that is how `detect_kind` tells them apart.
+- Every multipart part must carry a Content-Type header (else 500 "No content-type in multipart
+  part"); the field name is ignored.
+- ``block/put``: js-ipfs ignores Kubo's ``cid-codec``; it takes ``format`` (dag-pb default, raw,
+  dag-cbor), ``mhtype`` (sha2-256 default; no sha3-256), ``version``. CIDv0 answers are base58btc,
+  CIDv1 base32. ``block/stat?arg=`` -> ``{"Key", "Size"}``.
+- ``dag/import``: multipart, any field name; answers one JSON line per root,
+  ``{"Root": {"Cid": {"/": ...}, "PinErrorMsg": ...}}``; roots pinned unless ``pin-roots=false``.
+- ``pin/add|rm?arg=`` -> ``{"Pins": [...]}`` (base58btc unless ``cid-base``); ``pin/ls`` ->
+  ``{"Keys": {cid: {"Type": ...}}}``.
+- ``key/list`` (not Kubo's ``key/ls``) -> ``{"Keys": [{"Name", "Id"}]}``; ``key/gen``;
+  ``key/import?arg=NAME&password=...&pem=...`` takes a password-encrypted PEM, not Kubo's
+  multipart libp2p-protobuf file.
+- ``name/publish?arg=/ipfs/CID&key=NAME&allow-offline=true`` works offline; ``name/resolve``.
+- No ``routing/*`` and no ``name/put``; ``dht/put`` exists (multipart record) but see the notes.
+- The gateway (separate port) serves ``/ipfs/<cid>/<path>`` and ``/ipns/<name>/<path>``.
+
+arlocal 1.1.66 (full record: docs/arlocal-notes.md): ``GET /info`` (readiness, ``height``),
+``GET /mint/{addr}/{winston}``, ``GET /mine/{n}``, ``GET /wallet/{addr}/balance``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "NODES_DIR",
+    "ArlocalNode",
+    "IpfsNode",
+    "NodeProcess",
+    "NodeStartError",
+    "NodesNotInstalled",
+    "detect_kind",
+    "external_ipfs",
+    "free_port",
+    "require_installed",
+    "start_arlocal",
+    "start_js_ipfs",
+]
+
+NODES_DIR = Path(__file__).resolve().parents[1] / "nodes"
+JSIPFS_BIN = NODES_DIR / "jsipfs" / "node_modules" / ".bin" / "jsipfs"
+ARLOCAL_BIN = NODES_DIR / "arlocal" / "node_modules" / ".bin" / "arlocal"
+
+# Generous: on a loaded 2-core CI machine `jsipfs init` alone took 15 s here.
+INIT_TIMEOUT = 180.0
+READY_TIMEOUT = 180.0
+STOP_TIMEOUT = 15.0
+START_ATTEMPTS = 3  # a free port can be taken between probing it and the node binding it
+
+
+class NodesNotInstalled(RuntimeError):
+    """The npm trees under tests/nodes are missing: run `make nodes`."""
+
+
+class NodeStartError(RuntimeError):
+    """A test node did not start; the message holds its log path and log tail."""
+
+
+def require_installed(*paths: Path) -> None:
+    """Fail (never skip) when a node binary is missing, telling how to install it."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise NodesNotInstalled(
+            f"test node binaries missing ({', '.join(missing)}): run `make nodes` "
+            "(bash tests/nodes/install.sh) first"
+        )
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask the kernel to SIGKILL the child if the test process goes away (Linux)."""
+    with contextlib.suppress(Exception):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+@dataclass
+class NodeProcess:
+    """One node process with its output captured to `log_path`."""
+
+    name: str
+    argv: Sequence[str]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the process in its own session, appending its output to the log file."""
+        full_env = {**os.environ, **self.env}
+        with self.log_path.open("ab") as log:
+            log.write(f"$ {' '.join(self.argv)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                list(self.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                cwd=self.cwd,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+
+    def running(self) -> bool:
+        """True while the process has not exited."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last `lines` lines of the log."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def failure(self, what: str) -> NodeStartError:
+        """An error naming the node, what failed, the log path and its tail."""
+        code = None if self.proc is None else self.proc.poll()
+        state = "still running" if code is None else f"exit code {code}"
+        return NodeStartError(
+            f"{self.name}: {what} ({state}); log: {self.log_path}\n"
+            f"---- log tail ----\n{self.log_tail()}\n------------------"
+        )
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL it if it does not exit in time."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def wait_until(self, probe: Callable[[], bool], timeout: float, what: str) -> None:
+        """Poll `probe` until it is true; raise with the log tail on exit or timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.running():
+                raise self.failure(f"exited while waiting for {what}")
+            if probe():
+                return
+            time.sleep(0.25)
+        raise self.failure(f"not ready after {timeout:.0f} s waiting for {what}")
+
+
+def _answers(method: str, url: str) -> Callable[[], bool]:
+    def probe() -> bool:
+        try:
+            return httpx.request(method, url, timeout=5.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    return probe
+
+
+def _port_in_use(proc: NodeProcess) -> bool:
+    return "EADDRINUSE" in proc.log_tail(200)
+
+
+# ---------------------------------------------------------------- IPFS
+
+
+def detect_kind(version: dict[str, Any]) -> str:
+    """Tell Kubo from js-ipfs by the shape of their `/api/v0/version` answers."""
+    if "ipfs-core" in version or "interface-ipfs-core" in version:
+        return "js-ipfs"
+    if "Golang" in version or "System" in version:
+        return "kubo"
+    raise ValueError(f"unknown IPFS node: /api/v0/version answered {version!r}")
+
+
+@dataclass(frozen=True)
+class IpfsNode:
+    """A running IPFS node: RPC and gateway base URLs (no trailing slash)."""
+
+    api_url: str
+    gateway_url: str
+    kind: str  # "js-ipfs" or "kubo"
+    repo_path: Path | None = None  # None for an external node
+    log_path: Path | None = None
+
+    def rpc(
+        self,
+        endpoint: str,
+        *args: str,
+        files: dict[str, tuple[str, bytes, str]] | None = None,
+        timeout: float = 60.0,
+        params: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """POST /api/v0/<endpoint> with `arg`s and params; raise on a non-2xx answer."""
+        query = httpx.QueryParams([("arg", a) for a in args])
+        for k, v in (params or {}).items():
+            query = query.add(k.replace("_", "-"), v)
+        r = httpx.post(
+            f"{self.api_url}/api/v0/{endpoint}", params=query, files=files, timeout=timeout
+        )
+        if r.status_code >= 300:
+            raise RuntimeError(f"{self.kind} {endpoint}: HTTP {r.status_code}: {r.text[:300]}")
+        return r
+
+    def rpc_json(self, endpoint: str, *args: str, **params: str) -> Any:
+        """`rpc` and parse the JSON answer."""
+        return self.rpc(endpoint, *args, params=params).json()
+
+    def version(self) -> dict[str, Any]:
+        """The node's `/api/v0/version` answer."""
+        result: dict[str, Any] = self.rpc_json("version")
+        return result
+
+    def block_put(self, data: bytes, **params: str) -> str:
+        """Store one block; return the CID string as the node prints it."""
+        part = {"file": ("block", data, "application/octet-stream")}
+        r = self.rpc("block/put", files=part, params=params)
+        return str(r.json()["Key"])
+
+    def gateway_get(self, path: str, timeout: float = 60.0) -> httpx.Response:
+        """GET {gateway}{path}, following redirects."""
+        return httpx.get(f"{self.gateway_url}{path}", timeout=timeout, follow_redirects=True)
+
+
+def external_ipfs(api_url: str, gateway_url: str) -> IpfsNode:
+    """Use an already running node (e.g. Kubo from kubo-docker); its kind is detected."""
+    api = api_url.rstrip("/")
+    try:
+        r = httpx.post(f"{api}/api/v0/version", timeout=30.0)
+        r.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise NodeStartError(f"external IPFS node at {api} does not answer: {exc}") from exc
+    return IpfsNode(api, gateway_url.rstrip("/"), detect_kind(r.json()))
+
+
+def _configure_js_ipfs(repo: Path, api_port: int, gw_port: int, grpc_port: int) -> None:
+    """Loopback-only, offline-friendly config, written straight into the repo's JSON config."""
+    path = repo / "config"
+    cfg = json.loads(path.read_text())
+    cfg["Addresses"].update(
+        {
+            "API": f"/ip4/127.0.0.1/tcp/{api_port}",
+            "Gateway": f"/ip4/127.0.0.1/tcp/{gw_port}",
+            # js-ipfs also starts a gRPC-over-websocket server (default port 5003).
+            "RPC": f"/ip4/127.0.0.1/tcp/{grpc_port}",
+            "Swarm": [],  # no listeners: the daemon runs --offline anyway
+            "Announce": [],
+            "Delegates": [],
+        }
+    )
+    cfg["Bootstrap"] = []
+    cfg.setdefault("Discovery", {})
+    cfg["Discovery"]["MDNS"] = {"Enabled": False, "Interval": 10}
+    cfg["Discovery"]["webRTCStar"] = {"Enabled": False}
+    path.write_text(json.dumps(cfg, indent=2))
+
+
+@contextlib.contextmanager
+def start_js_ipfs(workdir: Path) -> Iterator[IpfsNode]:
+    """`jsipfs init` a repo in `workdir`, run `jsipfs daemon --offline`, stop it on exit."""
+    require_installed(JSIPFS_BIN)
+    workdir.mkdir(parents=True, exist_ok=True)
+    repo = workdir / "repo"
+    log_path = workdir / "jsipfs.log"
+    env = {"IPFS_PATH": str(repo), "IPFS_MONITORING": "", "DEBUG": ""}
+    init = NodeProcess(
+        "jsipfs init", [str(JSIPFS_BIN), "init", "--emptyRepo"], log_path, env, cwd=workdir
+    )
+    init.start()
+    assert init.proc is not None
+    try:
+        code = init.proc.wait(timeout=INIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        init.stop()
+        raise init.failure(f"did not finish in {INIT_TIMEOUT:.0f} s") from None
+    if code != 0:
+        raise init.failure("failed")
+
+    daemon: NodeProcess | None = None
+    try:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            api_port, gw_port, grpc_port = free_port(), free_port(), free_port()
+            _configure_js_ipfs(repo, api_port, gw_port, grpc_port)
+            daemon = NodeProcess(
+                "jsipfs daemon",
+                [str(JSIPFS_BIN), "daemon", "--offline"],
+                log_path,
+                env,
+                cwd=workdir,
+            )
+            daemon.start()
+            api_url = f"http://127.0.0.1:{api_port}"
+            try:
+                daemon.wait_until(
+                    _answers("POST", f"{api_url}/api/v0/version"), READY_TIMEOUT, "/api/v0/version"
+                )
+                break
+            except NodeStartError:
+                daemon.stop()
+                if attempt < START_ATTEMPTS and _port_in_use(daemon):
+                    continue
+                raise
+        node = IpfsNode(
+            api_url=api_url,
+            gateway_url=f"http://127.0.0.1:{gw_port}",
+            kind="js-ipfs",
+            repo_path=repo,
+            log_path=log_path,
+        )
+        assert daemon is not None
+        if detect_kind(node.version()) != "js-ipfs":  # another process on our port?
+            raise daemon.failure(f"{api_url} is not our js-ipfs")
+        yield node
+    finally:
+        if daemon is not None:
+            daemon.stop()
+
+
+# ---------------------------------------------------------------- Arweave
+
+
+@dataclass(frozen=True)
+class ArlocalNode:
+    """A running arlocal gateway at `url` (no trailing slash), with test-only helpers."""
+
+    url: str
+    log_path: Path | None = None
+
+    def get(self, path: str, timeout: float = 30.0) -> httpx.Response:
+        """GET {url}{path}."""
+        return httpx.get(f"{self.url}{path}", timeout=timeout)
+
+    def info(self) -> dict[str, Any]:
+        """`GET /info`: network, height, current block, ..."""
+        r = self.get("/info")
+        r.raise_for_status()
+        result: dict[str, Any] = r.json()
+        return result
+
+    def height(self) -> int:
+        """Current block height."""
+        return int(self.info()["height"])
+
+    def mint(self, address: str, winston: int) -> None:
+        """Add `winston` to `address`'s balance (arlocal's `/mint/{addr}/{amount}`)."""
+        r = self.get(f"/mint/{address}/{int(winston)}")
+        if r.status_code != 200:
+            raise RuntimeError(f"arlocal /mint: HTTP {r.status_code}: {r.text[:300]}")
+
+    def mine(self, blocks: int = 1) -> None:
+        """Mine `blocks` blocks, confirming pending transactions (`/mine/{n}`)."""
+        r = self.get(f"/mine/{int(blocks)}")
+        if r.status_code != 200:
+            raise RuntimeError(f"arlocal /mine: HTTP {r.status_code}: {r.text[:300]}")
+
+    def balance(self, address: str) -> int:
+        """Winston balance of `address`."""
+        r = self.get(f"/wallet/{address}/balance")
+        r.raise_for_status()
+        return int(r.text)
+
+
+@contextlib.contextmanager
+def start_arlocal(workdir: Path) -> Iterator[ArlocalNode]:
+    """Run `arlocal <port> --dbpath <workdir>/db` (no --persist: a fresh chain), stop on exit.
+
+    arlocal's CLI (bin/index.js): positional port (default 1984), `--hidelogs`, `--persist`,
+    `--fails <percent>`, `--dbpath <dir>` (default inside node_modules: always pass one).
+    Request logs are kept (not --hidelogs): they go to the log file, useful on failure.
+    """
+    require_installed(ARLOCAL_BIN)
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / "arlocal.log"
+    proc: NodeProcess | None = None
+    try:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            port = free_port()
+            db = workdir / f"db-{port}"
+            proc = NodeProcess(
+                "arlocal",
+                [str(ARLOCAL_BIN), str(port), "--dbpath", str(db)],
+                log_path,
+                cwd=workdir,
+            )
+            proc.start()
+            url = f"http://127.0.0.1:{port}"
+            try:
+                proc.wait_until(_answers("GET", f"{url}/info"), READY_TIMEOUT, "GET /info")
+                break
+            except NodeStartError:
+                proc.stop()
+                if attempt < START_ATTEMPTS and _port_in_use(proc):
+                    continue
+                raise
+        assert proc is not None
+        node = ArlocalNode(url=url, log_path=log_path)
+        if not str(node.info().get("network", "")).startswith("arlocal"):
+            raise proc.failure(f"{url} is not our arlocal")
+        yield node
+    finally:
+        if proc is not None:
+            proc.stop()
