@@ -190,13 +190,19 @@ def _pieces(source: Source, size: int) -> Iterator[bytes]:
                 return
     buf = bytearray()
     for chunk in source:
-        if not buf and len(chunk) == size:
-            yield bytes(chunk)
-            continue
-        buf += chunk
-        while len(buf) >= size:
-            yield bytes(buf[:size])
-            del buf[:size]
+        view = memoryview(chunk)
+        if buf:  # top up the partial piece first
+            need = size - len(buf)
+            buf += view[:need]
+            view = view[need:]
+            if len(buf) < size:
+                continue
+            yield bytes(buf)
+            buf = bytearray()
+        while len(view) >= size:  # whole pieces straight from the chunk
+            yield bytes(view[:size])
+            view = view[size:]
+        buf += view
     if buf:
         yield bytes(buf)
 
