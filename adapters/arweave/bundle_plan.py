@@ -11,7 +11,8 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
 2. their ArFS metadata items, whose JSON names the data item (``dataTxId``);
 3. on the first upload only: the drive, its root folder and ``blocks/ refs/ data/
    checkpoints/``;
-4. the path manifest (every path of the dataset: new paths -> new items, old -> old);
+4. the path manifest (every path of the dataset: new paths -> new items, old -> old;
+   index ``refs/head``);
 5. optionally an extra item that must name the manifest (the discovery descriptor, whose
    ``relation`` lists ``ar://<manifest>``), made by a caller's function of the manifest id;
 6. the upload record (names the manifest and the previous record).
@@ -472,7 +473,9 @@ def sign_bundle(
             folder_id = d.folder_ids[name]
             entities.append(folder_entity(d.drive_id, folder_id, name, d.root_folder_id, t, v))
         items += [create_data_item(wallet, e.body, e.tags) for e in entities]
-    manifest = PathManifest({p: f.data_item_id for p, f in sorted(files.items())})
+    # index = refs/head: a gateway serves the head at /{manifest}. arlocal 1.1.66 also needs
+    # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
+    manifest = PathManifest({p: f.data_item_id for p, f in sorted(files.items())}, index=REFS_HEAD)
     manifest_tags = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
     manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
     items.append(manifest_item)

@@ -35,24 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3 import __version__
-from odfweb3.descriptor import (
-    build_descriptor,
-    descriptor_tags,
-    encode_descriptor,
-    validate_descriptor,
-)
 from odfweb3.errors import ConflictError, FormatError
-from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.source import open_verified
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView, UploadResult
 
-from .ans104 import BUNDLE_TAGS, write_bundle
-from .arfs import DriveLayout, app_tags
-from .bundle_plan import FileRef, PreviousUpload, plan_bundle, sign_bundle
+from .ans104 import BUNDLE_TAGS
+from .arfs import app_tags
+from .bundle_plan import PreviousUpload
+from .publish_bundle import previous_from_state, sign_publish_bundle, write_bundle_file
 from .tags import Tag
 from .wallet import Wallet
 
@@ -138,19 +130,9 @@ class BundleTarget:
         return RemoteView(head=state.head, has=paths, state=state)
 
     def _previous(self, view: RemoteView) -> PreviousUpload | None:
-        state = view.state
-        if state is None:
-            return None
-        where = str(self.summary_path)
-        files = {
-            path: FileRef.from_json(ref, f"{where}: {path}") for path, ref in state.objects.items()
-        }
-        return PreviousUpload(
-            drive=DriveLayout.from_json(state.extra.get("drive"), f"{where}: drive"),
-            files=files,
-            record_id=state.record.get("recordId"),
-            head=multihash_to_str(state.head) if state.head else None,
-            complete=view.head is not None,  # None: a bundle is missing, only ids are kept
+        # complete=False: a bundle is missing, only the ids are kept
+        return previous_from_state(
+            view.state, str(self.summary_path), complete=view.head is not None
         )
 
     def upload(
@@ -170,39 +152,22 @@ class BundleTarget:
                 extra=dict(view.state.extra, unchanged=True),
                 summary={"bundle": None, "note": "nothing new: no bundle written"},
             )
-        bundle_plan = plan_bundle(
+        prepared = sign_publish_bundle(
             plan,
+            reader,
             previous,
+            self.wallet,
             unix_time=int(self.clock().timestamp()),
             app_version=self.app_version,
             drive_name=self.drive_name,
-            size_of=lambda o: reader.size_of(o.kind, o.hash),
-            record_extra_tags=self.record_tags,
+            record_tags=self.record_tags,
             new_id=self.new_id,
-        )
-        desc = _Descriptor(list(walk_chain(reader, plan.head)), self.publisher, self.app_version)
-        signed = sign_bundle(
-            bundle_plan,
-            self.wallet,
-            lambda o: open_verified(reader, o),
+            publisher=self.publisher,
             progress=progress,
-            after_manifest=desc.item if desc.valid else None,
         )
-        descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
         bundle_name = f"{signed.record_id}.bundle"
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bundle", dir=self.out_dir)
-        _public_mode(fd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                size = write_bundle(f, signed.items)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.out_dir / bundle_name)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        _, size = write_bundle_file(signed.items, self.out_dir, bundle_name)
         prev_state = view.state
         bundles = [str(b) for b in (prev_state.extra.get("bundles", []) if prev_state else [])]
         bundles.append(bundle_name)
@@ -287,29 +252,3 @@ class BundleTarget:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-
-
-class _Descriptor:
-    """The discovery descriptor's data item: built once the manifest id (its ``ar://``) is known.
-
-    A plain data item (not an ArFS entity) with ``Content-Type: application/ld+json`` and the
-    tags of :func:`odfweb3.descriptor.descriptor_tags` (``ODF-Dataset-Id``, ``Title``,
-    ``Description``…), placed after the manifest and before the record. Left out, with the
-    reason in the summary, when the descriptor fails validation.
-    """
-
-    def __init__(
-        self, entries: list[ChainEntry], publisher: Mapping[str, Any] | None, app_version: str
-    ) -> None:
-        self.entries = entries
-        self.publisher = publisher
-        self.app_version = app_version
-        doc = build_descriptor(entries, publisher)
-        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
-        self.valid = not errors
-        self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
-
-    def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
-        doc = build_descriptor(self.entries, self.publisher, {"ar": manifest_id})
-        tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
-        return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]

@@ -1,0 +1,188 @@
+"""Building the one signed bundle of a publish: shared by ``bundle:DIR`` and ``arweave``.
+
+Both targets do the same three things before their transport differs (a file in a
+directory, or an L1 transaction through a gateway):
+
+1. :func:`previous_from_state`: what earlier uploads left (drive ids, path -> file
+   revision, last record id and head), from publish state that the target has checked;
+2. :func:`sign_publish_bundle`: plan the bundle (:func:`.bundle_plan.plan_bundle`), build
+   the discovery descriptor (placed after the manifest, left out with the reason when it
+   fails validation) and sign every item (:func:`.bundle_plan.sign_bundle`);
+3. :func:`write_bundle_file`: stream the bundle to a temp file in a directory, fsync and
+   rename it (public file mode: a bundle is public).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odfweb3.descriptor import (
+    build_descriptor,
+    descriptor_tags,
+    encode_descriptor,
+    validate_descriptor,
+)
+from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.source import open_verified
+from odfweb3.publish.state import PublishState
+
+from .ans104 import DataItem, StreamedDataItem, write_bundle
+from .arfs import DriveLayout, app_tags
+from .bundle_plan import BundlePlan, FileRef, PreviousUpload, SignedBundle, plan_bundle, sign_bundle
+from .tags import Tag
+from .wallet import Wallet
+
+__all__ = [
+    "PreparedBundle",
+    "previous_from_state",
+    "sign_publish_bundle",
+    "write_bundle_file",
+]
+
+
+def previous_from_state(
+    state: PublishState | None, where: str, *, complete: bool = True
+) -> PreviousUpload | None:
+    """What earlier uploads left, from a checked publish state (None: a first upload).
+
+    Args:
+        state: the state (its ``objects`` map path -> :class:`.bundle_plan.FileRef` JSON,
+            ``extra["drive"]`` the drive ids, ``record["recordId"]`` the last record).
+        where: the state's location, for messages.
+        complete: the earlier items can be relied on (else everything is sent again).
+
+    Raises:
+        FormatError: a malformed file reference or drive.
+    """
+    if state is None:
+        return None
+    files = {
+        path: FileRef.from_json(ref, f"{where}: {path}") for path, ref in state.objects.items()
+    }
+    return PreviousUpload(
+        drive=DriveLayout.from_json(state.extra.get("drive"), f"{where}: drive"),
+        files=files,
+        record_id=state.record.get("recordId"),
+        head=multihash_to_str(state.head) if state.head else None,
+        complete=complete,
+    )
+
+
+class _Descriptor:
+    """The discovery descriptor's data item: built once the manifest id (its ``ar://``) is known.
+
+    A plain data item (not an ArFS entity) with ``Content-Type: application/ld+json`` and the
+    tags of :func:`odfweb3.descriptor.descriptor_tags` (``ODF-Dataset-Id``, ``Title``,
+    ``Description``…), placed after the manifest and before the record. Left out, with the
+    reason in the summary, when the descriptor fails validation.
+    """
+
+    def __init__(
+        self, entries: list[ChainEntry], publisher: Mapping[str, Any] | None, app_version: str
+    ) -> None:
+        self.entries = entries
+        self.publisher = publisher
+        self.app_version = app_version
+        doc = build_descriptor(entries, publisher)
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        self.valid = not errors
+        self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
+
+    def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
+        doc = build_descriptor(self.entries, self.publisher, {"ar": manifest_id})
+        tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
+        return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
+
+
+@dataclass(frozen=True)
+class PreparedBundle:
+    """A planned and signed bundle.
+
+    Attributes:
+        plan: the bundle plan (drive, previous upload, time).
+        signed: the signed items and their ids.
+        descriptor: ``{"descriptorId": id}`` or ``{"descriptorSkipped": reason}``.
+    """
+
+    plan: BundlePlan
+    signed: SignedBundle
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+
+def sign_publish_bundle(
+    plan: PublishPlan,
+    reader: DatasetReader,
+    previous: PreviousUpload | None,
+    wallet: Wallet,
+    *,
+    unix_time: int,
+    app_version: str,
+    drive_name: str | None = None,
+    record_tags: Sequence[Tag] = (),
+    new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+    publisher: Mapping[str, Any] | None = None,
+    progress: Callable[[int], None] = lambda n: None,
+) -> PreparedBundle:
+    """Plan, describe and sign the bundle of one publish (nothing is written).
+
+    Raises:
+        FormatError: tags over the limits, an object unknown to ``previous``.
+        IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
+    """
+    bundle_plan = plan_bundle(
+        plan,
+        previous,
+        unix_time=unix_time,
+        app_version=app_version,
+        drive_name=drive_name,
+        size_of=lambda o: reader.size_of(o.kind, o.hash),
+        record_extra_tags=record_tags,
+        new_id=new_id,
+    )
+    desc = _Descriptor(list(walk_chain(reader, plan.head)), publisher, app_version)
+    signed = sign_bundle(
+        bundle_plan,
+        wallet,
+        lambda o: open_verified(reader, o),
+        progress=progress,
+        after_manifest=desc.item if desc.valid else None,
+    )
+    descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
+    return PreparedBundle(bundle_plan, signed, descriptor)
+
+
+def _public_mode(fd: int) -> None:
+    # mkstemp creates 0600; a bundle is public: honour the umask instead.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+
+
+def write_bundle_file(
+    items: Sequence[DataItem | StreamedDataItem], directory: Path, name: str
+) -> tuple[Path, int]:
+    """Stream the bundle to ``directory/name`` (temp file, fsync, rename); return path, size."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bundle", dir=directory)
+    _public_mode(fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            size = write_bundle(f, items)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, directory / name)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return directory / name, size
