@@ -14,7 +14,8 @@ js-ipfs 0.66.1 (ipfs-core 0.18.1) HTTP RPC, as seen here (full record: docs/jsip
   part"); the field name is ignored.
 - ``block/put``: js-ipfs ignores Kubo's ``cid-codec``; it takes ``format`` (dag-pb default, raw,
   dag-cbor), ``mhtype`` (sha2-256 default; no sha3-256), ``version``. CIDv0 answers are base58btc,
-  CIDv1 base32. ``block/stat?arg=`` -> ``{"Key", "Size"}``.
+  CIDv1 base32. ``block/stat?arg=`` -> ``{"Key", "Size"}``; for an absent block it never answers
+  (even offline) unless given ``timeout=2s`` (then 500 "request timed out").
 - ``dag/import``: multipart, any field name; answers one JSON line per root,
   ``{"Root": {"Cid": {"/": ...}, "PinErrorMsg": ...}}``; roots pinned unless ``pin-roots=false``.
 - ``pin/add|rm?arg=`` -> ``{"Pins": [...]}`` (base58btc unless ``cid-base``); ``pin/ls`` ->
@@ -23,8 +24,10 @@ js-ipfs 0.66.1 (ipfs-core 0.18.1) HTTP RPC, as seen here (full record: docs/jsip
   ``key/import?arg=NAME&password=...&pem=...`` takes a password-encrypted PEM, not Kubo's
   multipart libp2p-protobuf file.
 - ``name/publish?arg=/ipfs/CID&key=NAME&allow-offline=true`` works offline; ``name/resolve``.
-- No ``routing/*`` and no ``name/put``; ``dht/put`` exists (multipart record) but see the notes.
-- The gateway (separate port) serves ``/ipfs/<cid>/<path>`` and ``/ipns/<name>/<path>``.
+- No ``routing/*`` and no ``name/put`` (404); ``dht/put?arg=/ipns/<name>`` stores any bytes
+  unvalidated (garbage broke the name); ``dht/get`` returns the record base64 in ``Extra``.
+- The gateway (separate port) serves ``/ipfs/<cid>/<path>`` and ``/ipns/<name>/<path>``; a missing
+  path is a 500, a directory without trailing slash a 301; no ipns-record / CAR responses.
 
 arlocal 1.1.66 (full record: docs/arlocal-notes.md): ``GET /info`` (readiness, ``height``),
 ``GET /mint/{addr}/{winston}``, ``GET /mine/{n}``, ``GET /wallet/{addr}/balance``.
