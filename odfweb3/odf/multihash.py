@@ -13,6 +13,8 @@ bounded whatever the file size.
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -26,6 +28,7 @@ __all__ = [
     "SHA3_256",
     "digest_of",
     "hash_bytes",
+    "hash_fd",
     "hash_file",
     "hash_stream",
     "multihash_from_str",
@@ -43,6 +46,7 @@ _HASHERS: Final[dict[int, Callable[[], hashlib._Hash]]] = {
     SHA2_256: hashlib.sha256,
 }
 _READ_SIZE: Final = 1 << 20
+_LOCAL: Final = threading.local()
 
 
 def new_hasher(code: int = SHA3_256) -> hashlib._Hash:
@@ -68,7 +72,18 @@ def hash_bytes(data: bytes | bytearray | memoryview, code: int = SHA3_256) -> by
 def hash_stream(stream: BinaryIO, code: int = SHA3_256) -> tuple[bytes, int]:
     """Multihash and byte count of everything left in ``stream``, in bounded memory."""
     h = new_hasher(code)
-    buf = bytearray(_READ_SIZE)
+    # One 1 MiB buffer per thread, reused: allocating (and zeroing) it per file costs
+    # more than hashing a small file, and deep validation hashes tens of thousands of
+    # them. Taken out while in use, so a nested call gets a fresh one.
+    buf: bytearray = getattr(_LOCAL, "buf", None) or bytearray(_READ_SIZE)
+    _LOCAL.buf = None
+    try:
+        return _hash_into(stream, h, buf, code)
+    finally:
+        _LOCAL.buf = buf
+
+
+def _hash_into(stream: BinaryIO, h: hashlib._Hash, buf: bytearray, code: int) -> tuple[bytes, int]:
     view = memoryview(buf)
     size = 0
     readinto = getattr(stream, "readinto", None)
@@ -86,6 +101,29 @@ def hash_stream(stream: BinaryIO, code: int = SHA3_256) -> tuple[bytes, int]:
             h.update(chunk)
         size += n
     return _wrap(code, h.digest()), size
+
+
+def hash_fd(fd: int, code: int = SHA3_256, *, regular: bool = False) -> tuple[bytes, int]:
+    """Multihash and byte count of what is left to read from file descriptor ``fd``.
+
+    ``fd`` is not closed. With ``regular`` (the descriptor is a regular file, e.g.
+    checked with ``fstat``) a short read is taken as the end of the file, which
+    saves one ``read`` per small file.
+    """
+    h = new_hasher(code)
+    buf: bytearray = getattr(_LOCAL, "buf", None) or bytearray(_READ_SIZE)
+    _LOCAL.buf = None
+    try:
+        view = memoryview(buf)
+        size = 0
+        while n := os.readv(fd, (buf,)):
+            h.update(view[:n])
+            size += n
+            if regular and n < _READ_SIZE:
+                break
+        return _wrap(code, h.digest()), size
+    finally:
+        _LOCAL.buf = buf
 
 
 def hash_file(path: Path, code: int = SHA3_256) -> tuple[bytes, int]:

@@ -34,8 +34,9 @@ odfweb3 never claims to verify *logical* hashes (that needs the data engine).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
@@ -53,7 +54,7 @@ from odfweb3.odf.model import (
     SetPollingSource,
     SetTransform,
 )
-from odfweb3.odf.multihash import hash_file, multihash_to_str
+from odfweb3.odf.multihash import hash_fd, multihash_to_str
 
 __all__ = [
     "ValidationReport",
@@ -233,18 +234,85 @@ def check_chain_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
 def _check_object(reader: DatasetReader, obj: DatasetObject) -> tuple[list[str], int]:
     """Deep-check one data file or checkpoint: (problems as 'rule|message', bytes hashed)."""
     try:
-        path = reader.path_of(obj.kind, obj.hash)
+        fd, st = reader.open_fd(obj.kind, obj.hash)
     except NotFound:
         return [f"object-present|{obj.path} is missing"], 0
     except FormatError as exc:
         return [f"object-present|{exc}"], 0
-    size = path.stat().st_size
-    if obj.size is not None and size != obj.size:
-        return [f"object-size|{obj.path} has {size} bytes, the block records {obj.size}"], 0
-    actual, hashed = hash_file(path, obj.hash[0])
+    try:
+        size = st.st_size
+        if obj.size is not None and size != obj.size:
+            return [f"object-size|{obj.path} has {size} bytes, the block records {obj.size}"], 0
+        actual, hashed = hash_fd(fd, obj.hash[0], regular=True)
+    finally:
+        os.close(fd)
     if actual != obj.hash:
         return [f"object-hash|{obj.path} hashes to {multihash_to_str(actual)}"], hashed
     return [], hashed
+
+
+_ObjectKey = tuple[str, bytes, int | None]
+_CheckResult = tuple[list[str], int]
+
+
+class _DeepChecks:
+    """Object checks running on a thread pool, fed block by block during the walk.
+
+    At most ``window`` checks are in flight; finished ones are kept as small
+    (problems, bytes) tuples, so memory grows with the object count, not with
+    pending futures.
+    """
+
+    def __init__(self, reader: DatasetReader, workers: int) -> None:
+        self._reader = reader
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        self._window = 64 * max(1, workers)
+        self._inflight: deque[tuple[_ObjectKey, Future[_CheckResult]]] = deque()
+        self._done: dict[_ObjectKey, _CheckResult] = {}
+        self._queued: set[_ObjectKey] = set()
+        self._unreported = 0  # bytes hashed before the caller learnt the total
+
+    def submit(self, entry: ChainEntry) -> None:
+        """Queue the data file and checkpoint one block names (each object once)."""
+        for obj in iter_objects((entry,)):
+            key = (obj.kind, obj.hash, obj.size)
+            if obj.kind == "block" or key in self._queued:
+                continue
+            self._queued.add(key)
+            self._inflight.append((key, self._pool.submit(_check_object, self._reader, obj)))
+            while len(self._inflight) > self._window:
+                self._settle()
+
+    def _settle(self) -> None:
+        key, fut = self._inflight.popleft()
+        result = fut.result()
+        self._done[key] = result
+        self._unreported += result[1]
+
+    def results(
+        self, objs: Sequence[DatasetObject], progress: ProgressFn | None
+    ) -> Iterator[_CheckResult]:
+        """Results for ``objs`` in their order (checking any not queued yet)."""
+        while self._inflight:
+            if progress is not None and self._unreported:
+                progress(self._unreported)
+                self._unreported = 0
+            self._settle()
+        if progress is not None and self._unreported:
+            progress(self._unreported)
+        self._unreported = 0
+        for obj in objs:
+            key = (obj.kind, obj.hash, obj.size)
+            result = self._done.get(key)
+            if result is None:
+                result = _check_object(self._reader, obj)
+                if progress is not None and result[1]:
+                    progress(result[1])
+            yield result
+
+    def close(self) -> None:
+        """Stop the pool; unstarted checks are cancelled (e.g. on KeyboardInterrupt)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def validate_dataset(
@@ -284,53 +352,59 @@ def validate_dataset(
             str(reader.root), None, None, 0, 0, 0, deep, (Violation("head", str(exc)),)
         )
     entries: list[ChainEntry] = []
+    # Deep: hash data files and checkpoints on a thread pool *while* the chain is
+    # walked (hashlib releases the GIL; decoding blocks holds it), so the wall time is
+    # about max(walk, hashing) rather than their sum.
+    checks = _DeepChecks(reader, workers or min(4, os.cpu_count() or 1)) if deep else None
     try:
-        for entry in walk_chain(reader, head):
-            entries.append(entry)
-    except OdfWeb3Error as exc:
-        rule = {
-            "HashMismatch": "block-hash",
-            "NotFound": "head" if not entries else "block-hash",
-            "ChainBroken": "sequence-number",
-        }.get(type(exc).__name__, "block-format")
-        after = entries[-1].block.sequence_number if entries else None
-        context = f" (before block #{after})" if after is not None else ""
-        violations.append(Violation(rule, f"{exc}{context}"))
-    entries.reverse()
-    if not violations:
-        violations.extend(check_chain_rules(entries))
-        # Derivative rules live in odf.lineage, which imports Violation from here.
-        from odfweb3.odf import lineage
-
-        violations.extend(lineage.check_transform_rules(entries))
-        if inputs:
-            chains = lineage.load_input_chains(inputs)
-            violations.extend(lineage.check_input_chains(entries, chains))
-
-    dataset_id: DatasetId | None = None
-    if entries and isinstance(entries[0].block.event, Seed):
-        seed = entries[0].block.event
         try:
-            dataset_id = DatasetId.from_bytes(seed.dataset_id or b"")
-        except FormatError as exc:
-            violations.append(Violation("seed-first", str(exc), 0, entries[0].hash))
+            for entry in walk_chain(reader, head):
+                entries.append(entry)
+                if checks is not None:
+                    checks.submit(entry)
+        except OdfWeb3Error as exc:
+            rule = {
+                "HashMismatch": "block-hash",
+                "NotFound": "head" if not entries else "block-hash",
+                "ChainBroken": "sequence-number",
+            }.get(type(exc).__name__, "block-format")
+            after = entries[-1].block.sequence_number if entries else None
+            context = f" (before block #{after})" if after is not None else ""
+            violations.append(Violation(rule, f"{exc}{context}"))
+        entries.reverse()
+        if not violations:
+            violations.extend(check_chain_rules(entries))
+            # Derivative rules live in odf.lineage, which imports Violation from here.
+            from odfweb3.odf import lineage
 
-    checked = 0
-    hashed = 0
-    if deep:
-        objs = [o for o in iter_objects(entries) if o.kind != "block"]
-        if on_total is not None:
-            on_total(sum(o.size or 0 for o in objs))
-        n = workers or min(4, os.cpu_count() or 1)
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            for problems, nbytes in pool.map(lambda o: _check_object(reader, o), objs):
+            violations.extend(lineage.check_transform_rules(entries))
+            if inputs:
+                chains = lineage.load_input_chains(inputs)
+                violations.extend(lineage.check_input_chains(entries, chains))
+
+        dataset_id: DatasetId | None = None
+        if entries and isinstance(entries[0].block.event, Seed):
+            seed = entries[0].block.event
+            try:
+                dataset_id = DatasetId.from_bytes(seed.dataset_id or b"")
+            except FormatError as exc:
+                violations.append(Violation("seed-first", str(exc), 0, entries[0].hash))
+
+        checked = 0
+        hashed = 0
+        if checks is not None:
+            objs = [o for o in iter_objects(entries) if o.kind != "block"]
+            if on_total is not None:
+                on_total(sum(o.size or 0 for o in objs))
+            for problems, nbytes in checks.results(objs, progress):
                 checked += 1
                 hashed += nbytes
-                if progress is not None and nbytes:
-                    progress(nbytes)
                 for p in problems:
                     rule, msg = p.split("|", 1)
                     violations.append(Violation(rule, msg))
+    finally:
+        if checks is not None:
+            checks.close()
     return ValidationReport(
         str(reader.root),
         head,
