@@ -10,11 +10,16 @@ Target names:
 - ``ipfs`` or ``ipfs:http://HOST:PORT``: a live Kubo/js-ipfs node (API from config /
   ``ODFWEB3_IPFS_API`` unless given);
 - ``bundle:DIR``: offline Arweave publish (a signed ANS-104 bundle);
-- ``arweave``: an Arweave gateway (``ODFWEB3_ARWEAVE_GATEWAY``) with a wallet.
+- ``arweave`` or ``arweave:http(s)://HOST``: an Arweave gateway (config /
+  ``ODFWEB3_ARWEAVE_GATEWAY`` unless given) with a wallet.
+
+Replicas: ``car:DIR``, ``ar://<record-or-manifest-id>`` (through the configured gateway),
+or a dataset directory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,9 +33,16 @@ from odfweb3.publish.target import PublishTarget
 from odfweb3.replica import LocalReplica, Replica
 
 if TYPE_CHECKING:
+    from .arweave.gateway_target import GatewayTarget
     from .ipfs.node_target import IpfsNodeTarget
 
-__all__ = ["TargetOptions", "open_ipfs_target", "open_replica", "open_target"]
+__all__ = [
+    "TargetOptions",
+    "open_arweave_target",
+    "open_ipfs_target",
+    "open_replica",
+    "open_target",
+]
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,8 @@ class TargetOptions:
     wallet: Path | None = None
     unpin_previous: bool = False
     sealer: Sealer | None = None  # encrypt (DESIGN.md section 6); only car: so far
+    max_cost: int | None = None  # arweave: refuse an upload above this many winston
+    on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
 
 
 def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
@@ -81,6 +95,8 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         return BundleTarget(Path(arg).expanduser().absolute(), load_wallet(options.wallet))
     if kind == "ipfs":
         return open_ipfs_target(config, options, api=arg or None)
+    if kind == "arweave":
+        return open_arweave_target(config, options, gateway=arg or None)
     raise UsageError(
         f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"
@@ -110,6 +126,42 @@ def open_ipfs_target(
     )
 
 
+def open_arweave_target(
+    config: Config, options: TargetOptions | None = None, *, gateway: str | None = None
+) -> GatewayTarget:
+    """The live Arweave target: ``gateway`` (default ``config.arweave_gateway``) + a wallet.
+
+    The wallet is ``options.wallet`` (``--wallet``, else config ``arweave.wallet`` /
+    ``ODFWEB3_ARWEAVE_WALLET``, which the CLI resolves).
+
+    Raises:
+        UsageError: no wallet, or a gateway that is not an http(s) URL.
+    """
+    from odfweb3.publish.state import StateStore
+
+    from .arweave.gateway import ArweaveGateway
+    from .arweave.gateway_target import GatewayTarget
+    from .arweave.wallet import load_wallet
+
+    options = options or TargetOptions()
+    url = gateway or config.arweave_gateway
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--to arweave:{url}: give the gateway as http(s)://HOST[:PORT]")
+    wallet = options.wallet or config.arweave_wallet
+    if wallet is None:
+        raise UsageError(
+            "--to arweave needs a wallet: pass --wallet WALLET.json or set arweave.wallet / "
+            "ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new WALLET.json)"
+        )
+    return GatewayTarget(
+        ArweaveGateway(url),
+        load_wallet(wallet),
+        StateStore(config.state_dir),
+        max_cost=options.max_cost,
+        on_price=options.on_price or (lambda winston, size: None),
+    )
+
+
 def open_replica(ref: str, config: Config) -> Replica:
     """A read-only replica for ``ref``: ``car:DIR``, or a local dataset directory.
 
@@ -121,6 +173,11 @@ def open_replica(ref: str, config: Config) -> Replica:
         from .ipfs.car_check import CarDirReplica, check_car_dir
 
         return CarDirReplica(check_car_dir(Path(arg).expanduser()), ref)
+    if kind == "ar" and arg.startswith("//"):
+        from .arweave.gateway import ArweaveGateway
+        from .arweave.replica import open_ar_replica
+
+        return open_ar_replica(ArweaveGateway(config.arweave_gateway), ref)
     if "://" not in ref and Path(ref).is_dir():
         return LocalReplica(DatasetReader.open(ref))
-    raise UsageError(f"cannot open replica {ref!r}: use car:DIR or a dataset directory")
+    raise UsageError(f"cannot open replica {ref!r}: use car:DIR, ar://ID or a dataset directory")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="encrypt every object (required for datasets marked sensitive: true)",
     )
+    p.add_argument(
+        "--max-cost",
+        type=_winston,
+        default=None,
+        metavar="COST",
+        help="arweave: refuse an upload costing more (winston, or AR with a suffix: 0.5AR)",
+    )
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="arweave: keep the delta locally to post with later ones (not implemented yet)",
+    )
+    p.add_argument(
+        "--flush",
+        action="store_true",
+        help="arweave: post the batched deltas as one bundle (not implemented yet)",
+    )
     p.set_defaults(handler=_publish)
 
     from odfweb3.cli import status_cmds
@@ -52,9 +70,29 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     status_cmds.register(sub, common)
 
 
+def _winston(text: str) -> int:
+    """``--max-cost``: winston (an integer) or AR (``0.5AR``; 1 AR = 10^12 winston)."""
+    t = text.strip()
+    try:
+        if t.upper().endswith("AR"):
+            return int(Decimal(t[:-2].strip()) * 10**12)
+        return int(t)
+    except (ValueError, ArithmeticError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not winston or an amount like 0.5AR"
+        ) from None
+
+
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import TargetOptions, open_target
     from odfweb3.cli.keys_cmds import sealer_for_publish
+    from odfweb3.errors import UsageError
+
+    if args.batch or args.flush:
+        raise UsageError(
+            "--batch / --flush are not implemented yet: publish each update on its own "
+            "(one bundle, one L1 transaction per publish); nothing was sent"
+        )
 
     cid_version = args.cid_version
     if cid_version is None:
@@ -68,6 +106,11 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
             wallet=args.wallet or ctx.config.arweave_wallet,
             unpin_previous=args.unpin_previous,
             sealer=sealer,
+            max_cost=args.max_cost,
+            on_price=lambda winston, size: ctx.out.info(
+                f"price: {winston} winston ({Decimal(winston) / 10**12:.12f} AR) "
+                f"for {format_bytes(size)}; posting"
+            ),
         ),
     )
     out = ctx.out

@@ -1,0 +1,451 @@
+"""Live Arweave publishing (``--to arweave``): one bundle per publish, posted through a gateway.
+
+Commit order (DESIGN.md section 2), as :func:`odfweb3.publish.execute.publish_dataset`
+drives it:
+
+- ``inspect``: the latest upload record of this dataset *by this wallet* (GraphQL, see
+  :mod:`.resolve`). Saved state is used only when it names that record (or when its last
+  upload is still pending and the gateway knows the transaction); otherwise the state is
+  rebuilt from the network: the back-reference walk gives every record, their ``added``
+  maps give every path's file revision, a GraphQL ``ids`` lookup says which items the
+  gateway has. The planner then refuses a head that does not descend (``--force``).
+- ``upload``: plan and sign the bundle (:mod:`.publish_bundle`, the code ``bundle:DIR``
+  uses), spool it to a file under the state directory, ask ``/price/{bytes}`` (shown
+  through ``on_price`` before anything is posted; ``max_cost`` refuses above a limit),
+  check ``/wallet/{address}/balance``, sign an L1 transaction (``Bundle-Format: binary``,
+  ``Bundle-Version: 2.0.0``, ``App-Name``, ``App-Version``, ``ODF-Upload-Record``) anchored
+  at ``/tx_anchor``, and post it: inline when small, else header + chunks. A checkpoint
+  (the signed transaction, the spool file, the next chunk) is saved before the first byte
+  is posted, so an interrupted publish resumes the same transaction instead of paying
+  twice.
+- ``commit``: the record travels inside the bundle: once the gateway took the
+  transaction the update is visible (pending until mined). State records it as pending;
+  ``odfweb3 status`` asks the gateway for confirmations (:func:`upload_statuses`).
+- ``save``: publish state (temp file + rename), then the checkpoint and spool file go.
+
+The wallet only signs; it is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from odfweb3 import __version__
+from odfweb3.errors import BackendRejected, FormatError, UsageError
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.target import RemoteView, UploadResult
+
+from .ans104 import BUNDLE_TAGS
+from .arfs import app_tags
+from .bundle_plan import FileRef
+from .gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
+from .merkle import build_tree_from_stream
+from .publish_bundle import previous_from_state, sign_publish_bundle, write_bundle_file
+from .record import UploadRecord
+from .resolve import Upload, fetch_record, find_latest_upload, lookup_items, walk_uploads
+from .tags import Tag
+from .tx import from_json, new_transaction, sign_transaction, to_json_dict
+from .wallet import Wallet
+
+__all__ = ["GatewayTarget", "PriceFn", "upload_statuses"]
+
+PriceFn = Callable[[int, int], None]
+Clock = Callable[[], datetime]
+
+
+class GatewayTarget:
+    """An Arweave gateway with a wallet, as a publish target.
+
+    Args:
+        gateway: the gateway client.
+        wallet: the signing wallet (its address owns every upload).
+        states: publish state store (``config.state_dir``).
+        max_cost: refuse an upload whose fee (winston) is above this.
+        on_price: called with ``(winston, bundle bytes)`` before anything is posted.
+        app_version: ``App-Version`` tag.
+        clock: time source for ``Unix-Time``.
+        new_id: UUID source for ArFS ids.
+        publisher: the discovery descriptor's publisher (config).
+    """
+
+    def __init__(
+        self,
+        gateway: ArweaveGateway,
+        wallet: Wallet,
+        states: StateStore,
+        *,
+        max_cost: int | None = None,
+        on_price: PriceFn = lambda winston, size: None,
+        app_version: str = __version__,
+        clock: Clock = lambda: datetime.now(UTC),
+        new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+        publisher: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.wallet = wallet
+        self.states = states
+        self.max_cost = max_cost
+        self.on_price = on_price
+        self.app_version = app_version
+        self.clock = clock
+        self.new_id = new_id
+        self.publisher = publisher
+        self.name = f"arweave:{gateway.url}"
+
+    def __repr__(self) -> str:
+        return f"GatewayTarget({self.gateway.url}, owner={self.wallet.address})"
+
+    # -- step 2 ----------------------------------------------------------------------
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """The latest upload of ``dataset_id`` by this wallet; state checked against it."""
+        notes: list[str] = []
+        state = self.states.load(dataset_id, self.name)
+        if state is not None and state.extra.get("owner") != self.wallet.address:
+            notes.append(
+                f"saved state is for wallet {state.extra.get('owner')}: ignored, reading the "
+                f"uploads of {self.wallet.address} from {self.gateway.url}"
+            )
+            state = None
+        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
+        if state is not None and self._state_is_current(state, latest):
+            assert state.head is not None
+            has = frozenset(p for p in state.objects if p != "refs/head")
+            return RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
+        if latest is None:
+            if state is not None:
+                notes.append(
+                    f"{self.gateway.url} knows none of the saved uploads: publishing everything"
+                )
+            return RemoteView(head=None, notes=tuple(notes))
+        if state is not None:
+            notes.append("saved state is not the latest upload: rebuilt from the network")
+        else:
+            notes.append(f"no saved state: rebuilt from the uploads on {self.gateway.url}")
+        rebuilt, chain = self._rebuild(dataset_id, latest)
+        local_text = multihash_to_str(local_head)
+        ahead = latest.facts.head != local_text and any(u.facts.head == local_text for u in chain)
+        has = frozenset(p for p in rebuilt.objects if p != "refs/head")
+        return RemoteView(
+            head=multihash_from_str(latest.facts.head),
+            has=has,
+            ahead=ahead,
+            state=rebuilt,
+            notes=tuple(notes),
+        )
+
+    def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
+        record_id = state.record.get("recordId")
+        if latest is not None and latest.id == record_id:
+            return True
+        # Our last upload may not be indexed yet: trust it while the gateway has its tx
+        # and the network's latest is the upload it replaced.
+        prev = state.record.get("prevUpload")
+        if (latest is None and prev is None) or (latest is not None and latest.id == prev):
+            tx_id = state.record.get("bundleTxId")
+            if tx_id and self.gateway.tx_status(str(tx_id)).state != "not_found":
+                return True
+        return False
+
+    def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[PublishState, list[Upload]]:
+        chain = walk_uploads(self.gateway, latest)
+        records: list[UploadRecord] = [fetch_record(self.gateway, u) for u in chain]
+        added: dict[str, tuple[str, str, str]] = {}
+        for rec in records:
+            for path, a in rec.added.items():
+                added[path] = (a.file_id, a.data_item_id, a.meta_item_id)
+        known = lookup_items(self.gateway, [v[1] for v in added.values()])
+        objects: dict[str, dict[str, Any]] = {}
+        for path, (file_id, data_id, meta_id) in sorted(added.items()):
+            node = known.get(data_id)
+            if node is None:
+                continue  # the gateway lacks it: it will be sent again
+            size = int((node.get("data") or {}).get("size") or 0)
+            objects[path] = FileRef(file_id, data_id, meta_id, size).to_json()
+        last = records[-1]
+        state = PublishState(
+            dataset_id=dataset_id,
+            target=self.name,
+            head=multihash_from_str(last.head),
+            locator=last.manifest_id,
+            record={
+                "recordId": latest.id,
+                "manifestId": last.manifest_id,
+                "prevUpload": last.prev_upload,
+                "unixTime": last.unix_time,
+                "status": "pending" if latest.pending else "confirmed",
+            },
+            objects=objects,
+            extra={
+                "drive": last.drive.to_json(),
+                "owner": self.wallet.address,
+                "uploads": [
+                    {"recordId": u.id, "head": u.facts.head, "manifestId": u.facts.manifest_id}
+                    for u in chain
+                ],
+                "rebuilt": True,
+            },
+        )
+        return state, chain
+
+    # -- steps 3-5 -------------------------------------------------------------------
+
+    def _checkpoint_path(self, dataset_id: str) -> Path:
+        return self.states.path_for(dataset_id, self.name).with_suffix(".upload.json")
+
+    @property
+    def spool_dir(self) -> Path:
+        """Where bundles wait until their upload is confirmed by the gateway."""
+        return self.states.root / "arweave-spool"
+
+    def upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        """Sign, price, check the balance, post (see the module docstring)."""
+        where = str(self.states.path_for(plan.dataset_id, self.name))
+        previous = previous_from_state(view.state, where)
+        if plan.is_noop and previous is not None and view.state is not None:
+            return UploadResult(
+                locator=str(view.state.locator),
+                objects=view.state.objects,
+                extra=dict(view.state.extra, unchanged=True),
+                summary={"note": "nothing new: no transaction posted"},
+            )
+        checkpoint = self._load_checkpoint(plan, previous.record_id if previous else None)
+        if checkpoint is not None:
+            return self._post(plan.dataset_id, checkpoint, resumed=True)
+        prepared = sign_publish_bundle(
+            plan,
+            reader,
+            previous,
+            self.wallet,
+            unix_time=int(self.clock().timestamp()),
+            app_version=self.app_version,
+            publisher=self.publisher,
+            new_id=self.new_id,
+            progress=progress,
+        )
+        signed, bplan = prepared.signed, prepared.plan
+        spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
+        try:
+            reward = self.gateway.price(size)
+            self.on_price(reward, size)
+            if self.max_cost is not None and reward > self.max_cost:
+                raise UsageError(
+                    f"--max-cost: the upload costs {format_winston(reward)} for {size} bytes, "
+                    f"above the limit of {format_winston(self.max_cost)}; nothing was posted"
+                )
+            balance = self.gateway.balance(self.wallet.address)
+            if balance < reward:
+                raise BackendRejected(
+                    f"insufficient balance: wallet {self.wallet.address} has "
+                    f"{format_winston(balance)} on {self.gateway.url}, the upload costs "
+                    f"{format_winston(reward)}; fund the wallet (nothing was posted)",
+                    410,
+                    "insufficient balance",
+                )
+            with open(spool, "rb") as f:
+                tree = build_tree_from_stream(f, size)
+            tags = [
+                *BUNDLE_TAGS,
+                *app_tags(self.app_version),
+                Tag.of("ODF-Upload-Record", signed.record_id),
+            ]
+            tx = sign_transaction(
+                new_transaction(
+                    owner=self.wallet.owner,
+                    reward=reward,
+                    last_tx=self.gateway.tx_anchor(),
+                    tags=tags,
+                    data_size=size,
+                    data_root=tree.data_root,
+                ),
+                self.wallet,
+            )
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                spool.unlink()
+            raise
+        prev_uploads = list(view.state.extra.get("uploads", [])) if view.state else []
+        new_upload = {
+            "recordId": signed.record_id,
+            "head": bplan.head,
+            "manifestId": signed.manifest_id,
+            "bundleTxId": tx.id_b64,
+        }
+        checkpoint = {
+            "head": bplan.head,
+            "prevUpload": bplan.prev_upload,
+            "tx": to_json_dict(tx, include_data=False),
+            "spool": spool.name,
+            "nextChunk": 0,
+            "result": {
+                "locator": signed.manifest_id,
+                "objects": {p: ref.to_json() for p, ref in sorted(signed.files.items())},
+                "extra": {
+                    "drive": bplan.drive.to_json(),
+                    "owner": self.wallet.address,
+                    "recordId": signed.record_id,
+                    "prevUpload": bplan.prev_upload,
+                    "unixTime": bplan.unix_time,
+                    "bundleTxId": tx.id_b64,
+                    "bundleBytes": size,
+                    "bundleItems": len(signed.items),
+                    "reward": reward,
+                    "uploads": [*prev_uploads, new_upload],
+                    **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
+                },
+                "summary": {
+                    "transaction": tx.id_b64,
+                    "bundleItems": len(signed.items),
+                    "bundleBytes": size,
+                    "cost": format_winston(reward),
+                    "manifestId": signed.manifest_id,
+                    "recordId": signed.record_id,
+                    **prepared.descriptor,
+                },
+            },
+        }
+        self._save_checkpoint(plan.dataset_id, checkpoint)
+        return self._post(plan.dataset_id, checkpoint, resumed=False)
+
+    def _post(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+        tx = from_json(checkpoint["tx"])
+        spool = self.spool_dir / str(checkpoint["spool"])
+
+        def open_spool() -> BinaryIO:
+            return open(spool, "rb")
+
+        with open_spool() as f:
+            tree = build_tree_from_stream(f, tx.data_size)
+        if tree.data_root != tx.data_root:
+            raise FormatError(f"{spool}: spooled bundle changed; delete it and publish again")
+
+        def save(p: ChunkProgress) -> None:
+            checkpoint["nextChunk"] = p.next_chunk
+            self._save_checkpoint(dataset_id, checkpoint)
+
+        start = int(checkpoint.get("nextChunk", 0))
+        progress = ChunkProgress(tx.id_b64, start, save)
+        self.gateway.upload_data(tx, tree, open_spool, progress)
+        result = checkpoint["result"]
+        summary = dict(result["summary"])
+        if resumed:
+            summary["resumed"] = f"transaction {tx.id_b64} from chunk {start}"
+        return UploadResult(
+            locator=str(result["locator"]),
+            objects=dict(result["objects"]),
+            extra=dict(result["extra"]),
+            bytes_sent=int(tx.data_size),
+            summary=summary,
+        )
+
+    def _load_checkpoint(self, plan: PublishPlan, prev_upload: str | None) -> dict[str, Any] | None:
+        path = self._checkpoint_path(plan.dataset_id)
+        try:
+            doc = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            doc = None
+        if (
+            isinstance(doc, dict)
+            and doc.get("head") == multihash_to_str(plan.head)
+            and doc.get("prevUpload") == prev_upload
+            and (self.spool_dir / str(doc.get("spool"))).is_file()
+        ):
+            return doc
+        self._drop_checkpoint(plan.dataset_id, doc if isinstance(doc, dict) else None)
+        return None
+
+    def _save_checkpoint(self, dataset_id: str, doc: dict[str, Any]) -> None:
+        path = self._checkpoint_path(dataset_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, sort_keys=True), "utf-8")
+        tmp.replace(path)
+
+    def _drop_checkpoint(self, dataset_id: str, doc: dict[str, Any] | None) -> None:
+        if doc is not None and isinstance(doc.get("spool"), str):
+            with contextlib.suppress(FileNotFoundError):
+                (self.spool_dir / doc["spool"]).unlink()
+        with contextlib.suppress(FileNotFoundError):
+            self._checkpoint_path(dataset_id).unlink()
+
+    # -- steps 6-7 -------------------------------------------------------------------
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """The record is inside the posted bundle: assemble the (pending) state."""
+        if upload.extra.get("unchanged") and view.state is not None:
+            return view.state
+        extra = {k: v for k, v in upload.extra.items() if k != "unchanged"}
+        return PublishState(
+            dataset_id=plan.dataset_id,
+            target=self.name,
+            head=plan.head,
+            locator=upload.locator,
+            record={
+                "recordId": extra["recordId"],
+                "manifestId": upload.locator,
+                "bundleTxId": extra["bundleTxId"],
+                "prevUpload": extra["prevUpload"],
+                "unixTime": extra["unixTime"],
+                "reward": extra["reward"],
+                "status": "pending",
+            },
+            objects=upload.objects,
+            extra=extra,
+        )
+
+    def save(self, state: PublishState) -> None:
+        """Save the state, then drop the checkpoint and the spooled bundle."""
+        doc = None
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads(self._checkpoint_path(state.dataset_id).read_text("utf-8"))
+        self.states.save(state)
+        self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
+
+
+def upload_statuses(gateway: ArweaveGateway, state: PublishState) -> list[dict[str, Any]]:
+    """Per upload of ``state`` (oldest first): pending / confirmed, height, confirmations.
+
+    Uses ``/tx/{bundle}/status`` when the bundle transaction is known, else the record's
+    block in GraphQL and ``/info``'s height.
+    """
+    uploads = list(state.extra.get("uploads") or [])
+    if not uploads and state.record.get("recordId"):
+        uploads = [dict(state.record, head=multihash_to_str(state.head) if state.head else None)]
+    nodes = lookup_items(gateway, [str(u["recordId"]) for u in uploads if u.get("recordId")])
+    height: int | None = None
+    out: list[dict[str, Any]] = []
+    for u in uploads:
+        tx_id = u.get("bundleTxId")
+        if tx_id:
+            status = gateway.tx_status(str(tx_id))
+        else:
+            node = nodes.get(str(u.get("recordId")))
+            block = (node or {}).get("block")
+            if node is None:
+                status = TxStatus("not_found")
+            elif isinstance(block, dict) and block.get("height") is not None:
+                if height is None:
+                    height = int(gateway.info()["height"])
+                h = int(block["height"])
+                status = TxStatus("confirmed", height=h, confirmations=max(height - h, 0))
+            else:
+                status = TxStatus("pending")
+        out.append({**u, **status.to_json()})
+    return out
