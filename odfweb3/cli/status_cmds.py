@@ -109,6 +109,24 @@ def _ipfs_targets(ctx: Any, states: list[PublishState]) -> Iterator[tuple[Publis
         yield state, opened[api]
 
 
+def _arweave_uploads(ctx: Any, states: list[PublishState], rows: list[dict[str, Any]]) -> None:
+    """Per Arweave upload: pending / confirmed (block height) and confirmations."""
+    from odfweb3.adapters.arweave.gateway import ArweaveGateway
+    from odfweb3.adapters.arweave.gateway_target import upload_statuses
+
+    for state in states:
+        if not state.target.startswith("arweave:"):
+            continue
+        row = next(
+            r for r in rows if r["target"] == state.target and r["datasetId"] == state.dataset_id
+        )
+        try:
+            with ArweaveGateway(state.target[len("arweave:") :]) as gateway:
+                row["uploads"] = upload_statuses(gateway, state)
+        except OdfWeb3Error as exc:
+            row["node"] = {"error": str(exc)}
+
+
 def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
     if not validity:
         return "-", False
@@ -170,6 +188,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 "expired": seen.expired,
             }
             row["validity"] = seen.record.expires_at.isoformat()
+    if not args.offline:
+        _arweave_uploads(ctx, states, rows)
     warnings = 0
     for row in rows:
         text, soon = _expiry_text(row["validity"], now)
@@ -215,6 +235,12 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 lines.append("  node       has no record for the name")
             if row["pending"]:
                 lines.append("  pending    an interrupted publish: run publish again")
+            for u in row.get("uploads") or []:
+                where = f"block {u['height']}, {u['confirmations']} confirmations"
+                lines.append(
+                    f"  upload     {u.get('recordId')}  {u['state']}"
+                    + (f" ({where})" if u["state"] == "confirmed" else "")
+                )
         return "\n".join(lines)
 
     ctx.out.result({"targets": rows, "warnings": warnings}, human)

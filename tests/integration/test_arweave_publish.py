@@ -264,3 +264,38 @@ def test_non_descending_head_is_refused(arlocal, wallet, tmp_path) -> None:
         publish_dataset(fork, make_target(arlocal, wallet, tmp_path / "s2"))
     forced = publish_dataset(fork, make_target(arlocal, wallet, tmp_path / "s2"), force=True)
     assert forced.plan.forced
+
+
+def test_cli_publish_status_and_wallet_from_env(arlocal, wallet, tmp_path, capsys) -> None:
+    from odfweb3.adapters.arweave.wallet import save_wallet
+    from odfweb3.cli.main import main
+
+    arlocal.mint(wallet.address, RICH)
+    wallet_path = tmp_path / "wallet.json"
+    save_wallet(wallet, wallet_path)
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=4_000, seed=68).path
+    env = {
+        "HOME": str(tmp_path),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
+        "ODFWEB3_ARWEAVE_GATEWAY": arlocal.url,
+        "ODFWEB3_ARWEAVE_WALLET": str(wallet_path),
+    }
+    assert main(["publish", str(ds), "--to", "arweave", "--max-cost", "1AR", "--json"], env) == 0
+    published = json.loads(capsys.readouterr().out)  # (--json: the price is in the result)
+    assert published["cost"].endswith(" AR)") and "winston" in published["cost"]
+    assert published["transaction"] and published["record"]["status"] == "pending"
+    assert main(["status", str(ds), "--json"], env) == 0
+    rows = json.loads(capsys.readouterr().out)["targets"]
+    (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
+    assert [u["state"] for u in row["uploads"]] == ["pending"]
+    arlocal.mine(1)
+    assert main(["status", str(ds), "--json"], env) == 0
+    rows = json.loads(capsys.readouterr().out)["targets"]
+    (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
+    assert row["uploads"][0]["state"] == "confirmed" and row["uploads"][0]["height"] >= 1
+    append_blocks(ds, 1, data_bytes=1_000, seed=3)
+    assert main(["publish", str(ds), "--to", "arweave"], env) == 0  # human mode: price on stderr
+    err = capsys.readouterr().err
+    assert "price:" in err and "winston" in err and " AR)" in err
+    # --batch is refused, saying so
+    assert main(["publish", str(ds), "--to", "arweave", "--batch"], env) == 64
