@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODES := tests/nodes
 NODES_STAMP := $(NODES)/.installed
 
-.PHONY: demo test lint typecheck unit integration install nodes schemas bench clean
+.PHONY: demo test lint typecheck unit integration install nodes schemas bench clean docs diagrams
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,12 +39,21 @@ unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/contract
 
 test: $(STAMP) $(NODES_STAMP)
-	$(MAKE) lint typecheck
+	$(MAKE) lint typecheck docs
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 # Regenerate the FlatBuffers code and the typed model from schemas/odf.fbs.
 schemas: $(STAMP)
 	bash tools/gen_schemas.sh
+
+# The documentation site: regenerate docs/cli.md from the parser, build with --strict (any
+# broken link or anchor, or page missing from the nav, fails). Diagrams: docs/img/*.svg.
+docs: $(STAMP)
+	$(PY) tools/gen_cli_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
+diagrams: $(STAMP)
+	$(PY) tools/diagrams.py
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
