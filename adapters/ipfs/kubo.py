@@ -100,6 +100,13 @@ class RpcStats:
     retries: int = 0
     bytes_sent: int = 0
     by_endpoint: dict[str, int] | None = None
+    seconds: dict[str, float] | None = None
+
+    def timed(self, endpoint: str, seconds: float) -> None:
+        """Add ``seconds`` of wall time spent in ``endpoint`` (until its answer was read)."""
+        if self.seconds is None:
+            self.seconds = {}
+        self.seconds[endpoint] = self.seconds.get(endpoint, 0.0) + seconds
 
     def count(self, endpoint: str) -> None:
         """Count one call to ``endpoint``."""
@@ -218,6 +225,7 @@ class KuboClient:
         attempt = 0
         while True:
             self.stats.count(endpoint)
+            started = time.perf_counter()
             stream: BinaryIO | None = None
             try:
                 files = None
@@ -284,6 +292,7 @@ class KuboClient:
                 return
             finally:
                 response.close()
+                self.stats.timed(endpoint, time.perf_counter() - started)
 
     def call(
         self,
@@ -477,6 +486,14 @@ class KuboClient:
             raise BackendRejected(
                 f"{self._where('pin/add')}: node pinned {pins[0]}, not {cid}", 200, "wrong pin"
             )
+
+    def pin_update(self, old: Cid, new: Cid, *, timeout: float | None = 3600.0) -> None:
+        """Pin ``new`` recursively walking only what differs from pinned ``old`` (Kubo).
+
+        ``unpin=false`` keeps ``old`` pinned. js-ipfs has no ``pin/update`` (404): callers
+        fall back to :meth:`pin_add`, which walks the whole DAG.
+        """
+        self.call("pin/update", [old.encode(), new.encode()], {"unpin": False}, timeout=timeout)
 
     def pin_rm(self, cid: Cid) -> None:
         """Unpin ``cid`` (blocks shared with other pins stay)."""

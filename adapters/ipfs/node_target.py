@@ -312,7 +312,7 @@ class IpfsNodeTarget:
                 0,
                 "root missing after import",
             )
-        self.client.pin_add(root)
+        self._pin(root)
         objects = {p: link.to_json() for p, link in dag.objects.items()}
         dir_hex = sorted(c.hex() for c in dag.dir_blocks)
         self._checkpoint(plan, prev, root.encode(), objects, dir_hex)
@@ -332,6 +332,19 @@ class IpfsNodeTarget:
                 "pinned": root.encode(),
             },
         )
+
+    def _pin(self, root: Cid) -> None:
+        """Pin the new root: ``pin/update`` from the previous root where the node has it
+        (Kubo: walks only the difference), else ``pin/add`` (walks the whole DAG)."""
+        previous = self._previous_root
+        if previous and previous != root.encode() and self.client.node.kind == "kubo":
+            try:
+                self.client.pin_update(Cid.decode(previous), root)
+                return
+            except BackendRejected as exc:
+                if exc.status not in (404, 405):
+                    raise
+        self.client.pin_add(root)
 
     def _checkpoint(
         self,
