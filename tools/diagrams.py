@@ -275,7 +275,7 @@ _TARGETS: tuple[tuple[str, tuple[str, str], tuple[Cell, ...]], ...] = (
             (),
             ("block/stat, pin/ls", "routing/get (verified)"),
             (),
-            ("one delta CAR → dag/import", "pin/add root"),
+            ("one delta CAR → dag/import", "pin/update or pin/add"),
             ("routing/put (Kubo)", "dht/put or name/publish"),
             ("state file",),
         ),
