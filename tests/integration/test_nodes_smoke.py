@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import subprocess
 
+import pytest
 from multiformats import CID
 
 from tests.support.nodes import ArlocalNode, IpfsNode
-from tests.support.oracles import require_oracles
+from tests.support.oracles import OracleError, require_oracles, run_oracle
 
 PAYLOAD = b"odfweb3 test node smoke\n"
 
@@ -82,3 +83,8 @@ def test_oracle_packages_import() -> None:
         '{"ipns":"function","keys":"function","peerId":"function",'
         '"arweave":"function","arbundles":"function"}'
     )
+
+
+def test_run_oracle_names_a_missing_script() -> None:
+    with pytest.raises(OracleError, match=r"no_such_oracle\.mjs does not exist"):
+        run_oracle("no_such_oracle.mjs", "x", input=b"")
