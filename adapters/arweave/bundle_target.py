@@ -38,7 +38,7 @@ from odfweb3 import __version__
 from odfweb3.errors import ConflictError, FormatError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import PublishState, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 
 from .ans104 import BUNDLE_TAGS
@@ -239,7 +239,7 @@ class BundleTarget:
                 "filesWritten": list(self._written),
             }
         )
-        data = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+        data = (state_json_text(doc) + "\n").encode()
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.out_dir)
         _public_mode(fd)
         try:

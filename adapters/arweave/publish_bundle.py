@@ -149,7 +149,8 @@ def sign_publish_bundle(
         record_extra_tags=record_tags,
         new_id=new_id,
     )
-    desc = _Descriptor(list(walk_chain(reader, plan.head)), publisher, app_version)
+    chain = list(plan.chain) or list(walk_chain(reader, plan.head))
+    desc = _Descriptor(chain, publisher, app_version)
     signed = sign_bundle(
         bundle_plan,
         wallet,

@@ -44,7 +44,7 @@ from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import PublishState, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
@@ -203,7 +203,7 @@ class CarTarget:
             desc |= self._write_envelope(self.sealer)
         return UploadResult(
             locator=dag.root.cid.encode(),
-            objects={p: link.to_json() for p, link in dag.objects.items()},
+            objects=dag.objects_json(prev.objects if prev else {}),
             extra={
                 "cidVersion": self.cid_version,
                 "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
@@ -246,7 +246,7 @@ class CarTarget:
         name = IpnsName.from_public_key(
             public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
         )
-        entries = list(walk_chain(reader, plan.head))
+        entries = list(plan.chain) or list(walk_chain(reader, plan.head))
         doc = build_descriptor(entries, self.publisher, {"ipfs": root, "ipns": str(name)})
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         if errors:
@@ -330,7 +330,7 @@ class CarTarget:
                 ],
             }
         )
-        write_atomic(self.summary_path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+        write_atomic(self.summary_path, (state_json_text(doc) + "\n").encode())
 
 
 def head_of_summary(path: Path) -> bytes | None:

@@ -66,6 +66,17 @@ class DatasetDag:
     new_blocks: int = 0
     new_bytes: int = 0
     dirs: dict[str, DirNode] = field(default_factory=dict)
+    reused: frozenset[str] = frozenset()
+
+    def objects_json(self, previous: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Per-object state entries: the previous publish's entries for reused objects
+        (no re-encoding of thousands of CIDs), fresh ones for new objects."""
+        return {
+            path: dict(previous[path])
+            if path in self.reused and path in previous
+            else link.to_json()
+            for path, link in self.objects.items()
+        }
 
 
 def build_dataset_dag(
@@ -123,11 +134,14 @@ def build_dataset_dag(
             sink(cid, block)
 
     links: dict[str, ObjectLink] = {}
+    reused: set[str] = set()
     folders: dict[str, dict[str, Entry]] = {name: {} for name in _TOP_DIRS}
     for obj in objects:
         path = obj.path
         link = previous.get(path)
-        if link is None:
+        if link is not None:
+            reused.add(path)
+        else:
             with open_for_publish(reader, obj, sealer) as stream:
                 node: FileNode = import_file(
                     cast(BinaryIO, stream), cid_version=cid_version, sink=file_sink
@@ -155,4 +169,6 @@ def build_dataset_dag(
         cid_version=cid_version,
         sink=dir_sink,
     )
-    return DatasetDag(root, links, frozenset(dir_cids), new_blocks, new_bytes, dirs)
+    return DatasetDag(
+        root, links, frozenset(dir_cids), new_blocks, new_bytes, dirs, frozenset(reused)
+    )

@@ -313,7 +313,7 @@ class IpfsNodeTarget:
                 "root missing after import",
             )
         self._pin(root)
-        objects = {p: link.to_json() for p, link in dag.objects.items()}
+        objects = dag.objects_json(prev.objects if prev else {})
         dir_hex = sorted(c.hex() for c in dag.dir_blocks)
         self._checkpoint(plan, prev, root.encode(), objects, dir_hex)
         return UploadResult(

@@ -18,7 +18,7 @@ Relations between the local head and the target's head (DESIGN.md section 2, ste
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from odfweb3.errors import ConflictError
@@ -44,6 +44,8 @@ class PublishPlan:
         new_blocks: how many blocks the target does not have.
         send: objects to upload (not at the target yet), in chain order head first.
         objects: every object of the dataset (the full layout the target will hold).
+        chain: the verified local chain, head first, for targets that need the blocks
+            themselves (the discovery descriptor) without walking the chain again.
     """
 
     dataset_id: str
@@ -55,6 +57,7 @@ class PublishPlan:
     new_blocks: int
     send: tuple[DatasetObject, ...]
     objects: tuple[DatasetObject, ...]
+    chain: tuple[ChainEntry, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def send_bytes(self) -> int:
@@ -132,7 +135,9 @@ def plan_publish(
     if remote_head is None:
         send = tuple(o for o in objects if o.path not in remote_has)
         new_blocks = sum(1 for o in send if o.kind == "block")
-        return PublishPlan(dataset_id, target, head, None, "new", False, new_blocks, send, objects)
+        return PublishPlan(
+            dataset_id, target, head, None, "new", False, new_blocks, send, objects, tuple(entries)
+        )
     position = next((i for i, e in enumerate(entries) if e.hash == remote_head), None)
     relation: Relation
     if position == 0:
@@ -168,4 +173,5 @@ def plan_publish(
         new_blocks,
         send,
         objects,
+        tuple(entries),
     )

@@ -23,7 +23,14 @@ from typing import Any, Final
 from odfweb3.errors import FormatError
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 
-__all__ = ["STATE_VERSION", "PublishState", "StateStore", "load_state_file", "save_state_file"]
+__all__ = [
+    "STATE_VERSION",
+    "PublishState",
+    "StateStore",
+    "load_state_file",
+    "save_state_file",
+    "state_json_text",
+]
 
 STATE_VERSION: Final = 1
 
@@ -88,13 +95,24 @@ class PublishState:
             raise FormatError(f"{where}: malformed publish state ({exc})") from None
 
 
+def state_json_text(doc: dict[str, Any]) -> str:
+    """JSON text of a state document: indented while small, compact when large.
+
+    ``json`` only uses its C encoder without indentation; a state with tens of
+    thousands of objects takes seconds to indent in pure Python.
+    """
+    objects = doc.get("objects")
+    large = isinstance(objects, dict) and len(objects) > 1000
+    return json.dumps(doc, indent=None if large else 1, sort_keys=True)
+
+
 def save_state_file(path: Path, state: PublishState) -> None:
     """Write state atomically (temp file + fsync + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(state.to_json(), f, indent=1, sort_keys=True)
+            f.write(state_json_text(state.to_json()))
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
