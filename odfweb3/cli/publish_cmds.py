@@ -155,8 +155,9 @@ def _human(o: PublishOutcome) -> str:
     assert o.upload is not None
     lines.append(f"  root         {o.upload.locator}")
     lines.append(f"  sent         {format_bytes(o.upload.bytes_sent)}")
-    for k, v in o.upload.summary.items():
-        lines.append(f"  {k:<12} {v}")
-    for k, v in o.state.record.items():
-        lines.append(f"  {k:<12} {v}")
+    shown: dict[str, object] = {}
+    for k, v in (*o.upload.summary.items(), *o.state.record.items()):
+        if k not in shown:  # summary and record may repeat a fact (record id, manifest)
+            shown[k] = v
+            lines.append(f"  {k:<12} {v}")
     return "\n".join(lines)
