@@ -14,34 +14,44 @@ Target names:
   ``ODFWEB3_ARWEAVE_GATEWAY`` unless given) with a wallet.
 
 Replicas: ``car:DIR``, ``ar://<record-or-manifest-id>`` (through the configured gateway),
-or a dataset directory.
+``ipfs://<cid>``, ``ipns://<name>``, ``ipns://<domain>`` (DNSLink), ``did:odf:…`` (looked up
+on the configured targets: the IPNS name derived from the dataset key, then Arweave uploads
+by the owner known from publish state or given), or a dataset directory. IPFS is read through
+the gateway ``ipfs.gateway`` / ``ODFWEB3_IPFS_GATEWAY`` and, for raw blocks, records and DNS,
+the RPC API ``ipfs.api`` / ``ODFWEB3_IPFS_API``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import UsageError
+from odfweb3.errors import BackendError, NotFound, ResolutionError, UsageError
 from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.target import PublishTarget
 from odfweb3.replica import LocalReplica, Replica
+from odfweb3.resolve import NameClaims, ResolvedDataset, resolve_dataset
 
 if TYPE_CHECKING:
     from .arweave.gateway_target import GatewayTarget
+    from .ipfs.gateway_replica import DnsTxtLookup, IpfsAccess
     from .ipfs.node_target import IpfsNodeTarget
 
 __all__ = [
     "TargetOptions",
+    "ipfs_access",
     "open_arweave_target",
     "open_ipfs_target",
     "open_replica",
     "open_target",
+    "resolve_ref",
 ]
 
 
@@ -52,7 +62,7 @@ class TargetOptions:
     cid_version: int = 1
     wallet: Path | None = None
     unpin_previous: bool = False
-    sealer: Sealer | None = None  # encrypt (DESIGN.md section 6); only car: so far
+    sealer: Sealer | None = None  # encrypt (DESIGN.md section 6): car:, ipfs
     max_cost: int | None = None  # arweave: refuse an upload above this many winston
     on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
 
@@ -65,10 +75,10 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
     """
     options = options or TargetOptions()
     kind, _, arg = spec.partition(":")
-    if options.sealer is not None and kind != "car":
+    if options.sealer is not None and kind not in ("car", "ipfs"):
         raise UsageError(
-            f"--to {spec}: encrypted publishing is implemented for car:DIR only so far; "
-            "nothing was sent"
+            f"--to {spec}: encrypted publishing is implemented for car:DIR and ipfs only so "
+            "far; nothing was sent"
         )
     if kind == "car":
         if not arg:
@@ -123,6 +133,7 @@ def open_ipfs_target(
         gateway_url=config.ipfs_gateway,
         cid_version=options.cid_version,
         unpin_previous=options.unpin_previous,
+        sealer=options.sealer,
     )
 
 
@@ -162,8 +173,142 @@ def open_arweave_target(
     )
 
 
-def open_replica(ref: str, config: Config) -> Replica:
-    """A read-only replica for ``ref``: ``car:DIR``, or a local dataset directory.
+def ipfs_access(
+    config: Config,
+    *,
+    dns: DnsTxtLookup | None = None,
+    now: Callable[[], datetime] | None = None,
+    trustless: bool = False,
+) -> IpfsAccess:
+    """How IPFS names are read: the configured gateway and RPC API, and the replay memory."""
+    from .ipfs.gateway_replica import IpfsAccess, IpfsGateway, SequenceMemory
+    from .ipfs.kubo import KuboClient
+
+    access = IpfsAccess(
+        IpfsGateway(config.ipfs_gateway),
+        KuboClient(config.ipfs_api, timeout=30.0, retries=1),
+        dns=dns,
+        memory=SequenceMemory(config.state_dir / "ipns-seen.json"),
+        trustless=trustless,
+    )
+    if now is not None:
+        access.now = now
+    return access
+
+
+def _arweave_claims(ref: str, config: Config) -> tuple[Replica, NameClaims]:
+    from .arweave.arfs import tag_value
+    from .arweave.gateway import ArweaveGateway
+    from .arweave.replica import open_ar_replica
+    from .arweave.resolve import item_tags, lookup_items
+
+    gateway = ArweaveGateway(config.arweave_gateway)
+    replica = open_ar_replica(gateway, ref)
+    item_id = ref.removeprefix("ar://").strip("/")
+    tags = item_tags(lookup_items(gateway, [item_id]).get(item_id) or {})
+    head = replica.expected_head
+    return replica, NameClaims(
+        locator=f"ar://{replica.manifest_id}",
+        dataset_id=tag_value(tags, "ODF-Dataset-Id"),
+        head=multihash_from_str(head) if head else None,
+        notes=(f"read through {gateway.url}; every block and object re-hashed",),
+    )
+
+
+def _did_candidates(
+    did: str, config: Config, access: IpfsAccess, owner: str | None
+) -> tuple[list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]], list[str]]:
+    """Where a dataset ID may be found: its own IPNS name, and Arweave uploads by a known owner."""
+    from odfweb3.odf.identity import DatasetId
+    from odfweb3.publish.state import StateStore
+
+    from .arweave.gateway import ArweaveGateway
+    from .ipfs.gateway_replica import open_ipns_name
+    from .ipfs.libp2p_keys import IpnsName
+
+    name = IpnsName.from_public_key(DatasetId.parse(did).public_key)
+    out: list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]] = [
+        (f"ipns://{name}", lambda: open_ipns_name(f"ipns://{name}", access, name))
+    ]
+    skipped: list[str] = []
+    gateway = ArweaveGateway(config.arweave_gateway)
+    if owner is None:
+        state = StateStore(config.state_dir).load(did, f"arweave:{gateway.url}")
+        known = state.extra.get("owner") if state is not None else None
+        owner = str(known) if known else None
+    if owner is None:
+        skipped.append(
+            "Arweave not searched: no owner known for this dataset (anyone can post its tags); "
+            "pass --owner ADDRESS"
+        )
+    else:
+        from .arweave.resolve import find_latest_upload
+
+        latest = find_latest_upload(gateway, owner, did)
+        if latest is None:
+            skipped.append(f"Arweave {gateway.url}: no upload of {did} by {owner}")
+        else:
+            ref = f"ar://{latest.id}"
+            out.append((ref, lambda: _arweave_claims(ref, config)))
+    return out, skipped
+
+
+def resolve_ref(
+    ref: str,
+    config: Config,
+    *,
+    dns: DnsTxtLookup | None = None,
+    now: Callable[[], datetime] | None = None,
+    owner: str | None = None,
+    trustless: bool = False,
+) -> list[tuple[Replica, ResolvedDataset]]:
+    """Resolve ``ref`` (see the module docstring) and check it (:mod:`odfweb3.resolve`).
+
+    A ``did:odf`` may be found in several places: one entry each, the IPNS name first.
+
+    Raises:
+        UsageError: an unknown reference form.
+        ResolutionError / ReplicaMismatch / IntegrityError / BackendError: what failed.
+    """
+    if ref.startswith(("ipfs://", "ipns://")):
+        from .ipfs.gateway_replica import open_ipfs_ref
+
+        ipfs_replica, claims = open_ipfs_ref(
+            ref, ipfs_access(config, dns=dns, now=now, trustless=trustless)
+        )
+        return [(ipfs_replica, resolve_dataset(ref, ipfs_replica, claims))]
+    if ref.startswith("ar://"):
+        replica, claims = _arweave_claims(ref, config)
+        return [(replica, resolve_dataset(ref, replica, claims))]
+    if ref.startswith("did:odf:"):
+        access = ipfs_access(config, dns=dns, now=now, trustless=trustless)
+        candidates, problems = _did_candidates(ref, config, access, owner)
+        found: list[tuple[Replica, ResolvedDataset]] = []
+        for where, opener in candidates:
+            try:
+                replica, claims = opener()
+                found.append(
+                    (replica, resolve_dataset(where, replica, claims, expect_dataset_id=ref))
+                )
+            except (ResolutionError, NotFound, BackendError) as exc:
+                problems.append(f"{where}: {exc}")
+        if not found:
+            raise ResolutionError(f"{ref}: found on no configured target: {'; '.join(problems)}")
+        return found
+    raise UsageError(f"cannot resolve {ref!r}: use ipns://, ipfs://, ar:// or did:odf:")
+
+
+def open_replica(
+    ref: str,
+    config: Config,
+    *,
+    dns: DnsTxtLookup | None = None,
+    now: Callable[[], datetime] | None = None,
+) -> Replica:
+    """A read-only replica for ``ref`` (see the module docstring).
+
+    Names (``ipfs://``, ``ipns://``, ``did:odf:``) are resolved and checked first
+    (:func:`resolve_ref`); the replica returned is the first found.
 
     Raises:
         UsageError: an unknown reference form.
@@ -178,6 +323,11 @@ def open_replica(ref: str, config: Config) -> Replica:
         from .arweave.replica import open_ar_replica
 
         return open_ar_replica(ArweaveGateway(config.arweave_gateway), ref)
+    if ref.startswith(("ipfs://", "ipns://", "did:odf:")):
+        return resolve_ref(ref, config, dns=dns, now=now)[0][0]
     if "://" not in ref and Path(ref).is_dir():
         return LocalReplica(DatasetReader.open(ref))
-    raise UsageError(f"cannot open replica {ref!r}: use car:DIR, ar://ID or a dataset directory")
+    raise UsageError(
+        f"cannot open replica {ref!r}: use car:DIR, ar://ID, ipfs://CID, ipns://NAME, "
+        "ipns://DOMAIN, did:odf:… or a dataset directory"
+    )

@@ -1,4 +1,4 @@
-"""Commands that read replicas: ``verify``, ``pull``."""
+"""Commands that read replicas: ``resolve``, ``verify``, ``pull``."""
 
 from __future__ import annotations
 
@@ -69,11 +69,53 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "in parallel, verify every hash and size, write objects first and refs/head last. "
         "Incremental when DEST holds an ancestor; a diverged DEST is refused unless --force.",
     )
-    p.add_argument("ref", help="replica: car:DIR, ipns://NAME, ipfs://CID, ar://ID, or a directory")
+    p.add_argument(
+        "ref",
+        help="replica: ipns://NAME, ipns://DOMAIN, ipfs://CID, ar://ID, did:odf:…, car:DIR, "
+        "or a directory",
+    )
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
     p.add_argument("--force", action="store_true", help="replace a diverged destination head")
     p.set_defaults(handler=_pull)
+
+    p = sub.add_parser(
+        "resolve",
+        parents=[common],
+        help="resolve a name to a dataset: ID, head, locator, IPNS sequence and expiry",
+        description="Resolve REF and check it: IPNS records are fetched raw and verified locally "
+        "(signature, name binding, expiry, no replay of an older sequence), the record's "
+        "_odf.head must equal the refs/head served and _odf.datasetId the Seed's ID; the chain "
+        "is walked to the Seed, every block re-hashed. REF: ipns://NAME, ipns://DOMAIN "
+        "(DNSLink), ipfs://CID, ar://RECORD-OR-MANIFEST, or did:odf:… (looked up as the IPNS "
+        "name of the dataset key, and on Arweave by the owner from publish state or --owner). "
+        "IPFS is read through ipfs.gateway / ODFWEB3_IPFS_GATEWAY and ipfs.api / "
+        "ODFWEB3_IPFS_API.",
+    )
+    p.add_argument("ref", help="ipns://NAME, ipns://DOMAIN, ipfs://CID, ar://ID or did:odf:…")
+    p.add_argument(
+        "--owner",
+        metavar="ADDRESS",
+        help="with did:odf: the Arweave wallet address that publishes the dataset",
+    )
+    p.add_argument(
+        "--trustless",
+        action="store_true",
+        help="IPFS: read every block and object as CID-verified raw blocks, not by path",
+    )
+    p.set_defaults(handler=_resolve)
+
+
+def _resolve(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters import resolve_ref
+
+    found = resolve_ref(args.ref, ctx.config, owner=args.owner, trustless=args.trustless)
+    results = [r for _, r in found]
+    ctx.out.result(
+        {"ref": args.ref, "results": [r.to_json() for r in results]},
+        lambda: "\n".join(r.describe() for r in results),
+    )
+    return 0
 
 
 def _verify(args: argparse.Namespace, ctx: Any) -> int:

@@ -1,0 +1,128 @@
+"""A loopback HTTP proxy in front of a real node or gateway that can be told to lie.
+
+Used by the integration tests to play a dishonest or failing gateway/RPC API, with the real
+js-ipfs node behind it (a fault a real node cannot be made to produce; the node itself is
+never replaced). Every request is forwarded to ``upstream`` (GET and POST, body and query
+kept, redirects followed upstream so the client never bypasses the proxy). Faults:
+
+- ``flip``: a path substring; the first byte of matching answers is XOR-ed with 0x01;
+- ``rewrite``: ``(old, new)`` replaced in the request path before forwarding (serve another
+  dataset's root under this one's path);
+- ``replay_record``: raw IPNS record bytes answered for RPC ``dht/get`` / ``routing/get``
+  (an older, validly signed record replayed);
+- ``fail_after``: ``(substring, n)``; after ``n`` matching requests, each further one has its
+  connection closed without an answer (an interrupted transfer).
+
+``requests`` lists the paths asked (for counting what a resumed pull fetched again).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+
+__all__ = ["LyingProxy", "lying_proxy"]
+
+_HOP_HEADERS = {"connection", "transfer-encoding", "content-length", "content-encoding", "host"}
+
+
+class LyingProxy:
+    """State of one proxy (see the module docstring)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.flip: str | None = None
+        self.rewrite: tuple[str, str] | None = None
+        self.replay_record: bytes | None = None
+        self.fail_after: tuple[str, int] | None = None
+        self.requests: list[str] = []
+        self._matched = 0
+        self._lock = threading.Lock()
+        self._client = httpx.Client(timeout=60.0, follow_redirects=True)
+        self._server: ThreadingHTTPServer | None = None
+        self.url = ""
+
+    def honest(self) -> None:
+        """Stop lying and failing."""
+        self.flip = self.rewrite = self.replay_record = self.fail_after = None
+        self._matched = 0
+
+    def count(self, part: str) -> int:
+        """How many requests asked a path containing ``part``."""
+        return sum(1 for r in self.requests if part in r)
+
+    def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        path = h.path
+        with self._lock:
+            self.requests.append(path)
+            if self.fail_after is not None and self.fail_after[0] in path:
+                self._matched += 1
+                if self._matched > self.fail_after[1]:
+                    h.close_connection = True
+                    return  # no answer at all: the client sees a dropped connection
+        if self.rewrite is not None:
+            path = path.replace(*self.rewrite)
+        if self.replay_record is not None and ("/dht/get" in path or "/routing/get" in path):
+            line = {"Extra": base64.b64encode(self.replay_record).decode(), "Type": 5}
+            self._answer(h, 200, "application/json", (json.dumps(line) + "\n").encode())
+            return
+        length = int(h.headers.get("content-length") or 0)
+        body = h.rfile.read(length) if length else None
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_HEADERS}
+        r = self._client.request(method, self.upstream + path, content=body, headers=headers)
+        data = r.content
+        if self.flip is not None and self.flip in path and data:
+            data = bytes([data[0] ^ 0x01]) + data[1:]
+        self._answer(h, r.status_code, r.headers.get("content-type", ""), data)
+
+    @staticmethod
+    def _answer(h: BaseHTTPRequestHandler, status: int, ctype: str, data: bytes) -> None:
+        h.send_response(status)
+        if ctype:
+            h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def start(self) -> None:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                proxy._handle(self, "GET")
+
+            def do_POST(self) -> None:
+                proxy._handle(self, "POST")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        self._client.close()
+
+
+@contextmanager
+def lying_proxy(upstream: str) -> Iterator[LyingProxy]:
+    """A started proxy in front of ``upstream``, stopped afterwards."""
+    proxy = LyingProxy(upstream)
+    proxy.start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
