@@ -22,6 +22,12 @@ DESIGN.md sections 2 and 4, in commit order:
   (no extension: resolvers read ``refs/head``). The record read back must be ours.
 - ``save``: state via :class:`~odfweb3.publish.state.StateStore`; then, only with
   ``unpin_previous``, the previous root is unpinned (shared blocks stay pinned).
+
+Encrypted publishes (``sealer``, DESIGN.md section 6) use the scheme of ``car:DIR``: every
+object and ``refs/head`` under the root is ciphertext at the same path; the key envelope
+is its own UnixFS file, sent in the same ``dag/import`` and pinned on its own; its CID is
+in the state (``extra.keyEnvelope``) and in the record's ``_odf`` map as ``keyEnvelope``.
+No discovery descriptor is published (it would reveal the dataset's metadata).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +44,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from odfweb3.crypto.keystore import Keystore
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.crypto.segments import MAGIC
 from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -60,6 +68,7 @@ from .ipns import (
 )
 from .kubo import KuboClient
 from .libp2p_keys import IpnsName, public_key_bytes
+from .unixfs import import_bytes
 
 __all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
 
@@ -108,6 +117,11 @@ def _dataset_key(keystore: Keystore, dataset_id: str) -> Ed25519PrivateKey | Non
 def _head_of(client: KuboClient, node_record: NodeRecord, root: Cid) -> bytes:
     """The head a record points at: ``_odf.head``, checked against ``refs/head`` on the node."""
     served = client.cat(f"/ipfs/{root.encode()}/refs/head", max_size=256)
+    odf = node_record.record.odf
+    if served.startswith(MAGIC) and odf is not None:
+        # An encrypted dataset: refs/head is ciphertext; the record's head is all we have
+        # without the key (pull decrypts refs/head and checks it against the chain).
+        return multihash_from_str(odf.head)
     try:
         head = multihash_from_str(served.decode("ascii").strip())
     except (UnicodeDecodeError, FormatError, ValueError):
@@ -115,7 +129,6 @@ def _head_of(client: KuboClient, node_record: NodeRecord, root: Cid) -> bytes:
             f"/ipfs/{root}/refs/head on the node is not a multihash; the name does not point "
             "at an ODF dataset"
         ) from None
-    odf = node_record.record.odf
     if odf is not None and multihash_from_str(odf.head) != head:
         raise FormatError(
             f"IPNS record says head {odf.head} but /ipfs/{root}/refs/head is "
@@ -137,6 +150,7 @@ class IpfsNodeTarget:
         unpin_previous: unpin the previous root after the name moved.
         tmp_dir: where the delta CAR is written (default: the system temp dir).
         clock: current time (tests).
+        sealer: encrypt every object, ``refs/head``, and publish the key envelope.
     """
 
     def __init__(
@@ -151,8 +165,10 @@ class IpfsNodeTarget:
         unpin_previous: bool = False,
         tmp_dir: Path | None = None,
         clock: Clock = lambda: datetime.now(UTC),
+        sealer: Sealer | None = None,
     ) -> None:
         self.client = client
+        self.sealer = sealer
         self.keystore = keystore
         self.states = states
         self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
@@ -278,6 +294,8 @@ class IpfsNodeTarget:
         }
         if prev is not None and prev.extra.get("cidVersion", 1) != self.cid_version:
             previous = {}
+        if prev is not None and bool(prev.extra.get("encrypted")) != (self.sealer is not None):
+            previous = {}  # plaintext and ciphertext files never mix in one root
         prev_dirs = frozenset(
             bytes.fromhex(h) for h in (prev.extra.get("dirBlocks", []) if prev else [])
         )
@@ -295,7 +313,13 @@ class IpfsNodeTarget:
                     sink=writer,
                     previous_dir_blocks=prev_dirs,
                     progress=progress,
+                    sealer=self.sealer,
                 )
+                envelope = None
+                if self.sealer is not None:  # its own file, outside the dataset root
+                    envelope = import_bytes(
+                        self.sealer.envelope, cid_version=self.cid_version, sink=writer
+                    )
                 writer.set_root(dag.root.cid)
                 car_blocks = writer.blocks_written
                 car_bytes = writer.bytes_written
@@ -313,6 +337,14 @@ class IpfsNodeTarget:
                 "root missing after import",
             )
         self._pin(root)
+        sealed: dict[str, Any] = {}
+        if self.sealer is not None and envelope is not None:
+            self.client.pin_add(envelope.cid)
+            sealed = {
+                "encrypted": True,
+                "keyEpoch": self.sealer.epoch,
+                "keyEnvelope": envelope.cid.encode(),
+            }
         objects = dag.objects_json(prev.objects if prev else {})
         dir_hex = sorted(c.hex() for c in dag.dir_blocks)
         self._checkpoint(plan, prev, root.encode(), objects, dir_hex)
@@ -324,12 +356,14 @@ class IpfsNodeTarget:
                 "dirBlocks": dir_hex,
                 "source": str(reader.root),
                 "node": self.client.node.kind,
+                **sealed,
             },
             bytes_sent=self.client.stats.bytes_sent - sent_before,
             summary={
                 "carBlocks": car_blocks,
                 "carBytes": car_bytes if car_blocks else 0,
                 "pinned": root.encode(),
+                **({"keyEnvelope": sealed["keyEnvelope"]} if sealed else {}),
             },
         )
 
@@ -393,6 +427,7 @@ class IpfsNodeTarget:
             dataset_id=plan.dataset_id,
             head=multihash_to_str(plan.head),
             prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
+            extra=_odf_extra(upload.extra),
         )
         mode, record = self._put_record(key, name, value, sequence, ext)
         record_facts = _record_facts(name, record, mode)
@@ -480,6 +515,12 @@ class RepublishResult:
     mode: str
 
 
+def _odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``_odf`` map's optional entries from a state's extra (the key envelope's CID)."""
+    envelope = extra.get("keyEnvelope")
+    return {"keyEnvelope": str(envelope)} if envelope else {}
+
+
 def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> dict[str, Any]:
     return {
         "name": str(name),
@@ -515,7 +556,11 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
     sequence = int(state.record.get("sequence", -1))
     ext: OdfExtension | None = None
     if state.head is not None and state.record.get("extension", True):
-        ext = OdfExtension(dataset_id=dataset_id, head=multihash_to_str(state.head))
+        ext = OdfExtension(
+            dataset_id=dataset_id,
+            head=multihash_to_str(state.head),
+            extra=_odf_extra(state.extra),
+        )
     if seen is not None and seen.record.sequence >= sequence:
         value, sequence, ext = seen.record.value_text, seen.record.sequence, seen.record.odf
     mode, record = target._put_record(key, name, value, sequence + 1, ext)
