@@ -301,13 +301,16 @@ def parse_dnslink(domain: str, txt: Sequence[str]) -> str:
     Raises:
         ResolutionError: no ``dnslink=/ipfs/…`` or ``dnslink=/ipns/…`` entry.
     """
-    values = sorted(
-        t.strip()[len("dnslink=") :].strip()
-        for t in txt
-        if t.strip().startswith("dnslink=")
-        and t.strip()[len("dnslink=") :].strip().startswith(("/ipfs/", "/ipns/"))
-        and len(t.strip()[len("dnslink=") :].strip().split("/")) >= 3
-    )
+    values: list[str] = []
+    for entry in txt:
+        text = entry.strip()
+        if not text.startswith("dnslink="):
+            continue
+        value = text[len("dnslink=") :].strip()
+        parts = value.split("/")  # "/ipfs/<id>[/...]" -> ["", "ipfs", "<id>", ...]
+        if len(parts) >= 3 and parts[0] == "" and parts[1] in ("ipfs", "ipns") and parts[2]:
+            values.append(value)
+    values.sort()
     if not values:
         raise ResolutionError(
             f"DNSLink {domain}: no TXT record 'dnslink=/ipfs/…' or 'dnslink=/ipns/…' at "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from odfweb3.adapters.arweave.gateway import ArweaveGateway
 from odfweb3.adapters.arweave.gateway_target import GatewayTarget
 from odfweb3.adapters.arweave.wallet import generate_wallet
 from odfweb3.adapters.ipfs.gateway_replica import IpfsGateway, open_ipfs_ref
+from odfweb3.adapters.ipfs.ipns import RecordExpired
 from odfweb3.adapters.ipfs.kubo import KuboClient
 from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget
@@ -256,6 +258,10 @@ def test_replayed_older_ipns_record_is_refused(tmp_path, ipfs_node) -> None:
     env.publish_ipfs(ds)
     ((_, seen),) = resolve_ref(ref, env.config)  # sequence 1 is remembered
     assert seen.sequence == 1
+    # expiry is checked against the local clock: a week from now the 48 h record is dead
+    later = seen.expires_at + timedelta(days=7)
+    with pytest.raises(RecordExpired, match="expired"):
+        resolve_ref(ref, env.config, now=lambda: later)
     before = snapshot(dest)
     with lying_proxy(ipfs_node.api_url) as proxy:
         proxy.replay_record = old_record
