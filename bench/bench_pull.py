@@ -1,0 +1,187 @@
+"""Pull from an IPFS gateway with verification, against plain parallel GETs of the same files.
+
+Usage::
+
+    python bench/bench_pull.py [--api URL --gateway URL] [--blocks 200]
+        [--data-bytes 200000000] [--walk-blocks 10000] [--parallel 8] [--cache DIR]
+
+Without ``--api`` a js-ipfs test node is started (tests/nodes must be installed, ``make
+nodes``). One run, on the same node and gateway:
+
+1. publish a dataset (``--blocks`` AddData blocks, ``--data-bytes`` of data) with the live
+   IPFS target and resolve its ``ipns://`` name (record verified locally);
+2. *peer*: plain parallel HTTP GETs (``--parallel`` threads, one httpx client) of every file
+   of the dataset from ``/ipfs/<root>/…``, bytes counted and dropped — no hashing, no writing;
+3. ``pull_dataset`` from the ``ipns://`` replica into a fresh directory (``--parallel``
+   downloads, every block and object hashed, objects staged and fsynced, refs/head last);
+4. the same pull in trustless mode (every 256 KiB leaf a CID-verified RPC ``block/get``);
+5. a chain walk of ``--walk-blocks`` blocks over the gateway (``walk_chain`` with the
+   replica's ``read_block``: one GET per block, each hashed and decoded), against sequential
+   plain GETs of the same block paths.
+
+Prints throughput ratios pull / peer (goal >= 0.7) and the walk rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ensure_dataset, machine, print_table
+
+from odfweb3.adapters.ipfs.gateway_replica import IpfsAccess, IpfsGateway, open_ipfs_ref
+from odfweb3.adapters.ipfs.kubo import KuboClient
+from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.odf.builder import create_root_dataset
+from odfweb3.odf.chain import walk_chain
+from odfweb3.publish.execute import publish_dataset
+from odfweb3.publish.state import StateStore
+from odfweb3.pull import pull_dataset
+from odfweb3.resolve import resolve_dataset
+
+LAYOUT = ("blocks", "checkpoints", "data", "refs")
+
+
+@contextlib.contextmanager
+def node(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, str]]:
+    if args.api:
+        yield args.api, args.gateway
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.support.nodes import start_js_ipfs
+
+    with start_js_ipfs(tmp / "jsipfs") as n:
+        yield n.api_url, n.gateway_url
+
+
+def publish(api: str, gateway: str, ds: Path, tmp: Path, label: str) -> tuple[str, str]:
+    keystore = Keystore(tmp / f"keys-{label}")
+    target = IpfsNodeTarget(
+        KuboClient(api, timeout=3600),
+        keystore,
+        StateStore(tmp / f"state-{label}"),
+        gateway_url=gateway,
+        tmp_dir=tmp,
+    )
+    done = publish_dataset(ds, target)
+    name = IpnsName.from_public_key(public_key_bytes(keystore.load(done.plan.dataset_id)))
+    assert done.upload.locator is not None
+    return f"ipns://{name}", done.upload.locator
+
+
+def plain_gets(gateway: str, paths: list[str], parallel: int) -> int:
+    limits = httpx.Limits(max_connections=parallel, max_keepalive_connections=parallel)
+    with httpx.Client(base_url=gateway, timeout=600, limits=limits, follow_redirects=True) as c:
+
+        def one(path: str) -> int:
+            n = 0
+            with c.stream("GET", path) as r:
+                r.raise_for_status()
+                for chunk in r.iter_bytes(1 << 20):
+                    n += len(chunk)
+            return n
+
+        with ThreadPoolExecutor(parallel) as pool:
+            return sum(pool.map(one, paths))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--api", help="node RPC API (default: start a js-ipfs test node)")
+    ap.add_argument("--gateway", help="the node's gateway (with --api)")
+    ap.add_argument("--blocks", type=int, default=200)
+    ap.add_argument("--data-bytes", type=int, default=200_000_000)
+    ap.add_argument("--walk-blocks", type=int, default=10_000)
+    ap.add_argument("--parallel", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--cache", type=Path, default=None, help="reuse datasets from here")
+    args = ap.parse_args()
+    if args.api and not args.gateway:
+        ap.error("--api needs --gateway")
+    print(machine())
+    with tempfile.TemporaryDirectory(prefix="odfb-pull-") as t, node(args, Path(t)) as (api, gw):
+        tmp = Path(t)
+        ds, _ = ensure_dataset(
+            args.cache / "pull" if args.cache else None,
+            tmp / "pull-src",
+            blocks=args.blocks,
+            data_bytes=args.data_bytes,
+        )
+        ref, root = publish(api, gw, ds, tmp, "pull")
+        files = [p for sub in LAYOUT for p in sorted((ds / sub).iterdir())]
+        paths = [f"/ipfs/{root}/{p.parent.name}/{p.name}" for p in files]
+        total = sum(p.stat().st_size for p in files)
+
+        def access(trustless: bool = False) -> IpfsAccess:
+            return IpfsAccess(IpfsGateway(gw), KuboClient(api, timeout=600), trustless=trustless)
+
+        rows = [("measurement", "s", "MB/s", "vs plain GETs")]
+        best: dict[str, float] = {}
+        for r in range(args.rounds):
+            start = time.perf_counter()
+            got = plain_gets(gw, paths, args.parallel)
+            best["plain"] = min(best.get("plain", 1e9), time.perf_counter() - start)
+            assert got == total, (got, total)
+            for mode in ("pull", "trustless"):
+                replica, claims = open_ipfs_ref(ref, access(mode == "trustless"))
+                start = time.perf_counter()
+                resolve_dataset(ref, replica, claims)
+                pull_dataset(replica, tmp / f"dest-{mode}-{r}", parallel=args.parallel)
+                best[mode] = min(best.get(mode, 1e9), time.perf_counter() - start)
+        for key, label in (
+            ("plain", f"plain parallel GETs ({args.parallel} threads)"),
+            ("pull", "resolve + pull (verified, by path)"),
+            ("trustless", "resolve + pull --trustless (block/get)"),
+        ):
+            s = best[key]
+            rows.append((label, f"{s:.2f}", f"{total / s / 1e6:.1f}", f"{best['plain'] / s:.3f}"))
+        print(f"\npull: {len(files)} files, {total:,} bytes, {args.rounds} round(s), best of")
+        print_table(rows)
+
+        # Chain walk of --walk-blocks blocks over the gateway.
+        walk_ds = tmp / "walk-src"
+        create_root_dataset(walk_ds, blocks=args.walk_blocks, data_bytes=args.walk_blocks * 10)
+        walk_ref, walk_root = publish(api, gw, walk_ds, tmp, "walk")
+        replica, _ = open_ipfs_ref(walk_ref, access())
+        start = time.perf_counter()
+        n = sum(1 for _ in walk_chain(replica.read_block, replica.head()))
+        walk_s = time.perf_counter() - start
+        block_paths = [f"/ipfs/{walk_root}/blocks/{p.name}" for p in (walk_ds / "blocks").iterdir()]
+        start = time.perf_counter()
+        plain_gets(gw, block_paths, 1)
+        plain_s = time.perf_counter() - start
+        print(f"\nchain walk over the gateway: {n} blocks")
+        print_table(
+            [
+                ("measurement", "s", "blocks/s", "vs plain GETs"),
+                (
+                    "walk_chain (GET + hash + decode)",
+                    f"{walk_s:.2f}",
+                    f"{n / walk_s:.0f}",
+                    f"{plain_s / walk_s:.3f}",
+                ),
+                (
+                    "sequential plain GETs, same paths",
+                    f"{plain_s:.2f}",
+                    f"{len(block_paths) / plain_s:.0f}",
+                    "1.000",
+                ),
+            ]
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
