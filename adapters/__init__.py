@@ -244,7 +244,11 @@ def _did_candidates(
     else:
         from .arweave.resolve import find_latest_upload
 
-        latest = find_latest_upload(gateway, owner, did)
+        try:
+            latest = find_latest_upload(gateway, owner, did)
+        except BackendError as exc:
+            skipped.append(f"Arweave {gateway.url}: {exc}")
+            latest = None
         if latest is None:
             skipped.append(f"Arweave {gateway.url}: no upload of {did} by {owner}")
         else:
