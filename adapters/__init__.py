@@ -62,7 +62,7 @@ class TargetOptions:
     cid_version: int = 1
     wallet: Path | None = None
     unpin_previous: bool = False
-    sealer: Sealer | None = None  # encrypt (DESIGN.md section 6): car:, ipfs
+    sealer: Sealer | None = None  # encrypt (DESIGN.md section 6)
     max_cost: int | None = None  # arweave: refuse an upload above this many winston
     on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
 
@@ -75,11 +75,6 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
     """
     options = options or TargetOptions()
     kind, _, arg = spec.partition(":")
-    if options.sealer is not None and kind not in ("car", "ipfs"):
-        raise UsageError(
-            f"--to {spec}: encrypted publishing is implemented for car:DIR and ipfs only so "
-            "far; nothing was sent"
-        )
     if kind == "car":
         if not arg:
             raise UsageError("--to car:OUT_DIR needs a directory, e.g. --to car:./out")
@@ -102,7 +97,11 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         from .arweave.bundle_target import BundleTarget
         from .arweave.wallet import load_wallet
 
-        return BundleTarget(Path(arg).expanduser().absolute(), load_wallet(options.wallet))
+        return BundleTarget(
+            Path(arg).expanduser().absolute(),
+            load_wallet(options.wallet),
+            sealer=options.sealer,
+        )
     if kind == "ipfs":
         return open_ipfs_target(config, options, api=arg or None)
     if kind == "arweave":
@@ -170,6 +169,7 @@ def open_arweave_target(
         StateStore(config.state_dir),
         max_cost=options.max_cost,
         on_price=options.on_price or (lambda winston, size: None),
+        sealer=options.sealer,
     )
 
 

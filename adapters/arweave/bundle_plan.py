@@ -10,7 +10,8 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
    reader: hash and size are checked as the bytes are signed) and of ``refs/head``;
 2. their ArFS metadata items, whose JSON names the data item (``dataTxId``);
 3. on the first upload only: the drive, its root folder and ``blocks/ refs/ data/
-   checkpoints/``;
+   checkpoints/``; then, for an encrypted publish, the key envelope (JSON, tagged
+   ``ODF-Key-Envelope: 1``), named by the record;
 4. the path manifest (every path of the dataset: new paths -> new items, old -> old;
    index ``refs/head``);
 5. optionally an extra item that must name the manifest (the discovery descriptor, whose
@@ -19,6 +20,12 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
 
 Bundle order is the same, so the record is the last item. Streamed items are read a
 second time when the bundle is written; that read is verified again.
+
+Encrypted publishes outside ArFS private drives (``sealer``, DESIGN.md section 6): every
+data item (objects and ``refs/head``) holds the segmented ciphertext of
+:mod:`odfweb3.crypto.segments` with the ODF path bound in, sizes are ciphertext sizes, and
+``open_object`` yields ciphertext (:func:`odfweb3.publish.source.open_for_publish`). The
+ArFS metadata and the manifest still name files by their ODF paths.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, BinaryIO, Protocol, cast
 
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.multihash import multihash_to_str
@@ -44,6 +52,7 @@ from .ans104 import (
 )
 from .arfs import (
     DATASET_FOLDERS,
+    JSON_CONTENT_TYPE,
     OCTET_STREAM,
     DriveLayout,
     FileMetadata,
@@ -61,6 +70,7 @@ from .tags import Tag
 from .wallet import Wallet
 
 __all__ = [
+    "KEY_ENVELOPE_TAG",
     "REFS_HEAD",
     "BundlePlan",
     "FileRef",
@@ -73,6 +83,7 @@ __all__ = [
 ]
 
 REFS_HEAD = "refs/head"
+KEY_ENVELOPE_TAG = "ODF-Key-Envelope"
 _REFS_HEAD_CONTENT_TYPE = "text/plain"
 _PLACEHOLDER_ID = "A" * 43
 
@@ -236,6 +247,7 @@ def plan_bundle(
     size_of: Callable[[DatasetObject], int] | None = None,
     record_extra_tags: Sequence[Tag] = (),
     new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+    sealer: Sealer | None = None,
 ) -> BundlePlan:
     """Decide the bundle's content (pure: no I/O, nothing signed).
 
@@ -248,6 +260,7 @@ def plan_bundle(
         size_of: size of an object whose block records none.
         record_extra_tags: user tags for the record item.
         new_id: UUID source (tests pass a deterministic one).
+        sealer: encrypt: data item sizes are ciphertext sizes, ``refs/head`` is sealed.
 
     Raises:
         FormatError: an object the plan does not send is missing from ``previous``, an
@@ -272,6 +285,8 @@ def plan_bundle(
         size = obj.size if obj.size is not None else (size_of(obj) if size_of else None)
         if size is None:
             raise FormatError(f"{obj.path}: size unknown; cannot sign its data item")
+        if sealer is not None:
+            size = sealer.sealed_size(size)
         old = known.get(obj.path)
         add.append(
             FileToAdd(
@@ -285,14 +300,17 @@ def plan_bundle(
         )
     head_text = multihash_to_str(plan.head)
     head_ref = known.get(REFS_HEAD)
+    head_bytes = head_text.encode("ascii")
+    if sealer is not None:
+        head_bytes = sealer.seal_bytes(head_bytes, REFS_HEAD)
     add.append(
         FileToAdd(
             path=REFS_HEAD,
             folder_id=drive.folder_ids["refs"],
             file_id=head_ref.file_id if head_ref else str(new_id()),
-            size=len(head_text),
-            content_type=_REFS_HEAD_CONTENT_TYPE,
-            content=head_text.encode("ascii"),
+            size=len(head_bytes),
+            content_type=_REFS_HEAD_CONTENT_TYPE if sealer is None else OCTET_STREAM,
+            content=head_bytes,
         )
     )
     bundle = BundlePlan(
@@ -314,7 +332,12 @@ def plan_bundle(
     return bundle
 
 
-def _record(bundle: BundlePlan, manifest_id: str, added: Mapping[str, AddedFile]) -> UploadRecord:
+def _record(
+    bundle: BundlePlan,
+    manifest_id: str,
+    added: Mapping[str, AddedFile],
+    key_envelope: str | None = None,
+) -> UploadRecord:
     return UploadRecord(
         dataset_id=bundle.dataset_id,
         head=bundle.head,
@@ -325,6 +348,7 @@ def _record(bundle: BundlePlan, manifest_id: str, added: Mapping[str, AddedFile]
         added=added,
         unix_time=bundle.unix_time,
         app_version=bundle.app_version,
+        key_envelope=key_envelope,
     )
 
 
@@ -349,6 +373,7 @@ class SignedBundle:
         record: the upload record.
         record_id: its item id.
         extra_id: the id of the ``after_manifest`` item, if any.
+        key_envelope_id: the id of the key envelope item, if any.
     """
 
     items: tuple[DataItem | StreamedDataItem, ...]
@@ -359,6 +384,7 @@ class SignedBundle:
     record: UploadRecord
     record_id: str
     extra_id: str | None = None
+    key_envelope_id: str | None = None
 
 
 class _CheckedStream:
@@ -414,6 +440,7 @@ def sign_bundle(
     progress: Callable[[int], None] = lambda n: None,
     privacy: Privacy = "public",
     after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None = None,
+    key_envelope: bytes | None = None,
 ) -> SignedBundle:
     """Sign every item of ``bundle`` in reference order (see the module docstring).
 
@@ -425,6 +452,9 @@ def sign_bundle(
         privacy: drive privacy (only ``"public"`` so far).
         after_manifest: given the manifest id, the data and tags of one more item, signed and
             placed between the manifest and the record (its id: ``SignedBundle.extra_id``).
+        key_envelope: an encrypted publish's encoded key envelope: one item before the
+            manifest (``Content-Type: application/json``, ``ODF-Key-Envelope: 1``,
+            ``ODF-Dataset-Id``), named by the record.
 
     Raises:
         IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
@@ -473,6 +503,17 @@ def sign_bundle(
             folder_id = d.folder_ids[name]
             entities.append(folder_entity(d.drive_id, folder_id, name, d.root_folder_id, t, v))
         items += [create_data_item(wallet, e.body, e.tags) for e in entities]
+    envelope_id = None
+    if key_envelope is not None:
+        envelope_tags = [
+            Tag.of("Content-Type", JSON_CONTENT_TYPE),
+            Tag.of(KEY_ENVELOPE_TAG, "1"),
+            Tag.of("ODF-Dataset-Id", bundle.dataset_id),
+            *app_tags(v),
+        ]
+        envelope_item = create_data_item(wallet, key_envelope, envelope_tags)
+        items.append(envelope_item)
+        envelope_id = envelope_item.id_b64
     # index = refs/head: a gateway serves the head at /{manifest}. arlocal 1.1.66 also needs
     # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
     manifest = PathManifest({p: f.data_item_id for p, f in sorted(files.items())}, index=REFS_HEAD)
@@ -485,7 +526,7 @@ def sign_bundle(
         extra_item = create_data_item(wallet, extra_data, list(extra_tags))
         items.append(extra_item)
         extra_id = extra_item.id_b64
-    record = _record(bundle, manifest_item.id_b64, added)
+    record = _record(bundle, manifest_item.id_b64, added, envelope_id)
     tags = _record_tags(bundle, manifest_item.id_b64, added)
     record_item = create_data_item(wallet, encode_record(record), tags)
     items.append(record_item)
@@ -498,4 +539,5 @@ def sign_bundle(
         record=record,
         record_id=record_item.id_b64,
         extra_id=extra_id,
+        key_envelope_id=envelope_id,
     )

@@ -11,6 +11,9 @@
   the data of one L1 transaction tagged ``Bundle-Format: binary``, ``Bundle-Version:
   2.0.0``, or hand it to a bundler. Bundles of successive publishes reference each other's
   items: post them all, oldest first;
+- encrypted publishes (``sealer``, DESIGN.md section 6): every data item is ciphertext (see
+  :mod:`.bundle_plan`), the key envelope is an item of the bundle named by the record, its id
+  in ``publish.json`` as ``keyEnvelope``; no descriptor;
 - ``publish.json``: publish state (dataset, head, drive ids, per path the file id, data
   item and metadata item), the manifest and record ids, the bundle's size, the L1 tags
   and the price query to run (``GET /price/<bytes>``); it makes the next publish
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3 import __version__
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError, FormatError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
@@ -44,7 +48,13 @@ from odfweb3.publish.target import RemoteView, UploadResult
 from .ans104 import BUNDLE_TAGS
 from .arfs import app_tags
 from .bundle_plan import PreviousUpload
-from .publish_bundle import previous_from_state, sign_publish_bundle, write_bundle_file
+from .publish_bundle import (
+    encryption_view,
+    previous_from_state,
+    sealed_extra,
+    sign_publish_bundle,
+    write_bundle_file,
+)
 from .tags import Tag
 from .wallet import Wallet
 
@@ -74,8 +84,10 @@ class BundleTarget:
         clock: Clock = lambda: datetime.now(UTC),
         new_id: Callable[[], uuid.UUID] = uuid.uuid4,
         publisher: Mapping[str, Any] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.out_dir = out_dir
+        self.sealer = sealer
         self.publisher = publisher
         self.name = f"bundle:{out_dir}"
         self.wallet = wallet
@@ -127,7 +139,7 @@ class BundleTarget:
             note = f"{missing[0]} is gone from {self.out_dir}: writing every object again"
             return RemoteView(head=None, state=state, notes=(note,))
         paths = frozenset(p for p in state.objects if p != "refs/head")
-        return RemoteView(head=state.head, has=paths, state=state)
+        return encryption_view(RemoteView(head=state.head, has=paths, state=state), self.sealer)
 
     def _previous(self, view: RemoteView) -> PreviousUpload | None:
         # complete=False: a bundle is missing, only the ids are kept
@@ -164,6 +176,7 @@ class BundleTarget:
             new_id=self.new_id,
             publisher=self.publisher,
             progress=progress,
+            sealer=self.sealer,
         )
         bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
         bundle_name = f"{signed.record_id}.bundle"
@@ -186,6 +199,7 @@ class BundleTarget:
                 "bundleBytes": size,
                 "bundleItems": len(signed.items),
                 **{k: v for k, v in descriptor.items() if k == "descriptorId"},
+                **sealed_extra(self.sealer, descriptor),
             },
             bytes_sent=size,
             summary={
@@ -231,6 +245,7 @@ class BundleTarget:
                 "driveId": state.extra.get("drive", {}).get("driveId"),
                 "manifestId": state.locator,
                 "recordId": state.record.get("recordId"),
+                "keyEnvelope": state.extra.get("keyEnvelope"),
                 "bundle": state.record.get("bundle"),
                 "bundleBytes": size,
                 "itemsByPath": {p: o.get("dataItemId") for p, o in sorted(state.objects.items())},

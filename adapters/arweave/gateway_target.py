@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from odfweb3 import __version__
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import BackendRejected, FormatError, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -49,7 +50,13 @@ from .arfs import app_tags
 from .bundle_plan import FileRef
 from .gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
 from .merkle import build_tree_from_stream
-from .publish_bundle import previous_from_state, sign_publish_bundle, write_bundle_file
+from .publish_bundle import (
+    encryption_view,
+    previous_from_state,
+    sealed_extra,
+    sign_publish_bundle,
+    write_bundle_file,
+)
 from .record import UploadRecord
 from .resolve import Upload, fetch_record, find_latest_upload, lookup_items, walk_uploads
 from .tags import Tag
@@ -75,6 +82,7 @@ class GatewayTarget:
         clock: time source for ``Unix-Time``.
         new_id: UUID source for ArFS ids.
         publisher: the discovery descriptor's publisher (config).
+        sealer: encrypt every data item; the key envelope goes in the bundle (DESIGN.md 6).
     """
 
     def __init__(
@@ -89,8 +97,10 @@ class GatewayTarget:
         clock: Clock = lambda: datetime.now(UTC),
         new_id: Callable[[], uuid.UUID] = uuid.uuid4,
         publisher: Mapping[str, Any] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.gateway = gateway
+        self.sealer = sealer
         self.wallet = wallet
         self.states = states
         self.max_cost = max_cost
@@ -120,7 +130,8 @@ class GatewayTarget:
         if state is not None and self._state_is_current(state, latest):
             assert state.head is not None
             has = frozenset(p for p in state.objects if p != "refs/head")
-            return RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
+            view = RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
+            return encryption_view(view, self.sealer)
         if latest is None:
             if state is not None:
                 notes.append(
@@ -135,13 +146,14 @@ class GatewayTarget:
         local_text = multihash_to_str(local_head)
         ahead = latest.facts.head != local_text and any(u.facts.head == local_text for u in chain)
         has = frozenset(p for p in rebuilt.objects if p != "refs/head")
-        return RemoteView(
+        view = RemoteView(
             head=multihash_from_str(latest.facts.head),
             has=has,
             ahead=ahead,
             state=rebuilt,
             notes=tuple(notes),
         )
+        return encryption_view(view, self.sealer)
 
     def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
         record_id = state.record.get("recordId")
@@ -193,6 +205,11 @@ class GatewayTarget:
                     for u in chain
                 ],
                 "rebuilt": True,
+                **(
+                    {"encrypted": True, "keyEnvelope": last.key_envelope}
+                    if last.key_envelope
+                    else {}
+                ),
             },
         )
         return state, chain
@@ -237,6 +254,7 @@ class GatewayTarget:
             publisher=self.publisher,
             new_id=self.new_id,
             progress=progress,
+            sealer=self.sealer,
         )
         signed, bplan = prepared.signed, prepared.plan
         spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
@@ -307,6 +325,7 @@ class GatewayTarget:
                     "reward": reward,
                     "uploads": [*prev_uploads, new_upload],
                     **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
+                    **sealed_extra(self.sealer, prepared.descriptor),
                 },
                 "summary": {
                     "transaction": tx.id_b64,

@@ -7,7 +7,9 @@ directory, or an L1 transaction through a gateway):
    revision, last record id and head), from publish state that the target has checked;
 2. :func:`sign_publish_bundle`: plan the bundle (:func:`.bundle_plan.plan_bundle`), build
    the discovery descriptor (placed after the manifest, left out with the reason when it
-   fails validation) and sign every item (:func:`.bundle_plan.sign_bundle`);
+   fails validation) and sign every item (:func:`.bundle_plan.sign_bundle`); with a
+   ``sealer`` every data item is ciphertext, the key envelope is one more item and the
+   descriptor (which would reveal the dataset) is left out;
 3. :func:`write_bundle_file`: stream the bundle to a temp file in a directory, fsync and
    rename it (public file mode: a bundle is public).
 """
@@ -16,25 +18,28 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import (
     build_descriptor,
     descriptor_tags,
     encode_descriptor,
     validate_descriptor,
 )
-from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.source import open_verified
+from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
 from odfweb3.publish.state import PublishState
+from odfweb3.publish.target import RemoteView
 
 from .ans104 import DataItem, StreamedDataItem, write_bundle
 from .arfs import DriveLayout, app_tags
@@ -44,7 +49,9 @@ from .wallet import Wallet
 
 __all__ = [
     "PreparedBundle",
+    "encryption_view",
     "previous_from_state",
+    "sealed_extra",
     "sign_publish_bundle",
     "write_bundle_file",
 ]
@@ -111,7 +118,8 @@ class PreparedBundle:
     Attributes:
         plan: the bundle plan (drive, previous upload, time).
         signed: the signed items and their ids.
-        descriptor: ``{"descriptorId": id}`` or ``{"descriptorSkipped": reason}``.
+        descriptor: ``{"descriptorId": id}`` or ``{"descriptorSkipped": reason}``; for an
+            encrypted publish also ``{"keyEnvelope": id}``.
     """
 
     plan: BundlePlan
@@ -132,8 +140,12 @@ def sign_publish_bundle(
     new_id: Callable[[], uuid.UUID] = uuid.uuid4,
     publisher: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] = lambda n: None,
+    sealer: Sealer | None = None,
 ) -> PreparedBundle:
     """Plan, describe and sign the bundle of one publish (nothing is written).
+
+    With ``sealer`` every data item is encrypted (DESIGN.md section 6) and the key
+    envelope is one more item of the bundle.
 
     Raises:
         FormatError: tags over the limits, an object unknown to ``previous``.
@@ -148,17 +160,38 @@ def sign_publish_bundle(
         size_of=lambda o: reader.size_of(o.kind, o.hash),
         record_extra_tags=record_tags,
         new_id=new_id,
+        sealer=sealer,
     )
-    chain = list(plan.chain) or list(walk_chain(reader, plan.head))
-    desc = _Descriptor(chain, publisher, app_version)
+    if sealer is None:
+        chain = list(plan.chain) or list(walk_chain(reader, plan.head))
+        desc = _Descriptor(chain, publisher, app_version)
+        after = desc.item if desc.valid else None
+    else:
+        after = None
+    # An object is read twice (signed, then written): one salt per object, so both reads
+    # give the same ciphertext (same key, nonces and plaintext: nothing new is revealed).
+    salts: dict[str, bytes] = {}
+
+    def open_object(obj: DatasetObject) -> SealedReader | VerifyingReader:
+        salt = salts.setdefault(obj.path, secrets.token_bytes(32)) if sealer else None
+        return open_for_publish(reader, obj, sealer, salt=salt)
+
     signed = sign_bundle(
         bundle_plan,
         wallet,
-        lambda o: open_verified(reader, o),
+        open_object,
         progress=progress,
-        after_manifest=desc.item if desc.valid else None,
+        after_manifest=after,
+        key_envelope=sealer.envelope if sealer is not None else None,
     )
-    descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
+    descriptor: dict[str, Any]
+    if sealer is not None:
+        descriptor = {
+            "descriptorSkipped": "encrypted dataset: a descriptor would reveal it",
+            "keyEnvelope": signed.key_envelope_id,
+        }
+    else:
+        descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
     return PreparedBundle(bundle_plan, signed, descriptor)
 
 
@@ -187,3 +220,28 @@ def write_bundle_file(
             os.unlink(tmp)
         raise
     return directory / name, size
+
+
+def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
+    """``view``, with nothing counted as uploaded when encryption was switched on or off.
+
+    Plaintext and ciphertext revisions never mix in one manifest: after a switch every
+    object gets a new revision (same ArFS file ids).
+    """
+    state = view.state
+    if state is None or bool(state.extra.get("encrypted")) == (sealer is not None):
+        return view
+    now = "encrypted" if sealer is not None else "plain"
+    note = f"the earlier uploads are not {now}: uploading every object again ({now})"
+    return replace(view, has=frozenset(), notes=(*view.notes, note))
+
+
+def sealed_extra(sealer: Sealer | None, descriptor: Mapping[str, Any]) -> dict[str, Any]:
+    """The state entries of an encrypted upload (empty for a plain one)."""
+    if sealer is None:
+        return {}
+    return {
+        "encrypted": True,
+        "keyEpoch": sealer.epoch,
+        "keyEnvelope": descriptor.get("keyEnvelope"),
+    }

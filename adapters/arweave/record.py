@@ -20,7 +20,9 @@ section 5). Tags, in this order:
 The body (JSON, sorted keys) repeats these and lists what the upload added: for each
 path its data item, ArFS metadata item and ArFS ``File-Id``; and the drive's ids, so
 publish state can be rebuilt from the network alone. :func:`decode_record` checks that
-tags and body agree.
+tags and body agree. An encrypted upload's body also names its key envelope item
+(``keyEnvelope``: a data item of the same bundle tagged ``ODF-Key-Envelope: 1``; DESIGN.md
+section 6); plain uploads' bodies have no such key.
 """
 
 from __future__ import annotations
@@ -130,6 +132,7 @@ class UploadRecord:
         added: path -> the file revision this upload added (new objects and ``refs/head``).
         unix_time: seconds since the epoch.
         app_version: odfweb3 version.
+        key_envelope: the key envelope item id of an encrypted upload.
     """
 
     dataset_id: str
@@ -141,6 +144,7 @@ class UploadRecord:
     added: Mapping[str, AddedFile]
     unix_time: int
     app_version: str
+    key_envelope: str | None = None
 
     @property
     def tags_view(self) -> RecordTags:
@@ -186,6 +190,8 @@ def encode_record(record: UploadRecord) -> bytes:
         "added": {p: a.to_json() for p, a in sorted(record.added.items())},
         "unixTime": record.unix_time,
     }
+    if record.key_envelope is not None:
+        doc["keyEnvelope"] = record.key_envelope
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
@@ -272,4 +278,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         added=added,
         unix_time=facts.unix_time,
         app_version=facts.app_version,
+        key_envelope=_item_id(doc["keyEnvelope"], f"{where}: keyEnvelope")
+        if "keyEnvelope" in doc
+        else None,
     )

@@ -58,9 +58,17 @@ class Sealer:
     def __repr__(self) -> str:
         return f"Sealer(dataset_id={self.dataset_id!r}, epoch={self.epoch})"
 
-    def open(self, raw: BinaryIO, path: str, size: int | None = None) -> EncryptingReader:
-        """A stream of the ciphertext of ``raw`` (the object at ``path``)."""
-        return EncryptingReader(raw, self._key, path, segment_size=self.segment_size, size=size)
+    def open(
+        self, raw: BinaryIO, path: str, size: int | None = None, *, salt: bytes | None = None
+    ) -> EncryptingReader:
+        """A stream of the ciphertext of ``raw`` (the object at ``path``).
+
+        ``salt`` (random unless given) makes a second read of the same object yield the
+        same ciphertext: for targets that sign a stream, then read it again to send it.
+        """
+        return EncryptingReader(
+            raw, self._key, path, segment_size=self.segment_size, size=size, salt=salt
+        )
 
     def seal_bytes(self, data: bytes, path: str) -> bytes:
         """Encrypt a small object held in memory (``refs/head``)."""

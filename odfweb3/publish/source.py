@@ -95,9 +95,16 @@ class SealedReader:
         size: the exact ciphertext size when the block records the plaintext size.
     """
 
-    def __init__(self, plain: VerifyingReader, sealer: Sealer, path: str, size: int | None):
+    def __init__(
+        self,
+        plain: VerifyingReader,
+        sealer: Sealer,
+        path: str,
+        size: int | None,
+        salt: bytes | None = None,
+    ):
         self._plain = plain
-        self._cipher = sealer.open(plain, path, size)  # type: ignore[arg-type]
+        self._cipher = sealer.open(plain, path, size, salt=salt)  # type: ignore[arg-type]
         self.size = self._cipher.size
 
     def readinto(self, buf: bytearray | memoryview) -> int:
@@ -131,13 +138,14 @@ class SealedReader:
 
 
 def open_for_publish(
-    reader: DatasetReader, obj: DatasetObject, sealer: Sealer | None
+    reader: DatasetReader, obj: DatasetObject, sealer: Sealer | None, *, salt: bytes | None = None
 ) -> VerifyingReader | SealedReader:
     """Open an object for sending: verified plaintext, or its ciphertext when ``sealer``.
 
-    The object's path (``data/f1620…``) is bound into the ciphertext.
+    The object's path (``data/f1620…``) is bound into the ciphertext. ``salt`` (random
+    unless given) lets a target read the same ciphertext twice (sign, then send).
     """
     plain = open_verified(reader, obj)
     if sealer is None:
         return plain
-    return SealedReader(plain, sealer, obj.path, obj.size)
+    return SealedReader(plain, sealer, obj.path, obj.size, salt)

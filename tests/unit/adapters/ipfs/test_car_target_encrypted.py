@@ -80,19 +80,6 @@ def test_sensitive_dataset_refuses_plain_publish(capsys, world):
     )
     assert code == 64 and "sensitive: true" in err and "--encrypt" in err
     assert not (tmp / "out").exists()
-    code, _, err = _run(
-        capsys,
-        env,
-        "publish",
-        str(ds),
-        "--to",
-        f"bundle:{tmp / 'b'}",
-        "--encrypt",
-        "--wallet",
-        "w.json",
-    )
-    assert code == 64 and "only so far" in err
-    assert not (tmp / "b").exists()
 
 
 def test_encrypted_publish_leaks_nothing_and_reads_back(capsys, world):
