@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,6 +84,8 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
             Path(arg).expanduser().absolute(),
             Keystore(config.keystore_dir),
             cid_version=options.cid_version,
+            lifetime=_record_lifetime(config),
+            publisher=config.get("publisher"),
             sealer=options.sealer,
         )
     if kind == "bundle":
@@ -100,6 +102,7 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         return BundleTarget(
             Path(arg).expanduser().absolute(),
             load_wallet(options.wallet),
+            publisher=config.get("publisher"),
             sealer=options.sealer,
         )
     if kind == "ipfs":
@@ -110,6 +113,11 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"
     )
+
+
+def _record_lifetime(config: Config) -> timedelta:
+    """IPNS record validity: ``ipfs.record_lifetime_hours`` (default 48 h)."""
+    return timedelta(hours=float(config.get("ipfs", "record_lifetime_hours", default=48)))
 
 
 def open_ipfs_target(
@@ -125,12 +133,14 @@ def open_ipfs_target(
     url = api or config.ipfs_api
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--to ipfs:{url}: give the node's RPC API as http://HOST:PORT")
+    timeout = float(config.get("ipfs", "timeout", default=60.0))
     return IpfsNodeTarget(
-        KuboClient(url),
+        KuboClient(url, timeout=timeout),
         Keystore(config.keystore_dir),
         StateStore(config.state_dir),
         gateway_url=config.ipfs_gateway,
         cid_version=options.cid_version,
+        lifetime=_record_lifetime(config),
         unpin_previous=options.unpin_previous,
         sealer=options.sealer,
     )
@@ -163,11 +173,15 @@ def open_arweave_target(
             "--to arweave needs a wallet: pass --wallet WALLET.json or set arweave.wallet / "
             "ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new WALLET.json)"
         )
+    max_cost = options.max_cost
+    if max_cost is None:
+        max_cost = config.get("arweave", "max_cost_winston")
     return GatewayTarget(
         ArweaveGateway(url),
         load_wallet(wallet),
         StateStore(config.state_dir),
-        max_cost=options.max_cost,
+        max_cost=max_cost,
+        publisher=config.get("publisher"),
         on_price=options.on_price or (lambda winston, size: None),
         sealer=options.sealer,
     )

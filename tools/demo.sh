@@ -8,8 +8,17 @@ ODF=.venv/bin/odfweb3
 OUT=demo-out
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# Keys and state of the demo stay inside demo-out/, away from the user's own keystore.
+# Keys, state and config of the demo stay inside demo-out/, away from the user's own.
 export ODFWEB3_KEYSTORE="$PWD/$OUT/keys" ODFWEB3_STATE_DIR="$PWD/$OUT/state"
+export XDG_CONFIG_HOME="$PWD/$OUT/config"
+mkdir -p "$XDG_CONFIG_HOME/odfweb3"
+cat > "$XDG_CONFIG_HOME/odfweb3/odfweb3.yaml" <<'YAML'
+# The publisher named in the discovery descriptor published beside the dataset.
+publisher:
+  type: Organization
+  name: odfweb3 demo
+  homepage: https://example.org/odfweb3-demo
+YAML
 
 step() { printf '\n== %s\n' "$*"; }
 

@@ -63,3 +63,20 @@ def test_ipns_name_follows_from_example_dataset_id(capsys, tmp_path):
     )
     assert code == 0
     assert json.loads(text)["record"]["name"] == ipns_name_for_public_key(did.public_key)
+
+
+def test_configured_publisher_puts_descriptor_beside_the_dataset(capsys, tmp_path):
+    from odfweb3.adapters.ipfs.car_check import check_car_dir
+
+    cfg = tmp_path / "odfweb3.yaml"
+    cfg.write_text("publisher:\n  name: Example Org\n  homepage: https://example.org\n")
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=100, seed=1).path
+    out = tmp_path / "out"
+    code, _text, _ = run(
+        capsys, tmp_path, "--config", str(cfg), "publish", str(ds), "--to", f"car:{out}", "--json"
+    )
+    assert code == 0
+    summary = json.loads((out / "publish.json").read_text())
+    cid = summary["extra"]["descriptor"]
+    assert check_car_dir(out).record.odf.extra["descriptor"] == cid
+    assert (out / f"{cid}.car").is_file()
