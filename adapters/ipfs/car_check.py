@@ -70,6 +70,12 @@ class CarDirCheck:
     blocks: int
     reachable: int
     index: CarIndex
+    key_envelope: Cid | None = None  # an encrypted publish's envelope (DESIGN.md section 6)
+
+    @property
+    def encrypted(self) -> bool:
+        """The objects and ``refs/head`` are ciphertext (decrypt with the dataset's keys)."""
+        return self.key_envelope is not None
 
     def read_path(self, path: str) -> bytes:
         """Read a file of the published layout (verified)."""
@@ -110,6 +116,17 @@ class CarDirReplica:
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
         return read_file(self._cid_of(kind, mh), self.check.index.get, max_size=size)
 
+    def sealed_head(self) -> bytes:
+        """The raw bytes of ``refs/head`` (ciphertext in an encrypted publish)."""
+        return self.check.read_path("refs/head")
+
+    def key_envelope(self) -> bytes | None:
+        """The published key envelope of an encrypted publish, else None."""
+        cid = self.check.key_envelope
+        if cid is None:
+            return None
+        return b"".join(read_file(cid, self.check.index.get, max_size=MAX_BLOCK_SIZE))
+
 
 def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
     """Verify everything an offline publish wrote to ``out_dir``.
@@ -133,15 +150,22 @@ def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
         record_file = out_dir / str(doc["record"]["file"])
         cars = [out_dir / str(c) for c in doc["extra"]["cars"]]
         dataset_id = str(doc["datasetId"])
+        envelope = doc.get("keyEnvelope")
+        key_envelope = Cid.decode(str(envelope)) if envelope else None
     except (KeyError, TypeError) as exc:
         raise FormatError(f"{summary}: missing field {exc}") from None
     for car in cars:
         if not car.is_file():
             raise NotFound(f"{car}: listed in publish.json but missing")
-    index = CarIndex(cars)
+    side = doc["extra"].get("keyEnvelopeCar") if key_envelope is not None else None
+    index = CarIndex(cars + ([out_dir / str(side)] if side else []))
     reachable = sum(1 for _ in iter_dag(root, index.get))
     served_head = b"".join(read_file(resolve_path(root, "refs/head", index.get), index.get))
-    if multihash_from_str(served_head.decode("ascii", "replace")) != head:
+    if key_envelope is not None:
+        # Encrypted: refs/head is ciphertext; the head comes from the signed record below
+        # and is checked against the decrypted refs/head by the decrypting replica.
+        pass
+    elif multihash_from_str(served_head.decode("ascii", "replace")) != head:
         raise ReplicaMismatch(
             f"{out_dir}: refs/head in the DAG is {served_head[:80]!r}, "
             f"publish.json says {multihash_to_str(head)}"
@@ -161,5 +185,14 @@ def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
             f"the CARs hold {dataset_id} at {multihash_to_str(head)}"
         )
     return CarDirCheck(
-        dataset_id, root, head, name, record, len(cars), index.blocks, reachable, index
+        dataset_id,
+        root,
+        head,
+        name,
+        record,
+        len(cars),
+        index.blocks,
+        reachable,
+        index,
+        key_envelope,
     )

@@ -37,9 +37,17 @@ from odfweb3.crypto.keyfiles import (
     write_private,
 )
 from odfweb3.crypto.sealer import Sealer, encryption_required
-from odfweb3.errors import NotFound, UsageError
+from odfweb3.errors import DecryptionError, NotFound, UsageError
+from odfweb3.replica import Replica
+from odfweb3.sealed_replica import DecryptingReplica
 
-__all__ = ["dataset_id_of", "read_passphrase", "register", "sealer_for_publish"]
+__all__ = [
+    "dataset_id_of",
+    "decrypting_replica",
+    "read_passphrase",
+    "register",
+    "sealer_for_publish",
+]
 
 PASSPHRASE_ENV = "ODFWEB3_PASSPHRASE"
 
@@ -361,3 +369,37 @@ def sealer_for_publish(ctx: Any, dataset: str, encrypt: bool) -> Sealer | None:
         )
     ctx.out.debug(f"encrypting {did} with content key epoch {keys.ring.current}")
     return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope))
+
+
+def decrypting_replica(ctx: Any, replica: Replica) -> Replica:
+    """``replica``, decrypted when it serves an encrypted publish (pull, verify).
+
+    The keys come from this keystore: the dataset's own content keys if it holds them,
+    else the published key envelope opened with each local identity in turn.
+
+    Raises:
+        DecryptionError: the replica is encrypted and no local key opens it.
+    """
+    get_envelope = getattr(replica, "key_envelope", None)
+    raw = get_envelope() if callable(get_envelope) else None
+    if not isinstance(raw, bytes):
+        return replica
+    envelope = decode_envelope(raw)
+    did = envelope.dataset_id
+    store = _store(ctx)
+    ring = store.load(did).ring if store.has(did) else None
+    identities = IdentityStore(ctx.config.keystore_dir)
+    for name in [] if ring is not None else identities.list():
+        try:
+            ring = open_envelope(envelope, identities.load(name))
+        except DecryptionError:
+            continue
+        ctx.out.debug(f"{replica.name}: opened the key envelope with identity {name}")
+        break
+    if ring is None:
+        raise DecryptionError(
+            f"{replica.name}: {did} is encrypted and no key in {ctx.config.keystore_dir} "
+            "opens its key envelope; ask a key holder to run odfweb3 keys recipients add "
+            "with your identity's public key"
+        )
+    return DecryptingReplica(replica, ring)

@@ -120,6 +120,7 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
 
 def _verify(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import open_replica
+    from odfweb3.cli.keys_cmds import decrypting_replica
 
     if args.lineage:
         return _verify_lineage(args, ctx)
@@ -132,12 +133,12 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     else:
         if len(refs) < 2:
             raise UsageError("verify: give a local DATASET or at least two --against replicas")
-        reference = open_replica(refs.pop(0), ctx.config)
+        reference = decrypting_replica(ctx, open_replica(refs.pop(0), ctx.config))
     entries = list(walk_chain(reference.read_block, reference.head()))
     reports: list[ReplicaReport] = []
     for ref in refs:
         try:
-            replica: Replica = open_replica(ref, ctx.config)
+            replica: Replica = decrypting_replica(ctx, open_replica(ref, ctx.config))
         except UsageError:
             raise
         except OdfWeb3Error as exc:
@@ -181,8 +182,9 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
 
 def _pull(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import open_replica
+    from odfweb3.cli.keys_cmds import decrypting_replica
 
-    replica: Replica = open_replica(args.ref, ctx.config)
+    replica: Replica = decrypting_replica(ctx, open_replica(args.ref, ctx.config))
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(
             replica, args.dest, parallel=args.parallel, force=args.force, progress=bar.advance

@@ -1,0 +1,89 @@
+"""Reading an encrypted replica: decrypt, then let the usual checks verify the plaintext.
+
+An encrypted publish (DESIGN.md section 6) keeps the ODF layout, but every object and
+``refs/head`` is ciphertext of :mod:`odfweb3.crypto.segments` with its path bound in.
+:class:`DecryptingReplica` wraps any :class:`~odfweb3.replica.Replica` serving such a
+layout and yields plaintext: the chain walk re-hashes blocks and
+:func:`~odfweb3.replica.read_object_verified` / pull re-hash objects, so the ODF hashes
+of the *plaintext* are what is checked. Authentication failures (wrong key, a ciphertext
+moved to another path, truncation, tampering) raise
+:class:`~odfweb3.errors.DecryptionError` before any plaintext is trusted.
+
+The head is the one the inner replica established from its signed name record; where
+the inner replica also serves the encrypted ``refs/head`` (``sealed_head()``), it is
+decrypted and must agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
+
+from odfweb3.crypto.keys import KeyRing
+from odfweb3.crypto.segments import MIN_SEGMENT_SIZE, ciphertext_size, decrypt_bytes, decrypt_stream
+from odfweb3.errors import ReplicaMismatch
+from odfweb3.odf.layout import LAYOUT_DIRS, ObjectKind
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.replica import Replica
+
+__all__ = ["DecryptingReplica", "SealedHeadSource", "max_ciphertext_size"]
+
+
+@runtime_checkable
+class SealedHeadSource(Protocol):
+    """A replica that can also serve its encrypted ``refs/head`` bytes."""
+
+    def sealed_head(self) -> bytes:
+        """The raw (encrypted) bytes of ``refs/head``."""
+        ...
+
+
+def max_ciphertext_size(plaintext_size: int) -> int:
+    """The largest ciphertext any allowed segment size gives for ``plaintext_size`` bytes."""
+    return ciphertext_size(plaintext_size, MIN_SEGMENT_SIZE)
+
+
+class DecryptingReplica:
+    """``replica`` with every object decrypted by ``keys`` (see the module docstring).
+
+    Args:
+        replica: the replica serving the encrypted layout.
+        keys: the dataset's key ring (the epochs the reader holds).
+    """
+
+    def __init__(self, replica: Replica, keys: KeyRing) -> None:
+        self.inner = replica
+        self.keys = keys
+        self.name = replica.name
+
+    def __repr__(self) -> str:
+        return f"DecryptingReplica({self.inner.name!r}, {self.keys!r})"
+
+    def head(self) -> bytes:
+        """The inner replica's head, checked against the decrypted ``refs/head`` if served.
+
+        Raises:
+            DecryptionError: ``refs/head`` does not decrypt with these keys.
+            ReplicaMismatch: it decrypts to another head than the name record's.
+        """
+        head = self.inner.head()
+        if isinstance(self.inner, SealedHeadSource):
+            text = decrypt_bytes(self.inner.sealed_head(), self.keys, "refs/head")
+            served = multihash_from_str(text.decode("ascii", "replace").strip())
+            if served != head:
+                raise ReplicaMismatch(
+                    f"{self.name}: refs/head decrypts to {multihash_to_str(served)}, the name "
+                    f"record says {multihash_to_str(head)}"
+                )
+        return head
+
+    def read_block(self, mh: bytes) -> bytes:
+        """A block's plaintext (the chain walk checks its hash)."""
+        path = f"blocks/{multihash_to_str(mh)}"
+        return decrypt_bytes(self.inner.read_block(mh), self.keys, path)
+
+    def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
+        """Decrypted segments of a data file or checkpoint (authenticated one by one)."""
+        path = f"{LAYOUT_DIRS[kind]}/{multihash_to_str(mh)}"
+        bound = max_ciphertext_size(size) if size is not None else None
+        return decrypt_stream(self.inner.stream_object(kind, mh, bound), self.keys, path)
