@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3.cli.output import format_bytes
+from odfweb3.errors import UsageError
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.target import PublishTarget
 
@@ -24,7 +27,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "delta, then publish the name record. Targets: car:DIR (offline CAR + IPNS record), "
         "ipfs (Kubo node), bundle:DIR (offline ANS-104 bundle), arweave (gateway).",
     )
-    p.add_argument("dataset", help="dataset directory")
+    p.add_argument(
+        "dataset", nargs="?", help="dataset directory (optional with --flush: every queued one)"
+    )
     p.add_argument(
         "--to", required=True, metavar="TARGET", help="car:DIR | ipfs | bundle:DIR | arweave"
     )
@@ -56,12 +61,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch",
         action="store_true",
-        help="arweave: keep the delta locally to post with later ones (not implemented yet)",
+        help="validate and plan now, send nothing: queue the update to post with later ones",
     )
     p.add_argument(
         "--flush",
         action="store_true",
-        help="arweave: post the batched deltas as one bundle (not implemented yet)",
+        help="publish every queued update of the target (all deltas in one upload each)",
     )
     p.set_defaults(handler=_publish)
 
@@ -84,20 +89,44 @@ def _winston(text: str) -> int:
 
 
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
+    if args.batch and args.flush:
+        raise UsageError("--batch queues an update, --flush posts the queue: use one of them")
+    if args.flush:
+        return _flush(args, ctx)
+    if args.dataset is None:
+        raise UsageError("publish: give the DATASET directory (only --flush works without one)")
+    outcome = _publish_one(args, ctx, args.dataset, dry_run=args.dry_run or args.batch)
+    if args.batch:
+        queue = BatchQueue(ctx.config.state_dir / "batch.json")
+        entry = queue.add(
+            str(Path(args.dataset).resolve()),
+            outcome.plan.dataset_id,
+            args.to,
+            multihash_to_str(outcome.plan.head),
+        )
+        ctx.out.result(
+            _to_json(outcome) | {"queued": entry.to_json()},
+            lambda: (
+                f"{outcome.plan}\nqueued ({len(entry.heads)} update(s) waiting); "
+                f"post them as one upload with: odfweb3 publish --flush --to {args.to}"
+            ),
+        )
+        return 0
+    ctx.out.result(_to_json(outcome), lambda: _human(outcome))
+    return 0
+
+
+def _publish_one(
+    args: argparse.Namespace, ctx: Any, dataset: str, *, dry_run: bool
+) -> PublishOutcome:
+    """Open the target and publish one dataset (warnings on stderr); the caller reports."""
     from odfweb3.adapters import TargetOptions, open_target
     from odfweb3.cli.keys_cmds import sealer_for_publish
-    from odfweb3.errors import UsageError
-
-    if args.batch or args.flush:
-        raise UsageError(
-            "--batch / --flush are not implemented yet: publish each update on its own "
-            "(one bundle, one L1 transaction per publish); nothing was sent"
-        )
 
     cid_version = args.cid_version
     if cid_version is None:
         cid_version = int(ctx.config.get("ipfs", "cid_version", default=1))
-    sealer = sealer_for_publish(ctx, args.dataset, args.encrypt)
+    sealer = sealer_for_publish(ctx, dataset, args.encrypt)
     target: PublishTarget = open_target(
         args.to,
         ctx.config,
@@ -116,10 +145,10 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
     with out.progress("publishing", None) as bar:
         outcome = publish_dataset(
-            args.dataset,
+            dataset,
             target,
             force=args.force,
-            dry_run=args.dry_run,
+            dry_run=dry_run,
             progress=bar.advance,
             sealer=sealer,
         )
@@ -132,7 +161,47 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
             f"{target.name} cannot store pre-signed records: the node signed a plain record "
             "with name/publish (no _odf fields; resolvers read refs/head)"
         )
-    out.result(_to_json(outcome), lambda: _human(outcome))
+    return outcome
+
+
+def _flush(args: argparse.Namespace, ctx: Any) -> int:
+    """Publish every queued dataset of ``--to`` (or just DATASET) once."""
+    from odfweb3.errors import ConflictError
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+
+    queue = BatchQueue(ctx.config.state_dir / "batch.json")
+    only = None
+    if args.dataset is not None:
+        reader = DatasetReader.open(args.dataset)
+        only = next(
+            (e.dataset_id for e in queue.for_target(args.to) if Path(e.dataset) == reader.root),
+            None,
+        )
+        if only is None:
+            raise UsageError(f"--flush: nothing queued for {args.dataset} to {args.to}")
+    entries = queue.for_target(args.to, only)
+    if not entries:
+        ctx.out.result({"flushed": []}, f"--flush: nothing queued for {args.to}")
+        return 0
+    flushed = []
+    for entry in entries:
+        reader = DatasetReader.open(entry.dataset)
+        chain = {e.hash for e in walk_chain(reader)}
+        if multihash_from_str(entry.heads[-1]) not in chain:
+            raise ConflictError(
+                f"{entry.dataset}: its head no longer descends from the queued "
+                f"{entry.heads[-1]}; publish it directly (or with --force)"
+            )
+        outcome = _publish_one(args, ctx, entry.dataset, dry_run=False)
+        queue.remove(entry)
+        flushed.append((entry, outcome))
+    ctx.out.result(
+        {"flushed": [e.to_json() | {"publish": _to_json(o)} for e, o in flushed]},
+        lambda: "\n".join(
+            f"{_human(o)}\n  (covers {len(e.heads)} queued update(s))" for e, o in flushed
+        ),
+    )
     return 0
 
 

@@ -297,5 +297,20 @@ def test_cli_publish_status_and_wallet_from_env(arlocal, wallet, tmp_path, capsy
     assert main(["publish", str(ds), "--to", "arweave"], env) == 0  # human mode: price on stderr
     err = capsys.readouterr().err
     assert "price:" in err and "winston" in err and " AR)" in err
-    # --batch is refused, saying so
-    assert main(["publish", str(ds), "--to", "arweave", "--batch"], env) == 64
+    # --batch queues two updates without posting; --flush posts both as one upload.
+    assert main(["status", str(ds), "--json"], env) == 0
+    rows = json.loads(capsys.readouterr().out)["targets"]
+    (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
+    uploads_before = len(row["uploads"])
+    for seed in (4, 5):
+        append_blocks(ds, 1, data_bytes=500, seed=seed)
+        assert main(["publish", str(ds), "--to", "arweave", "--batch", "-q"], env) == 0
+    capsys.readouterr()
+    assert main(["publish", "--flush", "--to", "arweave", "--json"], env) == 0
+    flushed = json.loads(capsys.readouterr().out)["flushed"]
+    assert len(flushed) == 1 and len(flushed[0]["heads"]) == 2
+    assert main(["status", str(ds), "--json"], env) == 0
+    rows = json.loads(capsys.readouterr().out)["targets"]
+    (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
+    assert len(row["uploads"]) == uploads_before + 1  # one L1 transaction for both updates
+    assert row["publishedHead"] == row["localHead"]
