@@ -274,6 +274,22 @@ class IpfsNodeTarget:
             f"{seen.record.sequence}, root {root})"
         )
         base = base.evolve(head=head, locator=root.encode())
+        pending = state.extra.get("pending") if state is not None else None
+        if (
+            isinstance(pending, dict)
+            and pending.get("root")
+            and Cid.decode(str(pending["root"])).raw == root.raw
+            and self.client.has_pin(root)
+        ):
+            # Our own publish was interrupted after the record was put, before the state
+            # was saved: its checkpoint lists what the (pinned, so complete) root holds.
+            objects = dict(pending.get("objects") or {})
+            base = base.evolve(
+                objects=objects, extra={"dirBlocks": list(pending.get("dirBlocks") or [])}
+            )
+            self._previous_root = root.encode()
+            notes.append("the record names the root of our interrupted publish: reusing it")
+            return RemoteView(head=head, has=frozenset(objects), state=base, notes=tuple(notes))
         return RemoteView(head=head, state=base, notes=tuple(notes))
 
     # -- steps 3-5 ----------------------------------------------------------------------
