@@ -24,7 +24,7 @@ the RPC API ``ipfs.api`` / ``ODFWEB3_IPFS_API``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,6 +65,8 @@ class TargetOptions:
     sealer: Sealer | None = None  # encrypt (DESIGN.md section 6)
     max_cost: int | None = None  # arweave: refuse an upload above this many winston
     on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
+    # arweave/bundle: an ArFS private drive with this password (never in a repr)
+    drive_password: str | None = field(default=None, repr=False)
 
 
 def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
@@ -104,6 +106,7 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
             load_wallet(options.wallet),
             publisher=config.get("publisher"),
             sealer=options.sealer,
+            drive_password=options.drive_password,
         )
     if kind == "ipfs":
         return open_ipfs_target(config, options, api=arg or None)
@@ -184,6 +187,7 @@ def open_arweave_target(
         publisher=config.get("publisher"),
         on_price=options.on_price or (lambda winston, size: None),
         sealer=options.sealer,
+        drive_password=options.drive_password,
     )
 
 

@@ -21,8 +21,8 @@ JSON bodies, with the key order ardrive-core-js gives ``JSON.stringify``: drive
 
 A new revision of a file is a new metadata item with the same ``File-Id`` (ArFS
 "Update File"): ``refs/head`` gets one per publish. Private drives (``Drive-Privacy:
-private``, ``Drive-Auth-Mode``, ``Cipher``, ``Cipher-IV``, encrypted bodies) come with the
-encryption work: :class:`Privacy` is the seam where they plug in.
+private``): the same entities, then sealed by :func:`.arfs_private.seal_entity` (encrypted
+body, ``Content-Type: application/octet-stream``, ``Cipher``, ``Cipher-IV``).
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ JSON_CONTENT_TYPE: Final = "application/json"
 OCTET_STREAM: Final = "application/octet-stream"
 DATASET_FOLDERS: Final = ("blocks", "refs", "data", "checkpoints")
 
-Privacy = Literal["public"]
-"""Drive privacy; ``"private"`` joins when ArFS encryption is implemented."""
+Privacy = Literal["public", "private"]
+"""Drive privacy (``Drive-Privacy``); private drives: :mod:`.arfs_private`."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TX_ID = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -101,7 +101,7 @@ class DriveLayout:
         drive_id: the drive's UUID.
         root_folder_id: the root folder's UUID.
         folder_ids: folder name (``blocks``, ``refs``, ``data``, ``checkpoints``) -> UUID.
-        privacy: ``"public"``.
+        privacy: ``"public"`` or ``"private"``.
     """
 
     drive_id: str
@@ -110,9 +110,13 @@ class DriveLayout:
     privacy: Privacy = "public"
 
     @classmethod
-    def new(cls, new_id: Callable[[], uuid.UUID] = uuid.uuid4) -> DriveLayout:
+    def new(
+        cls, new_id: Callable[[], uuid.UUID] = uuid.uuid4, privacy: Privacy = "public"
+    ) -> DriveLayout:
         """Fresh UUIDv4 ids for a new drive, its root and the four dataset folders."""
-        return cls(str(new_id()), str(new_id()), {name: str(new_id()) for name in DATASET_FOLDERS})
+        drive_id, root_id = str(new_id()), str(new_id())
+        folders = {name: str(new_id()) for name in DATASET_FOLDERS}
+        return cls(drive_id, root_id, folders, privacy)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (publish state, upload record)."""
@@ -128,7 +132,7 @@ class DriveLayout:
         """Parse and check the JSON form.
 
         Raises:
-            FormatError: missing fields, ids that are not UUIDs, or another privacy.
+            FormatError: missing fields, ids that are not UUIDs, or an unknown privacy.
         """
         if not isinstance(data, dict):
             raise FormatError(f"{where}: drive layout is not a JSON object")
@@ -138,9 +142,10 @@ class DriveLayout:
         ids = [data.get("driveId"), data.get("rootFolderId"), *folders.values()]
         if not all(is_uuid(i) for i in ids):
             raise FormatError(f"{where}: drive layout holds an id that is not a UUID")
-        if data.get("privacy", "public") != "public":
-            raise FormatError(f"{where}: only public drives are supported so far")
-        return cls(str(data["driveId"]), str(data["rootFolderId"]), dict(folders))
+        privacy = data.get("privacy", "public")
+        if privacy not in ("public", "private"):
+            raise FormatError(f"{where}: drive privacy must be public or private")
+        return cls(str(data["driveId"]), str(data["rootFolderId"]), dict(folders), privacy)
 
     def folder_for(self, path: str) -> str:
         """The folder id holding a dataset path (``data/f1620…`` -> the ``data`` folder)."""

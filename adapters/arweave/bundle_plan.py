@@ -26,10 +26,19 @@ data item (objects and ``refs/head``) holds the segmented ciphertext of
 :mod:`odfweb3.crypto.segments` with the ODF path bound in, sizes are ciphertext sizes, and
 ``open_object`` yields ciphertext (:func:`odfweb3.publish.source.open_for_publish`). The
 ArFS metadata and the manifest still name files by their ODF paths.
+
+ArFS private drives (``privacy="private"``, :mod:`.arfs_private`): ``open_object`` yields
+plaintext, which :func:`sign_bundle` encrypts with the file key of the entry's ``File-Id``
+and a fresh IV per entry (the same IV when the object is read again to write the bundle,
+so both reads give the same ciphertext); drive, folder and file metadata bodies are
+encrypted too. File metadata keeps ArFS's plaintext ``size`` and ``dataContentType``
+(inside the encrypted body); the data item is 16 bytes longer (the GCM tag). The path
+manifest and the upload record stay public (paths = ODF hashes of the plaintext).
 """
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +72,17 @@ from .arfs import (
     file_metadata_entity,
     folder_entity,
     is_uuid,
+)
+from .arfs_private import (
+    IV_SIZE,
+    DriveKey,
+    EncryptingStream,
+    FileKey,
+    derive_file_key,
+    encrypt,
+    encrypted_size,
+    private_data_tags,
+    seal_entity,
 )
 from .manifest import MANIFEST_CONTENT_TYPE, PathManifest, encode_manifest
 from .record import AddedFile, UploadRecord, encode_record, record_tags
@@ -248,6 +268,7 @@ def plan_bundle(
     record_extra_tags: Sequence[Tag] = (),
     new_id: Callable[[], uuid.UUID] = uuid.uuid4,
     sealer: Sealer | None = None,
+    privacy: Privacy = "public",
 ) -> BundlePlan:
     """Decide the bundle's content (pure: no I/O, nothing signed).
 
@@ -261,12 +282,22 @@ def plan_bundle(
         record_extra_tags: user tags for the record item.
         new_id: UUID source (tests pass a deterministic one).
         sealer: encrypt: data item sizes are ciphertext sizes, ``refs/head`` is sealed.
+        privacy: ``"private"``: an ArFS private drive (sizes stay plaintext sizes here;
+            :func:`sign_bundle` encrypts). Not with ``sealer``.
 
     Raises:
         FormatError: an object the plan does not send is missing from ``previous``, an
-            object without a known size, or record tags over the ANS-104 limits.
+            object without a known size, record tags over the ANS-104 limits, a drive
+            whose privacy differs from ``privacy``, or ``sealer`` with a private drive.
     """
-    drive = previous.drive if previous is not None else DriveLayout.new(new_id)
+    if sealer is not None and privacy == "private":
+        raise FormatError("ArFS private drive: do not also --encrypt; use one or the other")
+    if previous is not None and previous.drive.privacy != privacy:
+        raise FormatError(
+            f"the earlier uploads went to a {previous.drive.privacy} drive, this publish asks "
+            f"for a {privacy} one; move publish.json away to start a new drive"
+        )
+    drive = previous.drive if previous is not None else DriveLayout.new(new_id, privacy)
     known: Mapping[str, FileRef] = previous.files if previous is not None else {}
     reliable = previous is not None and previous.complete
     sending = {o.path for o in plan.send}
@@ -417,12 +448,13 @@ def _sign_object(
     entry: FileToAdd,
     tags: Sequence[Tag],
     open_object: Callable[[DatasetObject], VerifiedStream],
+    size: int,
 ) -> StreamedDataItem:
     obj = entry.obj
     assert obj is not None
     stream = open_object(obj)
     try:
-        header = sign_data_item_stream(wallet, cast(BinaryIO, stream), entry.size, tags)
+        header = sign_data_item_stream(wallet, cast(BinaryIO, stream), size, tags)
         stream.finish()  # hash and size checked before the signature is used
     finally:
         stream.close()
@@ -438,9 +470,10 @@ def sign_bundle(
     wallet: Wallet,
     open_object: Callable[[DatasetObject], VerifiedStream],
     progress: Callable[[int], None] = lambda n: None,
-    privacy: Privacy = "public",
     after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None = None,
     key_envelope: bytes | None = None,
+    drive_key: DriveKey | None = None,
+    new_iv: Callable[[], bytes] = lambda: secrets.token_bytes(IV_SIZE),
 ) -> SignedBundle:
     """Sign every item of ``bundle`` in reference order (see the module docstring).
 
@@ -449,33 +482,64 @@ def sign_bundle(
         wallet: the signing wallet (RSA-4096).
         open_object: opens a dataset object for a verified read (``open_verified``).
         progress: called with the bytes of each object once it is signed.
-        privacy: drive privacy (only ``"public"`` so far).
         after_manifest: given the manifest id, the data and tags of one more item, signed and
             placed between the manifest and the record (its id: ``SignedBundle.extra_id``).
         key_envelope: an encrypted publish's encoded key envelope: one item before the
             manifest (``Content-Type: application/json``, ``ODF-Key-Envelope: 1``,
             ``ODF-Dataset-Id``), named by the record.
+        drive_key: the drive key of a private drive (required exactly when
+            ``bundle.drive.privacy`` is ``"private"``).
+        new_iv: source of the 12-byte ``Cipher-IV`` values (private drives).
 
     Raises:
         IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
-        FormatError: tags over the limits.
+        FormatError: tags over the limits; a drive key missing or given for a public drive.
         CryptoError: signing failed.
     """
-    if privacy != "public":  # pragma: no cover - the type allows nothing else yet
-        raise FormatError("private drives are not supported yet")
     v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
+    private = d.privacy == "private"
+    if private != (drive_key is not None):
+        raise FormatError(
+            f"{d.privacy} drive {d.drive_id}: a drive key is needed exactly for private drives"
+        )
     data_items: list[DataItem | StreamedDataItem] = []
+    data_sizes: list[int] = []
     for entry in bundle.add:
-        tags = file_data_tags(entry.content_type, v)
-        if entry.obj is not None:
-            data_items.append(_sign_object(wallet, entry, tags, open_object))
-            progress(entry.size)
+        if drive_key is not None:
+            # ArFS private file data: AES-256-GCM with the file key, fresh IV per revision
+            # (a File-Id is reused by every revision of refs/head).
+            file_key, iv = derive_file_key(drive_key, entry.file_id), new_iv()
+            tags = private_data_tags(iv, v)
+            size = encrypted_size(entry.size)
+            if entry.obj is not None:
+                plain_open = open_object
+
+                def opener(
+                    obj: DatasetObject,
+                    k: FileKey = file_key,
+                    i: bytes = iv,
+                    o: Callable[[DatasetObject], VerifiedStream] = plain_open,
+                ) -> VerifiedStream:
+                    return EncryptingStream(k, i, o(obj))
+
+                data_items.append(_sign_object(wallet, entry, tags, opener, size))
+                progress(entry.size)
+            else:
+                _, ct = encrypt(file_key, entry.content or b"", iv)
+                data_items.append(create_data_item(wallet, ct, tags))
         else:
-            data_items.append(create_data_item(wallet, entry.content or b"", tags))
+            tags = file_data_tags(entry.content_type, v)
+            size = entry.size
+            if entry.obj is not None:
+                data_items.append(_sign_object(wallet, entry, tags, open_object, size))
+                progress(entry.size)
+            else:
+                data_items.append(create_data_item(wallet, entry.content or b"", tags))
+        data_sizes.append(size)
     meta_items: list[DataItem] = []
     added: dict[str, AddedFile] = {}
     files: dict[str, FileRef] = dict(bundle.keep)
-    for entry, data_item in zip(bundle.add, data_items, strict=True):
+    for entry, data_item, size in zip(bundle.add, data_items, data_sizes, strict=True):
         data_id = data_item.header.id_b64
         meta = FileMetadata(
             drive_id=d.drive_id,
@@ -489,10 +553,12 @@ def sign_bundle(
             unix_time=t,
         )
         entity = file_metadata_entity(meta, v)
+        if drive_key is not None:  # ArFS: file metadata under the file key
+            entity = seal_entity(entity, derive_file_key(drive_key, entry.file_id), new_iv())
         meta_item = create_data_item(wallet, entity.body, entity.tags)
         meta_items.append(meta_item)
         added[entry.path] = AddedFile(data_id, meta_item.id_b64, entry.file_id)
-        files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, entry.size)
+        files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, size)
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
     items: list[DataItem | StreamedDataItem] = [*data_items[:-1], *meta_items[:-1]]
     items += [data_items[-1], meta_items[-1]]
@@ -502,6 +568,8 @@ def sign_bundle(
         for name in DATASET_FOLDERS:
             folder_id = d.folder_ids[name]
             entities.append(folder_entity(d.drive_id, folder_id, name, d.root_folder_id, t, v))
+        if drive_key is not None:  # ArFS: drive and folder metadata under the drive key
+            entities = [seal_entity(e, drive_key, new_iv()) for e in entities]
         items += [create_data_item(wallet, e.body, e.tags) for e in entities]
     envelope_id = None
     if key_envelope is not None:

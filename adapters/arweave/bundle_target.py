@@ -14,6 +14,10 @@
 - encrypted publishes (``sealer``, DESIGN.md section 6): every data item is ciphertext (see
   :mod:`.bundle_plan`), the key envelope is an item of the bundle named by the record, its id
   in ``publish.json`` as ``keyEnvelope``; no descriptor;
+- ArFS private drives (``drive_password``, :mod:`.arfs_private`): every data and metadata
+  item encrypted as ArDrive does (drive key from the wallet and the drive password), so
+  ArDrive opens the drive with the same wallet and password; the path manifest and the
+  upload record stay public; no descriptor;
 - ``publish.json``: publish state (dataset, head, drive ids, per path the file id, data
   item and metadata item), the manifest and record ids, the bundle's size, the L1 tags
   and the price query to run (``GET /price/<bytes>``); it makes the next publish
@@ -85,9 +89,13 @@ class BundleTarget:
         new_id: Callable[[], uuid.UUID] = uuid.uuid4,
         publisher: Mapping[str, Any] | None = None,
         sealer: Sealer | None = None,
+        drive_password: str | None = None,
     ) -> None:
         self.out_dir = out_dir
         self.sealer = sealer
+        # ArFS private drive (arfs_private): only used to derive the drive key; never
+        # stored, logged or shown in the repr.
+        self._drive_password = drive_password
         self.publisher = publisher
         self.name = f"bundle:{out_dir}"
         self.wallet = wallet
@@ -177,6 +185,7 @@ class BundleTarget:
             publisher=self.publisher,
             progress=progress,
             sealer=self.sealer,
+            drive_password=self._drive_password,
         )
         bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
         bundle_name = f"{signed.record_id}.bundle"

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 
 from odfweb3 import __version__
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import BackendRejected, FormatError, UsageError
+from odfweb3.errors import BackendRejected, ConflictError, FormatError, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
@@ -83,6 +83,7 @@ class GatewayTarget:
         new_id: UUID source for ArFS ids.
         publisher: the discovery descriptor's publisher (config).
         sealer: encrypt every data item; the key envelope goes in the bundle (DESIGN.md 6).
+        drive_password: an ArFS private drive with this password (:mod:`.arfs_private`).
     """
 
     def __init__(
@@ -98,9 +99,13 @@ class GatewayTarget:
         new_id: Callable[[], uuid.UUID] = uuid.uuid4,
         publisher: Mapping[str, Any] | None = None,
         sealer: Sealer | None = None,
+        drive_password: str | None = None,
     ) -> None:
         self.gateway = gateway
         self.sealer = sealer
+        # ArFS private drive (arfs_private): only used to derive the drive key; never
+        # stored, logged or shown in the repr.
+        self._drive_password = drive_password
         self.wallet = wallet
         self.states = states
         self.max_cost = max_cost
@@ -255,10 +260,12 @@ class GatewayTarget:
             new_id=self.new_id,
             progress=progress,
             sealer=self.sealer,
+            drive_password=self._drive_password,
         )
         signed, bplan = prepared.signed, prepared.plan
         spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
         try:
+            self._check_latest(plan.dataset_id, previous.record_id if previous else None, view)
             reward = self.gateway.price(size)
             self.on_price(reward, size)
             if self.max_cost is not None and reward > self.max_cost:
@@ -340,6 +347,24 @@ class GatewayTarget:
         }
         self._save_checkpoint(plan.dataset_id, checkpoint)
         return self._post(plan.dataset_id, checkpoint, resumed=False)
+
+    def _check_latest(self, dataset_id: str, expected: str | None, view: RemoteView) -> None:
+        """Re-read the latest record just before posting: another publisher's is a conflict.
+
+        Our own last upload may not be indexed yet: the record it replaced is accepted too.
+        (Two posts that pass this check at the same moment make a fork, which readers
+        resolve deterministically; see docs/reliability.md.)
+        """
+        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
+        ours = {expected}
+        if view.state is not None:
+            ours.add(view.state.record.get("prevUpload"))
+        if latest is not None and latest.id not in ours:
+            raise ConflictError(
+                f"{self.gateway.url}: another publisher posted upload {latest.id} (head "
+                f"{latest.facts.head}) for {dataset_id} while we prepared ours; nothing was "
+                "posted: run publish again"
+            )
 
     def _post(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
         tx = from_json(checkpoint["tx"])

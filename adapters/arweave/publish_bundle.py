@@ -10,6 +10,9 @@ directory, or an L1 transaction through a gateway):
    fails validation) and sign every item (:func:`.bundle_plan.sign_bundle`); with a
    ``sealer`` every data item is ciphertext, the key envelope is one more item and the
    descriptor (which would reveal the dataset) is left out;
+   With a ``drive_password`` the drive is an ArFS private drive (:mod:`.arfs_private`):
+   the drive key is derived from the wallet and the password, every data and metadata item
+   is encrypted as ArDrive does, and the descriptor is left out as well;
 3. :func:`write_bundle_file`: stream the bundle to a temp file in a directory, fsync and
    rename it (public file mode: a bundle is public).
 """
@@ -43,6 +46,7 @@ from odfweb3.publish.target import RemoteView
 
 from .ans104 import DataItem, StreamedDataItem, write_bundle
 from .arfs import DriveLayout, app_tags
+from .arfs_private import derive_drive_key
 from .bundle_plan import BundlePlan, FileRef, PreviousUpload, SignedBundle, plan_bundle, sign_bundle
 from .tags import Tag
 from .wallet import Wallet
@@ -141,11 +145,13 @@ def sign_publish_bundle(
     publisher: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] = lambda n: None,
     sealer: Sealer | None = None,
+    drive_password: str | None = None,
 ) -> PreparedBundle:
     """Plan, describe and sign the bundle of one publish (nothing is written).
 
     With ``sealer`` every data item is encrypted (DESIGN.md section 6) and the key
-    envelope is one more item of the bundle.
+    envelope is one more item of the bundle. With ``drive_password`` the drive is an ArFS
+    private drive (its key derived from ``wallet`` and the password; never stored).
 
     Raises:
         FormatError: tags over the limits, an object unknown to ``previous``.
@@ -161,8 +167,12 @@ def sign_publish_bundle(
         record_extra_tags=record_tags,
         new_id=new_id,
         sealer=sealer,
+        privacy="private" if drive_password is not None else "public",
     )
-    if sealer is None:
+    drive_key = None
+    if drive_password is not None:
+        drive_key = derive_drive_key(wallet, bundle_plan.drive.drive_id, drive_password)
+    if sealer is None and drive_key is None:
         chain = list(plan.chain) or list(walk_chain(reader, plan.head))
         desc = _Descriptor(chain, publisher, app_version)
         after = desc.item if desc.valid else None
@@ -183,9 +193,12 @@ def sign_publish_bundle(
         progress=progress,
         after_manifest=after,
         key_envelope=sealer.envelope if sealer is not None else None,
+        drive_key=drive_key,
     )
     descriptor: dict[str, Any]
-    if sealer is not None:
+    if drive_key is not None:
+        descriptor = {"descriptorSkipped": "ArFS private drive: a descriptor would reveal it"}
+    elif sealer is not None:
         descriptor = {
             "descriptorSkipped": "encrypted dataset: a descriptor would reveal it",
             "keyEnvelope": signed.key_envelope_id,

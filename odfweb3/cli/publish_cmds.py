@@ -14,7 +14,9 @@ from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.target import PublishTarget
 
-__all__ = ["register"]
+__all__ = ["DRIVE_PASSWORD_ENV", "register"]
+
+DRIVE_PASSWORD_ENV = "ODFWEB3_DRIVE_PASSWORD"  # --arfs-private: the drive password
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -52,6 +54,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="encrypt every object (required for datasets marked sensitive: true)",
     )
     p.add_argument(
+        "--arfs-private",
+        action="store_true",
+        help="bundle/arweave: an ArFS private drive that ArDrive opens with the same wallet "
+        f"and drive password (from --drive-password-file or {DRIVE_PASSWORD_ENV})",
+    )
+    p.add_argument(
+        "--drive-password-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="--arfs-private: file holding the drive password (first line)",
+    )
+    p.add_argument(
         "--max-cost",
         type=_winston,
         default=None,
@@ -73,6 +88,44 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     from odfweb3.cli import status_cmds
 
     status_cmds.register(sub, common)
+
+
+def _drive_password(args: argparse.Namespace, ctx: Any) -> str | None:
+    """The ArFS private drive password (``--arfs-private``), or None for a public drive.
+
+    Read from ``--drive-password-file`` (its first line) or the environment; never taken
+    from the command line, never logged.
+
+    Raises:
+        UsageError: ``--arfs-private`` with ``--encrypt``, on a target other than
+            bundle/arweave, or without a password; a password file without the flag.
+    """
+    if not args.arfs_private:
+        if args.drive_password_file is not None:
+            raise UsageError("--drive-password-file is only used with --arfs-private")
+        return None
+    if args.encrypt:
+        raise UsageError("--arfs-private already encrypts everything (ArFS scheme): drop --encrypt")
+    if args.to.partition(":")[0] not in ("bundle", "arweave"):
+        raise UsageError("--arfs-private needs an Arweave target: --to bundle:DIR or arweave")
+    if args.drive_password_file is not None:
+        try:
+            text = args.drive_password_file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"--drive-password-file {args.drive_password_file}: unreadable "
+                f"({type(exc).__name__}); give a UTF-8 text file"
+            ) from None
+        lines = text.splitlines()
+        password = lines[0] if lines else ""
+    else:
+        password = str(ctx.env.get(DRIVE_PASSWORD_ENV, ""))
+    if not password:
+        raise UsageError(
+            f"--arfs-private needs the drive password: --drive-password-file FILE or "
+            f"{DRIVE_PASSWORD_ENV}"
+        )
+    return password
 
 
 def _winston(text: str) -> int:
@@ -126,7 +179,9 @@ def _publish_one(
     cid_version = args.cid_version
     if cid_version is None:
         cid_version = int(ctx.config.get("ipfs", "cid_version", default=1))
-    sealer = sealer_for_publish(ctx, dataset, args.encrypt)
+    password = _drive_password(args, ctx)
+    # An ArFS private drive is encrypted end to end: it satisfies `sensitive: true`.
+    sealer = None if password is not None else sealer_for_publish(ctx, dataset, args.encrypt)
     target: PublishTarget = open_target(
         args.to,
         ctx.config,
@@ -135,6 +190,7 @@ def _publish_one(
             wallet=args.wallet or ctx.config.arweave_wallet,
             unpin_previous=args.unpin_previous,
             sealer=sealer,
+            drive_password=password,
             max_cost=args.max_cost,
             on_price=lambda winston, size: ctx.out.info(
                 f"price: {winston} winston ({Decimal(winston) / 10**12:.12f} AR) "

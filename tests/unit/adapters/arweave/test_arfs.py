@@ -128,8 +128,10 @@ def test_layout_json_round_trip_and_rejects() -> None:
         DriveLayout.from_json(bad, "s")
     with pytest.raises(FormatError, match="folder ids"):
         DriveLayout.from_json(layout.to_json() | {"folderIds": {"blocks": layout.drive_id}}, "s")
-    with pytest.raises(FormatError, match="public"):
-        DriveLayout.from_json(layout.to_json() | {"privacy": "private"}, "s")
+    with pytest.raises(FormatError, match="public or private"):
+        DriveLayout.from_json(layout.to_json() | {"privacy": "secret"}, "s")
+    private = DriveLayout.from_json(layout.to_json() | {"privacy": "private"}, "s")
+    assert private.privacy == "private" and private.drive_id == layout.drive_id
 
 
 @pytest.mark.parametrize("name", ["", "x" * 256])
