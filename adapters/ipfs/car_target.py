@@ -22,6 +22,11 @@ writes into ``OUT_DIR``:
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the
 old ``publish.json``, so the next run redoes the delta.
+
+One publisher at a time: ``upload`` takes ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
+pid; a lock of a dead process is taken over) and ``save`` drops it; ``upload`` and
+``commit`` also re-read ``publish.json`` (compare-and-set on the head ``inspect`` saw). A
+second, concurrent publisher gets a ConflictError and writes nothing visible.
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ from .ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
 from .libp2p_keys import IpnsName, public_key_bytes
 from .unixfs import import_bytes
 
-__all__ = ["CarTarget", "write_atomic"]
+__all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
+
+LOCK_NAME = ".publish.lock"
 
 Clock = Callable[[], datetime]
 
@@ -105,6 +112,8 @@ class CarTarget:
         self.lifetime = lifetime
         self.clock = clock
         self._written: list[str] = []
+        self._locked = False
+        self._seen_head: bytes | None = None
 
     @property
     def summary_path(self) -> Path:
@@ -125,6 +134,7 @@ class CarTarget:
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
         state, _raw = self._load()
+        self._seen_head = state.head if state is not None else None
         if state is None:
             return RemoteView(head=None)
         if state.dataset_id != dataset_id:
@@ -148,6 +158,21 @@ class CarTarget:
     ) -> UploadResult:
         """Write the delta CAR (temp file, then renamed to ``<root>.car``)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self._check_unchanged(view)
+            return self._upload(plan, reader, view, progress)
+        except BaseException:
+            self._unlock()  # nothing of ours is visible: let the next publisher in
+            raise
+
+    def _upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
         prev = view.state
         previous = {
             path: ObjectLink.from_json(link)
@@ -268,6 +293,14 @@ class CarTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
+        try:
+            self._check_unchanged(view)
+            return self._commit(plan, upload, view)
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         key = self.keystore.load_or_generate(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
         prev = view.state
@@ -331,6 +364,75 @@ class CarTarget:
             }
         )
         write_atomic(self.summary_path, (state_json_text(doc) + "\n").encode())
+        self._unlock()
+
+    # -- one publisher at a time (a lock file in OUT_DIR, taken from upload to save) ---------
+
+    @property
+    def lock_path(self) -> Path:
+        """``OUT_DIR/.publish.lock``: holds the pid of the publisher writing the directory."""
+        return self.out_dir / LOCK_NAME
+
+    def _lock(self) -> None:
+        """Take the lock; a lock left by a dead process (killed publisher) is taken over.
+
+        Raises:
+            ConflictError: another live process is publishing into this directory.
+        """
+        if self._locked:
+            return
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                try:
+                    pid = int(self.lock_path.read_text("ascii").strip() or "0")
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and pid != os.getpid() and _alive(pid):
+                    raise ConflictError(
+                        f"{self.out_dir}: another publisher (pid {pid}) is writing here; "
+                        f"wait for it, or remove {LOCK_NAME} if no such process runs"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    self.lock_path.unlink()  # stale (dead or our own earlier, failed run)
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            self._locked = True
+            return
+        raise ConflictError(f"{self.out_dir}: could not take {LOCK_NAME}; publish again")
+
+    def _unlock(self) -> None:
+        if self._locked:
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
+            self._locked = False
+
+    def _check_unchanged(self, view: RemoteView) -> None:
+        """Compare-and-set: ``publish.json`` must still hold the head ``inspect`` read."""
+        current, _raw = self._load()
+        now = current.head if current is not None else None
+        if now != self._seen_head:
+            self._conflict(now)
+
+    def _conflict(self, now: bytes | None) -> None:
+        self._unlock()
+        raise ConflictError(
+            f"{self.out_dir}: another publish moved it to "
+            f"{multihash_to_str(now) if now else 'nothing'} meanwhile; nothing of ours was "
+            "made visible: run publish again"
+        )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def head_of_summary(path: Path) -> bytes | None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -148,6 +149,10 @@ class IpfsNodeTarget:
         cid_version: 1 (raw leaves, default) or 0.
         lifetime: record validity from now.
         unpin_previous: unpin the previous root after the name moved.
+        settle: seconds to wait before reading the record once more after putting it: a
+            concurrent publisher whose put landed just after ours is then seen (the node
+            offers no compare-and-set on records; the later put wins, the earlier one
+            gets a ConflictError).
         tmp_dir: where the delta CAR is written (default: the system temp dir).
         clock: current time (tests).
         sealer: encrypt every object, ``refs/head``, and publish the key envelope.
@@ -163,6 +168,7 @@ class IpfsNodeTarget:
         cid_version: int = 1,
         lifetime: timedelta = DEFAULT_LIFETIME,
         unpin_previous: bool = False,
+        settle: float = 0.2,
         tmp_dir: Path | None = None,
         clock: Clock = lambda: datetime.now(UTC),
         sealer: Sealer | None = None,
@@ -176,6 +182,7 @@ class IpfsNodeTarget:
         self.cid_version = cid_version
         self.lifetime = lifetime
         self.unpin_previous = unpin_previous
+        self.settle = settle
         self.tmp_dir = tmp_dir
         self.clock = clock
         self._seen: NodeRecord | None = None  # the node's record at inspect time
@@ -496,6 +503,15 @@ class IpfsNodeTarget:
                 f"{self.name}: the node kept sequence {back.record.sequence} for {name}, "
                 f"not ours ({sequence}); another publisher may have won"
             )
+        if self.settle > 0:
+            time.sleep(self.settle)
+            again = read_node_record(self.client, name)
+            if again is None or again.record.value_text != value:
+                raise ConflictError(
+                    f"{self.name}: another publisher put "
+                    f"{again.record.value_text if again else 'no record'} for {name} right "
+                    "after us and won; our objects are stored and pinned: run odfweb3 status"
+                )
         return mode, back.record
 
     def _ensure_key(self, key: Ed25519PrivateKey, name: IpnsName) -> str:
