@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODES := tests/nodes
 NODES_STAMP := $(NODES)/.installed
 
-.PHONY: demo test lint typecheck unit integration install nodes schemas bench clean docs diagrams
+.PHONY: demo test lint typecheck unit integration install nodes schemas bench clean docs diagrams fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ diagrams: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
+
+# Long mutation fuzz run of every decoder (1,000,000 inputs per parser; not part of `make test`).
+fuzz: $(STAMP)
+	$(PY) tools/fuzz.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache demo-out site

@@ -190,6 +190,10 @@ def load_config(
             text = path.read_text("utf-8")
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read config file ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:  # found by tools/fuzz.py
+            raise ConfigError(
+                f"{path}: not UTF-8 text (byte {exc.start}); save the config file as UTF-8"
+            ) from None
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:

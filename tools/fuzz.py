@@ -1,0 +1,405 @@
+"""Mutation fuzzer for every odfweb3 decoder (``make fuzz``; not part of ``make test``).
+
+For each parser: valid seed inputs made with odfweb3's own encoders, then N mutated
+inputs (bit flips, byte sets, inserts, deletes, splices, truncations, length-field bumps,
+random tails) from a seeded RNG. A parser passes when every input either parses or raises
+an ``OdfWeb3Error``; anything else (IndexError, struct.error, RecursionError, ...) is a
+finding: the input is saved under ``fuzz-findings/<parser>/`` and counted.
+
+    .venv/bin/python tools/fuzz.py                 # 1,000,000 inputs per parser
+    .venv/bin/python tools/fuzz.py -n 20000 car    # fewer, one parser
+
+Prints one line per parser: inputs, seconds, inputs/s, findings (and the exception types).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+__all__ = ["PARSERS", "main", "mutate", "seeds_for"]
+
+Parser = Callable[[bytes], object]
+
+
+# -- the parsers under test (each takes bytes) ------------------------------------------------
+
+
+def _block(data: bytes) -> object:
+    from odfweb3.odf.codec import decode_block
+
+    return decode_block(data)
+
+
+def _dagpb(data: bytes) -> object:
+    from odfweb3.adapters.ipfs.dagpb import decode_pbnode
+
+    return decode_pbnode(data)
+
+
+def _unixfs(data: bytes) -> object:
+    from odfweb3.adapters.ipfs.unixfs_data import decode_unixfs_data
+
+    return decode_unixfs_data(data)
+
+
+def _car(data: bytes) -> object:
+    from odfweb3.adapters.ipfs.car import iter_car
+
+    roots, blocks = iter_car(io.BytesIO(data))
+    return roots, sum(1 for _ in blocks)
+
+
+def _ipns(data: bytes) -> object:
+    from odfweb3.adapters.ipfs.ipns import decode_record
+
+    return decode_record(data)
+
+
+def _dagcbor(data: bytes) -> object:
+    from odfweb3.adapters.ipfs.dagcbor import decode_dagcbor
+
+    return decode_dagcbor(data)
+
+
+def _cid(data: bytes) -> object:
+    from odfweb3.adapters.ipfs.cid import Cid
+
+    return Cid.decode(data.decode("latin-1"))
+
+
+def _ans104_item(data: bytes) -> object:
+    from odfweb3.adapters.arweave.ans104 import decode_data_item
+
+    return decode_data_item(data)
+
+
+def _ans104_bundle(data: bytes) -> object:
+    from odfweb3.adapters.arweave.ans104 import decode_bundle
+
+    return decode_bundle(data)
+
+
+def _ans104_tags(data: bytes) -> object:
+    from odfweb3.adapters.arweave.ans104 import decode_tags
+
+    return decode_tags(data)
+
+
+def _manifest(data: bytes) -> object:
+    from odfweb3.adapters.arweave.manifest import decode_manifest
+
+    return decode_manifest(data)
+
+
+def _tx_json(data: bytes) -> object:
+    from odfweb3.adapters.arweave.tx import from_json
+
+    return from_json(data)
+
+
+def _sealed(data: bytes) -> object:
+    from odfweb3.crypto.segments import decrypt_bytes
+
+    return decrypt_bytes(data, _content_key(), "data/x")
+
+
+def _envelope(data: bytes) -> object:
+    from odfweb3.crypto.envelope import decode_envelope
+
+    return decode_envelope(data)
+
+
+def _config(data: bytes) -> object:
+    from odfweb3.config import load_config
+
+    path = _tmp() / "odfweb3.yaml"
+    path.write_bytes(data)
+    return load_config(path, env={}, cwd=_tmp())
+
+
+# The YAML config parser runs ~350 inputs/s (PyYAML + JSON Schema per input): a million
+# would take most of an hour, so it gets a tenth of the count (docs/security.md, Fuzzing).
+CAPS: dict[str, int] = {"config": 100_000}
+
+PARSERS: dict[str, Parser] = {
+    "block": _block,
+    "dagpb": _dagpb,
+    "unixfs": _unixfs,
+    "car": _car,
+    "ipns": _ipns,
+    "dagcbor": _dagcbor,
+    "cid": _cid,
+    "ans104_item": _ans104_item,
+    "ans104_bundle": _ans104_bundle,
+    "ans104_tags": _ans104_tags,
+    "manifest": _manifest,
+    "tx_json": _tx_json,
+    "sealed": _sealed,
+    "envelope": _envelope,
+    "config": _config,
+}
+
+
+# -- seeds: valid inputs made with our own encoders ------------------------------------------
+
+
+@cache
+def _tmp() -> Path:
+    return Path(tempfile.mkdtemp(prefix="odfweb3-fuzz-"))
+
+
+@cache
+def _content_key() -> object:
+    from odfweb3.crypto.keys import ContentKey
+
+    return ContentKey("did:odf:fuzz", 1, bytes(range(32)))
+
+
+@cache
+def _wallet() -> object:
+    from odfweb3.adapters.arweave.wallet import generate_wallet
+
+    return generate_wallet()
+
+
+@cache
+def _dataset() -> Path:
+    from odfweb3.odf.builder import create_root_dataset
+
+    return create_root_dataset(_tmp() / "ds", blocks=4, data_bytes=3000, seed=5, fsync=False).path
+
+
+def _blocks() -> list[bytes]:
+    return [p.read_bytes() for p in sorted((_dataset() / "blocks").iterdir())]
+
+
+def _dag_blocks() -> list[tuple[object, bytes]]:
+    from odfweb3.adapters.ipfs.unixfs import import_tree
+
+    out: list[tuple[object, bytes]] = []
+    import_tree(_dataset(), sink=lambda cid, data: out.append((cid, data)))
+    return out
+
+
+def seeds_for(name: str) -> list[bytes]:
+    """Valid inputs for parser ``name``."""
+    return list(_seeds(name))
+
+
+@cache
+def _seeds(name: str) -> tuple[bytes, ...]:
+    if name == "block":
+        return tuple(_blocks())
+    if name in ("dagpb", "unixfs"):
+        from odfweb3.adapters.ipfs.dagpb import decode_pbnode
+
+        nodes = [d for c, d in _dag_blocks() if getattr(c, "codec", 0x70) == 0x70]
+        nodes = [d for d in nodes if _ok(decode_pbnode, d)]
+        if name == "dagpb":
+            return tuple(nodes[:8])
+        return tuple(n.data for n in (decode_pbnode(d) for d in nodes[:8]) if n.data)
+    if name == "car":
+        from odfweb3.adapters.ipfs.car import CarWriter
+
+        blocks = _dag_blocks()
+        buf = io.BytesIO()
+        writer = CarWriter(buf, blocks[-1][0])  # type: ignore[arg-type]
+        for cid, data in blocks[:6]:
+            writer.write_block(cid, data)  # type: ignore[arg-type]
+        return (buf.getvalue(),)
+    if name in ("ipns", "dagcbor"):
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        from odfweb3.adapters.ipfs.ipns import OdfExtension, create_record, encode_record
+
+        key = Ed25519PrivateKey.from_private_bytes(bytes(32))
+        ext = OdfExtension(dataset_id="did:odf:fed01" + "ab" * 32, head="f1620" + "cd" * 32)
+        rec = create_record(
+            key,
+            "/ipfs/bafkqaaa",
+            3,
+            validity=datetime(2030, 1, 1, tzinfo=UTC),
+            extensions={"_odf": ext},
+            now=datetime(2024, 1, 1, tzinfo=UTC),
+        )
+        if name == "ipns":
+            return (encode_record(rec),)
+        return (rec.data,) if getattr(rec, "data", None) else (b"\xa1avb\x01\x02",)
+    if name == "cid":
+        return tuple(str(c).encode() for c, _ in _dag_blocks()[:4])
+    if name in ("ans104_item", "ans104_bundle", "ans104_tags"):
+        from odfweb3.adapters.arweave.ans104 import (
+            create_data_item,
+            encode_bundle,
+            encode_data_item,
+            encode_tags,
+        )
+        from odfweb3.adapters.arweave.tags import Tag
+
+        tags = [Tag.of("App-Name", "odfweb3"), Tag.of("Content-Type", "text/plain")]
+        if name == "ans104_tags":
+            return (encode_tags(tags),)
+        items = [
+            create_data_item(_wallet(), b"odfweb3 fuzz seed", tags),  # type: ignore[arg-type]
+            create_data_item(_wallet(), bytes(700), anchor=bytes(32)),  # type: ignore[arg-type]
+        ]
+        if name == "ans104_item":
+            return tuple(encode_data_item(i) for i in items)
+        return (encode_bundle(items),)
+    if name == "manifest":
+        from odfweb3.adapters.arweave.manifest import PathManifest, encode_manifest
+
+        ids = {f"blocks/{i}": "A" * 42 + "BCDE"[i] for i in range(4)}
+        return (encode_manifest(PathManifest(paths=ids, index="blocks/0")),)
+    if name == "tx_json":
+        from odfweb3.adapters.arweave.tags import Tag
+        from odfweb3.adapters.arweave.tx import new_transaction, sign_transaction, to_json
+
+        w = _wallet()
+        tx = new_transaction(
+            owner=w.owner,  # type: ignore[attr-defined]
+            reward=1000,
+            last_tx=bytes(32),
+            tags=[Tag.of("a", "b")],
+            data=b"hello",
+        )
+        return (to_json(sign_transaction(tx, w), include_data=True).encode(),)  # type: ignore[arg-type]
+    if name == "sealed":
+        from odfweb3.crypto.segments import encrypt_bytes
+
+        return (
+            encrypt_bytes(b"plain " * 50, _content_key(), "data/x"),  # type: ignore[arg-type]
+            encrypt_bytes(b"", _content_key(), "data/x"),  # type: ignore[arg-type]
+        )
+    if name == "envelope":
+        from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+        from odfweb3.crypto import envelope as env
+        from odfweb3.crypto.keys import KeyRing
+
+        pub = X25519PrivateKey.from_private_bytes(bytes(range(32))).public_key().public_bytes_raw()
+        ring = KeyRing.new("did:odf:fed01" + "ab" * 32)
+        sealed = env.add_recipient(env.new_envelope(ring), ring, env.x25519_recipient(pub))
+        return (env.encode_envelope(sealed),)
+    if name == "config":
+        return (
+            b"ipfs:\n  api: http://127.0.0.1:5001\narweave:\n  gateway: http://127.0.0.1:1984\n",
+            b"state_dir: /tmp/x\n",
+        )
+    raise KeyError(name)
+
+
+def _ok(parse: Callable[[bytes], object], data: bytes) -> bool:
+    try:
+        parse(data)
+    except Exception:
+        return False
+    return True
+
+
+# -- mutation ------------------------------------------------------------------------------------
+
+_INTERESTING = (0, 1, 0x7F, 0x80, 0xFF, 0xFE, 0x40, 0x20)
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    """One to four random edits of ``data``."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(9)
+        n = len(buf)
+        if op == 0 and n:  # flip a bit
+            i = rng.randrange(n)
+            buf[i] ^= 1 << rng.randrange(8)
+        elif op == 1 and n:  # set an interesting byte
+            buf[rng.randrange(n)] = rng.choice(_INTERESTING)
+        elif op == 2:  # insert random bytes
+            i = rng.randint(0, n)
+            buf[i:i] = rng.randbytes(rng.randint(1, 8))
+        elif op == 3 and n:  # delete a run
+            i = rng.randrange(n)
+            del buf[i : i + rng.randint(1, 16)]
+        elif op == 4 and n:  # truncate
+            del buf[rng.randrange(n) :]
+        elif op == 5 and n > 4:  # duplicate a slice somewhere (splice)
+            i, j = sorted(rng.sample(range(n), 2))
+            k = rng.randint(0, n)
+            buf[k:k] = buf[i:j][:64]
+        elif op == 6 and n >= 8:  # a 64-bit little-endian field made huge or zero
+            i = rng.randrange(n - 7)
+            buf[i : i + 8] = rng.choice((b"\xff" * 8, bytes(8), (2**31).to_bytes(8, "little")))
+        elif op == 7:  # random tail
+            buf += rng.randbytes(rng.randint(1, 32))
+        elif n:  # swap two bytes
+            i, j = rng.randrange(n), rng.randrange(n)
+            buf[i], buf[j] = buf[j], buf[i]
+    return bytes(buf)
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def fuzz_one(name: str, count: int, seed: int, findings: Path) -> tuple[float, Counter[str]]:
+    """Run ``count`` mutated inputs through parser ``name``; return (seconds, finding types)."""
+    from odfweb3.errors import OdfWeb3Error
+
+    parse = PARSERS[name]
+    seeds = seeds_for(name)
+    rng = random.Random(seed)
+    found: Counter[str] = Counter()
+    started = time.perf_counter()
+    for _ in range(count):
+        data = mutate(rng, rng.choice(seeds)) if rng.random() < 0.97 else rng.randbytes(64)
+        try:
+            parse(data)
+        except OdfWeb3Error:
+            pass
+        except Exception as exc:
+            kind = f"{type(exc).__name__}: {str(exc)[:60]}"
+            if found[kind] < 3:
+                out = findings / name
+                out.mkdir(parents=True, exist_ok=True)
+                (out / hashlib.sha256(data).hexdigest()[:16]).write_bytes(data)
+            found[kind] += 1
+    return time.perf_counter() - started, found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``fuzz.py [-n COUNT] [--seed S] [PARSER...]``; exit 1 on findings."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("parsers", nargs="*", choices=[*PARSERS, []], default=[])
+    ap.add_argument("-n", "--count", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
+    args = ap.parse_args(argv)
+    names = args.parsers or list(PARSERS)
+    total = 0
+    print(f"# odfweb3 fuzz: {args.count} inputs per parser, seed {args.seed}, {os.cpu_count()} cpu")
+    for name in names:
+        count = min(args.count, CAPS.get(name, args.count))
+        seconds, found = fuzz_one(name, count, args.seed, args.findings)
+        total += sum(found.values())
+        rate = count / seconds if seconds else 0.0
+        detail = "; ".join(f"{k} x{v}" for k, v in found.most_common(5)) or "none"
+        print(
+            f"{name:14} {count:>9} inputs {seconds:8.1f} s {rate:9.0f}/s  findings: {detail}",
+            flush=True,
+        )
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(main())
