@@ -95,8 +95,8 @@ def pull_dataset(
             unverified was written and ``refs/head`` was not moved.
     """
     dest_path = Path(dest)
-    store = LocalStore(dest_path)
-    old_head = store.get_ref("head")
+    # Nothing is created in DEST until the replica's chain has been read and checked.
+    old_head = LocalStore.read_head(dest_path)
     head = replica.head()
     entries: list[ChainEntry] = []
     raw_blocks: dict[bytes, bytes] = {}
@@ -122,6 +122,7 @@ def pull_dataset(
         violations = check_chain_rules(list(reversed(entries)))
         if violations:
             raise IntegrityError(f"{replica.name}: serves an invalid chain: {violations[0]}")
+    store = LocalStore(dest_path)
     objects = [o for o in iter_objects(entries) if o.kind != "block"]
     missing = [o for o in objects if not store.has(o.kind, o.hash)]
     # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are

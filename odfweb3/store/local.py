@@ -77,14 +77,22 @@ class LocalStore:
         """Where an object lives (whether or not it exists)."""
         return self.root / object_relpath(kind, mh)
 
-    def get_ref(self, name: str) -> bytes | None:
-        path = self.root / "refs" / name
+    @staticmethod
+    def _read_ref(path: Path) -> bytes | None:
         if not path.is_file():
             return None
         try:
             return multihash_from_str(path.read_text("ascii"))
         except (UnicodeDecodeError, FormatError) as exc:
             raise FormatError(f"{path}: not a multibase hash") from exc
+
+    @classmethod
+    def read_head(cls, root: Path) -> bytes | None:
+        """``refs/head`` of the dataset at ``root``, without creating anything there."""
+        return cls._read_ref(root / "refs" / "head")
+
+    def get_ref(self, name: str) -> bytes | None:
+        return self._read_ref(self.root / "refs" / name)
 
     def set_ref(self, name: str, mh: bytes, *, expected: bytes | None) -> None:
         if name != "head":

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from odfweb3.cli.main import main
-from odfweb3.errors import ConflictError, IntegrityError
+from odfweb3.errors import ConflictError, IntegrityError, OdfWeb3Error
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.validate import validate_dataset
 from odfweb3.pull import pull_dataset
@@ -125,3 +125,13 @@ def test_interrupted_pull_resumes(tmp_path):
     assert res.bytes_fetched < 40_000 + 4 * 1024
     assert validate_dataset(dest, deep=True).ok
     assert not (dest / ".odfweb3" / "incoming").exists()
+
+
+def test_lying_replica_creates_nothing_in_a_new_dest(tmp_path):
+    src = create_root_dataset(tmp_path / "src", blocks=2, data_bytes=2000, seed=6).path
+    blk = sorted((src / "blocks").iterdir())[0]
+    blk.write_bytes(blk.read_bytes()[:-3])  # the replica serves a broken chain
+    dest = tmp_path / "dest"
+    with pytest.raises(OdfWeb3Error):
+        pull_dataset(_local(src), dest)
+    assert not dest.exists()
