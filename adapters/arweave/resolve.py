@@ -8,7 +8,8 @@ DESIGN.md section 5 and docs/arweave-format.md section 4:
    and the order inside one block is undefined, so it reads a page and picks the newest
    itself: the record no other candidate names as ``ODF-Prev-Upload``, and among several
    such (a fork) the greatest ``(height, Unix-Time)`` with pending counted as newest. It
-   pages on (``after: cursor``) only when a page holds no usable record.
+   pages on (``after: cursor``) while pages hold pending records or no usable record, so
+   more than a page of pending uploads cannot hide the newest one.
 2. Items owned by anyone else are ignored even if the gateway returned them (anyone can
    post the same tags); so are items whose tags are not a well-formed upload record
    (e.g. the discovery descriptor, which carries ``ODF-Dataset-Id`` too).
@@ -154,14 +155,20 @@ def find_latest_upload(
     gateway: ArweaveGateway, owner: str, dataset_id: str, *, page_size: int = PAGE_SIZE
 ) -> Upload | None:
     """The newest upload record of ``dataset_id`` by ``owner``, or None (see the module doc)."""
+    seen: list[Upload] = []
     for nodes in _pages(gateway, owner, dataset_id, page_size):
         uploads = [u for u in (_as_upload(n, owner, dataset_id) for n in nodes) if u is not None]
-        if not uploads:
-            continue
-        named = {u.facts.prev_upload for u in uploads}
-        tips = [u for u in uploads if u.id not in named] or uploads
-        return max(tips, key=Upload.order_key)
-    return None
+        seen.extend(uploads)
+        # Pending records sort before confirmed ones and their order is undefined: keep
+        # paging while a page still holds pending records (more than a page of pending
+        # uploads hid the newest one), stop at the first page of confirmed records only.
+        if seen and not any(u.pending for u in uploads):
+            break
+    if not seen:
+        return None
+    named = {u.facts.prev_upload for u in seen}
+    tips = [u for u in seen if u.id not in named] or seen
+    return max(tips, key=Upload.order_key)
 
 
 def lookup_items(gateway: ArweaveGateway, ids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -314,3 +314,21 @@ def test_cli_publish_status_and_wallet_from_env(arlocal, wallet, tmp_path, capsy
     (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
     assert len(row["uploads"]) == uploads_before + 1  # one L1 transaction for both updates
     assert row["publishedHead"] == row["localHead"]
+
+
+def test_newest_of_many_pending_uploads_is_found_across_pages(arlocal, tmp_path) -> None:
+    # More pending uploads than a GraphQL page holds must not hide the newest one.
+    wallet = generate_wallet()
+    arlocal.mint(wallet.address, RICH)
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=1_000, seed=71).path
+    state_dir = tmp_path / "state"
+    records = []
+    for i in range(4):  # never mined: every record stays pending
+        if i:
+            append_blocks(ds, 1, data_bytes=300, seed=i)
+        records.append(publish_dataset(ds, make_target(arlocal, wallet, state_dir)))
+    did = records[-1].plan.dataset_id
+    latest = find_latest_upload(ArweaveGateway(arlocal.url), wallet.address, did, page_size=2)
+    assert latest is not None
+    assert latest.id == records[-1].state.record["recordId"]
+    assert latest.facts.head == multihash_to_str(records[-1].plan.head)
