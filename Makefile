@@ -40,7 +40,7 @@ unit: $(STAMP)
 
 test: $(STAMP) $(NODES_STAMP)
 	$(MAKE) lint typecheck docs
-	$(BIN)/pytest -q -p no:cacheprovider tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests
 
 # Regenerate the FlatBuffers code and the typed model from schemas/odf.fbs.
 schemas: $(STAMP)
