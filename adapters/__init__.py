@@ -146,6 +146,7 @@ def open_ipfs_target(
         lifetime=_record_lifetime(config),
         unpin_previous=options.unpin_previous,
         sealer=options.sealer,
+        publisher=config.get("publisher"),
     )
 
 

@@ -28,6 +28,13 @@ object and ``refs/head`` under the root is ciphertext at the same path; the key 
 is its own UnixFS file, sent in the same ``dag/import`` and pinned on its own; its CID is
 in the state (``extra.keyEnvelope``) and in the record's ``_odf`` map as ``keyEnvelope``.
 No discovery descriptor is published (it would reveal the dataset's metadata).
+
+Plain publishes also send the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
+its own UnixFS file in the same ``dag/import``, pinned on its own, never inside the dataset
+root (issue 9): its CID is in the publish output and state (``descriptor``) and in the
+record's ``_odf`` map as ``descriptor`` (kept on republish). A descriptor that fails
+validation (e.g. no ``publisher.name`` configured) is left out, the reason in the summary
+as ``descriptorSkipped``.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import MAGIC
+from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
 from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -156,6 +164,8 @@ class IpfsNodeTarget:
         tmp_dir: where the delta CAR is written (default: the system temp dir).
         clock: current time (tests).
         sealer: encrypt every object, ``refs/head``, and publish the key envelope.
+        publisher: the FOAF agent (``name``, ``mbox``, ``homepage``) named as the
+            descriptor's creator; without a name the descriptor is left out.
     """
 
     def __init__(
@@ -172,9 +182,11 @@ class IpfsNodeTarget:
         tmp_dir: Path | None = None,
         clock: Clock = lambda: datetime.now(UTC),
         sealer: Sealer | None = None,
+        publisher: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.sealer = sealer
+        self.publisher = publisher
         self.keystore = keystore
         self.states = states
         self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
@@ -339,10 +351,14 @@ class IpfsNodeTarget:
                     sealer=self.sealer,
                 )
                 envelope = None
+                side: dict[str, str] = {}
                 if self.sealer is not None:  # its own file, outside the dataset root
                     envelope = import_bytes(
                         self.sealer.envelope, cid_version=self.cid_version, sink=writer
                     )
+                    side = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
+                else:  # the descriptor: its own file too, never inside the dataset root
+                    side = self._import_descriptor(plan, dag.root.cid.encode(), writer)
                 writer.set_root(dag.root.cid)
                 car_blocks = writer.blocks_written
                 car_bytes = writer.bytes_written
@@ -361,6 +377,8 @@ class IpfsNodeTarget:
             )
         self._pin(root)
         sealed: dict[str, Any] = {}
+        if "descriptor" in side:
+            self.client.pin_add(Cid.decode(side["descriptor"]))
         if self.sealer is not None and envelope is not None:
             self.client.pin_add(envelope.cid)
             sealed = {
@@ -379,6 +397,7 @@ class IpfsNodeTarget:
                 "dirBlocks": dir_hex,
                 "source": str(reader.root),
                 "node": self.client.node.kind,
+                **({"descriptor": side["descriptor"]} if "descriptor" in side else {}),
                 **sealed,
             },
             bytes_sent=self.client.stats.bytes_sent - sent_before,
@@ -387,8 +406,22 @@ class IpfsNodeTarget:
                 "carBytes": car_bytes if car_blocks else 0,
                 "pinned": root.encode(),
                 **({"keyEnvelope": sealed["keyEnvelope"]} if sealed else {}),
+                **side,
             },
         )
+
+    def _import_descriptor(self, plan: PublishPlan, root: str, sink: CarWriter) -> dict[str, str]:
+        """Build, validate and write the descriptor's blocks; its CID, or why it was left out."""
+        name = IpnsName.from_public_key(
+            public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
+        )
+        # plan.chain is the chain publish_dataset already verified: no second walk.
+        doc = build_descriptor(list(plan.chain), self.publisher, {"ipfs": root, "ipns": str(name)})
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        if errors:
+            return {"descriptorSkipped": "; ".join(p.message for p in errors)}
+        node = import_bytes(encode_descriptor(doc), cid_version=self.cid_version, sink=sink)
+        return {"descriptor": node.cid.encode()}
 
     def _pin(self, root: Cid) -> None:
         """Pin the new root: ``pin/update`` from the previous root where the node has it
@@ -548,9 +581,8 @@ class RepublishResult:
 
 
 def _odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``_odf`` map's optional entries from a state's extra (the key envelope's CID)."""
-    envelope = extra.get("keyEnvelope")
-    return {"keyEnvelope": str(envelope)} if envelope else {}
+    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope)."""
+    return {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
 
 
 def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> dict[str, Any]:

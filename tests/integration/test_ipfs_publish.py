@@ -319,3 +319,47 @@ def test_cli_publish_status_republish(tmp_path, ipfs_node, capsys):
     assert main(["republish", "--all", "--json"], env=environ) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["republished"][0]["sequence"] == 1 and again["nextExpiry"]
+
+
+def test_descriptor_published_beside_the_dataset_and_named_in_the_record(tmp_path, env, client):
+    from odfweb3.adapters import resolve_ref
+    from odfweb3.config import load_config
+    from odfweb3.descriptor import decode_descriptor
+
+    ds = make_dataset(tmp_path, blocks=3, data_bytes=50_000, seed=23)
+    publisher = {"type": "Organization", "name": "Example Lab"}
+    done = publish_dataset(ds, env.target(publisher=publisher))
+    # The dataset root is exactly the ODF layout: the descriptor is not inside it.
+    assert Cid.decode(done.upload.locator) == import_tree(ds).cid
+    desc_cid = done.upload.summary["descriptor"]
+    assert done.state.extra["descriptor"] == desc_cid
+    name = env.name(done.plan.dataset_id)
+    seen = read_node_record(client, name)
+    assert seen.record.odf.extra["descriptor"] == desc_cid
+    cid = Cid.decode(desc_cid)
+    assert client.has_pin(cid)
+    doc = decode_descriptor(client.cat(f"/ipfs/{desc_cid}"))
+    assert doc["id"] == done.plan.dataset_id
+    assert doc["head"] == multihash_to_str(done.plan.head)
+    assert f"ipfs://{done.upload.locator}" in doc["relation"]
+    # Kept on republish.
+    env.target(publisher=publisher).republish(done.plan.dataset_id)
+    again = read_node_record(client, name)
+    assert again.record.sequence == 1 and again.record.odf.extra["descriptor"] == desc_cid
+    # odfweb3 resolve reads the title from it.
+    config = load_config(
+        env={
+            "ODFWEB3_STATE_DIR": str(tmp_path / "resolve-state"),
+            "ODFWEB3_IPFS_API": client.api_url,
+            "ODFWEB3_IPFS_GATEWAY": env.target().gateway_url,
+            "HOME": str(tmp_path),
+        },
+        cwd=tmp_path,
+    )
+    [(_, resolved)] = resolve_ref(f"ipns://{client.name_arg(name)}", config)
+    assert resolved.title is not None and resolved.title == doc["title"]
+    # Without a publisher the descriptor fails validation: left out, the reason given.
+    append_blocks(ds, 1, data_bytes=1000)
+    plain = publish_dataset(ds, env.target())
+    assert "descriptor" not in plain.state.extra
+    assert "descriptorSkipped" in plain.upload.summary
