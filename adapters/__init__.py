@@ -346,7 +346,17 @@ def open_replica(
         from .arweave.replica import open_ar_replica
 
         return open_ar_replica(ArweaveGateway(config.arweave_gateway), ref)
-    if ref.startswith(("ipfs://", "ipns://", "did:odf:")):
+    if ref.startswith(("ipfs://", "ipns://")):
+        from .ipfs.gateway_replica import open_ipfs_ref
+
+        ipfs_replica, claims = open_ipfs_ref(ref, ipfs_access(config, dns=dns, now=now))
+        if ipfs_replica.encrypted:
+            # Ciphertext blocks: the chain is walked (and the Seed's ID checked against
+            # the envelope's) only once decrypted (odfweb3.cli.keys_cmds.decrypting_replica).
+            return ipfs_replica
+        resolve_dataset(ref, ipfs_replica, claims)
+        return ipfs_replica
+    if ref.startswith("did:odf:"):
         return resolve_ref(ref, config, dns=dns, now=now)[0][0]
     if "://" not in ref and Path(ref).is_dir():
         return LocalReplica(DatasetReader.open(ref))

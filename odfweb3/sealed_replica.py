@@ -26,7 +26,21 @@ from odfweb3.odf.layout import LAYOUT_DIRS, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.replica import Replica
 
-__all__ = ["DecryptingReplica", "SealedHeadSource", "max_ciphertext_size"]
+__all__ = ["DecryptingReplica", "KeyEnvelopeSource", "SealedHeadSource", "max_ciphertext_size"]
+
+
+@runtime_checkable
+class KeyEnvelopeSource(Protocol):
+    """A replica that can tell whether it is encrypted: its published key envelope.
+
+    ``car:DIR``, ``ipns://`` (the record's ``_odf.keyEnvelope``) and ``ar://`` (the upload
+    record's ``keyEnvelope``) replicas implement it; ``ipfs://<cid>`` has no record and
+    answers None.
+    """
+
+    def key_envelope(self) -> bytes | None:
+        """The envelope's bytes, verified against its reference, or None if unencrypted."""
+        ...
 
 
 @runtime_checkable

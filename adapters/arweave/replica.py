@@ -6,6 +6,13 @@ upload record (its ``ODF-Manifest`` and ``ODF-Head`` tags are looked up by Graph
 head served must equal ``ODF-Head``) or a path manifest. Nothing the gateway says is
 trusted: blocks are hashed here, objects by :func:`odfweb3.replica.read_object_verified`,
 and the head by the chain walk that starts from it.
+
+An encrypted upload (DESIGN.md section 6) is known by its record body's ``keyEnvelope``
+item id (the body is checked against the record's tags by
+:func:`.record.decode_record`): then ``refs/head`` and every object are ciphertext, so
+:meth:`ArweaveReplica.head` is the record's ``ODF-Head``, :meth:`~ArweaveReplica.sealed_head`
+serves the encrypted ``refs/head`` and blocks are returned unchecked for
+:class:`odfweb3.sealed_replica.DecryptingReplica`, whose chain walk checks the plaintext.
 """
 
 from __future__ import annotations
@@ -13,36 +20,85 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from odfweb3.errors import FormatError, HashMismatch, ReplicaMismatch, ResolutionError
+from odfweb3.crypto.envelope import decode_envelope
+from odfweb3.errors import (
+    FormatError,
+    HashMismatch,
+    NotFound,
+    ReplicaMismatch,
+    ResolutionError,
+)
 from odfweb3.odf.layout import ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, new_hasher
 
 from .arfs import tag_value
 from .gateway import ArweaveGateway
 from .manifest import MANIFEST_CONTENT_TYPE
+from .record import decode_record
 from .resolve import item_tags, lookup_items
 
 __all__ = ["MAX_BLOCK_SIZE", "ArweaveReplica", "open_ar_replica"]
 
 MAX_BLOCK_SIZE: Final = 16 << 20
 _ID_LENGTH: Final = 43
+_MAX_RECORD_SIZE: Final = 64 << 20
+_MAX_ENVELOPE_SIZE: Final = 4 << 20
 
 
 class ArweaveReplica:
     """A dataset at one path manifest on a gateway (see the module docstring)."""
 
     def __init__(
-        self, gateway: ArweaveGateway, manifest_id: str, ref: str, expected_head: str | None
+        self,
+        gateway: ArweaveGateway,
+        manifest_id: str,
+        ref: str,
+        expected_head: str | None,
+        *,
+        key_envelope_id: str | None = None,
+        dataset_id: str | None = None,
     ) -> None:
+        if key_envelope_id is not None and expected_head is None:
+            raise ResolutionError(f"{ref}: an encrypted upload without ODF-Head cannot be read")
         self.gateway = gateway
         self.manifest_id = manifest_id
         self.expected_head = expected_head
+        self.key_envelope_id = key_envelope_id
+        self.dataset_id = dataset_id
         self.name = ref
 
+    @property
+    def encrypted(self) -> bool:
+        """Whether the upload record names a key envelope (an encrypted upload)."""
+        return self.key_envelope_id is not None
+
+    def sealed_head(self) -> bytes:
+        """The raw bytes of ``refs/head`` (ciphertext in an encrypted upload)."""
+        return self.gateway.get_data(f"{self.manifest_id}/refs/head", limit=256)
+
+    def key_envelope(self) -> bytes | None:
+        """The key envelope item the upload record names (``GET /{id}``), else None.
+
+        Raises:
+            FormatError: the item is not a key envelope, or one for another dataset.
+        """
+        if self.key_envelope_id is None:
+            return None
+        data = self.gateway.get_data(self.key_envelope_id, limit=_MAX_ENVELOPE_SIZE)
+        envelope = decode_envelope(data)
+        if self.dataset_id is not None and envelope.dataset_id != self.dataset_id:
+            raise FormatError(
+                f"{self.name}: key envelope {self.key_envelope_id} is for "
+                f"{envelope.dataset_id}, the upload record for {self.dataset_id}"
+            )
+        return data
+
     def head(self) -> bytes:
-        text = self.gateway.get_data(f"{self.manifest_id}/refs/head", limit=256).decode(
-            "ascii", "replace"
-        )
+        if self.key_envelope_id is not None and self.expected_head is not None:
+            # Encrypted refs/head: the record's ODF-Head is the head; DecryptingReplica
+            # decrypts sealed_head() and checks that it agrees.
+            return multihash_from_str(self.expected_head)
+        text = self.sealed_head().decode("ascii", "replace")
         try:
             head = multihash_from_str(text.strip())
         except FormatError as exc:
@@ -58,6 +114,8 @@ class ArweaveReplica:
         data = self.gateway.get_data(
             f"{self.manifest_id}/{object_relpath('block', mh)}", limit=MAX_BLOCK_SIZE
         )
+        if self.encrypted:
+            return data  # ciphertext: the plaintext's hash is checked after decryption
         hasher = new_hasher(mh[0])
         hasher.update(data)
         actual = bytes((mh[0], hasher.digest_size)) + hasher.digest()
@@ -91,7 +149,19 @@ def open_ar_replica(gateway: ArweaveGateway, ref: str) -> ArweaveReplica:
     tags = item_tags(node)
     manifest = tag_value(tags, "ODF-Manifest")
     if manifest is not None:
-        return ArweaveReplica(gateway, manifest, ref, tag_value(tags, "ODF-Head"))
+        try:
+            body = gateway.get_data(item_id, limit=_MAX_RECORD_SIZE)
+            record = decode_record(tags, body, f"{ref}: upload record")
+        except (NotFound, FormatError) as exc:
+            raise ResolutionError(f"{ref}: cannot read the upload record ({exc})") from exc
+        return ArweaveReplica(
+            gateway,
+            manifest,
+            ref,
+            record.head,
+            key_envelope_id=record.key_envelope,
+            dataset_id=record.dataset_id,
+        )
     if tag_value(tags, "Content-Type") == MANIFEST_CONTENT_TYPE:
         return ArweaveReplica(gateway, item_id, ref, None)
     raise ResolutionError(f"{ref}: neither an odfweb3 upload record nor a path manifest")

@@ -41,6 +41,7 @@ from typing import Any, Final
 
 import httpx
 
+from odfweb3.crypto.envelope import decode_envelope
 from odfweb3.descriptor import decode_descriptor
 from odfweb3.errors import (
     BackendRejected,
@@ -79,6 +80,7 @@ RECORD_TYPE: Final = "application/vnd.ipfs.ipns-record"
 MAX_DNSLINK_HOPS: Final = 32  # DNSLink: recursion limit
 MAX_HEAD_SIZE: Final = 256
 MAX_DESCRIPTOR_SIZE: Final = 1 << 20
+MAX_ENVELOPE_SIZE: Final = 4 << 20
 _BLOCK_CACHE_BYTES: Final = 64 << 20
 
 #: The TXT strings of a DNS name (``_dnslink.example.org``); tests pass their own answers.
@@ -370,7 +372,16 @@ def _gateway_block_getter(gateway: IpfsGateway) -> BlockGetter:
 
 
 class IpfsReplica:
-    """A dataset at ``/ipfs/<root>`` as a read-only replica (see the module docstring)."""
+    """A dataset at ``/ipfs/<root>`` as a read-only replica (see the module docstring).
+
+    An encrypted publish (DESIGN.md section 6) is recognised by the signed record's
+    ``_odf.keyEnvelope`` (``key_envelope_cid``): then ``refs/head`` and every block are
+    ciphertext, so :meth:`head` is the record's ``_odf.head``, :meth:`sealed_head` serves
+    the encrypted ``refs/head``, and blocks are returned unchecked for
+    :class:`odfweb3.sealed_replica.DecryptingReplica` to decrypt (the chain walk then
+    checks the plaintext's ODF hashes). ``ipfs://<cid>`` has no record: its envelope is
+    unknown here (None) and the reader supplies the keys.
+    """
 
     def __init__(
         self,
@@ -381,7 +392,13 @@ class IpfsReplica:
         blocks: BlockGetter | None,
         expected_head: bytes | None = None,
         trustless: bool = False,
+        key_envelope_cid: Cid | None = None,
     ) -> None:
+        if key_envelope_cid is not None and expected_head is None:
+            raise ResolutionError(
+                f"{name}: the record names a key envelope but no _odf.head; an encrypted "
+                "refs/head cannot be read without it"
+            )
         if trustless and blocks is None:
             raise ResolutionError(
                 f"{name}: no raw blocks from {gateway.url} and no RPC API: cannot read "
@@ -393,6 +410,7 @@ class IpfsReplica:
         self.blocks = blocks
         self.expected_head = expected_head
         self.trustless = trustless
+        self.key_envelope_cid = key_envelope_cid
         self._cache: dict[bytes, bytes] = {}
         self._cached = 0
         self._folders: dict[str, dict[str, Cid]] = {}
@@ -412,12 +430,50 @@ class IpfsReplica:
         except KeyError:
             raise NotFound(f"{self.name}: /ipfs/{self.root}/{rel} is not in the DAG") from None
 
-    def head(self) -> bytes:
+    @property
+    def encrypted(self) -> bool:
+        """Whether the signed record names a key envelope (an encrypted publish)."""
+        return self.key_envelope_cid is not None
+
+    def _read_small(self, cid: Cid, limit: int, what: str) -> bytes:
+        """A small file by CID, verified block by block (or as one raw block)."""
+        if self.blocks is not None:
+            return b"".join(read_file(cid, self.blocks, max_size=limit))
+        if cid.codec != CODEC_RAW:
+            raise ResolutionError(
+                f"{self.name}: {what} {cid} cannot be verified without raw blocks; set "
+                "ipfs.api / ODFWEB3_IPFS_API"
+            )
+        data = self.gateway.fetch(f"/ipfs/{cid.encode()}", limit=limit)
+        cid.verify(data, where=f"{self.name}: {what} {cid}")
+        return data
+
+    def sealed_head(self) -> bytes:
+        """The raw bytes of ``refs/head`` (ciphertext in an encrypted publish)."""
         if self.blocks is not None:
             cid = resolve_path(self.root, "refs/head", self.blocks)
-            data = b"".join(read_file(cid, self.blocks, max_size=MAX_HEAD_SIZE))
-        else:
-            data = self.gateway.fetch(self._path("refs/head"), limit=MAX_HEAD_SIZE)
+            return b"".join(read_file(cid, self.blocks, max_size=MAX_HEAD_SIZE))
+        return self.gateway.fetch(self._path("refs/head"), limit=MAX_HEAD_SIZE)
+
+    def key_envelope(self) -> bytes | None:
+        """The key envelope the signed record names (checked against its CID), else None.
+
+        Raises:
+            FormatError: the file is not a key envelope.
+            HashMismatch: the node or gateway served other bytes than the CID.
+        """
+        if self.key_envelope_cid is None:
+            return None
+        data = self._read_small(self.key_envelope_cid, MAX_ENVELOPE_SIZE, "key envelope")
+        decode_envelope(data)  # public JSON: refuse anything else before it is used
+        return data
+
+    def head(self) -> bytes:
+        if self.key_envelope_cid is not None and self.expected_head is not None:
+            # Encrypted refs/head: the signed record binds the head; DecryptingReplica
+            # decrypts sealed_head() and checks that it agrees.
+            return self.expected_head
+        data = self.sealed_head()
         try:
             head = multihash_from_str(data.decode("ascii").strip())
         except (UnicodeDecodeError, FormatError):
@@ -444,6 +500,8 @@ class IpfsReplica:
             )
         else:
             data = self.gateway.fetch(self._path(rel), limit=MAX_BLOCK_SIZE)
+        if self.encrypted:
+            return data  # ciphertext: the plaintext's hash is checked after decryption
         verify_bytes(data, mh, f"{self.name}: {rel}")
         if self._cached + len(data) <= _BLOCK_CACHE_BYTES:
             self._cache[mh] = data
@@ -486,6 +544,7 @@ def _open_root(
     *,
     expected_head: bytes | None = None,
     claims: NameClaims | None = None,
+    key_envelope: Cid | None = None,
 ) -> tuple[IpfsReplica, NameClaims]:
     root, sub = _root_of(path, ref)
     blocks, how = access.block_getter(root)
@@ -522,6 +581,7 @@ def _open_root(
         blocks=blocks,
         expected_head=expected_head,
         trustless=access.trustless,
+        key_envelope_cid=key_envelope,
     )
     base = claims or NameClaims(locator=f"/ipfs/{root.encode()}")
     return replica, NameClaims(
@@ -605,7 +665,15 @@ def open_ipns_name(ref: str, access: IpfsAccess, name: IpnsName) -> tuple[IpfsRe
         descriptor=descriptor,
         notes=tuple(notes),
     )
-    return _open_root(ref, access, value, expected_head=claims.head, claims=claims)
+    envelope = odf.extra.get("keyEnvelope") if odf else None
+    envelope_cid = None
+    if envelope is not None:
+        if not isinstance(envelope, str):
+            raise FormatError(f"{ref}: the record's _odf.keyEnvelope is not a CID string")
+        envelope_cid = Cid.decode(envelope, where=f"{ref}: _odf.keyEnvelope")
+    return _open_root(
+        ref, access, value, expected_head=claims.head, claims=claims, key_envelope=envelope_cid
+    )
 
 
 def _is_domain(text: str) -> bool:

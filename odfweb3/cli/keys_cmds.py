@@ -39,7 +39,7 @@ from odfweb3.crypto.keyfiles import (
 from odfweb3.crypto.sealer import Sealer, encryption_required
 from odfweb3.errors import DecryptionError, NotFound, UsageError
 from odfweb3.replica import Replica
-from odfweb3.sealed_replica import DecryptingReplica
+from odfweb3.sealed_replica import DecryptingReplica, KeyEnvelopeSource
 
 __all__ = [
     "dataset_id_of",
@@ -380,9 +380,10 @@ def decrypting_replica(ctx: Any, replica: Replica) -> Replica:
     Raises:
         DecryptionError: the replica is encrypted and no local key opens it.
     """
-    get_envelope = getattr(replica, "key_envelope", None)
-    raw = get_envelope() if callable(get_envelope) else None
-    if not isinstance(raw, bytes):
+    if not isinstance(replica, KeyEnvelopeSource):
+        return replica
+    raw = replica.key_envelope()
+    if raw is None:
         return replica
     envelope = decode_envelope(raw)
     did = envelope.dataset_id

@@ -7,13 +7,24 @@ every path through arlocal's manifest and decrypts it, checking the ODF hashes.
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
 from odfweb3.adapters.arweave.gateway import ArweaveGateway
 from odfweb3.adapters.arweave.gateway_target import GatewayTarget
 from odfweb3.adapters.arweave.wallet import Wallet, generate_wallet
-from odfweb3.crypto.envelope import decode_envelope, open_envelope
+from odfweb3.cli.main import main
+from odfweb3.crypto.envelope import (
+    add_recipient,
+    decode_envelope,
+    encode_envelope,
+    open_envelope,
+    x25519_recipient,
+)
+from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys, IdentityStore
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import decrypt_bytes, decrypt_object
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
@@ -78,3 +89,58 @@ def test_encrypted_round_trip_through_arlocal(arlocal, wallet, tmp_path, monkeyp
     assert view.head == world.built.head and view.state is not None
     assert view.state.extra.get("encrypted") is True
     assert view.has  # nothing to resend
+
+
+def test_recipient_pulls_and_verifies_ar_record_through_cli(
+    arlocal, wallet, tmp_path, monkeypatch, capsys
+) -> None:
+    """A keystore holding only bob's identity pulls ar://RECORD: the record's envelope opens."""
+    world = make_encrypted_world(tmp_path, monkeypatch, data_bytes=60_000, seed=29)
+    bob_keys = tmp_path / "bob-keys"
+    IdentityStore(bob_keys).create("bob")
+    store = ContentKeyStore(world.keys_dir)
+    keys = store.load(world.did)
+    bob_pub = IdentityStore(bob_keys).public_key("bob")
+    envelope = add_recipient(keys.envelope, keys.ring, x25519_recipient(bob_pub))
+    store.save(DatasetKeys(keys.ring, envelope, keys.keks))
+    sealer = Sealer(keys.ring.current_key(), encode_envelope(envelope))
+
+    arlocal.mint(wallet.address, RICH)
+    target = GatewayTarget(
+        ArweaveGateway(arlocal.url), wallet, StateStore(tmp_path / "state"), sealer=sealer
+    )
+    outcome = publish_dataset(world.ds, target, sealer=sealer)
+    arlocal.mine(1)
+    ref = f"ar://{outcome.state.record['recordId']}"
+    env = {
+        "ODFWEB3_ARWEAVE_GATEWAY": arlocal.url,
+        "ODFWEB3_KEYSTORE": str(bob_keys),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "bob-state"),
+        "HOME": str(tmp_path),
+    }
+    dest = tmp_path / "pulled"
+    code = main(["--json", "pull", ref, str(dest)], env=env)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["head"] == multihash_to_str(world.built.head)
+    for obj in outcome.plan.objects:
+        assert (dest / obj.path).read_bytes() == (world.ds / obj.path).read_bytes()
+    assert main(["validate", str(dest), "--deep"], env=env) == 0, capsys.readouterr()
+    capsys.readouterr()
+
+    code = main(["--json", "verify", str(world.ds), "--against", ref, "--deep"], env=env)
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    report = json.loads(out)
+    assert report["ok"] is True
+    assert [r["status"] for r in report["replicas"]] == ["identical"]
+    assert report["replicas"][0]["objectsChecked"] > 0
+
+    # without a key that opens the envelope: a clear error, nothing pulled
+    IdentityStore(tmp_path / "eve-keys").create("eve")
+    code = main(
+        ["pull", ref, str(tmp_path / "eve")],
+        env=dict(env, ODFWEB3_KEYSTORE=str(tmp_path / "eve-keys")),
+    )
+    _out, err = capsys.readouterr()
+    assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()

@@ -199,3 +199,68 @@ def test_cli_publish_encrypt_to_ipfs(tmp_path, ipfs_node, capsys, world):
     assert result["keyEnvelope"]
     for needle in (DATA_MARKER, INFO_MARKER.encode()):
         assert needle.decode() not in out + err
+
+
+def _add_identity_recipient(world_keys, did: str, recipient_keys) -> Sealer:
+    """Add a fresh identity ``bob`` (in its own keystore) as a recipient; the new sealer."""
+    bob = IdentityStore(recipient_keys)
+    bob.create("bob")
+    store = ContentKeyStore(world_keys)
+    keys = store.load(did)
+    envelope = add_recipient(keys.envelope, keys.ring, x25519_recipient(bob.public_key("bob")))
+    store.save(DatasetKeys(keys.ring, envelope, keys.keks))
+    return Sealer(keys.ring.current_key(), encode_envelope(envelope))
+
+
+def test_recipient_pulls_and_verifies_ipns_through_cli(tmp_path, ipfs_node, capsys, world):
+    """A keystore holding only bob's identity pulls ipns://NAME: the record's envelope opens."""
+    built, _sealer, _alice, _ring = world
+    did = str(built.keypair.dataset_id)
+    bob_keys = tmp_path / "bob-keys"
+    sealer = _add_identity_recipient(tmp_path / "keys", did, bob_keys)
+    keystore = Keystore(tmp_path / "ipns-keys")
+    target = IpfsNodeTarget(
+        KuboClient(ipfs_node.api_url),
+        keystore,
+        StateStore(tmp_path / "state"),
+        tmp_dir=tmp_path,
+        sealer=sealer,
+    )
+    outcome = publish_dataset(built.path, target, sealer=sealer)
+    assert outcome.state is not None and outcome.state.extra["encrypted"] is True
+    name = IpnsName.from_public_key(public_key_bytes(keystore.load(outcome.plan.dataset_id)))
+    ref = f"ipns://{name}"
+    env = {
+        "ODFWEB3_IPFS_API": ipfs_node.api_url,
+        "ODFWEB3_IPFS_GATEWAY": ipfs_node.gateway_url,
+        "ODFWEB3_KEYSTORE": str(bob_keys),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "bob-state"),
+        "HOME": str(tmp_path),
+    }
+    assert [p.name for p in bob_keys.rglob("*") if p.is_file() and did in p.name] == []
+
+    dest = tmp_path / "pulled"
+    code = main(["--json", "pull", ref, str(dest)], env=env)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["head"] == multihash_to_str(built.head)
+    for folder in ("blocks", "data", "checkpoints"):
+        for p in (built.path / folder).iterdir():
+            assert (dest / folder / p.name).read_bytes() == p.read_bytes()
+    assert main(["validate", str(dest), "--deep"], env=env) == 0, capsys.readouterr()
+    capsys.readouterr()
+
+    code = main(["--json", "verify", str(built.path), "--against", ref, "--deep"], env=env)
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    report = json.loads(out)
+    assert report["ok"] is True
+    assert [r["status"] for r in report["replicas"]] == ["identical"]
+    assert report["replicas"][0]["objectsChecked"] > 0  # --deep: data and checkpoints re-hashed
+
+    # a keystore with no identity that opens the envelope gets a clear DecryptionError
+    stranger = dict(env, ODFWEB3_KEYSTORE=str(tmp_path / "stranger-keys"))
+    IdentityStore(tmp_path / "stranger-keys").create("eve")
+    code = main(["pull", ref, str(tmp_path / "eve")], env=stranger)
+    _out, err = capsys.readouterr()
+    assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()
