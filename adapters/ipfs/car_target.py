@@ -54,7 +54,7 @@ from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
 from .cid import Cid
-from .dataset_dag import ObjectLink, build_dataset_dag
+from .dataset_dag import build_dataset_dag, reusable_links
 from .ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
 from .libp2p_keys import IpnsName, public_key_bytes
 from .unixfs import import_bytes
@@ -174,17 +174,8 @@ class CarTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         prev = view.state
-        previous = {
-            path: ObjectLink.from_json(link)
-            for path, link in (prev.objects.items() if prev else ())
-            if path in view.has
-        }
-        if prev is not None and prev.extra.get("cidVersion", 1) != self.cid_version:
-            previous = {}
-        if prev is not None and bool(prev.extra.get("encrypted")) != (self.sealer is not None):
-            previous = {}  # plaintext and ciphertext files never mix in one root
-        prev_dirs = frozenset(
-            bytes.fromhex(h) for h in (prev.extra.get("dirBlocks", []) if prev else [])
+        previous, prev_dirs = reusable_links(
+            prev, view.has, cid_version=self.cid_version, encrypted=self.sealer is not None
         )
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=self.out_dir)
         _public_mode(fd)

@@ -29,11 +29,12 @@ from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
+from odfweb3.publish.state import PublishState
 
 from .cid import Cid
 from .unixfs import BlockSink, DirNode, Entry, FileNode, build_directory, import_bytes, import_file
 
-__all__ = ["DatasetDag", "ObjectLink", "build_dataset_dag"]
+__all__ = ["DatasetDag", "ObjectLink", "build_dataset_dag", "reusable_links"]
 
 _TOP_DIRS: Final = ("blocks", "checkpoints", "data")
 
@@ -77,6 +78,28 @@ class DatasetDag:
             else link.to_json()
             for path, link in self.objects.items()
         }
+
+
+def reusable_links(
+    state: PublishState | None, has: frozenset[str], *, cid_version: int, encrypted: bool
+) -> tuple[dict[str, ObjectLink], frozenset[bytes]]:
+    """What an incremental build may reuse from the previous publish's state.
+
+    Returns the links of objects the target still holds and the directory blocks sent
+    before; nothing when the CID version or the encryption changed (plaintext and
+    ciphertext files never mix in one root).
+    """
+    if state is None:
+        return {}, frozenset()
+    previous = {
+        path: ObjectLink.from_json(link) for path, link in state.objects.items() if path in has
+    }
+    if state.extra.get("cidVersion", 1) != cid_version:
+        previous = {}
+    if bool(state.extra.get("encrypted")) != encrypted:
+        previous = {}
+    dirs = frozenset(bytes.fromhex(h) for h in state.extra.get("dirBlocks", []))
+    return previous, dirs
 
 
 def build_dataset_dag(

@@ -64,7 +64,7 @@ from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
 from .cid import Cid
-from .dataset_dag import ObjectLink, build_dataset_dag
+from .dataset_dag import build_dataset_dag, reusable_links
 from .ipns import (
     DEFAULT_LIFETIME,
     IpnsRecord,
@@ -322,17 +322,8 @@ class IpfsNodeTarget:
     ) -> UploadResult:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         prev = view.state
-        previous = {
-            path: ObjectLink.from_json(link)
-            for path, link in (prev.objects.items() if prev else ())
-            if path in view.has
-        }
-        if prev is not None and prev.extra.get("cidVersion", 1) != self.cid_version:
-            previous = {}
-        if prev is not None and bool(prev.extra.get("encrypted")) != (self.sealer is not None):
-            previous = {}  # plaintext and ciphertext files never mix in one root
-        prev_dirs = frozenset(
-            bytes.fromhex(h) for h in (prev.extra.get("dirBlocks", []) if prev else [])
+        previous, prev_dirs = reusable_links(
+            prev, view.has, cid_version=self.cid_version, encrypted=self.sealer is not None
         )
         sent_before = self.client.stats.bytes_sent
         fd, tmp = tempfile.mkstemp(prefix="odfweb3-delta-", suffix=".car", dir=self.tmp_dir)
