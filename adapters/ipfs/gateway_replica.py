@@ -393,6 +393,7 @@ class IpfsReplica:
         expected_head: bytes | None = None,
         trustless: bool = False,
         key_envelope_cid: Cid | None = None,
+        dataset_id: str | None = None,
     ) -> None:
         if key_envelope_cid is not None and expected_head is None:
             raise ResolutionError(
@@ -411,6 +412,7 @@ class IpfsReplica:
         self.expected_head = expected_head
         self.trustless = trustless
         self.key_envelope_cid = key_envelope_cid
+        self.dataset_id = dataset_id
         self._cache: dict[bytes, bytes] = {}
         self._cached = 0
         self._folders: dict[str, dict[str, Cid]] = {}
@@ -459,13 +461,19 @@ class IpfsReplica:
         """The key envelope the signed record names (checked against its CID), else None.
 
         Raises:
-            FormatError: the file is not a key envelope.
+            FormatError: the file is not a key envelope, or one for another dataset
+                than the record's ``_odf.datasetId``.
             HashMismatch: the node or gateway served other bytes than the CID.
         """
         if self.key_envelope_cid is None:
             return None
         data = self._read_small(self.key_envelope_cid, MAX_ENVELOPE_SIZE, "key envelope")
-        decode_envelope(data)  # public JSON: refuse anything else before it is used
+        envelope = decode_envelope(data)  # public JSON: refuse anything else before use
+        if self.dataset_id is not None and envelope.dataset_id != self.dataset_id:
+            raise FormatError(
+                f"{self.name}: key envelope {self.key_envelope_cid} is for "
+                f"{envelope.dataset_id}, the signed record for {self.dataset_id}"
+            )
         return data
 
     def head(self) -> bytes:
@@ -582,6 +590,7 @@ def _open_root(
         expected_head=expected_head,
         trustless=access.trustless,
         key_envelope_cid=key_envelope,
+        dataset_id=claims.dataset_id if claims else None,
     )
     base = claims or NameClaims(locator=f"/ipfs/{root.encode()}")
     return replica, NameClaims(
