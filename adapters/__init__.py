@@ -340,7 +340,8 @@ def open_replica(
     if kind == "car" and arg:
         from .ipfs.car_check import CarDirReplica, check_car_dir
 
-        return CarDirReplica(check_car_dir(Path(arg).expanduser()), ref)
+        out_dir = Path(arg).expanduser()
+        return CarDirReplica(check_car_dir(out_dir), ref, out_dir)
     if kind == "ar" and arg.startswith("//"):
         from .arweave.gateway import ArweaveGateway
         from .arweave.replica import open_ar_replica

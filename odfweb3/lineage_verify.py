@@ -59,6 +59,7 @@ __all__ = [
     "LineageReport",
     "chain_resolvers",
     "replica_dataset_id",
+    "resolver_from_records",
     "resolver_from_replicas",
     "verify_lineage",
 ]
@@ -205,6 +206,40 @@ def resolver_from_replicas(replicas: Iterable[Replica]) -> InputResolver:
         except OdfWeb3Error:
             continue
     return lambda did: by_id.get(_canonical(did))
+
+
+def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) -> InputResolver:
+    """A resolver following the inputs maps of resolution records (issue 11).
+
+    A replica exposing ``lineage_inputs()`` (dataset ID -> locator, from its signed IPNS
+    record's ``_odf.inputs`` or its Arweave upload record's ``inputs``) names where each
+    input lives; each input opened through ``open_ref`` adds its own map, so the inputs
+    of inputs resolve from the derivative's name alone.
+    """
+    known: dict[str, str] = {}
+
+    def learn(r: Replica) -> None:
+        get = getattr(r, "lineage_inputs", None)
+        if get is None:
+            return
+        try:
+            inputs = get()
+        except OdfWeb3Error:
+            return
+        for did, locator in inputs.items():
+            known.setdefault(_canonical(str(did)), str(locator))
+
+    learn(replica)
+
+    def resolve(did: str) -> Replica | None:
+        locator = known.get(_canonical(did))
+        if locator is None:
+            return None
+        found = open_ref(locator)
+        learn(found)
+        return found
+
+    return resolve
 
 
 def chain_resolvers(*resolvers: InputResolver) -> InputResolver:

@@ -10,7 +10,7 @@ With a chain walker, the whole metadata chain can be read back from the CARs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,10 +89,34 @@ class CarDirCheck:
 class CarDirReplica:
     """An offline publish directory as a read-only replica (verified on every read)."""
 
-    def __init__(self, check: CarDirCheck, name: str) -> None:
+    def __init__(self, check: CarDirCheck, name: str, out_dir: Path | None = None) -> None:
         self.check = check
         self.name = name
+        self.out_dir = out_dir
         self._folders: dict[str, dict[str, Cid]] = {}
+
+    def lineage_inputs(self) -> Mapping[str, str]:
+        """The signed record's ``_odf.inputs`` (dataset ID -> locator, issue 11).
+
+        Offline, an ``ipns://NAME`` cannot be resolved: when ``publish --with-inputs`` wrote
+        the input next to this one (``OUT_DIR/inputs/*`` whose ``publish.json`` names the
+        same IPNS name), the locator becomes that directory (``car:PATH``); else it is
+        returned as recorded.
+        """
+        odf = self.check.record.odf
+        raw = odf.extra.get("inputs") if odf is not None else None
+        if not isinstance(raw, Mapping):
+            return {}
+        local: dict[str, str] = {}
+        if self.out_dir is not None and (self.out_dir / "inputs").is_dir():
+            for summary in sorted((self.out_dir / "inputs").glob("*/publish.json")):
+                try:
+                    name = json.loads(summary.read_text("utf-8")).get("ipnsName")
+                except (OSError, ValueError, AttributeError):
+                    continue
+                if isinstance(name, str):
+                    local[f"ipns://{name}"] = f"car:{summary.parent}"
+        return {str(k): local.get(str(v), str(v)) for k, v in raw.items()}
 
     def _cid_of(self, kind: ObjectKind, mh: bytes) -> Cid:
         folder = LAYOUT_DIRS[kind]

@@ -300,6 +300,9 @@ class CarTarget:
         odf_extra = {"descriptor": descriptor} if descriptor else {}
         if upload.extra.get("keyEnvelope"):
             odf_extra["keyEnvelope"] = upload.extra["keyEnvelope"]
+        inputs = plan.record_extra.get("inputs")
+        if inputs:  # issue 11: where each input lives (dataset ID -> ipns://NAME)
+            odf_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
         ext = OdfExtension(
             dataset_id=plan.dataset_id,
             head=multihash_to_str(plan.head),

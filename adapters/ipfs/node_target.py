@@ -470,11 +470,15 @@ class IpfsNodeTarget:
             sequences.append(now_seen.record.sequence)
         sequence = max(sequences) + 1
         value = f"/ipfs/{upload.locator}"
+        state_extra = dict(upload.extra)
+        inputs = plan.record_extra.get("inputs")
+        if inputs:  # issue 11: kept in the state too, so republish re-signs the same map
+            state_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
         ext = OdfExtension(
             dataset_id=plan.dataset_id,
             head=multihash_to_str(plan.head),
             prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
-            extra=_odf_extra(upload.extra),
+            extra=_odf_extra(state_extra),
         )
         mode, record = self._put_record(key, name, value, sequence, ext)
         record_facts = _record_facts(name, record, mode)
@@ -485,7 +489,7 @@ class IpfsNodeTarget:
             locator=upload.locator,
             record=record_facts,
             objects=upload.objects,
-            extra=dict(upload.extra),
+            extra=state_extra,
         )
 
     def _put_record(
@@ -572,8 +576,13 @@ class RepublishResult:
 
 
 def _odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope)."""
-    return {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
+    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope,
+    and the lineage ``inputs`` map of issue 11)."""
+    out: dict[str, Any] = {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
+    inputs = extra.get("inputs")
+    if isinstance(inputs, Mapping) and inputs:
+        out["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+    return out
 
 
 def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> dict[str, Any]:

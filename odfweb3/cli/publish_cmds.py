@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="publish every queued update of the target (all deltas in one upload each)",
     )
+    p.add_argument(
+        "--with-inputs",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="publish these input datasets first (same target, same rules), then DATASET with "
+        "a record naming where each input lives (_odf.inputs / the Arweave record's inputs); "
+        "car:OUT and bundle:OUT put each input in OUT/inputs/<input directory name>",
+    )
     p.set_defaults(handler=_publish)
 
     from odfweb3.cli import status_cmds
@@ -148,6 +158,8 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
         return _flush(args, ctx)
     if args.dataset is None:
         raise UsageError("publish: give the DATASET directory (only --flush works without one)")
+    if args.with_inputs:
+        return _publish_with_inputs(args, ctx)
     outcome = _publish_one(args, ctx, args.dataset, dry_run=args.dry_run or args.batch)
     if args.batch:
         queue = BatchQueue(ctx.config.state_dir / "batch.json")
@@ -170,7 +182,13 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _publish_one(
-    args: argparse.Namespace, ctx: Any, dataset: str, *, dry_run: bool
+    args: argparse.Namespace,
+    ctx: Any,
+    dataset: str,
+    *,
+    dry_run: bool,
+    to: str | None = None,
+    record_extra: Mapping[str, Any] | None = None,
 ) -> PublishOutcome:
     """Open the target and publish one dataset (warnings on stderr); the caller reports."""
     from odfweb3.adapters import TargetOptions, open_target
@@ -183,7 +201,7 @@ def _publish_one(
     # An ArFS private drive is encrypted end to end: it satisfies `sensitive: true`.
     sealer = None if password is not None else sealer_for_publish(ctx, dataset, args.encrypt)
     target: PublishTarget = open_target(
-        args.to,
+        to or args.to,
         ctx.config,
         TargetOptions(
             cid_version=cid_version,
@@ -207,6 +225,7 @@ def _publish_one(
             dry_run=dry_run,
             progress=bar.advance,
             sealer=sealer,
+            record_extra=record_extra,
         )
     for note in outcome.notes:
         out.warn(note)
@@ -218,6 +237,88 @@ def _publish_one(
             "with name/publish (no _odf fields; resolvers read refs/head)"
         )
     return outcome
+
+
+def _declared_inputs(dataset: str) -> tuple[str, set[str]]:
+    """The dataset's ID and the input IDs its latest SetTransform declares."""
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.identity import DatasetId
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.model import Seed, SetTransform
+
+    declared: set[str] | None = None
+    seed_id = ""
+    for entry in walk_chain(DatasetReader.open(dataset)):  # head first
+        event = entry.block.event
+        if declared is None and isinstance(event, SetTransform):
+            declared = {str(DatasetId.parse(i.dataset_ref or "")) for i in event.inputs or ()}
+        if isinstance(event, Seed):
+            seed_id = str(DatasetId.from_bytes(event.dataset_id or b""))
+    return seed_id, declared or set()
+
+
+def _input_target(to: str, input_dir: str) -> str:
+    """Where an input goes: the same target; one-dataset directories get OUT/inputs/NAME."""
+    kind, sep, arg = to.partition(":")
+    if kind in ("car", "bundle") and sep and arg:
+        return f"{kind}:{Path(arg) / 'inputs' / Path(input_dir).resolve().name}"
+    return to
+
+
+def _record_locator(outcome: PublishOutcome) -> str:
+    """How a consumer finds a published input: ``ipns://NAME`` or ``ar://RECORD``."""
+    record = outcome.state.record if outcome.state is not None else {}
+    if record.get("name"):
+        return f"ipns://{record['name']}"
+    if record.get("recordId"):
+        return f"ar://{record['recordId']}"
+    raise UsageError(
+        f"{outcome.plan.target}: the publish left no IPNS name or Arweave record id to "
+        "point at; --with-inputs needs car:DIR, ipfs, bundle:DIR or arweave"
+    )
+
+
+def _publish_with_inputs(args: argparse.Namespace, ctx: Any) -> int:
+    """``--with-inputs``: each input first, then DATASET with the inputs map (issue 11)."""
+    if args.batch or args.flush or args.dry_run:
+        raise UsageError("--with-inputs publishes now: drop --batch, --flush and --dry-run")
+    _, declared = _declared_inputs(args.dataset)
+    plan: list[tuple[str, str, str]] = []  # (dir, dataset id, target)
+    seen_targets: set[str] = set()
+    for input_dir in args.with_inputs:
+        input_id, _ = _declared_inputs(input_dir)
+        if input_id not in declared:
+            raise UsageError(
+                f"--with-inputs {input_dir}: {input_id} is not an input of {args.dataset} "
+                "(its SetTransform names other datasets); nothing was published"
+            )
+        to = _input_target(args.to, input_dir)
+        if to != args.to and to in seen_targets:
+            raise UsageError(
+                f"--with-inputs: two inputs share the directory name {Path(input_dir).name}; "
+                "rename one"
+            )
+        seen_targets.add(to)
+        plan.append((input_dir, input_id, to))
+    inputs: dict[str, str] = {}
+    published: list[dict[str, Any]] = []
+    outcomes: list[PublishOutcome] = []
+    for input_dir, input_id, to in plan:
+        outcome = _publish_one(args, ctx, input_dir, dry_run=False, to=to)
+        inputs[input_id] = _record_locator(outcome)
+        published.append({"dataset": input_dir, "to": to, **_to_json(outcome)})
+        outcomes.append(outcome)
+    outcome = _publish_one(args, ctx, args.dataset, dry_run=False, record_extra={"inputs": inputs})
+    published.append({"dataset": args.dataset, "to": args.to, **_to_json(outcome)})
+    outcomes.append(outcome)
+    ctx.out.result(
+        {"publishes": published, "inputs": inputs},
+        lambda: (
+            "\n".join(_human(o) for o in outcomes)
+            + "".join(f"\n  input {did} -> {loc}" for did, loc in inputs.items())
+        ),
+    )
+    return 0
 
 
 def _flush(args: argparse.Namespace, ctx: Any) -> int:

@@ -7,7 +7,12 @@ from typing import Any
 
 from odfweb3.cli.output import format_bytes
 from odfweb3.errors import OdfWeb3Error, UsageError
-from odfweb3.lineage_verify import chain_resolvers, resolver_from_replicas, verify_lineage
+from odfweb3.lineage_verify import (
+    chain_resolvers,
+    resolver_from_records,
+    resolver_from_replicas,
+    verify_lineage,
+)
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
@@ -170,10 +175,14 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
             raise UsageError(f"--input {item!r}: expected did:odf:…=REF")
         explicit[str(DatasetId.parse(did))] = open_replica(ref, ctx.config)
     given = [open_replica(ref, ctx.config) for ref in args.inputs_from]
+    replica = open_replica(args.dataset, ctx.config)
     resolve = chain_resolvers(
-        lambda did: explicit.get(str(DatasetId.parse(did))), resolver_from_replicas(given)
+        lambda did: explicit.get(str(DatasetId.parse(did))),
+        resolver_from_replicas(given),
+        # Issue 11: the records' inputs maps (_odf.inputs / the upload record's inputs).
+        resolver_from_records(replica, lambda ref: open_replica(ref, ctx.config)),
     )
-    report = verify_lineage(open_replica(args.dataset, ctx.config), resolve, deep=args.deep)
+    report = verify_lineage(replica, resolve, deep=args.deep)
     ctx.out.result(report.to_json(), report.describe)
     if report.ok:
         return 0

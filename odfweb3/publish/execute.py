@@ -15,9 +15,11 @@ sends only what is missing (content addressing makes repeats harmless).
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import IntegrityError, UsageError
@@ -72,6 +74,7 @@ def publish_dataset(
     dry_run: bool = False,
     progress: ProgressFn | None = None,
     sealer: Sealer | None = None,
+    record_extra: Mapping[str, Any] | None = None,
 ) -> PublishOutcome:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
@@ -84,6 +87,8 @@ def publish_dataset(
         sealer: the publish must be encrypted with it (DESIGN.md section 6): refused before
             anything is sent unless ``target`` was opened with this same sealer (its
             ``sealer`` attribute) and the key belongs to this dataset.
+        record_extra: extra facts for the name record (``inputs``: dataset ID -> locator of
+            each input, issue 11), carried in the plan (``plan.record_extra``).
     """
     reader = DatasetReader.open(path)
     entries, dataset_id = load_verified_chain(reader)  # 1
@@ -104,6 +109,8 @@ def publish_dataset(
         remote_ahead=view.ahead,
         force=force,
     )
+    if record_extra:
+        plan = dataclasses.replace(plan, record_extra=dict(record_extra))
     if dry_run:
         return PublishOutcome(plan, view, notes=view.notes)
     upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4

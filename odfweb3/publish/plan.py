@@ -17,9 +17,9 @@ Relations between the local head and the target's head (DESIGN.md section 2, ste
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from odfweb3.errors import ConflictError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects
@@ -46,6 +46,8 @@ class PublishPlan:
         objects: every object of the dataset (the full layout the target will hold).
         chain: the verified local chain, head first, for targets that need the blocks
             themselves (the discovery descriptor) without walking the chain again.
+        record_extra: extra facts for the name record (issue 11: ``inputs``, dataset ID ->
+            locator of each input); every target copies ``inputs`` into its record.
     """
 
     dataset_id: str
@@ -58,6 +60,7 @@ class PublishPlan:
     send: tuple[DatasetObject, ...]
     objects: tuple[DatasetObject, ...]
     chain: tuple[ChainEntry, ...] = field(default=(), repr=False, compare=False)
+    record_extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def send_bytes(self) -> int:

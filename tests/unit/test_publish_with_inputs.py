@@ -1,0 +1,116 @@
+"""``publish --with-inputs`` (issue 11): inputs first, then the derivative whose signed
+record names where each input lives; ``verify --lineage`` follows that map alone."""
+
+import json
+
+import pytest
+
+from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
+from odfweb3.cli.main import main
+from odfweb3.lineage_verify import resolver_from_records, verify_lineage
+from odfweb3.odf.builder import example_keypair
+from odfweb3.odf.derivative import derivative_keypair
+
+from .odf.lineage_helpers import chain_of, make_lineage
+
+A, B = str(example_keypair(1).dataset_id), str(example_keypair(2).dataset_id)
+X = str(derivative_keypair(0).dataset_id)
+
+
+@pytest.fixture(scope="module")
+def lineage(tmp_path_factory):
+    return make_lineage(tmp_path_factory.mktemp("lin"))
+
+
+def run(capsys, tmp_path, *argv):
+    code = main(list(argv), env={"ODFWEB3_KEYSTORE": str(tmp_path / "keys"), "HOME": str(tmp_path)})
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_car_dir_publish_with_inputs_then_verify_lineage_from_the_name_alone(
+    capsys, tmp_path, lineage
+):
+    a, b, x, _ = lineage
+    out = tmp_path / "out"
+    code, stdout, err = run(
+        capsys,
+        tmp_path,
+        "publish",
+        str(x),
+        "--to",
+        f"car:{out}",
+        "--with-inputs",
+        str(a),
+        str(b),
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert [p["plan"]["datasetId"] for p in doc["publishes"]] == [A, B, X]
+
+    # Each input sits in OUT/inputs/<dir name>, published and verifiable on its own.
+    names = {}
+    for did, sub in ((A, "a"), (B, "b")):
+        check = check_car_dir(out / "inputs" / sub)
+        assert check.dataset_id == did and check.head == chain_of(a if sub == "a" else b)[-1].hash
+        names[did] = f"ipns://{check.name}"
+
+    # The derivative's signed record carries the inputs map: ID -> the inputs' own names.
+    record = check_car_dir(out).record
+    assert record.odf is not None and record.odf.dataset_id == X
+    assert dict(record.odf.extra["inputs"]) == names == doc["inputs"]
+
+    # Offline, the car: replica maps each ipns:// name to the input's directory.
+    replica = CarDirReplica(check_car_dir(out), f"car:{out}", out)
+    assert replica.lineage_inputs() == {
+        A: f"car:{out / 'inputs' / 'a'}",
+        B: f"car:{out / 'inputs' / 'b'}",
+    }
+
+    code, stdout, err = run(capsys, tmp_path, "verify", f"car:{out}", "--lineage", "--json")
+    rep = json.loads(stdout)
+    assert code == 0, stdout + err
+    assert rep["complete"] is True
+    assert [(i["datasetId"], i["status"]) for i in rep["inputs"]] == [
+        (A, "present"),
+        (B, "present"),
+    ]
+
+    # Re-running is incremental: nothing new is sent for any of the three.
+    code, stdout, _ = run(
+        capsys,
+        tmp_path,
+        "publish",
+        str(x),
+        "--to",
+        f"car:{out}",
+        "--with-inputs",
+        str(a),
+        str(b),
+        "--json",
+    )
+    again = json.loads(stdout)
+    assert code == 0 and [p["plan"]["relation"] for p in again["publishes"]] == ["same"] * 3
+
+
+def test_a_plain_record_has_no_inputs_and_resolves_nothing(capsys, tmp_path, lineage):
+    _, _, x, _ = lineage
+    out = tmp_path / "plain"
+    assert run(capsys, tmp_path, "publish", str(x), "--to", f"car:{out}")[0] == 0
+    check = check_car_dir(out)
+    assert check.record.odf is not None and "inputs" not in check.record.odf.extra
+    replica = CarDirReplica(check, f"car:{out}", out)
+    assert replica.lineage_inputs() == {}
+    report = verify_lineage(replica, resolver_from_records(replica, pytest.fail))
+    assert not report.ok and {i.status for i in report.inputs} == {"unresolvable"}
+
+
+def test_an_input_the_derivative_does_not_declare_is_refused(capsys, tmp_path, lineage):
+    _, b, _, y = lineage
+    out = tmp_path / "wrong"
+    code, _, err = run(
+        capsys, tmp_path, "publish", str(y), "--to", f"car:{out}", "--with-inputs", str(b)
+    )
+    assert code == 64 and B in err and "not an input" in err
+    assert not out.exists()  # nothing was published
