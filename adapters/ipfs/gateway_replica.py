@@ -33,7 +33,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -413,9 +413,15 @@ class IpfsReplica:
         self.trustless = trustless
         self.key_envelope_cid = key_envelope_cid
         self.dataset_id = dataset_id
+        self.inputs: dict[str, str] = {}  # the signed record's _odf.inputs (issue 11)
         self._cache: dict[bytes, bytes] = {}
         self._cached = 0
         self._folders: dict[str, dict[str, Cid]] = {}
+
+    def lineage_inputs(self) -> Mapping[str, str]:
+        """Where each input lives, from the verified record's ``_odf.inputs`` (dataset ID ->
+        ``ipns://NAME``, written by ``publish --with-inputs``); empty without a record."""
+        return dict(self.inputs)
 
     def _path(self, rel: str) -> str:
         return f"/ipfs/{self.root.encode()}/{rel}"
@@ -680,9 +686,15 @@ def open_ipns_name(ref: str, access: IpfsAccess, name: IpnsName) -> tuple[IpfsRe
         if not isinstance(envelope, str):
             raise FormatError(f"{ref}: the record's _odf.keyEnvelope is not a CID string")
         envelope_cid = Cid.decode(envelope, where=f"{ref}: _odf.keyEnvelope")
-    return _open_root(
+    replica, opened = _open_root(
         ref, access, value, expected_head=claims.head, claims=claims, key_envelope=envelope_cid
     )
+    inputs = odf.extra.get("inputs") if odf else None
+    if inputs is not None:
+        if not isinstance(inputs, Mapping):
+            raise FormatError(f"{ref}: the record's _odf.inputs is not a map")
+        replica.inputs = {str(k): str(v) for k, v in inputs.items()}
+    return replica, opened
 
 
 def _is_domain(text: str) -> bool:
