@@ -236,6 +236,8 @@ class BundlePlan:
         unix_time: ``Unix-Time`` of every item.
         app_version: ``App-Version``.
         record_extra_tags: extra tags for the record item (checked against the limits).
+        inputs: dataset ID -> ``ar://RECORD`` of each input, for the record body (issue 11;
+            from ``plan.record_extra["inputs"]``), or None.
     """
 
     dataset_id: str
@@ -250,6 +252,7 @@ class BundlePlan:
     unix_time: int
     app_version: str
     record_extra_tags: tuple[Tag, ...] = ()
+    inputs: Mapping[str, str] | None = None
 
     @property
     def item_count(self) -> int:
@@ -357,10 +360,17 @@ def plan_bundle(
         unix_time=unix_time,
         app_version=app_version,
         record_extra_tags=tuple(record_extra_tags),
+        inputs=_inputs(plan),
     )
     # Refuse tags over the limits now, before any file is read or anything signed.
     encode_tags(_record_tags(bundle, _PLACEHOLDER_ID, {}))
     return bundle
+
+
+def _inputs(plan: PublishPlan) -> Mapping[str, str] | None:
+    """The inputs map the publish asked the record to carry (issue 11), or None."""
+    raw = plan.record_extra.get("inputs")
+    return {str(k): str(v) for k, v in raw.items()} if raw else None
 
 
 def _record(
@@ -380,6 +390,7 @@ def _record(
         unix_time=bundle.unix_time,
         app_version=bundle.app_version,
         key_envelope=key_envelope,
+        inputs=bundle.inputs,
     )
 
 

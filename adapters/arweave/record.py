@@ -133,6 +133,8 @@ class UploadRecord:
         unix_time: seconds since the epoch.
         app_version: odfweb3 version.
         key_envelope: the key envelope item id of an encrypted upload.
+        inputs: where each input of a derivative lives (dataset ID -> ``ar://RECORD``),
+            written by ``publish --with-inputs`` (issue 11); absent from plain records.
     """
 
     dataset_id: str
@@ -145,6 +147,7 @@ class UploadRecord:
     unix_time: int
     app_version: str
     key_envelope: str | None = None
+    inputs: Mapping[str, str] | None = None
 
     @property
     def tags_view(self) -> RecordTags:
@@ -192,6 +195,8 @@ def encode_record(record: UploadRecord) -> bytes:
     }
     if record.key_envelope is not None:
         doc["keyEnvelope"] = record.key_envelope
+    if record.inputs is not None:
+        doc["inputs"] = dict(sorted(record.inputs.items()))
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
@@ -281,4 +286,14 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         key_envelope=_item_id(doc["keyEnvelope"], f"{where}: keyEnvelope")
         if "keyEnvelope" in doc
         else None,
+        inputs=_inputs(doc["inputs"], where) if "inputs" in doc else None,
     )
+
+
+def _inputs(raw: object, where: str) -> dict[str, str]:
+    """The body's ``inputs`` map: dataset ID -> locator strings (issue 11)."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise FormatError(f"{where}: 'inputs' is not a map of dataset IDs to locators")
+    return dict(raw)

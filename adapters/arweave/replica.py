@@ -17,7 +17,7 @@ serves the encrypted ``refs/head`` and blocks are returned unchecked for
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Final
 
 from odfweb3.crypto.envelope import decode_envelope
@@ -57,6 +57,7 @@ class ArweaveReplica:
         *,
         key_envelope_id: str | None = None,
         dataset_id: str | None = None,
+        inputs: Mapping[str, str] | None = None,
     ) -> None:
         if key_envelope_id is not None and expected_head is None:
             raise ResolutionError(f"{ref}: an encrypted upload without ODF-Head cannot be read")
@@ -65,7 +66,13 @@ class ArweaveReplica:
         self.expected_head = expected_head
         self.key_envelope_id = key_envelope_id
         self.dataset_id = dataset_id
+        self.inputs = dict(inputs or {})
         self.name = ref
+
+    def lineage_inputs(self) -> Mapping[str, str]:
+        """Where each input lives, from the upload record body's ``inputs`` (dataset ID ->
+        ``ar://RECORD``, written by ``publish --with-inputs``, issue 11); else empty."""
+        return dict(self.inputs)
 
     @property
     def encrypted(self) -> bool:
@@ -161,6 +168,7 @@ def open_ar_replica(gateway: ArweaveGateway, ref: str) -> ArweaveReplica:
             record.head,
             key_envelope_id=record.key_envelope,
             dataset_id=record.dataset_id,
+            inputs=record.inputs,
         )
     if tag_value(tags, "Content-Type") == MANIFEST_CONTENT_TYPE:
         return ArweaveReplica(gateway, item_id, ref, None)

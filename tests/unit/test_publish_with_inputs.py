@@ -5,12 +5,15 @@ import json
 
 import pytest
 
+from odfweb3.adapters.arweave.ans104 import iter_bundle
+from odfweb3.adapters.arweave.record import decode_record, encode_record
 from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
 from odfweb3.cli.main import main
 from odfweb3.lineage_verify import resolver_from_records, verify_lineage
 from odfweb3.odf.builder import example_keypair
 from odfweb3.odf.derivative import derivative_keypair
 
+from .adapters.arweave.conftest import FIXED_WALLET_PATH
 from .odf.lineage_helpers import chain_of, make_lineage
 
 A, B = str(example_keypair(1).dataset_id), str(example_keypair(2).dataset_id)
@@ -114,3 +117,44 @@ def test_an_input_the_derivative_does_not_declare_is_refused(capsys, tmp_path, l
     )
     assert code == 64 and B in err and "not an input" in err
     assert not out.exists()  # nothing was published
+
+
+def test_bundle_dir_publish_with_inputs_puts_the_map_in_the_record_body(capsys, tmp_path, lineage):
+    a, b, x, _ = lineage
+    out = tmp_path / "bundles"
+    code, stdout, err = run(
+        capsys,
+        tmp_path,
+        "publish",
+        str(x),
+        "--to",
+        f"bundle:{out}",
+        "--with-inputs",
+        str(a),
+        str(b),
+        "--wallet",
+        str(FIXED_WALLET_PATH),
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(stdout)
+    a_pub, b_pub, x_pub = doc["publishes"]
+    assert a_pub["to"] == f"bundle:{out / 'inputs' / 'a'}"
+    assert doc["inputs"] == {
+        A: f"ar://{a_pub['record']['recordId']}",
+        B: f"ar://{b_pub['record']['recordId']}",
+    }
+
+    def record_of(folder, record_id):
+        with open(folder / f"{record_id}.bundle", "rb") as f:
+            item = list(iter_bundle(f))[-1]  # the record is the last item
+        assert item.id_b64 == record_id
+        return item, decode_record(item.tags, item.data)
+
+    item, record = record_of(out, x_pub["record"]["recordId"])
+    assert record.dataset_id == X and dict(record.inputs or {}) == doc["inputs"]
+    assert json.loads(item.data)["inputs"] == doc["inputs"]
+    # An input's own record is a plain one: no inputs key, byte for byte as before.
+    item_a, record_a = record_of(out / "inputs" / "a", a_pub["record"]["recordId"])
+    assert record_a.inputs is None and b'"inputs"' not in item_a.data
+    assert encode_record(record_a) == item_a.data
