@@ -300,9 +300,13 @@ class CarTarget:
         odf_extra = {"descriptor": descriptor} if descriptor else {}
         if upload.extra.get("keyEnvelope"):
             odf_extra["keyEnvelope"] = upload.extra["keyEnvelope"]
-        inputs = plan.record_extra.get("inputs")
-        if inputs:  # issue 11: where each input lives (dataset ID -> ipns://NAME)
+        # Issue 11: where each input lives (dataset ID -> ipns://NAME); a plain publish
+        # keeps the map the last --with-inputs publish recorded.
+        inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
+        state_extra = dict(upload.extra)
+        if inputs:
             odf_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+            state_extra["inputs"] = odf_extra["inputs"]
         ext = OdfExtension(
             dataset_id=plan.dataset_id,
             head=multihash_to_str(plan.head),
@@ -334,7 +338,7 @@ class CarTarget:
                 "file": record_file,
             },
             objects=upload.objects,
-            extra=upload.extra,
+            extra=state_extra,
         )
 
     def save(self, state: PublishState) -> None:

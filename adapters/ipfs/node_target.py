@@ -471,8 +471,10 @@ class IpfsNodeTarget:
         sequence = max(sequences) + 1
         value = f"/ipfs/{upload.locator}"
         state_extra = dict(upload.extra)
-        inputs = plan.record_extra.get("inputs")
-        if inputs:  # issue 11: kept in the state too, so republish re-signs the same map
+        # Issue 11: kept in the state too, so republish re-signs the same map and a plain
+        # publish keeps the map the last --with-inputs publish recorded.
+        inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
+        if inputs:
             state_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
         ext = OdfExtension(
             dataset_id=plan.dataset_id,

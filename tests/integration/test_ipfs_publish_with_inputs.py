@@ -49,3 +49,26 @@ def test_publish_with_inputs_and_verify_the_lineage_from_the_name(tmp_path, ipfs
     assert sorted((i["datasetId"], i["status"]) for i in report["inputs"]) == sorted(
         (did, "present") for did in doc["inputs"]
     )
+
+    # Two levels: y consumes (x, a). Publishing y with its inputs re-publishes x plainly,
+    # which keeps x's own map, so the whole lineage resolves from y's name alone.
+    y = create_derivative_dataset(tmp_path / "y", [x, a], transactions=1, seed=5).path
+    code = main(
+        ["publish", str(y), "--to", "ipfs", "--with-inputs", str(x), str(a), "--json"],
+        env=environ,
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    y_doc = json.loads(out.out)
+    assert y_doc["inputs"][x_pub["plan"]["datasetId"]] == f"ipns://{name}"
+    y_name = y_doc["publishes"][-1]["record"]["name"]
+    code = main(["verify", f"ipns://{y_name}", "--lineage", "--json"], env=environ)
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert code == 0, out.out + out.err
+    assert [(i["depth"], i["status"]) for i in report["inputs"]] == [
+        (1, "present"),
+        (2, "present"),
+        (2, "present"),
+        (1, "present"),
+    ]
