@@ -35,13 +35,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "re-hashes every block and object of each replica. Exit status: 0 all identical, "
         "1 any difference, 2 errors. With --lineage REF: check that every input block REF's "
         "ExecuteTransforms consumed is held by an input replica, down to the root datasets; "
-        "exit status 0 only when the whole lineage is present.",
+        "inputs are found through --input, --inputs-from, then the inputs map of each "
+        "record (publish --with-inputs); exit status 0 only when the whole lineage is present.",
     )
     p.add_argument(
         "dataset",
         nargs="?",
         help="local dataset directory (default: the first REF); with "
-        "--lineage, the replica to check (car:DIR or a directory)",
+        "--lineage, the replica to check (car:DIR, ipns://, ar:// or a directory)",
     )
     p.add_argument("--against", action="append", metavar="REF", help="replica (repeatable)")
     p.add_argument(
