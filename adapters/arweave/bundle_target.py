@@ -32,6 +32,7 @@ is only used to sign: it is never copied, logged or written anywhere.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -59,6 +60,7 @@ from .publish_bundle import (
     sign_publish_bundle,
     write_bundle_file,
 )
+from .record import inputs_to_record
 from .tags import Tag
 from .wallet import Wallet
 
@@ -164,7 +166,19 @@ class BundleTarget:
     ) -> UploadResult:
         """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``."""
         previous = self._previous(view)
-        if plan.is_noop and previous is not None and previous.complete and view.state is not None:
+        # Issue 11: a plain publish keeps the inputs map the last upload recorded.
+        last_inputs = view.state.extra.get("inputs") if view.state else None
+        asked = plan.record_extra.get("inputs")
+        inputs = inputs_to_record(asked, last_inputs, str(self.summary_path))
+        if inputs and not asked:
+            plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
+        if (
+            plan.is_noop
+            and previous is not None
+            and previous.complete
+            and view.state is not None
+            and inputs == (last_inputs or None)  # a new inputs map needs a new record
+        ):
             # Same head, nothing new: an upload would only repeat refs/head. Keep the last one.
             return UploadResult(
                 locator=str(view.state.locator),
@@ -209,6 +223,7 @@ class BundleTarget:
                 "bundleItems": len(signed.items),
                 **{k: v for k, v in descriptor.items() if k == "descriptorId"},
                 **sealed_extra(self.sealer, descriptor),
+                **({"inputs": inputs} if inputs else {}),
             },
             bytes_sent=size,
             summary={

@@ -48,6 +48,7 @@ __all__ = [
     "UploadRecord",
     "decode_record",
     "encode_record",
+    "inputs_to_record",
     "parse_record_tags",
     "record_tags",
 ]
@@ -288,6 +289,35 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         else None,
         inputs=_inputs(doc["inputs"], where) if "inputs" in doc else None,
     )
+
+
+def inputs_to_record(
+    asked: Mapping[str, object] | None, last: object, where: str
+) -> dict[str, str] | None:
+    """The inputs map the next upload record of a dataset carries (issue 11).
+
+    The map a ``publish --with-inputs`` asks for wins. Otherwise the map the last upload
+    recorded is kept: republishing a derivative plainly (for instance as the input of
+    another derivative, or after appending blocks) must not cut its lineage.
+
+    Args:
+        asked: the publish's ``record_extra["inputs"]`` (dataset ID -> ``ar://RECORD``), or
+            None / empty for a plain publish.
+        last: the map kept in publish state from the last upload (read from disk or
+            rebuilt from the last record), or None.
+        where: the state's location, for messages.
+
+    Returns:
+        The map to record, or None for a plain record.
+
+    Raises:
+        FormatError: ``last`` is not a map of strings to strings.
+    """
+    if asked:
+        return {str(k): str(v) for k, v in asked.items()}
+    if last is None:
+        return None
+    return _inputs(last, f"{where}: inputs") or None
 
 
 def _inputs(raw: object, where: str) -> dict[str, str]:
