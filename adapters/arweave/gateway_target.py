@@ -29,6 +29,7 @@ The wallet only signs; it is never written anywhere.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Mapping
@@ -57,7 +58,7 @@ from .publish_bundle import (
     sign_publish_bundle,
     write_bundle_file,
 )
-from .record import UploadRecord
+from .record import UploadRecord, inputs_to_record
 from .resolve import Upload, fetch_record, find_latest_upload, lookup_items, walk_uploads
 from .tags import Tag
 from .tx import from_json, new_transaction, sign_transaction, to_json_dict
@@ -215,6 +216,8 @@ class GatewayTarget:
                     if last.key_envelope
                     else {}
                 ),
+                # Issue 11: the next plain publish keeps the last record's inputs map.
+                **({"inputs": dict(last.inputs)} if last.inputs else {}),
             },
         )
         return state, chain
@@ -239,7 +242,16 @@ class GatewayTarget:
         """Sign, price, check the balance, post (see the module docstring)."""
         where = str(self.states.path_for(plan.dataset_id, self.name))
         previous = previous_from_state(view.state, where)
-        if plan.is_noop and previous is not None and view.state is not None:
+        # Issue 11: a plain publish keeps the inputs map the last upload recorded.
+        last_inputs = view.state.extra.get("inputs") if view.state else None
+        asked = plan.record_extra.get("inputs")
+        inputs = inputs_to_record(asked, last_inputs, where)
+        if (
+            plan.is_noop
+            and previous is not None
+            and view.state is not None
+            and inputs == (last_inputs or None)  # a new inputs map needs a new record
+        ):
             return UploadResult(
                 locator=str(view.state.locator),
                 objects=view.state.objects,
@@ -249,6 +261,9 @@ class GatewayTarget:
         checkpoint = self._load_checkpoint(plan, previous.record_id if previous else None)
         if checkpoint is not None:
             return self._post(plan.dataset_id, checkpoint, resumed=True)
+        if inputs and not asked:
+            inputs = self._latest_inputs(inputs)
+            plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
         prepared = sign_publish_bundle(
             plan,
             reader,
@@ -333,6 +348,7 @@ class GatewayTarget:
                     "uploads": [*prev_uploads, new_upload],
                     **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
                     **sealed_extra(self.sealer, prepared.descriptor),
+                    **({"inputs": inputs} if inputs else {}),
                 },
                 "summary": {
                     "transaction": tx.id_b64,
@@ -347,6 +363,21 @@ class GatewayTarget:
         }
         self._save_checkpoint(plan.dataset_id, checkpoint)
         return self._post(plan.dataset_id, checkpoint, resumed=False)
+
+    def _latest_inputs(self, carried: Mapping[str, str]) -> dict[str, str]:
+        """A carried inputs map, each input pointed at its latest upload by this wallet.
+
+        Issue 11: ``ar://RECORD`` names one upload, and a derivative republished with new
+        blocks may consume input blocks only a later upload of that input holds. Inputs
+        of ``--with-inputs`` go to this gateway with this wallet, so their latest upload
+        (the readers' rule, :func:`.resolve.find_latest_upload`) is where they live now;
+        an input with no upload by this wallet keeps its locator.
+        """
+        out: dict[str, str] = {}
+        for did, locator in carried.items():
+            latest = find_latest_upload(self.gateway, self.wallet.address, did)
+            out[did] = f"ar://{latest.id}" if latest is not None else locator
+        return out
 
     def _check_latest(self, dataset_id: str, expected: str | None, view: RemoteView) -> None:
         """Re-read the latest record just before posting: another publisher's is a conflict.
