@@ -41,6 +41,7 @@ from odfweb3.resolve import NameClaims, ResolvedDataset, resolve_dataset
 
 if TYPE_CHECKING:
     from .arweave.gateway_target import GatewayTarget
+    from .arweave.replica import ArweaveReplica
     from .ipfs.gateway_replica import DnsTxtLookup, IpfsAccess
     from .ipfs.node_target import IpfsNodeTarget
 
@@ -321,20 +322,50 @@ def resolve_ref(
     raise UsageError(f"cannot resolve {ref!r}: use ipns://, ipfs://, ar:// or did:odf:")
 
 
+def _open_private_drive(
+    replica: ArweaveReplica, config: Config, wallet: Path | None, password: str | None
+) -> Replica:
+    """An ArFS private drive's replica (issue 7), or a UsageError naming what to pass."""
+    from .arweave.private_replica import open_private_replica
+    from .arweave.wallet import load_wallet
+
+    wallet = wallet or config.arweave_wallet
+    if wallet is None or not password:
+        raise UsageError(
+            f"{replica.name} is an ArFS private drive: pass the publisher's --wallet "
+            "WALLET.json and --drive-password-file FILE (or set ODFWEB3_DRIVE_PASSWORD)"
+        )
+    assert replica.record is not None and replica.record_id is not None
+    return open_private_replica(
+        replica.gateway,
+        replica.name,
+        replica.record_id,
+        replica.record,
+        replica.owner or "",
+        load_wallet(wallet),
+        password,
+    )
+
+
 def open_replica(
     ref: str,
     config: Config,
     *,
     dns: DnsTxtLookup | None = None,
     now: Callable[[], datetime] | None = None,
+    wallet: Path | None = None,
+    drive_password: str | None = None,
 ) -> Replica:
     """A read-only replica for ``ref`` (see the module docstring).
 
     Names (``ipfs://``, ``ipns://``, ``did:odf:``) are resolved and checked first
-    (:func:`resolve_ref`); the replica returned is the first found.
+    (:func:`resolve_ref`); the replica returned is the first found. An ``ar://RECORD`` of
+    an ArFS private drive is opened with ``wallet`` (default: config ``arweave.wallet``)
+    and ``drive_password`` (:mod:`.arweave.private_replica`).
 
     Raises:
-        UsageError: an unknown reference form.
+        UsageError: an unknown reference form; a private drive without wallet or password.
+        DecryptionError: a private drive with a wrong wallet or password.
     """
     kind, _, arg = ref.partition(":")
     if kind == "car" and arg:
@@ -346,7 +377,10 @@ def open_replica(
         from .arweave.gateway import ArweaveGateway
         from .arweave.replica import open_ar_replica
 
-        return open_ar_replica(ArweaveGateway(config.arweave_gateway), ref)
+        ar_replica = open_ar_replica(ArweaveGateway(config.arweave_gateway), ref)
+        if ar_replica.arfs_private:
+            return _open_private_drive(ar_replica, config, wallet, drive_password)
+        return ar_replica
     if ref.startswith(("ipfs://", "ipns://")):
         from .ipfs.gateway_replica import open_ipfs_ref
 

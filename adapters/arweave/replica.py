@@ -13,6 +13,10 @@ item id (the body is checked against the record's tags by
 :meth:`ArweaveReplica.head` is the record's ``ODF-Head``, :meth:`~ArweaveReplica.sealed_head`
 serves the encrypted ``refs/head`` and blocks are returned unchecked for
 :class:`odfweb3.sealed_replica.DecryptingReplica`, whose chain walk checks the plaintext.
+
+An ArFS private drive (the record body's ``drive.privacy`` is ``private``) is read by
+:mod:`.private_replica` with the owner's wallet and the drive password; this class only
+keeps the record and owner for it and refuses to serve the ciphertext as a dataset.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from odfweb3.errors import (
     NotFound,
     ReplicaMismatch,
     ResolutionError,
+    UsageError,
 )
 from odfweb3.odf.layout import ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, new_hasher
@@ -34,7 +39,7 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, new_hash
 from .arfs import tag_value
 from .gateway import ArweaveGateway
 from .manifest import MANIFEST_CONTENT_TYPE
-from .record import decode_record
+from .record import UploadRecord, decode_record
 from .resolve import item_tags, lookup_items
 
 __all__ = ["MAX_BLOCK_SIZE", "ArweaveReplica", "open_ar_replica"]
@@ -58,6 +63,9 @@ class ArweaveReplica:
         key_envelope_id: str | None = None,
         dataset_id: str | None = None,
         inputs: Mapping[str, str] | None = None,
+        record: UploadRecord | None = None,
+        record_id: str | None = None,
+        owner: str | None = None,
     ) -> None:
         if key_envelope_id is not None and expected_head is None:
             raise ResolutionError(f"{ref}: an encrypted upload without ODF-Head cannot be read")
@@ -68,6 +76,16 @@ class ArweaveReplica:
         self.dataset_id = dataset_id
         self.inputs = dict(inputs or {})
         self.name = ref
+        # The decoded upload record and its owner (None when opened by manifest id); an ArFS
+        # private drive is read by .private_replica from these.
+        self.record = record
+        self.record_id = record_id
+        self.owner = owner
+
+    @property
+    def arfs_private(self) -> bool:
+        """Whether the upload record says the drive is an ArFS private drive."""
+        return self.record is not None and self.record.drive.privacy == "private"
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """Where each input lives, from the upload record body's ``inputs`` (dataset ID ->
@@ -101,6 +119,11 @@ class ArweaveReplica:
         return data
 
     def head(self) -> bytes:
+        if self.arfs_private:
+            raise UsageError(
+                f"{self.name} is an ArFS private drive: pass --wallet WALLET.json and "
+                "--drive-password-file FILE (or ODFWEB3_DRIVE_PASSWORD) to read it"
+            )
         if self.key_envelope_id is not None and self.expected_head is not None:
             # Encrypted refs/head: the record's ODF-Head is the head; DecryptingReplica
             # decrypts sealed_head() and checks that it agrees.
@@ -169,6 +192,9 @@ def open_ar_replica(gateway: ArweaveGateway, ref: str) -> ArweaveReplica:
             key_envelope_id=record.key_envelope,
             dataset_id=record.dataset_id,
             inputs=record.inputs,
+            record=record,
+            record_id=item_id,
+            owner=str((node.get("owner") or {}).get("address", "")),
         )
     if tag_value(tags, "Content-Type") == MANIFEST_CONTENT_TYPE:
         return ArweaveReplica(gateway, item_id, ref, None)

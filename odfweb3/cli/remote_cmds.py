@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from odfweb3.cli.output import format_bytes
+from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 from odfweb3.errors import OdfWeb3Error, UsageError
 from odfweb3.lineage_verify import (
     chain_resolvers,
@@ -64,6 +66,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="with --lineage: the replica of one input dataset (repeatable)",
     )
     p.add_argument("--deep", action="store_true", help="re-hash every object of each replica")
+    _add_drive_options(p)
     p.add_argument("--sample", type=int, metavar="K", help="with --deep: only K random objects")
     p.set_defaults(handler=_verify)
 
@@ -83,6 +86,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
     p.add_argument("--force", action="store_true", help="replace a diverged destination head")
+    _add_drive_options(p)
     p.set_defaults(handler=_pull)
 
     p = sub.add_parser(
@@ -112,6 +116,47 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_resolve)
 
 
+def _add_drive_options(p: argparse.ArgumentParser) -> None:
+    """``--wallet`` / ``--drive-password-file``: read an ar:// ArFS private drive (issue 7)."""
+    p.add_argument(
+        "--wallet",
+        type=Path,
+        default=None,
+        help="ar:// ArFS private drive: the publisher's JWK wallet (default arweave.wallet)",
+    )
+    p.add_argument(
+        "--drive-password-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"ar:// ArFS private drive: file holding the drive password (first line; "
+        f"else {DRIVE_PASSWORD_ENV})",
+    )
+
+
+def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
+    """``open_replica`` keywords for an ArFS private drive: wallet and password, if given.
+
+    The password comes from ``--drive-password-file`` (first line) or the environment,
+    never from the command line; it is only used if the ref turns out to be private.
+    """
+    password: str | None = None
+    if args.drive_password_file is not None:
+        try:
+            lines = args.drive_password_file.read_text("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"--drive-password-file {args.drive_password_file}: unreadable "
+                f"({type(exc).__name__}); give a UTF-8 text file"
+            ) from None
+        password = lines[0] if lines else ""
+        if not password:
+            raise UsageError(f"--drive-password-file {args.drive_password_file}: empty first line")
+    else:
+        password = str(ctx.env.get(DRIVE_PASSWORD_ENV, "")) or None
+    return {"wallet": args.wallet, "drive_password": password}
+
+
 def _resolve(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import resolve_ref
 
@@ -139,12 +184,16 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     else:
         if len(refs) < 2:
             raise UsageError("verify: give a local DATASET or at least two --against replicas")
-        reference = decrypting_replica(ctx, open_replica(refs.pop(0), ctx.config))
+        reference = decrypting_replica(
+            ctx, open_replica(refs.pop(0), ctx.config, **_drive_access(args, ctx))
+        )
     entries = list(walk_chain(reference.read_block, reference.head()))
     reports: list[ReplicaReport] = []
     for ref in refs:
         try:
-            replica: Replica = decrypting_replica(ctx, open_replica(ref, ctx.config))
+            replica: Replica = decrypting_replica(
+                ctx, open_replica(ref, ctx.config, **_drive_access(args, ctx))
+            )
         except UsageError:
             raise
         except OdfWeb3Error as exc:
@@ -176,7 +225,7 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
             raise UsageError(f"--input {item!r}: expected did:odf:…=REF")
         explicit[str(DatasetId.parse(did))] = open_replica(ref, ctx.config)
     given = [open_replica(ref, ctx.config) for ref in args.inputs_from]
-    replica = open_replica(args.dataset, ctx.config)
+    replica = open_replica(args.dataset, ctx.config, **_drive_access(args, ctx))
     resolve = chain_resolvers(
         lambda did: explicit.get(str(DatasetId.parse(did))),
         resolver_from_replicas(given),
@@ -194,7 +243,9 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import open_replica
     from odfweb3.cli.keys_cmds import decrypting_replica
 
-    replica: Replica = decrypting_replica(ctx, open_replica(args.ref, ctx.config))
+    replica: Replica = decrypting_replica(
+        ctx, open_replica(args.ref, ctx.config, **_drive_access(args, ctx))
+    )
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(
             replica, args.dest, parallel=args.parallel, force=args.force, progress=bar.advance
