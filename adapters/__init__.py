@@ -32,12 +32,18 @@ from typing import TYPE_CHECKING
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import BackendError, NotFound, ResolutionError, UsageError
+from odfweb3.errors import (
+    BackendError,
+    DecryptionError,
+    NotFound,
+    ResolutionError,
+    UsageError,
+)
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.target import PublishTarget
 from odfweb3.replica import LocalReplica, Replica
-from odfweb3.resolve import NameClaims, ResolvedDataset, resolve_dataset
+from odfweb3.resolve import NameClaims, ResolvedDataset, resolve_dataset, resolve_sealed
 
 if TYPE_CHECKING:
     from .arweave.gateway_target import GatewayTarget
@@ -52,6 +58,7 @@ __all__ = [
     "open_ipfs_target",
     "open_replica",
     "open_target",
+    "read_key_envelope",
     "resolve_ref",
 ]
 
@@ -277,6 +284,83 @@ def _did_candidates(
     return out, skipped
 
 
+def read_key_envelope(src: str, config: Config) -> bytes:
+    """The bytes of a key envelope given as ``--key-envelope SRC`` (issue 7).
+
+    ``SRC`` is a local file, ``ipfs://<cid>`` (read through the configured gateway / RPC
+    API, verified against the CID) or ``ar://<id>`` (the envelope item through the
+    configured Arweave gateway). The bytes are only decoded later; a forged envelope
+    cannot make ciphertext decrypt (AES-GCM), so it can only fail.
+
+    Raises:
+        NotFound: the file or item is not there.
+        UsageError: ``SRC`` is none of those forms.
+    """
+    from .ipfs.gateway_replica import MAX_ENVELOPE_SIZE
+
+    if src.startswith("ipfs://"):
+        from .ipfs.cid import Cid
+        from .ipfs.gateway_replica import read_ipfs_file
+
+        cid = Cid.decode(src.removeprefix("ipfs://").strip("/"), where=f"--key-envelope {src}")
+        access = ipfs_access(config)
+        return read_ipfs_file(access, cid, limit=MAX_ENVELOPE_SIZE, what="key envelope")
+    if src.startswith("ar://"):
+        from .arweave.gateway import ArweaveGateway
+
+        item = src.removeprefix("ar://").strip("/")
+        return ArweaveGateway(config.arweave_gateway).get_data(item, limit=MAX_ENVELOPE_SIZE)
+    if "://" in src:
+        raise UsageError(f"--key-envelope {src}: give a file, ipfs://CID or ar://ID")
+    path = Path(src).expanduser()
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_ENVELOPE_SIZE + 1)
+    except OSError as exc:
+        raise NotFound(f"--key-envelope {src}: cannot read it ({exc.strerror})") from exc
+
+
+def _checked(
+    where: str,
+    replica: Replica,
+    claims: NameClaims,
+    unseal: Callable[[Replica], Replica] | None,
+    expect_dataset_id: str | None = None,
+) -> tuple[Replica, ResolvedDataset]:
+    """Check what ``where`` leads to; an encrypted replica is decrypted first if it can be.
+
+    Without keys (no ``unseal``, or it raises DecryptionError because no key opens the
+    envelope) an encrypted replica yields the record's claims only (resolve_sealed).
+    """
+    from odfweb3.crypto.envelope import decode_envelope
+
+    if not getattr(replica, "encrypted", False):
+        return replica, resolve_dataset(where, replica, claims, expect_dataset_id=expect_dataset_id)
+    key_envelope = getattr(replica, "key_envelope", None)
+    raw = key_envelope() if callable(key_envelope) else None
+    envelope_did = decode_envelope(raw).dataset_id if isinstance(raw, bytes) else None
+    if claims.dataset_id is None and envelope_did is not None:
+        # ipfs://CID --key-envelope: the Seed must be the envelope's dataset
+        expect_dataset_id = expect_dataset_id or envelope_did
+    reason = "no keys offered"
+    if unseal is not None:
+        try:
+            opened = unseal(replica)
+        except DecryptionError as exc:
+            reason = f"no key opens its key envelope: {exc}"
+        else:
+            return opened, resolve_dataset(
+                where, opened, claims, expect_dataset_id=expect_dataset_id, encrypted=True
+            )
+    return replica, resolve_sealed(
+        where,
+        claims,
+        envelope_dataset_id=envelope_did,
+        reason=reason,
+        expect_dataset_id=expect_dataset_id,
+    )
+
+
 def resolve_ref(
     ref: str,
     config: Config,
@@ -285,10 +369,18 @@ def resolve_ref(
     now: Callable[[], datetime] | None = None,
     owner: str | None = None,
     trustless: bool = False,
+    unseal: Callable[[Replica], Replica] | None = None,
+    key_envelope: bytes | None = None,
+    key_envelope_source: str = "--key-envelope",
 ) -> list[tuple[Replica, ResolvedDataset]]:
     """Resolve ``ref`` (see the module docstring) and check it (:mod:`odfweb3.resolve`).
 
     A ``did:odf`` may be found in several places: one entry each, the IPNS name first.
+    An encrypted publish (issue 7) is decrypted with ``unseal`` (the CLI passes
+    :func:`odfweb3.cli.keys_cmds.decrypting_replica`) and then checked in full; the
+    replica returned is then the decrypted one. Without keys the result holds the signed
+    record's claims only (``content_checked`` False). ``key_envelope`` (the bytes of
+    ``--key-envelope``) is used for IPFS replicas, where ``ipfs://CID`` has no record.
 
     Raises:
         UsageError: an unknown reference form.
@@ -300,20 +392,24 @@ def resolve_ref(
         ipfs_replica, claims = open_ipfs_ref(
             ref, ipfs_access(config, dns=dns, now=now, trustless=trustless)
         )
-        return [(ipfs_replica, resolve_dataset(ref, ipfs_replica, claims))]
+        if key_envelope is not None:
+            ipfs_replica.use_envelope(key_envelope, key_envelope_source)
+        return [_checked(ref, ipfs_replica, claims, unseal)]
     if ref.startswith("ar://"):
         replica, claims = _arweave_claims(ref, config)
-        return [(replica, resolve_dataset(ref, replica, claims))]
+        return [_checked(ref, replica, claims, unseal)]
     if ref.startswith("did:odf:"):
         access = ipfs_access(config, dns=dns, now=now, trustless=trustless)
+        from .ipfs.gateway_replica import IpfsReplica
+
         candidates, problems = _did_candidates(ref, config, access, owner)
         found: list[tuple[Replica, ResolvedDataset]] = []
         for where, opener in candidates:
             try:
                 replica, claims = opener()
-                found.append(
-                    (replica, resolve_dataset(where, replica, claims, expect_dataset_id=ref))
-                )
+                if key_envelope is not None and isinstance(replica, IpfsReplica):
+                    replica.use_envelope(key_envelope, key_envelope_source)
+                found.append(_checked(where, replica, claims, unseal, ref))
             except (ResolutionError, NotFound, BackendError) as exc:
                 problems.append(f"{where}: {exc}")
         if not found:
@@ -353,15 +449,18 @@ def open_replica(
     *,
     dns: DnsTxtLookup | None = None,
     now: Callable[[], datetime] | None = None,
+    key_envelope: bytes | None = None,
     wallet: Path | None = None,
     drive_password: str | None = None,
 ) -> Replica:
     """A read-only replica for ``ref`` (see the module docstring).
 
     Names (``ipfs://``, ``ipns://``, ``did:odf:``) are resolved and checked first
-    (:func:`resolve_ref`); the replica returned is the first found. An ``ar://RECORD`` of
-    an ArFS private drive is opened with ``wallet`` (default: config ``arweave.wallet``)
-    and ``drive_password`` (:mod:`.arweave.private_replica`).
+    (:func:`resolve_ref`); the replica returned is the first found. An encrypted one is
+    returned still encrypted (the CLI decrypts it); ``key_envelope`` (``--key-envelope``)
+    gives IPFS replicas the envelope ``ipfs://CID`` lacks. An ``ar://RECORD`` of an ArFS
+    private drive is opened with ``wallet`` (default: config ``arweave.wallet``) and
+    ``drive_password`` (:mod:`.arweave.private_replica`).
 
     Raises:
         UsageError: an unknown reference form; a private drive without wallet or password.
@@ -385,6 +484,8 @@ def open_replica(
         from .ipfs.gateway_replica import open_ipfs_ref
 
         ipfs_replica, claims = open_ipfs_ref(ref, ipfs_access(config, dns=dns, now=now))
+        if key_envelope is not None:
+            ipfs_replica.use_envelope(key_envelope, "--key-envelope")
         if ipfs_replica.encrypted:
             # Ciphertext blocks: the chain is walked (and the Seed's ID checked against
             # the envelope's) only once decrypted (odfweb3.cli.keys_cmds.decrypting_replica).
@@ -392,7 +493,7 @@ def open_replica(
         resolve_dataset(ref, ipfs_replica, claims)
         return ipfs_replica
     if ref.startswith("did:odf:"):
-        return resolve_ref(ref, config, dns=dns, now=now)[0][0]
+        return resolve_ref(ref, config, dns=dns, now=now, key_envelope=key_envelope)[0][0]
     if "://" not in ref and Path(ref).is_dir():
         return LocalReplica(DatasetReader.open(ref))
     raise UsageError(

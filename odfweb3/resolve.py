@@ -14,6 +14,14 @@ untrusted"):
    ``ODF-Dataset-Id``) and, for a ``did:odf`` lookup, the ID asked for.
 
 A failure of 1 or 3 raises :class:`~odfweb3.errors.ReplicaMismatch` naming both sides.
+
+Encrypted publishes (DESIGN.md section 6, issue 7): a key holder's replica is decrypted
+first and then checked exactly as above (``resolve_dataset(..., encrypted=True)``). A
+reader without keys gets :func:`resolve_sealed`: the signed record's claims only (dataset
+ID, head, sequence, expiry), marked ``encrypted`` and ``content_checked=False``, with a
+note saying the chain was not walked. Like ``ipfs name resolve``, which verifies a record
+and does not fetch what it points at, that is a successful resolution; callers that need
+the content checked test ``content_checked``.
 Title and license come from the descriptor when one is given and describes this dataset,
 else from the chain's ``SetInfo`` / ``SetLicense`` events. This module imports no adapter.
 """
@@ -26,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from odfweb3.descriptor import derive_title
-from odfweb3.errors import ChainBroken, ReplicaMismatch
+from odfweb3.errors import ChainBroken, ReplicaMismatch, ResolutionError
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.model import Seed, SetInfo, SetLicense
@@ -40,6 +48,7 @@ __all__ = [
     "describe_chain",
     "descriptor_facts",
     "resolve_dataset",
+    "resolve_sealed",
     "seed_dataset_id",
 ]
 
@@ -69,27 +78,40 @@ class NameClaims:
 
 @dataclass(frozen=True)
 class ResolvedDataset:
-    """A name, resolved and checked (see the module docstring)."""
+    """A name, resolved and checked (see the module docstring).
+
+    Attributes:
+        head: the head; None only for an encrypted dataset read without keys and without
+            a signed record (``ipfs://CID --key-envelope``).
+        blocks: the chain's length; None when the chain was not walked.
+        encrypted: the replica serves an encrypted publish.
+        content_checked: the chain was walked and checked against the claims (False only
+            for an encrypted dataset read without keys: :func:`resolve_sealed`).
+    """
 
     ref: str
     dataset_id: str
-    head: bytes
+    head: bytes | None
     locator: str
-    blocks: int
+    blocks: int | None
     sequence: int | None = None
     expires_at: datetime | None = None
     title: str | None = None
     license: str | None = None
     notes: tuple[str, ...] = field(default=())
+    encrypted: bool = False
+    content_checked: bool = True
 
     def to_json(self) -> dict[str, object]:
         """Stable JSON form (documented in docs/resolve.md)."""
         return {
             "ref": self.ref,
             "datasetId": self.dataset_id,
-            "head": multihash_to_str(self.head),
+            "head": multihash_to_str(self.head) if self.head is not None else None,
             "locator": self.locator,
             "blocks": self.blocks,
+            "encrypted": self.encrypted,
+            "contentChecked": self.content_checked,
             "sequence": self.sequence,
             "expires": self.expires_at.isoformat() if self.expires_at else None,
             "title": self.title,
@@ -102,9 +124,15 @@ class ResolvedDataset:
         lines = [
             f"{self.ref}",
             f"  dataset:  {self.dataset_id}",
-            f"  head:     {multihash_to_str(self.head)} ({self.blocks} blocks)",
+            f"  head:     {self._head_text()}",
             f"  locator:  {self.locator}",
         ]
+        if self.encrypted:
+            lines.append(
+                "  content:  encrypted, decrypted and checked"
+                if self.content_checked
+                else "  content:  encrypted, NOT checked (no key): the signed record's claims only"
+            )
         if self.sequence is not None:
             lines.append(f"  sequence: {self.sequence}")
         if self.expires_at is not None:
@@ -115,6 +143,12 @@ class ResolvedDataset:
             lines.append(f"  license:  {self.license}")
         lines.extend(f"  note:     {n}" for n in self.notes)
         return "\n".join(lines)
+
+    def _head_text(self) -> str:
+        if self.head is None:
+            return "unknown (encrypted, no signed record, no key)"
+        text = multihash_to_str(self.head)
+        return text if self.blocks is None else f"{text} ({self.blocks} blocks)"
 
 
 def seed_dataset_id(chain: Sequence[ChainEntry]) -> str:
@@ -192,8 +226,16 @@ def resolve_dataset(
     claims: NameClaims,
     *,
     expect_dataset_id: str | None = None,
+    encrypted: bool = False,
 ) -> ResolvedDataset:
     """Read the replica's head, walk its chain to the Seed, check the claims.
+
+    Args:
+        ref: the name asked for.
+        replica: the replica the name leads to (already decrypted if it was encrypted).
+        claims: what the name's record says.
+        expect_dataset_id: the dataset ID asked for (a ``did:odf`` lookup).
+        encrypted: ``replica`` is a decrypted view of an encrypted publish (reported).
 
     Raises:
         ReplicaMismatch: the claims and the data disagree.
@@ -222,4 +264,65 @@ def resolve_dataset(
         title=title,
         license=license_text,
         notes=tuple(notes),
+        encrypted=encrypted,
+    )
+
+
+def resolve_sealed(
+    ref: str,
+    claims: NameClaims,
+    *,
+    envelope_dataset_id: str | None,
+    reason: str,
+    expect_dataset_id: str | None = None,
+) -> ResolvedDataset:
+    """An encrypted dataset read without keys: the claims, checked as far as they can be.
+
+    Nothing of the chain is read (its blocks are ciphertext). What is checked: the key
+    envelope (verified against its CID / id by the adapter) is for the dataset the record
+    claims, and both are the dataset asked for. Head, sequence and expiry are reported as
+    the signed record states them.
+
+    Args:
+        ref: the name asked for.
+        claims: what the name's record says (head and dataset ID, if it has a record).
+        envelope_dataset_id: the dataset ID the published key envelope names.
+        reason: why the content could not be decrypted (one line, no key material).
+        expect_dataset_id: the dataset ID asked for (a ``did:odf`` lookup).
+
+    Raises:
+        ReplicaMismatch: the envelope, the record and the ID asked for disagree.
+        ResolutionError: neither a record nor an envelope names the dataset.
+    """
+    dataset_id = claims.dataset_id or envelope_dataset_id
+    if dataset_id is None:
+        raise ResolutionError(
+            f"{ref}: encrypted, and neither a signed record nor a key envelope names the "
+            "dataset; pass its key envelope with --key-envelope"
+        )
+    for what, wanted in (
+        ("the key envelope is for", envelope_dataset_id),
+        ("asked for", expect_dataset_id),
+    ):
+        if wanted is not None and DatasetId.parse(wanted) != DatasetId.parse(dataset_id):
+            raise ReplicaMismatch(
+                f"{ref}: {what} dataset {wanted} but the record says {dataset_id}; "
+                "the name or envelope belongs to another dataset"
+            )
+    source = "the signed record's" if claims.dataset_id is not None else "the key envelope's"
+    note = (
+        f"encrypted and not decrypted ({reason}): head and dataset ID are {source} claims; "
+        "the chain was not walked"
+    )
+    return ResolvedDataset(
+        ref=ref,
+        dataset_id=dataset_id,
+        head=claims.head,
+        locator=claims.locator,
+        blocks=None,
+        sequence=claims.sequence,
+        expires_at=claims.expires_at,
+        notes=(*claims.notes, note),
+        encrypted=True,
+        content_checked=False,
     )

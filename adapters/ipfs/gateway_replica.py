@@ -25,6 +25,13 @@ Every node and gateway is untrusted (DESIGN.md section 2). What is checked, and 
   (``dnslink=/ipfs/…`` or ``dnslink=/ipns/…``, the lexicographically first valid one, up to
   32 hops) from an injectable :data:`DnsTxtLookup`; by default the node's RPC ``dns``. DNS
   is not authenticated: what it points at is verified like any other reference.
+- **Encrypted publishes without a record** (issue 7): ``ipfs://<cid>`` of an encrypted
+  publish has no record, hence no ``_odf.keyEnvelope``. Its ``refs/head`` starts with the
+  ciphertext header (:data:`odfweb3.crypto.segments.MAGIC`), which is recognised and refused
+  with one line naming ``--key-envelope``. Given the envelope (:meth:`IpfsReplica.use_envelope`,
+  :func:`read_ipfs_file`), the head is whatever ``refs/head`` decrypts to
+  (:meth:`IpfsReplica.bind_sealed_head`): AES-GCM authenticates it under the dataset's key,
+  and the root CID binds the ciphertext when raw blocks are read.
 """
 
 from __future__ import annotations
@@ -42,10 +49,13 @@ from typing import Any, Final
 import httpx
 
 from odfweb3.crypto.envelope import decode_envelope
+from odfweb3.crypto.keys import KeyRing
+from odfweb3.crypto.segments import MAGIC, decrypt_bytes
 from odfweb3.descriptor import decode_descriptor
 from odfweb3.errors import (
     BackendRejected,
     BackendUnavailable,
+    DecryptionError,
     FormatError,
     NotFound,
     ReplicaMismatch,
@@ -73,6 +83,7 @@ __all__ = [
     "open_ipfs_ref",
     "open_ipns_name",
     "parse_dnslink",
+    "read_ipfs_file",
 ]
 
 RAW_BLOCK_TYPE: Final = "application/vnd.ipld.raw"
@@ -413,6 +424,7 @@ class IpfsReplica:
         self.trustless = trustless
         self.key_envelope_cid = key_envelope_cid
         self.dataset_id = dataset_id
+        self.supplied_envelope: bytes | None = None  # --key-envelope (issue 7)
         self.inputs: dict[str, str] = {}  # the signed record's _odf.inputs (issue 11)
         self._cache: dict[bytes, bytes] = {}
         self._cached = 0
@@ -440,8 +452,56 @@ class IpfsReplica:
 
     @property
     def encrypted(self) -> bool:
-        """Whether the signed record names a key envelope (an encrypted publish)."""
-        return self.key_envelope_cid is not None
+        """Whether the signed record names a key envelope, or one was given (encrypted)."""
+        return self.key_envelope_cid is not None or self.supplied_envelope is not None
+
+    def use_envelope(self, data: bytes, source: str) -> None:
+        """Read this replica with the key envelope ``data`` (``--key-envelope SOURCE``).
+
+        Needed for ``ipfs://<cid>`` of an encrypted publish (no record names its envelope);
+        with a record it replaces the record's envelope, which must then be for the same
+        dataset.
+
+        Raises:
+            FormatError: ``data`` is not a key envelope.
+            ReplicaMismatch: the envelope is for another dataset than the signed record.
+        """
+        envelope = decode_envelope(data)  # public JSON: refuse anything else before use
+        if self.dataset_id is not None and envelope.dataset_id != self.dataset_id:
+            raise ReplicaMismatch(
+                f"{self.name}: the key envelope {source} is for {envelope.dataset_id} but the "
+                f"signed record for {self.dataset_id}; pass this dataset's envelope"
+            )
+        self.supplied_envelope = data
+
+    def bind_sealed_head(self, keys: KeyRing) -> None:
+        """With no signed record, take the head from the decrypted ``refs/head``.
+
+        Does nothing when the head is already bound (a record's ``_odf.head``) or the
+        replica is not encrypted.
+
+        Raises:
+            ReplicaMismatch: ``refs/head`` does not decrypt with ``keys`` (the envelope
+                given is another dataset's, or the keys lack this publish's epoch).
+        """
+        if not self.encrypted or self.expected_head is not None:
+            return
+        try:
+            text = decrypt_bytes(self.sealed_head(), keys, "refs/head")
+        except DecryptionError:
+            # Not "no key" (that is DecryptionError): keys were found but are not this
+            # replica's, so the envelope and the replica disagree.
+            raise ReplicaMismatch(
+                f"{self.name}: refs/head does not decrypt with the keys the key envelope gave; "
+                "the envelope is for another dataset or another publish: pass the keyEnvelope "
+                "this publish printed (odfweb3 status shows it)"
+            ) from None
+        try:
+            self.expected_head = multihash_from_str(text.decode("ascii").strip())
+        except (UnicodeDecodeError, FormatError):
+            raise FormatError(
+                f"{self.name}: refs/head decrypts to something that is not a multibase hash"
+            ) from None
 
     def _read_small(self, cid: Cid, limit: int, what: str) -> bytes:
         """A small file by CID, verified block by block (or as one raw block)."""
@@ -464,13 +524,16 @@ class IpfsReplica:
         return self.gateway.fetch(self._path("refs/head"), limit=MAX_HEAD_SIZE)
 
     def key_envelope(self) -> bytes | None:
-        """The key envelope the signed record names (checked against its CID), else None.
+        """The key envelope given (:meth:`use_envelope`), else the one the signed record
+        names (checked against its CID), else None.
 
         Raises:
             FormatError: the file is not a key envelope, or one for another dataset
                 than the record's ``_odf.datasetId``.
             HashMismatch: the node or gateway served other bytes than the CID.
         """
+        if self.supplied_envelope is not None:
+            return self.supplied_envelope
         if self.key_envelope_cid is None:
             return None
         data = self._read_small(self.key_envelope_cid, MAX_ENVELOPE_SIZE, "key envelope")
@@ -483,11 +546,24 @@ class IpfsReplica:
         return data
 
     def head(self) -> bytes:
-        if self.key_envelope_cid is not None and self.expected_head is not None:
-            # Encrypted refs/head: the signed record binds the head; DecryptingReplica
-            # decrypts sealed_head() and checks that it agrees.
+        if self.encrypted:
+            # Encrypted refs/head: the signed record binds the head (or, with no record,
+            # bind_sealed_head() did); DecryptingReplica decrypts sealed_head() and checks
+            # that it agrees.
+            if self.expected_head is None:
+                raise DecryptionError(
+                    f"{self.name}: encrypted and read without its keys; the head is known only "
+                    "once refs/head is decrypted"
+                )
             return self.expected_head
         data = self.sealed_head()
+        if data.startswith(MAGIC):
+            # An encrypted layout served without a record naming its envelope (section 6).
+            raise ResolutionError(
+                f"{self.name}: refs/head is encrypted and no key envelope is known for it "
+                "(ipfs://CID has no record); pass --key-envelope FILE|ipfs://CID|ar://ID "
+                "(the keyEnvelope that publish and odfweb3 status print)"
+            )
         try:
             head = multihash_from_str(data.decode("ascii").strip())
         except (UnicodeDecodeError, FormatError):
@@ -549,6 +625,25 @@ def _root_of(path: str, ref: str) -> tuple[Cid, str]:
         return Cid.decode(cid_text, where=ref), sub.strip("/")
     except FormatError as exc:
         raise ResolutionError(f"{ref}: {cid_text[:80]!r} is not a CID ({exc})") from None
+
+
+def read_ipfs_file(access: IpfsAccess, cid: Cid, *, limit: int, what: str) -> bytes:
+    """A small file by CID, verified block by block (or as one raw-leaf block).
+
+    Raises:
+        ResolutionError: a dag-pb file that cannot be verified (no raw blocks, no RPC).
+        HashMismatch: the node or gateway served other bytes than the CID.
+    """
+    blocks, _ = access.block_getter(cid)
+    if blocks is not None:
+        return b"".join(read_file(cid, blocks, max_size=limit))
+    if cid.codec != CODEC_RAW:
+        raise ResolutionError(
+            f"{what} {cid} cannot be verified without raw blocks; set ipfs.api / ODFWEB3_IPFS_API"
+        )
+    data = access.gateway.fetch(f"/ipfs/{cid.encode()}", limit=limit)
+    cid.verify(data, where=f"{what} {cid}")
+    return data
 
 
 def _open_root(

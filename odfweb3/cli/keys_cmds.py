@@ -403,4 +403,7 @@ def decrypting_replica(ctx: Any, replica: Replica) -> Replica:
             "opens its key envelope; ask a key holder to run odfweb3 keys recipients add "
             "with your identity's public key"
         )
+    bind = getattr(replica, "bind_sealed_head", None)
+    if callable(bind):  # ipfs://CID --key-envelope: no record, head from refs/head (issue 7)
+        bind(ring)
     return DecryptingReplica(replica, ring)

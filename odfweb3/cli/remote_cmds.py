@@ -68,6 +68,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--deep", action="store_true", help="re-hash every object of each replica")
     _add_drive_options(p)
     p.add_argument("--sample", type=int, metavar="K", help="with --deep: only K random objects")
+    _key_envelope_arg(p)
     p.set_defaults(handler=_verify)
 
     p = sub.add_parser(
@@ -86,6 +87,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
     p.add_argument("--force", action="store_true", help="replace a diverged destination head")
+    _key_envelope_arg(p)
     _add_drive_options(p)
     p.set_defaults(handler=_pull)
 
@@ -113,7 +115,24 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="IPFS: read every block and object as CID-verified raw blocks, not by path",
     )
+    _key_envelope_arg(p)
     p.set_defaults(handler=_resolve)
+
+
+def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--key-envelope",
+        metavar="SRC",
+        help="encrypted IPFS publish: its key envelope (a file, ipfs://CID or ar://ID; the "
+        "keyEnvelope publish and status print), needed for ipfs://CID, which has no record",
+    )
+
+
+def _key_envelope(args: argparse.Namespace, ctx: Any) -> bytes | None:
+    from odfweb3.adapters import read_key_envelope
+
+    src = getattr(args, "key_envelope", None)
+    return read_key_envelope(src, ctx.config) if src else None
 
 
 def _add_drive_options(p: argparse.ArgumentParser) -> None:
@@ -159,9 +178,22 @@ def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
 
 def _resolve(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import resolve_ref
+    from odfweb3.cli.keys_cmds import decrypting_replica
 
-    found = resolve_ref(args.ref, ctx.config, owner=args.owner, trustless=args.trustless)
+    found = resolve_ref(
+        args.ref,
+        ctx.config,
+        owner=args.owner,
+        trustless=args.trustless,
+        unseal=lambda replica: decrypting_replica(ctx, replica),
+        key_envelope=_key_envelope(args, ctx),
+        key_envelope_source=f"--key-envelope {args.key_envelope}",
+    )
     results = [r for _, r in found]
+    for r in results:
+        if not r.content_checked:
+            # Exit status stays 0: the signed record was verified (docs/resolve.md).
+            ctx.out.warn(f"{r.ref}: encrypted and no key here; content not checked")
     ctx.out.result(
         {"ref": args.ref, "results": [r.to_json() for r in results]},
         lambda: "\n".join(r.describe() for r in results),
@@ -178,6 +210,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     if not args.against:
         raise UsageError("verify: give --against REF (or --lineage to check a dataset's inputs)")
     refs: list[str] = list(args.against)
+    envelope = _key_envelope(args, ctx)
     reference: Replica
     if args.dataset is not None:
         reference = LocalReplica(DatasetReader.open(args.dataset))
@@ -185,14 +218,18 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
         if len(refs) < 2:
             raise UsageError("verify: give a local DATASET or at least two --against replicas")
         reference = decrypting_replica(
-            ctx, open_replica(refs.pop(0), ctx.config, **_drive_access(args, ctx))
+            ctx,
+            open_replica(
+                refs.pop(0), ctx.config, key_envelope=envelope, **_drive_access(args, ctx)
+            ),
         )
     entries = list(walk_chain(reference.read_block, reference.head()))
     reports: list[ReplicaReport] = []
     for ref in refs:
         try:
             replica: Replica = decrypting_replica(
-                ctx, open_replica(ref, ctx.config, **_drive_access(args, ctx))
+                ctx,
+                open_replica(ref, ctx.config, key_envelope=envelope, **_drive_access(args, ctx)),
             )
         except UsageError:
             raise
@@ -244,7 +281,13 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
 
     replica: Replica = decrypting_replica(
-        ctx, open_replica(args.ref, ctx.config, **_drive_access(args, ctx))
+        ctx,
+        open_replica(
+            args.ref,
+            ctx.config,
+            key_envelope=_key_envelope(args, ctx),
+            **_drive_access(args, ctx),
+        ),
     )
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(

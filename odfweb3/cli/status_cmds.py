@@ -160,6 +160,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "validity": state.record.get("validity"),
             "mode": state.record.get("mode"),
             "pending": bool(state.extra.get("pending")),
+            "keyEnvelope": state.extra.get("keyEnvelope"),  # encrypted publish (issue 7)
             "node": None,
         }
         rows.append(row)
@@ -233,6 +234,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 lines.append(f"  node       unreachable: {node['error']}")
             elif isinstance(node, dict) and node.get("record", True) is None:
                 lines.append("  node       has no record for the name")
+            if row["keyEnvelope"]:
+                lines.append(f"  envelope   {row['keyEnvelope']} (encrypted: --key-envelope)")
             if row["pending"]:
                 lines.append("  pending    an interrupted publish: run publish again")
             for u in row.get("uploads") or []:

@@ -35,6 +35,8 @@ from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import decrypt_bytes, decrypt_object
 from odfweb3.errors import DecryptionError
 from odfweb3.odf import builder
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
@@ -264,3 +266,175 @@ def test_recipient_pulls_and_verifies_ipns_through_cli(tmp_path, ipfs_node, caps
     code = main(["pull", ref, str(tmp_path / "eve")], env=stranger)
     _out, err = capsys.readouterr()
     assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()
+
+
+# --- issue 7: every reference form of an encrypted publish (resolve, pull, verify) ----------
+
+
+def _publish_encrypted(tmp_path, ipfs_node, built, sealer, *, dataset_key=False):
+    """Publish encrypted; with ``dataset_key`` the dataset's own key signs the IPNS record
+    (so did:odf finds it), else a fresh key of this test's own keystore."""
+    did = str(built.keypair.dataset_id)
+    keystore = Keystore(tmp_path / "ipns-keys")
+    if dataset_key:
+        keystore.store(did, built.keypair.signing_key())
+    target = IpfsNodeTarget(
+        KuboClient(ipfs_node.api_url),
+        keystore,
+        StateStore(tmp_path / "publisher-state"),
+        tmp_dir=tmp_path,
+        sealer=sealer,
+    )
+    outcome = publish_dataset(built.path, target, sealer=sealer)
+    assert outcome.state is not None and outcome.upload is not None
+    name = IpnsName.from_public_key(public_key_bytes(keystore.load(did)))
+    return outcome, name
+
+
+def _chain_length(path) -> int:
+    return len(list(walk_chain(DatasetReader.open(path))))
+
+
+def _reader_env(tmp_path, ipfs_node, keys_dir):
+    return {
+        "ODFWEB3_IPFS_API": ipfs_node.api_url,
+        "ODFWEB3_IPFS_GATEWAY": ipfs_node.gateway_url,
+        "ODFWEB3_KEYSTORE": str(keys_dir),
+        "ODFWEB3_STATE_DIR": str(tmp_path / f"state-{keys_dir.name}"),
+        "HOME": str(tmp_path),
+    }
+
+
+def _resolve_json(capsys, env, *args):
+    code = main(["--json", "resolve", *args], env=env)
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def test_resolve_encrypted_ipns_and_did_with_and_without_keys(tmp_path, ipfs_node, capsys, world):
+    built, sealer, _alice, _ring = world
+    did = str(built.keypair.dataset_id)
+    outcome, name = _publish_encrypted(tmp_path, ipfs_node, built, sealer, dataset_key=True)
+    head = multihash_to_str(built.head)
+    holder = _reader_env(tmp_path, ipfs_node, tmp_path / "keys")  # holds the content key
+    IdentityStore(tmp_path / "stranger-keys").create("eve")
+    stranger = _reader_env(tmp_path, ipfs_node, tmp_path / "stranger-keys")
+
+    for ref, where in ((f"ipns://{name}", f"ipns://{name}"), (did, f"ipns://{name}")):
+        # a key holder: decrypted, chain walked to the Seed, Seed's ID == record's ID
+        code, doc, err = _resolve_json(capsys, holder, ref)
+        assert code == 0, err
+        (r,) = doc["results"]
+        assert (r["ref"], r["datasetId"], r["head"]) == (where, did, head)
+        assert (r["encrypted"], r["contentChecked"], r["blocks"]) == (
+            True,
+            True,
+            _chain_length(built.path),
+        )
+        assert r["sequence"] == 0 and r["expires"]
+        assert r["locator"] == f"/ipfs/{outcome.upload.locator}"
+
+        # no key: the signed record's claims, marked unchecked; exit 0 with a warning
+        code, doc, err = _resolve_json(capsys, stranger, ref)
+        assert code == 0, err
+        (r,) = doc["results"]
+        assert (r["datasetId"], r["head"], r["sequence"]) == (did, head, 0)
+        assert (r["encrypted"], r["contentChecked"], r["blocks"]) == (True, False, None)
+        assert any("not decrypted" in n and "not walked" in n for n in r["notes"])
+        assert "content not checked" in err
+    # the human form says it too
+    assert main(["resolve", f"ipns://{name}"], env=stranger) == 0
+    out, _ = capsys.readouterr()
+    assert "content:  encrypted, NOT checked" in out and head in out
+
+
+def test_pull_verify_resolve_ipfs_cid_with_key_envelope(tmp_path, ipfs_node, capsys, world):
+    built, sealer, _alice, _ring = world
+    did = str(built.keypair.dataset_id)
+    outcome, _name = _publish_encrypted(tmp_path, ipfs_node, built, sealer)
+    envelope_cid = outcome.state.extra["keyEnvelope"]
+    ref = f"ipfs://{outcome.upload.locator}"
+    holder = _reader_env(tmp_path, ipfs_node, tmp_path / "keys")
+    envelope_file = tmp_path / "dataset.envelope"
+    envelope_file.write_bytes(sealer.envelope)
+
+    # no record, no envelope: one clear line naming --key-envelope, nothing written
+    code = main(["pull", ref, str(tmp_path / "nokey")], env=holder)
+    _out, err = capsys.readouterr()
+    assert code != 0 and "--key-envelope" in err and "encrypted" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "nokey" / "refs" / "head").exists()
+    code, _doc, err = _resolve_json(capsys, holder, ref)
+    assert code != 0 and "--key-envelope" in err
+
+    # with the envelope as a file, and as ipfs://CID of the published envelope
+    for n, src in enumerate((str(envelope_file), f"ipfs://{envelope_cid}")):
+        dest = tmp_path / f"pulled-{n}"
+        code = main(["--json", "pull", ref, str(dest), "--key-envelope", src], env=holder)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert json.loads(out)["head"] == multihash_to_str(built.head)
+        for folder in ("blocks", "data", "checkpoints"):
+            for p in (built.path / folder).iterdir():
+                assert (dest / folder / p.name).read_bytes() == p.read_bytes()
+    assert main(["validate", str(tmp_path / "pulled-1"), "--deep"], env=holder) == 0
+    capsys.readouterr()
+
+    code = main(
+        [
+            *("--json", "verify", str(built.path), "--against", ref, "--deep"),
+            *("--key-envelope", str(envelope_file)),
+        ],
+        env=holder,
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert [r["status"] for r in json.loads(out)["replicas"]] == ["identical"]
+
+    code, doc, err = _resolve_json(capsys, holder, ref, "--key-envelope", str(envelope_file))
+    assert code == 0, err
+    (r,) = doc["results"]
+    assert (r["datasetId"], r["head"]) == (did, multihash_to_str(built.head))
+    assert r["blocks"] == _chain_length(built.path)
+    assert (r["encrypted"], r["contentChecked"], r["sequence"]) == (True, True, None)
+
+    # the envelope but no key: the dataset ID the envelope names, head unknown, unchecked
+    IdentityStore(tmp_path / "stranger-keys").create("eve")
+    stranger = _reader_env(tmp_path, ipfs_node, tmp_path / "stranger-keys")
+    code, doc, err = _resolve_json(capsys, stranger, ref, "--key-envelope", str(envelope_file))
+    assert code == 0, err
+    (r,) = doc["results"]
+    assert (r["datasetId"], r["head"], r["contentChecked"]) == (did, None, False)
+    code = main(
+        ["pull", ref, str(tmp_path / "eve"), "--key-envelope", str(envelope_file)], env=stranger
+    )
+    _out, err = capsys.readouterr()
+    assert code != 0 and "no key" in err and not (tmp_path / "eve" / "refs").exists()
+
+
+def test_wrong_key_envelope_is_a_clear_error(tmp_path, ipfs_node, capsys, world):
+    built, sealer, _alice, _ring = world
+    outcome, name = _publish_encrypted(tmp_path, ipfs_node, built, sealer)
+    ref = f"ipfs://{outcome.upload.locator}"
+    # another dataset whose keys this keystore also holds
+    other = builder.create_root_dataset(tmp_path / "other", blocks=2, data_bytes=1000, seed=3)
+    other_did = str(other.keypair.dataset_id)
+    other_keys = ContentKeyStore(tmp_path / "keys").load_or_create(other_did)
+    wrong = tmp_path / "other.envelope"
+    wrong.write_bytes(encode_envelope(other_keys.envelope))
+    holder = _reader_env(tmp_path, ipfs_node, tmp_path / "keys")
+
+    code = main(["pull", ref, str(tmp_path / "w1"), "--key-envelope", str(wrong)], env=holder)
+    _out, err = capsys.readouterr()
+    assert code != 0 and "does not decrypt" in err and "another dataset" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "w1" / "refs").exists()
+
+    # with a signed record naming the dataset, the mismatch is seen before any decryption
+    code = main(
+        ["pull", f"ipns://{name}", str(tmp_path / "w2"), "--key-envelope", str(wrong)],
+        env=holder,
+    )
+    _out, err = capsys.readouterr()
+    assert code != 0 and other_did in err and "signed record" in err
+    code, _doc, err = _resolve_json(capsys, holder, f"ipns://{name}", "--key-envelope", str(wrong))
+    assert code != 0 and other_did in err
