@@ -2,18 +2,29 @@
 
 DESIGN.md section 5 and docs/arweave-format.md section 4:
 
-1. :func:`find_latest_upload` asks GraphQL for items tagged ``App-Name: odfweb3`` and
+1. :func:`collect_uploads` asks GraphQL for items tagged ``App-Name: odfweb3`` and
    ``ODF-Dataset-Id: <did>`` owned by the publisher, ``sort: HEIGHT_DESC``, a few at a
    time. Pending items have no block and sort first (or last, depending on the gateway),
-   and the order inside one block is undefined, so it reads a page and picks the newest
-   itself: the record no other candidate names as ``ODF-Prev-Upload``, and among several
-   such (a fork) the greatest ``(height, Unix-Time)`` with pending counted as newest. It
-   pages on (``after: cursor``) while pages hold pending records or no usable record, so
-   more than a page of pending uploads cannot hide the newest one.
-2. Items owned by anyone else are ignored even if the gateway returned them (anyone can
+   and the order inside one block is undefined, so it pages on (``after: cursor``) while
+   pages hold pending records or no usable record: more than a page of pending uploads
+   cannot hide the newest one.
+2. :func:`choose_latest` is the one rule that says which of those is the latest; readers
+   (:func:`find_latest_upload`) and the publisher's post-check after posting
+   (:func:`competing_winner`, issue 10) both call it, so they cannot disagree:
+
+   - an upload's rank is ``(height, Unix-Time, id)``, pending counted as the highest
+     height: earlier rank = earlier upload;
+   - two uploads naming the same ``ODF-Prev-Upload`` are a race (siblings): the
+     *earliest* one wins, and every upload that descends from a losing sibling loses
+     with it. First-confirmed-wins is what makes the writer's check final: once our
+     upload is in a block, an upload confirmed later (or still pending) can no longer
+     beat it, so a publisher that saw itself win cannot be overtaken by a late rival;
+   - among the remaining tips (uploads no other one names), the latest rank wins:
+     an old losing branch never hides newer uploads of the winning one.
+3. Items owned by anyone else are ignored even if the gateway returned them (anyone can
    post the same tags); so are items whose tags are not a well-formed upload record
    (e.g. the discovery descriptor, which carries ``ODF-Dataset-Id`` too).
-3. :func:`walk_uploads` follows ``ODF-Prev-Upload`` from the latest record to the first,
+4. :func:`walk_uploads` follows ``ODF-Prev-Upload`` from the latest record to the first,
    checking at each link the owner, the dataset id and head continuity (a record's
    ``ODF-Prev-Head`` is the previous record's ``ODF-Head``); a broken link raises
    :class:`~odfweb3.errors.ResolutionError` naming it.
@@ -38,6 +49,9 @@ from .tags import Tag
 __all__ = [
     "PAGE_SIZE",
     "Upload",
+    "choose_latest",
+    "collect_uploads",
+    "competing_winner",
     "fetch_record",
     "find_latest_upload",
     "item_tags",
@@ -86,9 +100,14 @@ class Upload:
         """Not yet in a block."""
         return self.height is None
 
-    def order_key(self) -> tuple[float, int]:
-        """``(height, Unix-Time)``, pending counted as the newest height."""
-        return (float("inf") if self.height is None else float(self.height), self.facts.unix_time)
+    def order_key(self) -> tuple[float, int, str]:
+        """``(height, Unix-Time, id)``, pending counted as the newest height.
+
+        The id makes the order total: two uploads in one block with the same second
+        still compare the same way everywhere.
+        """
+        height = float("inf") if self.height is None else float(self.height)
+        return (height, self.facts.unix_time, self.id)
 
 
 def item_tags(node: Any) -> tuple[Tag, ...]:
@@ -151,10 +170,10 @@ def _pages(
             return
 
 
-def find_latest_upload(
+def collect_uploads(
     gateway: ArweaveGateway, owner: str, dataset_id: str, *, page_size: int = PAGE_SIZE
-) -> Upload | None:
-    """The newest upload record of ``dataset_id`` by ``owner``, or None (see the module doc)."""
+) -> list[Upload]:
+    """The recent upload records of ``dataset_id`` by ``owner`` (see the module doc, rule 1)."""
     seen: list[Upload] = []
     for nodes in _pages(gateway, owner, dataset_id, page_size):
         uploads = [u for u in (_as_upload(n, owner, dataset_id) for n in nodes) if u is not None]
@@ -164,11 +183,74 @@ def find_latest_upload(
         # uploads hid the newest one), stop at the first page of confirmed records only.
         if seen and not any(u.pending for u in uploads):
             break
-    if not seen:
+    return list({u.id: u for u in seen}.values())
+
+
+def _losers(uploads: Sequence[Upload]) -> set[str]:
+    """Ids of uploads that lost a race (a sibling ranks earlier) or descend from one."""
+    by_prev: dict[str | None, list[Upload]] = {}
+    for u in uploads:
+        by_prev.setdefault(u.facts.prev_upload, []).append(u)
+    lost: set[str] = set()
+    for siblings in by_prev.values():
+        first = min(siblings, key=Upload.order_key)
+        lost.update(u.id for u in siblings if u is not first)
+    children: dict[str, list[str]] = {}
+    for u in uploads:
+        if u.facts.prev_upload is not None:
+            children.setdefault(u.facts.prev_upload, []).append(u.id)
+    todo = list(lost)
+    while todo:  # a loser's descendants lose with it
+        for child in children.get(todo.pop(), []):
+            if child not in lost:
+                lost.add(child)
+                todo.append(child)
+    return lost
+
+
+def choose_latest(uploads: Sequence[Upload]) -> Upload | None:
+    """The latest upload among ``uploads`` under the readers' rule (module doc, rule 2).
+
+    Pure and deterministic: the same set of uploads gives the same answer in any order.
+    Readers and the publisher's post-check both call it.
+    """
+    if not uploads:
         return None
-    named = {u.facts.prev_upload for u in seen}
-    tips = [u for u in seen if u.id not in named] or seen
+    lost = _losers(uploads)
+    named = {u.facts.prev_upload for u in uploads}
+    tips = [u for u in uploads if u.id not in named and u.id not in lost]
+    if not tips:  # a loop of back-references: no real tip; stay deterministic
+        tips = [u for u in uploads if u.id not in lost] or list(uploads)
     return max(tips, key=Upload.order_key)
+
+
+def competing_winner(uploads: Sequence[Upload], ours: Upload) -> Upload | None:
+    """The upload that beat ``ours`` under :func:`choose_latest`, or None if ours stands.
+
+    Ours stands when the chosen latest upload is ours or descends from it (following
+    ``ODF-Prev-Upload`` inside ``uploads``), or when it carries the same head as ours
+    (two publishers of one head agree: no conflict). An ancestor of ours never competes.
+    """
+    winner = choose_latest([*[u for u in uploads if u.id != ours.id], ours])
+    if winner is None or winner.facts.head == ours.facts.head:
+        return None
+    by_id = {u.id: u for u in uploads}
+    current: Upload | None = winner
+    seen: set[str] = set()
+    while current is not None and current.id not in seen:
+        if current.id == ours.id:
+            return None
+        seen.add(current.id)
+        prev = current.facts.prev_upload
+        current = by_id.get(prev) if prev is not None else None
+    return winner
+
+
+def find_latest_upload(
+    gateway: ArweaveGateway, owner: str, dataset_id: str, *, page_size: int = PAGE_SIZE
+) -> Upload | None:
+    """The newest upload record of ``dataset_id`` by ``owner``, or None (see the module doc)."""
+    return choose_latest(collect_uploads(gateway, owner, dataset_id, page_size=page_size))
 
 
 def lookup_items(gateway: ArweaveGateway, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
