@@ -36,14 +36,23 @@ class Sealer:
         key: the content key new objects are encrypted with (the ring's current epoch).
         envelope: the encoded key envelope to publish beside the dataset.
         segment_size: plaintext bytes per AEAD segment.
+        read_ahead: encrypt large objects on a helper thread (``None``: the
+            :class:`~odfweb3.crypto.segments.EncryptingReader` default, by size); the
+            ciphertext is the same either way.
     """
 
     def __init__(
-        self, key: ContentKey, envelope: bytes, *, segment_size: int = DEFAULT_SEGMENT_SIZE
+        self,
+        key: ContentKey,
+        envelope: bytes,
+        *,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        read_ahead: bool | None = None,
     ) -> None:
         self._key = key
         self.envelope = envelope
         self.segment_size = segment_size
+        self.read_ahead = read_ahead
 
     @property
     def dataset_id(self) -> str:
@@ -67,7 +76,13 @@ class Sealer:
         same ciphertext: for targets that sign a stream, then read it again to send it.
         """
         return EncryptingReader(
-            raw, self._key, path, segment_size=self.segment_size, size=size, salt=salt
+            raw,
+            self._key,
+            path,
+            segment_size=self.segment_size,
+            size=size,
+            salt=salt,
+            read_ahead=self.read_ahead,
         )
 
     def seal_bytes(self, data: bytes, path: str) -> bytes:

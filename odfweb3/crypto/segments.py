@@ -33,6 +33,7 @@ reordering, appended data. Messages never contain key material.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import struct
 from collections.abc import Iterable, Iterator
@@ -44,6 +45,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from odfweb3.crypto.keys import ContentKey, KeyRing
+from odfweb3.crypto.prefetch import Prefetcher
 from odfweb3.errors import DecryptionError, FormatError, HashMismatch, UsageError
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 
@@ -52,6 +54,9 @@ __all__ = [
     "DEFAULT_SEGMENT_SIZE",
     "HEADER_SIZE",
     "MAGIC",
+    "READ_AHEAD_BATCH",
+    "READ_AHEAD_DEPTH",
+    "READ_AHEAD_MIN",
     "TAG_SIZE",
     "VERSION",
     "EncryptingReader",
@@ -71,6 +76,11 @@ MAGIC: Final = b"ODFENC"
 VERSION: Final = 1
 ALGORITHM_AES256GCM_HKDF: Final = 1
 DEFAULT_SEGMENT_SIZE: Final = 64 * 1024
+# EncryptingReader: objects this big (known size) are encrypted on a helper thread, at
+# most DEPTH batches of BATCH segments ahead of the reader (bench/RESULTS.md, issue 7).
+READ_AHEAD_MIN: Final = 256 * 1024
+READ_AHEAD_BATCH: Final = 4
+READ_AHEAD_DEPTH: Final = 2
 MIN_SEGMENT_SIZE: Final = 16
 MAX_SEGMENT_SIZE: Final = 16 * 1024 * 1024
 SALT_SIZE: Final = 32
@@ -231,14 +241,17 @@ def encrypt_stream(
     aead = AESGCM(key.object_key(header[-SALT_SIZE:]))
     aad = _aad(header, path)
     yield header
+    # STREAM: a segment is sealed only once the next piece (or the end) is known, so
+    # the last one, and only it, gets the final flag (module docstring).
+    encrypt = aead.encrypt
     index = 0
     pending: bytes | None = None
     for piece in _pieces(source, segment_size):
         if pending is not None:
-            yield aead.encrypt(_nonce(index, False), pending, aad)
+            yield encrypt(_nonce(index, False), pending, aad)
             index += 1
         pending = piece
-    yield aead.encrypt(_nonce(index, True), pending or b"", aad)
+    yield encrypt(_nonce(index, True), pending or b"", aad)
 
 
 def encrypt_bytes(data: bytes, key: ContentKey, path: str, **kwargs: int) -> bytes:
@@ -360,8 +373,23 @@ def decrypt_object(
             raise HashMismatch(multihash_to_str(expected_hash), multihash_to_str(actual), path)
 
 
+def _batches(chunks: Iterator[bytes], n: int) -> Iterator[tuple[bytes, ...]]:
+    """Group ``chunks`` into tuples of ``n`` (the last may be shorter)."""
+    while batch := tuple(itertools.islice(chunks, n)):
+        yield batch
+
+
 class EncryptingReader:
     """A read-only binary stream of the ciphertext of ``raw`` (for readers of streams).
+
+    Objects of a known size of at least :data:`READ_AHEAD_MIN` plaintext bytes are read,
+    hashed by ``raw`` (e.g. the ODF hash of a verifying reader) and encrypted on a helper
+    thread (:class:`~odfweb3.crypto.prefetch.Prefetcher`), at most
+    :data:`READ_AHEAD_DEPTH` batches of :data:`READ_AHEAD_BATCH` segments ahead of the
+    consumer, which meanwhile hashes and writes the ciphertext (hashlib and file I/O
+    release the GIL, so on two free cores the two sides overlap).
+    The bytes are the same either way. ``raw`` must not be touched by anyone else until
+    this reader is exhausted or closed.
 
     Args:
         raw: the plaintext stream (closed with this reader).
@@ -369,6 +397,9 @@ class EncryptingReader:
         path: the object's path (associated data).
         segment_size: plaintext bytes per segment.
         size: the plaintext size if known; then :attr:`size` is the exact ciphertext size.
+        salt: the object salt; random unless given.
+        read_ahead: encrypt on a helper thread; by default when ``size`` is known and at
+            least :data:`READ_AHEAD_MIN`.
     """
 
     def __init__(
@@ -380,9 +411,21 @@ class EncryptingReader:
         segment_size: int = DEFAULT_SEGMENT_SIZE,
         size: int | None = None,
         salt: bytes | None = None,
+        read_ahead: bool | None = None,
     ) -> None:
         self._raw = raw
-        self._chunks = encrypt_stream(raw, key, path, segment_size=segment_size, salt=salt)
+        chunks = encrypt_stream(raw, key, path, segment_size=segment_size, salt=salt)
+        if read_ahead is None:
+            read_ahead = size is not None and size >= READ_AHEAD_MIN
+        self._ahead: Prefetcher[tuple[bytes, ...]] | None = None
+        self._chunks: Iterator[bytes] = chunks
+        if read_ahead:
+            # Whole batches of segments cross the queue: one hand-over (and GIL switch)
+            # per READ_AHEAD_BATCH segments, not per segment.
+            self._ahead = Prefetcher(
+                _batches(chunks, READ_AHEAD_BATCH), depth=READ_AHEAD_DEPTH, name="odfweb3-encrypt"
+            )
+            self._chunks = itertools.chain.from_iterable(self._ahead)
         self._buf = memoryview(b"")
         self.size = ciphertext_size(size, segment_size) if size is not None else None
         self.produced = 0
@@ -399,15 +442,17 @@ class EncryptingReader:
         return True
 
     def readinto(self, buf: bytearray | memoryview) -> int:
-        """Fill ``buf`` with as much ciphertext as one segment has left; 0 at the end."""
-        if not self._fill():
-            return 0
+        """Fill ``buf`` with ciphertext, across segments; short only at the end, 0 after it."""
         out = memoryview(buf).cast("B")
-        n = min(len(out), len(self._buf))
-        out[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        self.produced += n
-        return n
+        want = len(out)
+        filled = 0
+        while filled < want and self._fill():
+            n = min(want - filled, len(self._buf))
+            out[filled : filled + n] = self._buf[:n]
+            self._buf = self._buf[n:]
+            filled += n
+        self.produced += filled
+        return filled
 
     def read(self, n: int = -1) -> bytes:
         """Read up to ``n`` bytes of ciphertext (all the rest when negative)."""
@@ -434,7 +479,9 @@ class EncryptingReader:
         return True
 
     def close(self) -> None:
-        """Close the plaintext stream."""
+        """Stop the helper thread, if any, then close the plaintext stream."""
+        if self._ahead is not None:
+            self._ahead.stop()
         self._raw.close()
 
     def __enter__(self) -> EncryptingReader:

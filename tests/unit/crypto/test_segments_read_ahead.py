@@ -1,0 +1,218 @@
+"""Encryption fast paths (issue 7 benchmark): same bytes as before, errors kept, bounded.
+
+Golden vectors: SHA-256 of the ciphertext of fixed key, salt, path and plaintext, taken
+from the format as first committed (ba3c1b3, before the issue 7 speed work), so any
+change of the wire format fails here. An independent rebuild of the format from its
+description (header fields, HKDF object key, STREAM nonces, header || path as AAD) with
+plain ``AESGCM`` checks the same bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import io
+import struct
+import threading
+import tracemalloc
+
+import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from odfweb3.crypto.keys import ContentKey
+from odfweb3.crypto.prefetch import Prefetcher
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.crypto.segments import (
+    DEFAULT_SEGMENT_SIZE,
+    READ_AHEAD_MIN,
+    TAG_SIZE,
+    EncryptingReader,
+    ciphertext_size,
+    decrypt_stream,
+    encrypt_stream,
+)
+
+DID = "did:odf:fed01" + "ab" * 32
+PATH = "data/f1620" + "11" * 32
+KEY = ContentKey(DID, 1, bytes(range(32)))
+SALT = bytes(range(100, 132))
+
+# (segment size, plaintext size, ciphertext size, SHA-256 of the ciphertext)
+GOLDEN = [
+    (64, 0, 64, "284b2cdd2a78c6aa319abe2ceb4fde879ffd7a5a9ff78c2f4686403f58334287"),
+    (64, 1, 65, "f5f3e5b2df8051b3b9213d05d6384b556e863decd7a5d3933dc5820a59d16fc6"),
+    (64, 64, 128, "774f7efeb0dbcc59a87f2cc1579c9ee0772ab5be635af9f6a1b240e020befbe6"),
+    (64, 65, 145, "2f0ce6ad6a36f9533a1abc9db31f394bcbb70c3077b4e6d60a5e1da297aef9e3"),
+    (64, 1000, 1304, "92dd6ca4bbe57d68e14006167d1cdd609ff43ef3ba3172bac65fa86687bd7d9d"),
+    (65536, 0, 64, "2311fba907431fe4468a010e9cdd6a15246157cd27b3c7aabdebbe5e3c7ece5f"),
+    (65536, 65536, 65600, "c6b51f1972079059e66d6955f207e5fe809d000e3e8ad7c67361f64c85fc80bc"),
+    (65536, 65537, 65617, "98871b2dc6c8acfd1a9c32b7a7c416aa0a7fea98853e40d62db46cd4ef1c01dc"),
+    (65536, 300000, 300128, "65e050673bcb240b33ee13e3a1203b8c6bdd851203f1d562e5c5523f6a5e1d85"),
+    (65536, 1 << 20, 1048880, "513c2450e8468ed5b9c84a950adc71646fdab40bd9075ee9885df563ed674189"),
+]
+
+
+def _plain(n: int) -> bytes:
+    return bytes((i * 7 + 3) % 251 for i in range(n))
+
+
+def _drain(reader: EncryptingReader, bufsize: int) -> bytes:
+    out = bytearray()
+    buf = bytearray(bufsize)
+    while n := reader.readinto(buf):
+        out += buf[:n]
+    return bytes(out)
+
+
+def _rebuild(data: bytes, seg: int) -> bytes:
+    """The format from its description only (segments.py module docstring)."""
+    header = b"ODFENC" + bytes((1, 1)) + struct.pack(">II", seg, KEY.epoch) + SALT
+    aead = AESGCM(KEY.object_key(SALT))
+    aad = header + PATH.encode()
+    pieces = [data[i : i + seg] for i in range(0, len(data), seg)] or [b""]
+    out = [header]
+    for i, piece in enumerate(pieces):
+        nonce = i.to_bytes(11, "big") + (b"\x01" if i == len(pieces) - 1 else b"\x00")
+        out.append(aead.encrypt(nonce, piece, aad))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize(("seg", "n", "size", "digest"), GOLDEN)
+@pytest.mark.parametrize("read_ahead", [False, True])
+def test_golden_ciphertext_every_path(seg, n, size, digest, read_ahead):
+    data = _plain(n)
+    expected = _rebuild(data, seg)
+    assert len(expected) == size == ciphertext_size(n, seg)
+    assert hashlib.sha256(expected).hexdigest() == digest
+    streamed = b"".join(encrypt_stream([data], KEY, PATH, segment_size=seg, salt=SALT))
+    assert streamed == expected
+    for bufsize in (7, 65536, 262144):
+        reader = EncryptingReader(
+            io.BytesIO(data), KEY, PATH, segment_size=seg, size=n, salt=SALT, read_ahead=read_ahead
+        )
+        assert _drain(reader, bufsize) == expected
+        assert reader.produced == size
+        reader.close()
+    reader = EncryptingReader(
+        io.BytesIO(data), KEY, PATH, segment_size=seg, salt=SALT, read_ahead=read_ahead
+    )
+    assert reader.read(5) + reader.read(70000) + reader.read() == expected
+    reader.close()
+
+
+def test_readinto_fills_the_buffer_across_segments():
+    data = _plain(10 * 64 + 3)
+    reader = EncryptingReader(io.BytesIO(data), KEY, PATH, segment_size=64, salt=SALT)
+    buf = bytearray(300)  # more than four ciphertext segments of 80 bytes
+    assert reader.readinto(buf) == 300
+    assert reader.readinto(bytearray(10_000)) == ciphertext_size(len(data), 64) - 300
+    assert reader.readinto(buf) == 0
+
+
+def test_default_read_ahead_by_size():
+    small = EncryptingReader(io.BytesIO(b"x"), KEY, PATH, size=READ_AHEAD_MIN - 1)
+    big_data = _plain(READ_AHEAD_MIN)
+    big = EncryptingReader(io.BytesIO(big_data), KEY, PATH, size=READ_AHEAD_MIN)
+    unknown = EncryptingReader(io.BytesIO(big_data), KEY, PATH)
+    assert small._ahead is None and unknown._ahead is None and big._ahead is not None
+    # the two ways give plaintext that decrypts the same
+    for reader in (big, unknown):
+        assert b"".join(decrypt_stream(io.BytesIO(reader.read()), KEY, PATH)) == big_data
+        reader.close()
+    small.close()
+
+
+def test_sealer_passes_read_ahead_and_keeps_bytes():
+    data = _plain(READ_AHEAD_MIN + 5)
+    on = Sealer(KEY, b"{}").open(io.BytesIO(data), PATH, len(data), salt=SALT)
+    off = Sealer(KEY, b"{}", read_ahead=False).open(io.BytesIO(data), PATH, len(data), salt=SALT)
+    assert on._ahead is not None and off._ahead is None
+    assert on.read() == off.read() == _rebuild(data, DEFAULT_SEGMENT_SIZE)
+    on.close()
+    off.close()
+
+
+class _Zeros(io.RawIOBase):
+    """``good`` zero bytes of plaintext, then end of file, or a read error if ``fail``."""
+
+    def __init__(self, good: int, *, fail: bool = False) -> None:
+        self.left = good
+        self.fail = fail
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:  # type: ignore[no-untyped-def]
+        if self.left <= 0 and self.fail:
+            raise OSError("disk read failed")
+        n = min(len(buf), self.left)
+        buf[:n] = bytes(n)
+        self.left -= n
+        return n
+
+
+def test_read_error_on_the_helper_thread_reaches_the_reader():
+    raw = io.BufferedReader(_Zeros(5 * DEFAULT_SEGMENT_SIZE + 10, fail=True))
+    reader = EncryptingReader(raw, KEY, PATH, size=10 * DEFAULT_SEGMENT_SIZE, read_ahead=True)
+    with pytest.raises(OSError, match="disk read failed"):
+        _drain(reader, 262144)
+    reader.close()
+
+
+def _helpers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "odfweb3-encrypt"]
+
+
+def test_close_early_stops_the_helper_thread():
+    size = 64 * DEFAULT_SEGMENT_SIZE
+    reader = EncryptingReader(io.BytesIO(bytes(size)), KEY, PATH, size=size, read_ahead=True)
+    assert reader.read(100)
+    reader.close()  # most of the object unread; the helper is blocked on a full queue
+    assert not _helpers()
+
+
+def test_dropped_reader_lets_the_helper_thread_end():
+    size = 64 * DEFAULT_SEGMENT_SIZE
+    reader = EncryptingReader(io.BytesIO(bytes(size)), KEY, PATH, size=size, read_ahead=True)
+    thread = reader._ahead._thread  # type: ignore[union-attr]
+    del reader
+    gc.collect()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_prefetcher_order_errors_and_depth():
+    made: list[int] = []
+
+    def source():  # type: ignore[no-untyped-def]
+        for i in range(20):
+            made.append(i)
+            yield i
+        raise ValueError("source broke")
+
+    pf = Prefetcher(source(), depth=2)
+    got = [next(pf) for _ in range(3)]
+    assert got == [0, 1, 2]
+    with pytest.raises(ValueError, match="source broke"):
+        got.extend(pf)
+    assert got == list(range(20)) and made == list(range(20))
+    assert list(pf) == []  # exhausted after the error
+    with pytest.raises(ValueError):
+        Prefetcher(iter([]), depth=0)
+
+
+def test_read_ahead_memory_stays_bounded():
+    size = 64 * 1024 * 1024
+    raw = io.BufferedReader(_Zeros(size))
+    tracemalloc.start()
+    try:
+        reader = EncryptingReader(raw, KEY, PATH, size=size, read_ahead=True)
+        buf = bytearray(262144)
+        total = 0
+        while n := reader.readinto(buf):
+            total += n
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == ciphertext_size(size) and total > size + TAG_SIZE
+    assert peak < 4 * 1024 * 1024, peak
