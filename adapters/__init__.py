@@ -197,6 +197,8 @@ def open_arweave_target(
         on_price=options.on_price or (lambda winston, size: None),
         sealer=options.sealer,
         drive_password=options.drive_password,
+        # issue 10: how long the post-check waits for the upload to be mined
+        confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
     )
 
 

@@ -19,7 +19,12 @@ drives it:
   is posted, so an interrupted publish resumes the same transaction instead of paying
   twice.
 - ``commit``: the record travels inside the bundle: once the gateway took the
-  transaction the update is visible (pending until mined). State records it as pending;
+  transaction the update is visible (pending until mined). Arweave cannot refuse a post,
+  so a race with another publisher of the same wallet is settled after it (issue 10):
+  the post-check polls GraphQL (up to ``confirm_timeout`` seconds) until our record is
+  in a block, then applies the readers' own rule (:func:`.resolve.competing_winner`);
+  if another upload won, it raises :class:`~odfweb3.errors.ConflictError` and nothing
+  is saved. Unsettled at the deadline, state records the upload as pending;
   ``odfweb3 status`` asks the gateway for confirmations (:func:`upload_statuses`).
 - ``save``: publish state (temp file + rename), then the checkpoint and spool file go.
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -39,7 +45,13 @@ from typing import Any, BinaryIO
 
 from odfweb3 import __version__
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import BackendRejected, ConflictError, FormatError, UsageError
+from odfweb3.errors import (
+    BackendError,
+    BackendRejected,
+    ConflictError,
+    FormatError,
+    UsageError,
+)
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
@@ -59,7 +71,15 @@ from .publish_bundle import (
     write_bundle_file,
 )
 from .record import UploadRecord, inputs_to_record
-from .resolve import Upload, fetch_record, find_latest_upload, lookup_items, walk_uploads
+from .resolve import (
+    Upload,
+    collect_uploads,
+    competing_winner,
+    fetch_record,
+    find_latest_upload,
+    lookup_items,
+    walk_uploads,
+)
 from .tags import Tag
 from .tx import from_json, new_transaction, sign_transaction, to_json_dict
 from .wallet import Wallet
@@ -85,6 +105,11 @@ class GatewayTarget:
         publisher: the discovery descriptor's publisher (config).
         sealer: encrypt every data item; the key envelope goes in the bundle (DESIGN.md 6).
         drive_password: an ArFS private drive with this password (:mod:`.arfs_private`).
+        confirm_timeout: seconds the post-check waits for our upload to be mined before
+            leaving the race unsettled (0: look once, do not wait).
+        poll_interval: seconds between two post-check looks.
+        sleep: how to wait (injected for tests).
+        monotonic: a monotonic clock in seconds (injected for tests).
     """
 
     def __init__(
@@ -101,6 +126,10 @@ class GatewayTarget:
         publisher: Mapping[str, Any] | None = None,
         sealer: Sealer | None = None,
         drive_password: str | None = None,
+        confirm_timeout: float = 0.0,
+        poll_interval: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.gateway = gateway
         self.sealer = sealer
@@ -116,6 +145,10 @@ class GatewayTarget:
         self.new_id = new_id
         self.publisher = publisher
         self.name = f"arweave:{gateway.url}"
+        self.confirm_timeout = confirm_timeout
+        self.poll_interval = poll_interval
+        self.sleep = sleep
+        self.monotonic = monotonic
 
     def __repr__(self) -> str:
         return f"GatewayTarget({self.gateway.url}, owner={self.wallet.address})"
@@ -383,8 +416,8 @@ class GatewayTarget:
         """Re-read the latest record just before posting: another publisher's is a conflict.
 
         Our own last upload may not be indexed yet: the record it replaced is accepted too.
-        (Two posts that pass this check at the same moment make a fork, which readers
-        resolve deterministically; see docs/reliability.md.)
+        (Two posts that pass this check at the same moment make a fork: :meth:`commit`'s
+        post-check settles it with the readers' rule; see docs/reliability.md.)
         """
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
         ours = {expected}
@@ -467,6 +500,8 @@ class GatewayTarget:
         if upload.extra.get("unchanged") and view.state is not None:
             return view.state
         extra = {k: v for k, v in upload.extra.items() if k != "unchanged"}
+        settled = self._post_check(plan.dataset_id, str(extra["recordId"]))
+        extra["raceCheck"] = "won" if settled else "unsettled"
         return PublishState(
             dataset_id=plan.dataset_id,
             target=self.name,
@@ -484,6 +519,54 @@ class GatewayTarget:
             objects=upload.objects,
             extra=extra,
         )
+
+    def _post_check(self, dataset_id: str, record_id: str) -> bool:
+        """Settle a race after posting (issue 10); True when ours stands, False if unsettled.
+
+        The verdict is final once our record is in a block (by the readers' rule a rival
+        mined later or still pending cannot beat it any more) and two looks in a row
+        agree (a rival in the same block may be indexed a moment later). Ours stands if
+        :func:`.resolve.competing_winner` names no other upload: the readers' rule, so
+        the writer and every reader agree.
+
+        Raises:
+            ConflictError: another upload of this wallet won; ours is not recorded.
+        """
+        deadline = self.monotonic() + self.confirm_timeout
+        last: tuple[str | None] | None = None
+        while True:
+            try:
+                uploads = collect_uploads(self.gateway, self.wallet.address, dataset_id)
+            except BackendError:
+                # Ours is posted already: a failed look leaves the race unsettled (the
+                # next publish's inspect applies the same rule); it must not undo a post.
+                uploads = []
+            ours = next((u for u in uploads if u.id == record_id), None)
+            if ours is None or ours.pending:
+                last = None
+            else:
+                winner = competing_winner(uploads, ours)
+                verdict = (winner.id if winner else None,)
+                if verdict == last:
+                    if winner is None:
+                        return True
+                    self._drop_checkpoint(dataset_id, self._read_checkpoint(dataset_id))
+                    raise ConflictError(
+                        f"{self.gateway.url}: upload {record_id} of {dataset_id} lost a race to "
+                        f"upload {winner.id} (head {winner.facts.head}) by the same wallet, "
+                        "which readers pick; ours was not recorded: pull and merge, or run "
+                        "publish again (it builds on the winner if your head descends from it)"
+                    )
+                last = verdict
+            if self.monotonic() >= deadline:
+                return False
+            self.sleep(self.poll_interval)
+
+    def _read_checkpoint(self, dataset_id: str) -> dict[str, Any] | None:
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads(self._checkpoint_path(dataset_id).read_text("utf-8"))
+            return doc if isinstance(doc, dict) else None
+        return None
 
     def save(self, state: PublishState) -> None:
         """Save the state, then drop the checkpoint and the spooled bundle."""
