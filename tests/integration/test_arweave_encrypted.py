@@ -26,6 +26,8 @@ from odfweb3.crypto.envelope import (
 from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys, IdentityStore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import decrypt_bytes, decrypt_object
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
@@ -144,3 +146,53 @@ def test_recipient_pulls_and_verifies_ar_record_through_cli(
     )
     _out, err = capsys.readouterr()
     assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()
+
+
+def test_resolve_encrypted_ar_record_and_did_with_and_without_keys(
+    arlocal, wallet, tmp_path, monkeypatch, capsys
+) -> None:
+    """resolve ar://RECORD and did:odf (--owner) of an --encrypt upload (issue 7)."""
+    world = make_encrypted_world(tmp_path, monkeypatch, data_bytes=20_000, seed=37)
+    arlocal.mint(wallet.address, RICH)
+    target = GatewayTarget(
+        ArweaveGateway(arlocal.url), wallet, StateStore(tmp_path / "state"), sealer=world.sealer
+    )
+    outcome = publish_dataset(world.ds, target, sealer=world.sealer)
+    arlocal.mine(1)
+    record = f"ar://{outcome.state.record['recordId']}"
+    head = multihash_to_str(world.built.head)
+    base = {
+        "ODFWEB3_ARWEAVE_GATEWAY": arlocal.url,
+        "ODFWEB3_STATE_DIR": str(tmp_path / "reader-state"),
+        "HOME": str(tmp_path),
+    }
+    holder = dict(base, ODFWEB3_KEYSTORE=str(world.keys_dir))
+    IdentityStore(tmp_path / "eve-keys").create("eve")
+    stranger = dict(base, ODFWEB3_KEYSTORE=str(tmp_path / "eve-keys"))
+
+    for args in ([record], [world.did, "--owner", wallet.address]):
+        code = main(["--json", "resolve", *args], env=holder)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        results = [r for r in json.loads(out)["results"] if r["ref"] == record]
+        assert len(results) == 1, out
+        (r,) = results
+        assert (r["datasetId"], r["head"], r["encrypted"], r["contentChecked"]) == (
+            world.did,
+            head,
+            True,
+            True,
+        )
+        assert r["blocks"] == len(list(walk_chain(DatasetReader.open(world.ds))))
+
+        code = main(["--json", "resolve", *args], env=stranger)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        (r,) = [r for r in json.loads(out)["results"] if r["ref"] == record]
+        assert (r["datasetId"], r["head"], r["encrypted"], r["contentChecked"]) == (
+            world.did,
+            head,
+            True,
+            False,
+        )
+        assert r["blocks"] is None and "content not checked" in err
