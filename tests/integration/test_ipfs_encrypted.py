@@ -202,6 +202,13 @@ def test_cli_publish_encrypt_to_ipfs(tmp_path, ipfs_node, capsys, world):
     for needle in (DATA_MARKER, INFO_MARKER.encode()):
         assert needle.decode() not in out + err
 
+    # status shows the envelope's CID, so ipfs://CID readers can find --key-envelope
+    assert main(["--json", "status", str(built.path), "--offline"], env=env) == 0
+    (row,) = json.loads(capsys.readouterr().out)["targets"]
+    assert row["keyEnvelope"] == result["keyEnvelope"]
+    assert main(["status", str(built.path), "--offline"], env=env) == 0
+    assert f"envelope   {result['keyEnvelope']}" in capsys.readouterr().out
+
 
 def _add_identity_recipient(world_keys, did: str, recipient_keys) -> Sealer:
     """Add a fresh identity ``bob`` (in its own keystore) as a recipient; the new sealer."""
