@@ -207,6 +207,8 @@ def test_pull_and_verify_private_drive_through_cli(arlocal, tmp_path, capsys) ->
     assert "ArFS private drive" in err and "--drive-password-file" in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "nopw").exists()
+    code, _out, err = _cli(["resolve", ref], env, capsys)  # never reads ciphertext as ODF
+    assert code == UsageError.exit_code and "ArFS private drive" in err
 
     # wrong password, wrong wallet: DecryptionError, DEST untouched, no key material
     bad_pw = tmp_path / "bad.txt"
