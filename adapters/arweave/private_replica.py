@@ -348,7 +348,8 @@ def open_private_replica(
         DecryptionError: another wallet than the owner's, or a wrong drive password
             ("wrong drive password or wallet"); altered ``refs/head``.
         ResolutionError: the chain of uploads is broken, or an item is missing.
-        ReplicaMismatch: manifest, records and ``refs/head`` disagree.
+        ReplicaMismatch: the decrypted ``refs/head`` disagrees with the record, or the drive
+            entity names another root folder.
         FormatError: not a private drive.
     """
     if record.drive.privacy != "private":
