@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         nargs="+",
         default=None,
         metavar="DIR",
-        help="publish these input datasets first (same target, same rules), then DATASET with "
+        help="publish these input datasets first (same target, same rules; an input that "
+        "consumes another listed one goes after it), then DATASET with "
         "a record naming where each input lives (_odf.inputs / the Arweave record's inputs); "
         "car:OUT and bundle:OUT put each input in OUT/inputs/<input directory name>",
     )
@@ -257,6 +258,31 @@ def _declared_inputs(dataset: str) -> tuple[str, set[str]]:
     return seed_id, declared or set()
 
 
+def _inputs_in_order(input_dirs: Sequence[str]) -> list[tuple[str, str]]:
+    """``(dir, dataset id)`` of each ``--with-inputs`` dataset, inputs of another one first.
+
+    When one listed input consumes another (``x`` reads ``a``, both inputs of ``y``), ``a``
+    is published first, so the record ``x`` gets points at ``a``'s new upload, not an older
+    one that may lack the blocks ``x`` consumed. Otherwise the order given is kept.
+
+    Raises:
+        UsageError: the listed inputs consume each other in a cycle.
+    """
+    pending = [(d, *_declared_inputs(d)) for d in input_dirs]
+    ordered: list[tuple[str, str]] = []
+    while pending:
+        waiting = {did for _, did, _ in pending}
+        ready = next((p for p in pending if not (p[2] & (waiting - {p[1]}))), None)
+        if ready is None:
+            raise UsageError(
+                "--with-inputs: the inputs consume each other in a cycle "
+                f"({', '.join(d for d, _, _ in pending)}); nothing was published"
+            )
+        pending.remove(ready)
+        ordered.append((ready[0], ready[1]))
+    return ordered
+
+
 def _input_target(to: str, input_dir: str) -> str:
     """Where an input goes: the same target; one-dataset directories get OUT/inputs/NAME."""
     kind, sep, arg = to.partition(":")
@@ -285,8 +311,7 @@ def _publish_with_inputs(args: argparse.Namespace, ctx: Any) -> int:
     _, declared = _declared_inputs(args.dataset)
     plan: list[tuple[str, str, str]] = []  # (dir, dataset id, target)
     seen_targets: set[str] = set()
-    for input_dir in args.with_inputs:
-        input_id, _ = _declared_inputs(input_dir)
+    for input_dir, input_id in _inputs_in_order(args.with_inputs):
         if input_id not in declared:
             raise UsageError(
                 f"--with-inputs {input_dir}: {input_id} is not an input of {args.dataset} "

@@ -163,3 +163,25 @@ def test_bundle_dir_publish_with_inputs_puts_the_map_in_the_record_body(capsys, 
     item_a, record_a = record_of(out / "inputs" / "a", a_pub["record"]["recordId"])
     assert record_a.inputs is None and b'"inputs"' not in item_a.data
     assert encode_record(record_a) == item_a.data
+
+
+def test_inputs_that_consume_each_other_are_published_roots_first(capsys, tmp_path, lineage):
+    # y reads (x, a) and x reads a: given as "x a", a still goes first, so the record x
+    # gets names a's new upload rather than one that may lack the blocks x consumed.
+    a, _, x, y = lineage
+    out = tmp_path / "out"
+    code, stdout, err = run(
+        capsys,
+        tmp_path,
+        "publish",
+        str(y),
+        "--to",
+        f"car:{out}",
+        "--with-inputs",
+        str(x),
+        str(a),
+        "--json",
+    )
+    assert code == 0, err
+    order = [p["plan"]["datasetId"] for p in json.loads(stdout)["publishes"]]
+    assert order == [A, X, str(derivative_keypair(1).dataset_id)]
