@@ -371,14 +371,18 @@ def sealer_for_publish(ctx: Any, dataset: str, encrypt: bool) -> Sealer | None:
     return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope))
 
 
-def decrypting_replica(ctx: Any, replica: Replica) -> Replica:
+def decrypting_replica(
+    ctx: Any, replica: Replica, *, passphrase_file: Path | None = None
+) -> Replica:
     """``replica``, decrypted when it serves an encrypted publish (pull, verify).
 
     The keys come from this keystore: the dataset's own content keys if it holds them,
-    else the published key envelope opened with each local identity in turn.
+    else the published key envelope opened with each local identity in turn, else (when
+    the envelope has passphrase recipients) with the passphrase from ``passphrase_file``,
+    ``$ODFWEB3_PASSPHRASE`` or a prompt on a terminal.
 
     Raises:
-        DecryptionError: the replica is encrypted and no local key opens it.
+        DecryptionError: the replica is encrypted and no local key or passphrase opens it.
     """
     if not isinstance(replica, KeyEnvelopeSource):
         return replica
@@ -397,11 +401,30 @@ def decrypting_replica(ctx: Any, replica: Replica) -> Replica:
             continue
         ctx.out.debug(f"{replica.name}: opened the key envelope with identity {name}")
         break
+    by_passphrase = any(r.kind == "passphrase" for r in envelope.recipients)
+    have_passphrase = (
+        passphrase_file is not None or bool(ctx.env.get(PASSPHRASE_ENV)) or sys.stdin.isatty()
+    )
+    if ring is None and by_passphrase and have_passphrase:
+        secret = read_passphrase(ctx, passphrase_file, confirm=False)
+        try:
+            ring = open_envelope(envelope, secret)
+        except DecryptionError:
+            raise DecryptionError(
+                f"{replica.name}: {did}: the passphrase opens no entry of its key envelope "
+                "(wrong passphrase?)"
+            ) from None
+        ctx.out.debug(f"{replica.name}: opened the key envelope with a passphrase")
     if ring is None:
+        hint = (
+            f", or give its passphrase with --passphrase-file FILE / {PASSPHRASE_ENV}"
+            if by_passphrase
+            else ""
+        )
         raise DecryptionError(
             f"{replica.name}: {did} is encrypted and no key in {ctx.config.keystore_dir} "
             "opens its key envelope; ask a key holder to run odfweb3 keys recipients add "
-            "with your identity's public key"
+            f"with your identity's public key{hint}"
         )
     bind = getattr(replica, "bind_sealed_head", None)
     if callable(bind):  # ipfs://CID --key-envelope: no record, head from refs/head (issue 7)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from odfweb3.cli.keys_cmds import PASSPHRASE_ENV
 from odfweb3.cli.output import format_bytes
 from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 from odfweb3.errors import OdfWeb3Error, UsageError
@@ -126,6 +127,14 @@ def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
         help="encrypted IPFS publish: its key envelope (a file, ipfs://CID or ar://ID; the "
         "keyEnvelope publish and status print), needed for ipfs://CID, which has no record",
     )
+    p.add_argument(
+        "--passphrase-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="encrypted publish with a passphrase recipient: file holding the passphrase "
+        f"(else {PASSPHRASE_ENV}, or a prompt on a terminal)",
+    )
 
 
 def _key_envelope(args: argparse.Namespace, ctx: Any) -> bytes | None:
@@ -185,7 +194,9 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
         ctx.config,
         owner=args.owner,
         trustless=args.trustless,
-        unseal=lambda replica: decrypting_replica(ctx, replica),
+        unseal=lambda replica: decrypting_replica(
+            ctx, replica, passphrase_file=args.passphrase_file
+        ),
         key_envelope=_key_envelope(args, ctx),
         key_envelope_source=f"--key-envelope {args.key_envelope}",
     )
@@ -222,6 +233,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
             open_replica(
                 refs.pop(0), ctx.config, key_envelope=envelope, **_drive_access(args, ctx)
             ),
+            passphrase_file=args.passphrase_file,
         )
     entries = list(walk_chain(reference.read_block, reference.head()))
     reports: list[ReplicaReport] = []
@@ -230,6 +242,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
             replica: Replica = decrypting_replica(
                 ctx,
                 open_replica(ref, ctx.config, key_envelope=envelope, **_drive_access(args, ctx)),
+                passphrase_file=args.passphrase_file,
             )
         except UsageError:
             raise
@@ -288,6 +301,7 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
             key_envelope=_key_envelope(args, ctx),
             **_drive_access(args, ctx),
         ),
+        passphrase_file=args.passphrase_file,
     )
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(

@@ -93,3 +93,45 @@ def _mh(name):
     from odfweb3.odf.multihash import multihash_from_str
 
     return multihash_from_str(name)
+
+
+def test_a_passphrase_recipient_pulls_with_passphrase_file(tmp_path, capsys, monkeypatch):
+    # A recipient with no identity at all: the publisher added a passphrase recipient, and
+    # the reader gives only that passphrase (a file, never argv).
+    world = make_encrypted_world(tmp_path, monkeypatch, data_bytes=60_000, seed=32)
+    env = {
+        "ODFWEB3_KEYSTORE": str(world.keys_dir),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
+        "HOME": str(tmp_path),
+    }
+    add = ["keys", "recipients", "add", world.did, "--passphrase"]
+    assert main(add, env=env | {"ODFWEB3_PASSPHRASE": "correct horse battery"}) == 0
+    out = tmp_path / "out"
+    assert main(["publish", str(world.ds), "--to", f"car:{out}", "--encrypt"], env=env) == 0
+    capsys.readouterr()
+    reader = dict(env, ODFWEB3_KEYSTORE=str(tmp_path / "none"), ODFWEB3_STATE_DIR=str(tmp_path))
+
+    code = main(["pull", f"car:{out}", str(tmp_path / "d0")], env=reader)
+    err = capsys.readouterr().err
+    assert code != 0 and "--passphrase-file" in err
+    assert not (tmp_path / "d0" / "refs" / "head").exists()
+
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text("not it\n")
+    code = main(
+        ["pull", f"car:{out}", str(tmp_path / "d1"), "--passphrase-file", str(wrong)], env=reader
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "wrong passphrase" in err and "not it" not in err
+    assert not (tmp_path / "d1" / "refs" / "head").exists()
+
+    right = tmp_path / "pw.txt"
+    right.write_text("correct horse battery\n")
+    dest = tmp_path / "d2"
+    code = main(["pull", f"car:{out}", str(dest), "--passphrase-file", str(right)], env=reader)
+    assert code == 0, capsys.readouterr().err
+    assert (dest / "refs" / "head").read_bytes() == (world.ds / "refs" / "head").read_bytes()
+    assert main(["validate", "--deep", str(dest)], env=reader) == 0
+    # verify takes the passphrase the same way, here from the environment
+    verify = ["verify", str(world.ds), "--against", f"car:{out}", "--deep"]
+    assert main(verify, env=reader | {"ODFWEB3_PASSPHRASE": "correct horse battery"}) == 0
