@@ -36,10 +36,10 @@ from __future__ import annotations
 import itertools
 import secrets
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -87,6 +87,7 @@ SALT_SIZE: Final = 32
 TAG_SIZE: Final = 16
 _HEADER: Final = struct.Struct(">6sBBII32s")
 HEADER_SIZE: Final = _HEADER.size  # 48
+_HAS_ENCRYPT_INTO: Final = hasattr(AESGCM, "encrypt_into")
 
 Source = BinaryIO | Iterable[bytes]
 
@@ -373,6 +374,76 @@ def decrypt_object(
             raise HashMismatch(multihash_to_str(expected_hash), multihash_to_str(actual), path)
 
 
+def _readinto_of(raw: BinaryIO) -> Callable[[memoryview], int]:
+    readinto = getattr(raw, "readinto", None)
+    if readinto is not None:
+        return cast(Callable[[memoryview], int], readinto)
+
+    def from_read(view: memoryview) -> int:
+        data = raw.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    return from_read
+
+
+class _InPlaceSealer:
+    """The segments of one object, sealed straight into the caller's buffers.
+
+    The same bytes as :func:`encrypt_stream` without a new object per segment: the
+    plaintext is read with ``readinto`` into two reused buffers (one piece of look-ahead
+    decides the STREAM final flag, as there) and ``AESGCM.encrypt_into`` writes each
+    ciphertext segment where the reader of the stream wants it (cryptography >= 45;
+    older versions copy from ``encrypt``).
+    """
+
+    def __init__(self, raw: BinaryIO, aead: AESGCM, aad: bytes, segment_size: int) -> None:
+        self._readinto = _readinto_of(raw)
+        self._seg = segment_size
+        self._aead = aead
+        self._aad = aad
+        self._cur = memoryview(bytearray(segment_size))
+        self._next = memoryview(bytearray(segment_size))
+        self._cur_n = -1  # the first piece is read on first use, not in the constructor
+        self._index = 0
+        self.done = False
+
+    def _read_piece(self, view: memoryview) -> int:
+        """Fill ``view`` (like Go's io.ReadFull): short only at the end of the stream."""
+        got = 0
+        while got < len(view):
+            n = self._readinto(view[got:])
+            if not n:
+                break
+            got += n
+        return got
+
+    def next_size(self) -> int:
+        """Ciphertext bytes of the next segment (call only while not :attr:`done`)."""
+        if self._cur_n < 0:
+            self._cur_n = self._read_piece(self._cur)
+        return self._cur_n + TAG_SIZE
+
+    def seal_into(self, out: memoryview) -> None:
+        """Seal the next segment into ``out``, exactly :meth:`next_size` bytes long."""
+        n = self.next_size() - TAG_SIZE
+        final = n < self._seg  # a short (or empty) piece is the end of the stream
+        next_n = 0
+        if not final:
+            next_n = self._read_piece(self._next)
+            final = next_n == 0
+        nonce = _nonce(self._index, final)
+        if _HAS_ENCRYPT_INTO:
+            self._aead.encrypt_into(nonce, self._cur[:n], self._aad, out)
+        else:  # pragma: no cover - cryptography < 45
+            out[:] = self._aead.encrypt(nonce, self._cur[:n], self._aad)
+        self._index += 1
+        if final:
+            self.done = True
+        else:
+            self._cur, self._next, self._cur_n = self._next, self._cur, next_n
+
+
 def _batches(chunks: Iterator[bytes], n: int) -> Iterator[tuple[bytes, ...]]:
     """Group ``chunks`` into tuples of ``n`` (the last may be shorter)."""
     while batch := tuple(itertools.islice(chunks, n)):
@@ -414,19 +485,28 @@ class EncryptingReader:
         read_ahead: bool | None = None,
     ) -> None:
         self._raw = raw
-        chunks = encrypt_stream(raw, key, path, segment_size=segment_size, salt=salt)
         if read_ahead is None:
             read_ahead = size is not None and size >= READ_AHEAD_MIN
         self._ahead: Prefetcher[tuple[bytes, ...]] | None = None
-        self._chunks: Iterator[bytes] = chunks
+        self._chunks: Iterator[bytes] | None = None
+        self._sealer: _InPlaceSealer | None = None
         if read_ahead:
+            chunks = encrypt_stream(raw, key, path, segment_size=segment_size, salt=salt)
             # Whole batches of segments cross the queue: one hand-over (and GIL switch)
             # per READ_AHEAD_BATCH segments, not per segment.
             self._ahead = Prefetcher(
                 _batches(chunks, READ_AHEAD_BATCH), depth=READ_AHEAD_DEPTH, name="odfweb3-encrypt"
             )
             self._chunks = itertools.chain.from_iterable(self._ahead)
-        self._buf = memoryview(b"")
+            self._buf = memoryview(b"")
+        else:
+            header = encode_header(
+                Header(segment_size, key.epoch, salt or secrets.token_bytes(SALT_SIZE))
+            )
+            aead = AESGCM(key.object_key(header[-SALT_SIZE:]))
+            self._sealer = _InPlaceSealer(raw, aead, _aad(header, path), segment_size)
+            self._scratch = memoryview(bytearray(segment_size + TAG_SIZE))
+            self._buf = memoryview(header)
         self.size = ciphertext_size(size, segment_size) if size is not None else None
         self.produced = 0
 
@@ -434,7 +514,16 @@ class EncryptingReader:
         return f"EncryptingReader(produced={self.produced})"
 
     def _fill(self) -> bool:
+        """Make :attr:`_buf` non-empty unless the ciphertext is all read."""
         while not self._buf:
+            if self._sealer is not None:
+                if self._sealer.done:
+                    return False
+                out = self._scratch[: self._sealer.next_size()]
+                self._sealer.seal_into(out)
+                self._buf = out
+                continue
+            assert self._chunks is not None
             chunk = next(self._chunks, None)
             if chunk is None:
                 return False
@@ -446,7 +535,16 @@ class EncryptingReader:
         out = memoryview(buf).cast("B")
         want = len(out)
         filled = 0
-        while filled < want and self._fill():
+        sealer = self._sealer
+        while filled < want:
+            if not self._buf and sealer is not None and not sealer.done:
+                n = sealer.next_size()
+                if n <= want - filled:  # room for a whole segment: seal it in place
+                    sealer.seal_into(out[filled : filled + n])
+                    filled += n
+                    continue
+            if not self._fill():
+                break
             n = min(want - filled, len(self._buf))
             out[filled : filled + n] = self._buf[:n]
             self._buf = self._buf[n:]
@@ -456,20 +554,14 @@ class EncryptingReader:
 
     def read(self, n: int = -1) -> bytes:
         """Read up to ``n`` bytes of ciphertext (all the rest when negative)."""
-        if n is None or n < 0:
-            parts = [bytes(self._buf)]
-            parts.extend(self._chunks)
-            self._buf = memoryview(b"")
-            data = b"".join(parts)
-            self.produced += len(data)
-            return data
         parts = []
-        want = n
-        while want > 0 and self._fill():
-            take = self._buf[:want]
+        want = -1 if n is None or n < 0 else n
+        while want != 0 and self._fill():
+            take = self._buf if want < 0 else self._buf[:want]
             parts.append(bytes(take))
             self._buf = self._buf[len(take) :]
-            want -= len(take)
+            if want > 0:
+                want -= len(take)
         data = b"".join(parts)
         self.produced += len(data)
         return data

@@ -56,6 +56,19 @@ def _plain(n: int) -> bytes:
     return bytes((i * 7 + 3) % 251 for i in range(n))
 
 
+class _ReadOnly:
+    """A plaintext stream with ``read`` only (no ``readinto``), in small pieces."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def read(self, n: int = -1) -> bytes:
+        return self._data.read(min(n, 1000) if n >= 0 else 1000)
+
+    def close(self) -> None:
+        self._data.close()
+
+
 def _drain(reader: EncryptingReader, bufsize: int) -> bytes:
     out = bytearray()
     buf = bytearray(bufsize)
@@ -86,13 +99,16 @@ def test_golden_ciphertext_every_path(seg, n, size, digest, read_ahead):
     assert hashlib.sha256(expected).hexdigest() == digest
     streamed = b"".join(encrypt_stream([data], KEY, PATH, segment_size=seg, salt=SALT))
     assert streamed == expected
-    for bufsize in (7, 65536, 262144):
-        reader = EncryptingReader(
-            io.BytesIO(data), KEY, PATH, segment_size=seg, size=n, salt=SALT, read_ahead=read_ahead
-        )
-        assert _drain(reader, bufsize) == expected
-        assert reader.produced == size
-        reader.close()
+    # buffer sizes: smaller than a segment (copied from scratch), exactly one ciphertext
+    # segment of 64 or 65536 bytes (sealed in place), several segments
+    for bufsize in (7, 80, 65552, 262144):
+        for raw in (io.BytesIO(data), _ReadOnly(data)):
+            reader = EncryptingReader(
+                raw, KEY, PATH, segment_size=seg, size=n, salt=SALT, read_ahead=read_ahead
+            )
+            assert _drain(reader, bufsize) == expected
+            assert reader.produced == size
+            reader.close()
     reader = EncryptingReader(
         io.BytesIO(data), KEY, PATH, segment_size=seg, salt=SALT, read_ahead=read_ahead
     )
