@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from typing import Final
 
 from odfweb3.crypto.envelope import decode_envelope
+from odfweb3.crypto.segments import MAGIC as SEALED_MAGIC
 from odfweb3.errors import (
     FormatError,
     HashMismatch,
@@ -128,11 +129,21 @@ class ArweaveReplica:
             # Encrypted refs/head: the record's ODF-Head is the head; DecryptingReplica
             # decrypts sealed_head() and checks that it agrees.
             return multihash_from_str(self.expected_head)
-        text = self.sealed_head().decode("ascii", "replace")
+        raw = self.sealed_head()
+        if raw.startswith(SEALED_MAGIC):
+            # An --encrypt upload opened by its manifest: only the record names the envelope.
+            raise ResolutionError(
+                f"{self.name}: refs/head is encrypted and no upload record names its key "
+                "envelope; open the dataset by its upload record (ar://RECORD_ID, printed by "
+                "publish and status)"
+            )
         try:
-            head = multihash_from_str(text.strip())
+            head = multihash_from_str(raw.decode("ascii", "replace").strip())
         except FormatError as exc:
-            raise FormatError(f"{self.name}: refs/head is not a multibase hash ({exc})") from None
+            raise FormatError(
+                f"{self.name}: refs/head is not a multibase hash ({exc}); if this is a "
+                "private-drive upload, open it by its upload record (ar://RECORD_ID)"
+            ) from None
         if self.expected_head is not None and multihash_to_str(head) != self.expected_head:
             raise ReplicaMismatch(
                 f"{self.name}: refs/head is {multihash_to_str(head)} but the upload record says "

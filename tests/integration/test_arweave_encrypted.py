@@ -147,6 +147,12 @@ def test_recipient_pulls_and_verifies_ar_record_through_cli(
     _out, err = capsys.readouterr()
     assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()
 
+    # by its bare manifest: no record names the envelope, and the error says what to open
+    code = main(["pull", f"ar://{outcome.state.locator}", str(tmp_path / "m")], env=env)
+    _out, err = capsys.readouterr()
+    assert code != 0 and "refs/head is encrypted" in err and "ar://RECORD_ID" in err
+    assert not (tmp_path / "m" / "blocks").exists()
+
 
 def test_resolve_encrypted_ar_record_and_did_with_and_without_keys(
     arlocal, wallet, tmp_path, monkeypatch, capsys
