@@ -36,9 +36,9 @@ class Sealer:
         key: the content key new objects are encrypted with (the ring's current epoch).
         envelope: the encoded key envelope to publish beside the dataset.
         segment_size: plaintext bytes per AEAD segment.
-        read_ahead: encrypt large objects on a helper thread (``None``: the
-            :class:`~odfweb3.crypto.segments.EncryptingReader` default, by size); the
-            ciphertext is the same either way.
+        read_ahead: read and encrypt objects on a helper thread (opt-in, see
+            :class:`~odfweb3.crypto.segments.EncryptingReader`); the ciphertext is the
+            same either way.
     """
 
     def __init__(
@@ -47,7 +47,7 @@ class Sealer:
         envelope: bytes,
         *,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
-        read_ahead: bool | None = None,
+        read_ahead: bool = False,
     ) -> None:
         self._key = key
         self.envelope = envelope

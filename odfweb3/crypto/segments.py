@@ -56,7 +56,6 @@ __all__ = [
     "MAGIC",
     "READ_AHEAD_BATCH",
     "READ_AHEAD_DEPTH",
-    "READ_AHEAD_MIN",
     "TAG_SIZE",
     "VERSION",
     "EncryptingReader",
@@ -76,9 +75,8 @@ MAGIC: Final = b"ODFENC"
 VERSION: Final = 1
 ALGORITHM_AES256GCM_HKDF: Final = 1
 DEFAULT_SEGMENT_SIZE: Final = 64 * 1024
-# EncryptingReader: objects this big (known size) are encrypted on a helper thread, at
-# most DEPTH batches of BATCH segments ahead of the reader (bench/RESULTS.md, issue 7).
-READ_AHEAD_MIN: Final = 256 * 1024
+# EncryptingReader(read_ahead=True): the helper thread runs at most DEPTH batches of
+# BATCH segments ahead of the reader (bench/RESULTS.md, issue 7).
 READ_AHEAD_BATCH: Final = 4
 READ_AHEAD_DEPTH: Final = 2
 MIN_SEGMENT_SIZE: Final = 16
@@ -453,14 +451,16 @@ def _batches(chunks: Iterator[bytes], n: int) -> Iterator[tuple[bytes, ...]]:
 class EncryptingReader:
     """A read-only binary stream of the ciphertext of ``raw`` (for readers of streams).
 
-    Objects of a known size of at least :data:`READ_AHEAD_MIN` plaintext bytes are read,
-    hashed by ``raw`` (e.g. the ODF hash of a verifying reader) and encrypted on a helper
-    thread (:class:`~odfweb3.crypto.prefetch.Prefetcher`), at most
-    :data:`READ_AHEAD_DEPTH` batches of :data:`READ_AHEAD_BATCH` segments ahead of the
-    consumer, which meanwhile hashes and writes the ciphertext (hashlib and file I/O
-    release the GIL, so on two free cores the two sides overlap).
-    The bytes are the same either way. ``raw`` must not be touched by anyone else until
-    this reader is exhausted or closed.
+    By default everything runs on the caller's thread and each segment is sealed in
+    place, straight into the buffer given to :meth:`readinto` (no object per segment).
+    With ``read_ahead=True``, ``raw`` is read (and hashed, e.g. by a verifying reader)
+    and encrypted on a helper thread (:class:`~odfweb3.crypto.prefetch.Prefetcher`), at
+    most :data:`READ_AHEAD_DEPTH` batches of :data:`READ_AHEAD_BATCH` segments ahead of
+    the consumer, which meanwhile hashes and writes the ciphertext. That is opt-in: on
+    the shared 2-core benchmark machine it cost more CPU than it hid and was slower
+    (bench/RESULTS.md, issue 7); it may pay on idle cores. The bytes are the same either
+    way. ``raw`` must not be touched by anyone else until this reader is exhausted or
+    closed.
 
     Args:
         raw: the plaintext stream (closed with this reader).
@@ -469,8 +469,7 @@ class EncryptingReader:
         segment_size: plaintext bytes per segment.
         size: the plaintext size if known; then :attr:`size` is the exact ciphertext size.
         salt: the object salt; random unless given.
-        read_ahead: encrypt on a helper thread; by default when ``size`` is known and at
-            least :data:`READ_AHEAD_MIN`.
+        read_ahead: read and encrypt on a helper thread (see above).
     """
 
     def __init__(
@@ -482,11 +481,9 @@ class EncryptingReader:
         segment_size: int = DEFAULT_SEGMENT_SIZE,
         size: int | None = None,
         salt: bytes | None = None,
-        read_ahead: bool | None = None,
+        read_ahead: bool = False,
     ) -> None:
         self._raw = raw
-        if read_ahead is None:
-            read_ahead = size is not None and size >= READ_AHEAD_MIN
         self._ahead: Prefetcher[tuple[bytes, ...]] | None = None
         self._chunks: Iterator[bytes] | None = None
         self._sealer: _InPlaceSealer | None = None

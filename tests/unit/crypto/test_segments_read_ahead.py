@@ -24,7 +24,6 @@ from odfweb3.crypto.prefetch import Prefetcher
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import (
     DEFAULT_SEGMENT_SIZE,
-    READ_AHEAD_MIN,
     TAG_SIZE,
     EncryptingReader,
     ciphertext_size,
@@ -125,23 +124,20 @@ def test_readinto_fills_the_buffer_across_segments():
     assert reader.readinto(buf) == 0
 
 
-def test_default_read_ahead_by_size():
-    small = EncryptingReader(io.BytesIO(b"x"), KEY, PATH, size=READ_AHEAD_MIN - 1)
-    big_data = _plain(READ_AHEAD_MIN)
-    big = EncryptingReader(io.BytesIO(big_data), KEY, PATH, size=READ_AHEAD_MIN)
-    unknown = EncryptingReader(io.BytesIO(big_data), KEY, PATH)
-    assert small._ahead is None and unknown._ahead is None and big._ahead is not None
-    # the two ways give plaintext that decrypts the same
-    for reader in (big, unknown):
-        assert b"".join(decrypt_stream(io.BytesIO(reader.read()), KEY, PATH)) == big_data
+def test_read_ahead_is_opt_in():
+    data = _plain(4 * DEFAULT_SEGMENT_SIZE + 1)
+    default = EncryptingReader(io.BytesIO(data), KEY, PATH, size=len(data))
+    ahead = EncryptingReader(io.BytesIO(data), KEY, PATH, size=len(data), read_ahead=True)
+    assert default._ahead is None and ahead._ahead is not None
+    for reader in (default, ahead):
+        assert b"".join(decrypt_stream(io.BytesIO(reader.read()), KEY, PATH)) == data
         reader.close()
-    small.close()
 
 
 def test_sealer_passes_read_ahead_and_keeps_bytes():
-    data = _plain(READ_AHEAD_MIN + 5)
-    on = Sealer(KEY, b"{}").open(io.BytesIO(data), PATH, len(data), salt=SALT)
-    off = Sealer(KEY, b"{}", read_ahead=False).open(io.BytesIO(data), PATH, len(data), salt=SALT)
+    data = _plain(4 * DEFAULT_SEGMENT_SIZE + 5)
+    on = Sealer(KEY, b"{}", read_ahead=True).open(io.BytesIO(data), PATH, len(data), salt=SALT)
+    off = Sealer(KEY, b"{}").open(io.BytesIO(data), PATH, len(data), salt=SALT)
     assert on._ahead is not None and off._ahead is None
     assert on.read() == off.read() == _rebuild(data, DEFAULT_SEGMENT_SIZE)
     on.close()
