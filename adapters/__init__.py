@@ -199,6 +199,7 @@ def open_arweave_target(
         drive_password=options.drive_password,
         # issue 10: how long the post-check waits for the upload to be mined
         confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
+        race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
     )
 
 

@@ -107,6 +107,9 @@ class GatewayTarget:
         drive_password: an ArFS private drive with this password (:mod:`.arfs_private`).
         confirm_timeout: seconds the post-check waits for our upload to be mined before
             leaving the race unsettled (0: look once, do not wait).
+        race_timeout: seconds the post-check waits instead when it sees a rival (another
+            upload naming the same previous upload with another head): a visible race is
+            settled even when ``confirm_timeout`` is 0.
         poll_interval: seconds between two post-check looks.
         sleep: how to wait (injected for tests).
         monotonic: a monotonic clock in seconds (injected for tests).
@@ -127,6 +130,7 @@ class GatewayTarget:
         sealer: Sealer | None = None,
         drive_password: str | None = None,
         confirm_timeout: float = 0.0,
+        race_timeout: float = 1800.0,
         poll_interval: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
@@ -146,6 +150,7 @@ class GatewayTarget:
         self.publisher = publisher
         self.name = f"arweave:{gateway.url}"
         self.confirm_timeout = confirm_timeout
+        self.race_timeout = race_timeout
         self.poll_interval = poll_interval
         self.sleep = sleep
         self.monotonic = monotonic
@@ -532,7 +537,8 @@ class GatewayTarget:
         Raises:
             ConflictError: another upload of this wallet won; ours is not recorded.
         """
-        deadline = self.monotonic() + self.confirm_timeout
+        start = self.monotonic()
+        deadline = start + self.confirm_timeout
         last: tuple[str | None] | None = None
         while True:
             try:
@@ -542,6 +548,14 @@ class GatewayTarget:
                 # next publish's inspect applies the same rule); it must not undo a post.
                 uploads = []
             ours = next((u for u in uploads if u.id == record_id), None)
+            if ours is not None and any(
+                u.id != ours.id
+                and u.facts.prev_upload == ours.facts.prev_upload
+                and u.facts.head != ours.facts.head
+                for u in uploads
+            ):
+                # A rival is visible: settle the race whatever confirm_timeout says.
+                deadline = max(deadline, start + self.race_timeout)
             if ours is None or ours.pending:
                 last = None
             else:

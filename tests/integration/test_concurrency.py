@@ -213,3 +213,66 @@ def test_two_arweave_publishers(tmp_path: Path, arlocal, miner, rounds: int) -> 
     )
     assert again.returncode == 75, again.stderr
     assert find_latest_upload(gw, wallet.address, did) == latest
+
+
+def test_a_visible_arweave_race_is_settled_with_the_default_config(tmp_path: Path, arlocal) -> None:
+    """confirm_timeout 0 (the default) and a rival in sight: the post-check still waits.
+
+    Deterministic interleaving: b passes its pre-post check, then (from its price callback,
+    just before it posts) a publishes completely; a looks once, sees no rival and returns.
+    b posts, sees a's competing upload and waits (its ``sleep`` mines arlocal); a was
+    stamped earlier (injected clocks), so by the readers' rule a wins and b gets
+    ConflictError.
+    """
+    from datetime import UTC, datetime
+
+    from odfweb3.adapters.arweave.gateway_target import GatewayTarget
+    from odfweb3.errors import ConflictError
+    from odfweb3.publish.execute import publish_dataset
+
+    wallet = generate_wallet()
+    arlocal.mint(wallet.address, 10**15)
+    base = tmp_path / "base"
+    create_root_dataset(base, blocks=2, data_bytes=20_000, seed=81)
+    dirs = {}
+    for who, seed in (("a", 1), ("b", 2)):
+        dirs[who] = tmp_path / who
+        shutil.copytree(base, dirs[who])
+        append_blocks(dirs[who], 1, data_bytes=10_000, seed=seed)
+    gw = ArweaveGateway(arlocal.url)
+    mines: list[int] = []
+
+    def mine_and_count(_seconds: float) -> None:
+        mines.append(1)
+        arlocal.mine()
+
+    def target(who: str, second: int, **kw) -> GatewayTarget:
+        return GatewayTarget(
+            gw,
+            wallet,
+            StateStore(tmp_path / f"state-{who}"),
+            clock=lambda: datetime.fromtimestamp(1_800_000_000 + second, UTC),
+            sleep=mine_and_count,
+            poll_interval=0.0,
+            race_timeout=60.0,
+            **kw,
+        )
+
+    a_done = []
+    a = target("a", 0)
+
+    def a_publishes_now(_winston: int, _size: int) -> None:
+        if not a_done:
+            a_done.append(publish_dataset(dirs["a"], a))
+
+    b = target("b", 10, on_price=a_publishes_now)
+    with pytest.raises(ConflictError) as lost:
+        publish_dataset(dirs["b"], b)
+    assert a_done and a_done[0].state.extra["raceCheck"] == "unsettled"  # a saw no rival
+    assert mines, "b waited for the race to settle although confirm_timeout is 0"
+    did = str(load_verified_chain(DatasetReader.open(base))[1])
+    latest = find_latest_upload(gw, wallet.address, did)
+    a_head = multihash_to_str(DatasetReader.open(dirs["a"]).head())
+    assert latest is not None and latest.facts.head == a_head
+    assert latest.id in str(lost.value)
+    assert StateStore(tmp_path / "state-b").load(did, f"arweave:{arlocal.url}") is None
