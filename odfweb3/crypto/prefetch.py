@@ -66,13 +66,22 @@ class Prefetcher(Generic[T]):
             reads from) until the prefetcher is exhausted or stopped.
         depth: how many finished items may wait for the consumer.
         name: the helper thread's name (for debuggers and ``threading.enumerate``).
+        stop: the event that stops the helper thread; give one when ``source`` itself
+            waits for something and must also give up when the prefetcher is stopped.
     """
 
-    def __init__(self, source: Iterator[T], *, depth: int = 4, name: str = "odfweb3-prefetch"):
+    def __init__(
+        self,
+        source: Iterator[T],
+        *,
+        depth: int = 4,
+        name: str = "odfweb3-prefetch",
+        stop: threading.Event | None = None,
+    ):
         if depth < 1:
             raise ValueError("depth must be at least 1")
         self._items: queue.Queue[T | _End | BaseException] = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
+        self._stop = stop if stop is not None else threading.Event()
         self._done = False
         self._thread = threading.Thread(
             target=_produce, args=(source, self._items, self._stop), name=name, daemon=True

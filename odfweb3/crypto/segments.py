@@ -33,9 +33,10 @@ reordering, appended data. Messages never contain key material.
 
 from __future__ import annotations
 
-import itertools
+import queue
 import secrets
 import struct
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -389,24 +390,29 @@ class _InPlaceSealer:
     """The segments of one object, sealed straight into the caller's buffers.
 
     The same bytes as :func:`encrypt_stream` without a new object per segment: the
-    plaintext is read with ``readinto`` into two reused buffers (one piece of look-ahead
-    decides the STREAM final flag, as there) and ``AESGCM.encrypt_into`` writes each
-    ciphertext segment where the reader of the stream wants it (cryptography >= 45;
-    older versions copy from ``encrypt``).
+    plaintext is read with ``readinto`` into two reused buffers of ``pieces`` segments
+    each (the second is the look-ahead that decides the STREAM final flag of the last
+    segment of the first, as there) and ``AESGCM.encrypt_into`` writes each ciphertext
+    segment where the reader of the stream wants it (cryptography >= 45; older versions
+    copy from ``encrypt``). Reading several segments at a time means one read and one
+    hash update (of a verifying ``raw``) per ``pieces`` segments.
     """
 
-    def __init__(self, raw: BinaryIO, aead: AESGCM, aad: bytes, segment_size: int) -> None:
+    def __init__(
+        self, raw: BinaryIO, aead: AESGCM, aad: bytes, segment_size: int, pieces: int = 1
+    ) -> None:
         self._readinto = _readinto_of(raw)
         self._seg = segment_size
         self._aead = aead
         self._aad = aad
-        self._cur = memoryview(bytearray(segment_size))
-        self._next = memoryview(bytearray(segment_size))
-        self._cur_n = -1  # the first piece is read on first use, not in the constructor
+        self._cur = memoryview(bytearray(segment_size * pieces))
+        self._next = memoryview(bytearray(segment_size * pieces))
+        self._cur_n = -1  # the first buffer is read on first use, not in the constructor
+        self._off = 0  # start of the next segment in _cur
         self._index = 0
         self.done = False
 
-    def _read_piece(self, view: memoryview) -> int:
+    def _read_full(self, view: memoryview) -> int:
         """Fill ``view`` (like Go's io.ReadFull): short only at the end of the stream."""
         got = 0
         while got < len(view):
@@ -419,33 +425,64 @@ class _InPlaceSealer:
     def next_size(self) -> int:
         """Ciphertext bytes of the next segment (call only while not :attr:`done`)."""
         if self._cur_n < 0:
-            self._cur_n = self._read_piece(self._cur)
-        return self._cur_n + TAG_SIZE
+            self._cur_n = self._read_full(self._cur)
+        return min(self._seg, self._cur_n - self._off) + TAG_SIZE
 
     def seal_into(self, out: memoryview) -> None:
         """Seal the next segment into ``out``, exactly :meth:`next_size` bytes long."""
-        n = self.next_size() - TAG_SIZE
-        final = n < self._seg  # a short (or empty) piece is the end of the stream
-        next_n = 0
-        if not final:
-            next_n = self._read_piece(self._next)
+        start = self._off
+        end = start + self.next_size() - TAG_SIZE
+        next_n = -1
+        if end < self._cur_n:
+            final = False  # more of this buffer follows
+        elif self._cur_n < len(self._cur):
+            final = True  # a short read is the end of the stream (0 bytes: empty object)
+        else:
+            next_n = self._read_full(self._next)
             final = next_n == 0
         nonce = _nonce(self._index, final)
         if _HAS_ENCRYPT_INTO:
-            self._aead.encrypt_into(nonce, self._cur[:n], self._aad, out)
+            self._aead.encrypt_into(nonce, self._cur[start:end], self._aad, out)
         else:  # pragma: no cover - cryptography < 45
-            out[:] = self._aead.encrypt(nonce, self._cur[:n], self._aad)
+            out[:] = self._aead.encrypt(nonce, self._cur[start:end], self._aad)
         self._index += 1
         if final:
             self.done = True
+        elif next_n < 0:
+            self._off = end
         else:
-            self._cur, self._next, self._cur_n = self._next, self._cur, next_n
+            self._cur, self._next, self._cur_n, self._off = self._next, self._cur, next_n, 0
 
 
-def _batches(chunks: Iterator[bytes], n: int) -> Iterator[tuple[bytes, ...]]:
-    """Group ``chunks`` into tuples of ``n`` (the last may be shorter)."""
-    while batch := tuple(itertools.islice(chunks, n)):
-        yield batch
+def _seal_batches(
+    sealer: _InPlaceSealer,
+    header: bytes,
+    free: queue.Queue[bytearray],
+    stop: threading.Event,
+) -> Iterator[tuple[bytearray, int]]:
+    """The helper thread's side of read-ahead: whole segments sealed into reused buffers.
+
+    Yields ``(buffer, length)``; the consumer puts each buffer back on ``free`` once it
+    has copied it out, so memory is the fixed set of buffers made by the reader.
+    """
+    pending = header
+    while not sealer.done:
+        buf = None
+        while buf is None:
+            if stop.is_set():
+                return
+            try:
+                buf = free.get(timeout=0.05)
+            except queue.Empty:
+                continue
+        view = memoryview(buf)
+        view[: len(pending)] = pending
+        pos = len(pending)
+        pending = b""
+        while not sealer.done and (n := sealer.next_size()) <= len(view) - pos:
+            sealer.seal_into(view[pos : pos + n])
+            pos += n
+        yield buf, pos
 
 
 class EncryptingReader:
@@ -484,24 +521,32 @@ class EncryptingReader:
         read_ahead: bool = False,
     ) -> None:
         self._raw = raw
-        self._ahead: Prefetcher[tuple[bytes, ...]] | None = None
-        self._chunks: Iterator[bytes] | None = None
+        header = encode_header(
+            Header(segment_size, key.epoch, salt or secrets.token_bytes(SALT_SIZE))
+        )
+        aead = AESGCM(key.object_key(header[-SALT_SIZE:]))
+        pieces = READ_AHEAD_BATCH if read_ahead else 1
+        sealer = _InPlaceSealer(raw, aead, _aad(header, path), segment_size, pieces)
         self._sealer: _InPlaceSealer | None = None
+        self._ahead: Prefetcher[tuple[bytearray, int]] | None = None
+        self._held: bytearray | None = None  # read-ahead buffer that _buf points into
+        self._buf = memoryview(b"")
         if read_ahead:
-            chunks = encrypt_stream(raw, key, path, segment_size=segment_size, salt=salt)
-            # Whole batches of segments cross the queue: one hand-over (and GIL switch)
-            # per READ_AHEAD_BATCH segments, not per segment.
+            # The helper thread owns the sealer; batches of READ_AHEAD_BATCH segments in
+            # READ_AHEAD_DEPTH + 2 reused buffers (queued, being sealed, being read).
+            batch = HEADER_SIZE + READ_AHEAD_BATCH * (segment_size + TAG_SIZE)
+            self._free: queue.Queue[bytearray] = queue.Queue()
+            for _ in range(READ_AHEAD_DEPTH + 2):
+                self._free.put(bytearray(batch))
+            stop = threading.Event()
             self._ahead = Prefetcher(
-                _batches(chunks, READ_AHEAD_BATCH), depth=READ_AHEAD_DEPTH, name="odfweb3-encrypt"
+                _seal_batches(sealer, header, self._free, stop),
+                depth=READ_AHEAD_DEPTH,
+                name="odfweb3-encrypt",
+                stop=stop,
             )
-            self._chunks = itertools.chain.from_iterable(self._ahead)
-            self._buf = memoryview(b"")
         else:
-            header = encode_header(
-                Header(segment_size, key.epoch, salt or secrets.token_bytes(SALT_SIZE))
-            )
-            aead = AESGCM(key.object_key(header[-SALT_SIZE:]))
-            self._sealer = _InPlaceSealer(raw, aead, _aad(header, path), segment_size)
+            self._sealer = sealer
             self._scratch = memoryview(bytearray(segment_size + TAG_SIZE))
             self._buf = memoryview(header)
         self.size = ciphertext_size(size, segment_size) if size is not None else None
@@ -520,11 +565,15 @@ class EncryptingReader:
                 self._sealer.seal_into(out)
                 self._buf = out
                 continue
-            assert self._chunks is not None
-            chunk = next(self._chunks, None)
-            if chunk is None:
+            assert self._ahead is not None
+            if self._held is not None:  # read out: back to the helper thread
+                self._free.put(self._held)
+                self._held = None
+            item = next(self._ahead, None)
+            if item is None:
                 return False
-            self._buf = memoryview(chunk)
+            self._held, n = item
+            self._buf = memoryview(self._held)[:n]
         return True
 
     def readinto(self, buf: bytearray | memoryview) -> int:

@@ -228,3 +228,16 @@ def test_read_ahead_memory_stays_bounded():
         tracemalloc.stop()
     assert total == ciphertext_size(size) and total > size + TAG_SIZE
     assert peak < 4 * 1024 * 1024, peak
+
+
+@pytest.mark.parametrize("n", [255, 256, 257, 511, 512, 513, 4 * 256])
+@pytest.mark.parametrize("read_ahead", [False, True])
+def test_sizes_around_read_batches(n, read_ahead):
+    # read-ahead reads 4 segments (256 bytes at seg 64) at a time: the final flag must
+    # still go on the last segment when the object ends exactly at a batch boundary
+    data = _plain(n)
+    reader = EncryptingReader(
+        io.BytesIO(data), KEY, PATH, segment_size=64, size=n, salt=SALT, read_ahead=read_ahead
+    )
+    assert _drain(reader, 200) == _rebuild(data, 64)
+    reader.close()
