@@ -9,14 +9,11 @@ Usage::
 1. Raw throughput on the same in-memory bytes, one thread: hashlib SHA-256 (the
    reference), SHA3-256 (what ODF hashing costs) and odfweb3's segmented AES-256-GCM
    (``encrypt_stream``, 64 KiB segments) and its decryption.
-2. ``publish_dataset(copy, CarTarget(out, …))`` plain, with a ``Sealer`` (the default:
-   one thread), and with a ``Sealer(read_ahead=True)`` (reading, ODF hashing and
-   encryption on a helper thread), in ``--repeat`` interleaved
-   rounds (fresh output directories, hard-linked dataset copies). Ratio per round =
-   plain time / encrypted time, i.e. encrypted throughput / plain throughput; the
-   median is printed (goal >= 0.7, DESIGN.md section 8). "CPU s" is the median process
-   CPU time (all threads): on a machine shared with other work it shows what the
-   helper thread costs when there is no free core to hide it on.
+2. ``publish_dataset(copy, CarTarget(out, …))`` plain and with a ``Sealer``, in
+   ``--repeat`` interleaved rounds (fresh output directories, hard-linked dataset
+   copies). Ratio per round = plain time / encrypted time, i.e. encrypted throughput /
+   plain throughput; the median is printed (goal >= 0.7, DESIGN.md section 8).
+   "CPU s" is the median process CPU time.
 
 No timing assertions; numbers go to ``bench/RESULTS.md`` by hand.
 """
@@ -108,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         variants: dict[str, Sealer | None] = {
             "plain": None,
             "encrypted": Sealer(key, envelope),
-            "encrypted, read-ahead thread": Sealer(key, envelope, read_ahead=True),
         }
         # Interleaved rounds: background load on a shared machine hits every variant alike.
         times: dict[str, list[float]] = {label: [] for label in variants}

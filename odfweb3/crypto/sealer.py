@@ -36,9 +36,6 @@ class Sealer:
         key: the content key new objects are encrypted with (the ring's current epoch).
         envelope: the encoded key envelope to publish beside the dataset.
         segment_size: plaintext bytes per AEAD segment.
-        read_ahead: read and encrypt objects on a helper thread (opt-in, see
-            :class:`~odfweb3.crypto.segments.EncryptingReader`); the ciphertext is the
-            same either way.
     """
 
     def __init__(
@@ -47,12 +44,10 @@ class Sealer:
         envelope: bytes,
         *,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
-        read_ahead: bool = False,
     ) -> None:
         self._key = key
         self.envelope = envelope
         self.segment_size = segment_size
-        self.read_ahead = read_ahead
 
     @property
     def dataset_id(self) -> str:
@@ -82,7 +77,6 @@ class Sealer:
             segment_size=self.segment_size,
             size=size,
             salt=salt,
-            read_ahead=self.read_ahead,
         )
 
     def seal_bytes(self, data: bytes, path: str) -> bytes:

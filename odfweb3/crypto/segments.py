@@ -33,10 +33,8 @@ reordering, appended data. Messages never contain key material.
 
 from __future__ import annotations
 
-import queue
 import secrets
 import struct
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -46,7 +44,6 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from odfweb3.crypto.keys import ContentKey, KeyRing
-from odfweb3.crypto.prefetch import Prefetcher
 from odfweb3.errors import DecryptionError, FormatError, HashMismatch, UsageError
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 
@@ -55,8 +52,6 @@ __all__ = [
     "DEFAULT_SEGMENT_SIZE",
     "HEADER_SIZE",
     "MAGIC",
-    "READ_AHEAD_BATCH",
-    "READ_AHEAD_DEPTH",
     "TAG_SIZE",
     "VERSION",
     "EncryptingReader",
@@ -76,10 +71,6 @@ MAGIC: Final = b"ODFENC"
 VERSION: Final = 1
 ALGORITHM_AES256GCM_HKDF: Final = 1
 DEFAULT_SEGMENT_SIZE: Final = 64 * 1024
-# EncryptingReader(read_ahead=True): the helper thread runs at most DEPTH batches of
-# BATCH segments ahead of the reader (bench/RESULTS.md, issue 7).
-READ_AHEAD_BATCH: Final = 4
-READ_AHEAD_DEPTH: Final = 2
 MIN_SEGMENT_SIZE: Final = 16
 MAX_SEGMENT_SIZE: Final = 16 * 1024 * 1024
 SALT_SIZE: Final = 32
@@ -390,23 +381,19 @@ class _InPlaceSealer:
     """The segments of one object, sealed straight into the caller's buffers.
 
     The same bytes as :func:`encrypt_stream` without a new object per segment: the
-    plaintext is read with ``readinto`` into two reused buffers of ``pieces`` segments
-    each (the second is the look-ahead that decides the STREAM final flag of the last
-    segment of the first, as there) and ``AESGCM.encrypt_into`` writes each ciphertext
-    segment where the reader of the stream wants it (cryptography >= 45; older versions
-    copy from ``encrypt``). Reading several segments at a time means one read and one
-    hash update (of a verifying ``raw``) per ``pieces`` segments.
+    plaintext is read with ``readinto`` into two reused segment buffers (the second is
+    the look-ahead that decides the STREAM final flag, as there) and
+    ``AESGCM.encrypt_into`` writes each ciphertext segment where the reader of the stream
+    wants it (cryptography >= 45; older versions copy from ``encrypt``).
     """
 
-    def __init__(
-        self, raw: BinaryIO, aead: AESGCM, aad: bytes, segment_size: int, pieces: int = 1
-    ) -> None:
+    def __init__(self, raw: BinaryIO, aead: AESGCM, aad: bytes, segment_size: int) -> None:
         self._readinto = _readinto_of(raw)
         self._seg = segment_size
         self._aead = aead
         self._aad = aad
-        self._cur = memoryview(bytearray(segment_size * pieces))
-        self._next = memoryview(bytearray(segment_size * pieces))
+        self._cur = memoryview(bytearray(segment_size))
+        self._next = memoryview(bytearray(segment_size))
         self._cur_n = -1  # the first buffer is read on first use, not in the constructor
         self._off = 0  # start of the next segment in _cur
         self._index = 0
@@ -454,50 +441,13 @@ class _InPlaceSealer:
             self._cur, self._next, self._cur_n, self._off = self._next, self._cur, next_n, 0
 
 
-def _seal_batches(
-    sealer: _InPlaceSealer,
-    header: bytes,
-    free: queue.Queue[bytearray],
-    stop: threading.Event,
-) -> Iterator[tuple[bytearray, int]]:
-    """The helper thread's side of read-ahead: whole segments sealed into reused buffers.
-
-    Yields ``(buffer, length)``; the consumer puts each buffer back on ``free`` once it
-    has copied it out, so memory is the fixed set of buffers made by the reader.
-    """
-    pending = header
-    while not sealer.done:
-        buf = None
-        while buf is None:
-            if stop.is_set():
-                return
-            try:
-                buf = free.get(timeout=0.05)
-            except queue.Empty:
-                continue
-        view = memoryview(buf)
-        view[: len(pending)] = pending
-        pos = len(pending)
-        pending = b""
-        while not sealer.done and (n := sealer.next_size()) <= len(view) - pos:
-            sealer.seal_into(view[pos : pos + n])
-            pos += n
-        yield buf, pos
-
-
 class EncryptingReader:
     """A read-only binary stream of the ciphertext of ``raw`` (for readers of streams).
 
-    By default everything runs on the caller's thread and each segment is sealed in
-    place, straight into the buffer given to :meth:`readinto` (no object per segment).
-    With ``read_ahead=True``, ``raw`` is read (and hashed, e.g. by a verifying reader)
-    and encrypted on a helper thread (:class:`~odfweb3.crypto.prefetch.Prefetcher`), at
-    most :data:`READ_AHEAD_DEPTH` batches of :data:`READ_AHEAD_BATCH` segments ahead of
-    the consumer, which meanwhile hashes and writes the ciphertext. That is opt-in: on
-    the shared 2-core benchmark machine it cost more CPU than it hid and was slower
-    (bench/RESULTS.md, issue 7); it may pay on idle cores. The bytes are the same either
-    way. ``raw`` must not be touched by anyone else until this reader is exhausted or
-    closed.
+    Everything runs on the caller's thread and each segment is sealed in place, straight
+    into the buffer given to :meth:`readinto` (no object per segment). Reading and
+    encrypting on a helper thread was measured and dropped: on 2 cores it cost more CPU
+    than it hid (bench/RESULTS.md, issue 7).
 
     Args:
         raw: the plaintext stream (closed with this reader).
@@ -506,7 +456,6 @@ class EncryptingReader:
         segment_size: plaintext bytes per segment.
         size: the plaintext size if known; then :attr:`size` is the exact ciphertext size.
         salt: the object salt; random unless given.
-        read_ahead: read and encrypt on a helper thread (see above).
     """
 
     def __init__(
@@ -518,37 +467,15 @@ class EncryptingReader:
         segment_size: int = DEFAULT_SEGMENT_SIZE,
         size: int | None = None,
         salt: bytes | None = None,
-        read_ahead: bool = False,
     ) -> None:
         self._raw = raw
         header = encode_header(
             Header(segment_size, key.epoch, salt or secrets.token_bytes(SALT_SIZE))
         )
         aead = AESGCM(key.object_key(header[-SALT_SIZE:]))
-        pieces = READ_AHEAD_BATCH if read_ahead else 1
-        sealer = _InPlaceSealer(raw, aead, _aad(header, path), segment_size, pieces)
-        self._sealer: _InPlaceSealer | None = None
-        self._ahead: Prefetcher[tuple[bytearray, int]] | None = None
-        self._held: bytearray | None = None  # read-ahead buffer that _buf points into
-        self._buf = memoryview(b"")
-        if read_ahead:
-            # The helper thread owns the sealer; batches of READ_AHEAD_BATCH segments in
-            # READ_AHEAD_DEPTH + 2 reused buffers (queued, being sealed, being read).
-            batch = HEADER_SIZE + READ_AHEAD_BATCH * (segment_size + TAG_SIZE)
-            self._free: queue.Queue[bytearray] = queue.Queue()
-            for _ in range(READ_AHEAD_DEPTH + 2):
-                self._free.put(bytearray(batch))
-            stop = threading.Event()
-            self._ahead = Prefetcher(
-                _seal_batches(sealer, header, self._free, stop),
-                depth=READ_AHEAD_DEPTH,
-                name="odfweb3-encrypt",
-                stop=stop,
-            )
-        else:
-            self._sealer = sealer
-            self._scratch = memoryview(bytearray(segment_size + TAG_SIZE))
-            self._buf = memoryview(header)
+        self._sealer = _InPlaceSealer(raw, aead, _aad(header, path), segment_size)
+        self._scratch = memoryview(bytearray(segment_size + TAG_SIZE))
+        self._buf = memoryview(header)
         self.size = ciphertext_size(size, segment_size) if size is not None else None
         self.produced = 0
 
@@ -558,22 +485,11 @@ class EncryptingReader:
     def _fill(self) -> bool:
         """Make :attr:`_buf` non-empty unless the ciphertext is all read."""
         while not self._buf:
-            if self._sealer is not None:
-                if self._sealer.done:
-                    return False
-                out = self._scratch[: self._sealer.next_size()]
-                self._sealer.seal_into(out)
-                self._buf = out
-                continue
-            assert self._ahead is not None
-            if self._held is not None:  # read out: back to the helper thread
-                self._free.put(self._held)
-                self._held = None
-            item = next(self._ahead, None)
-            if item is None:
+            if self._sealer.done:
                 return False
-            self._held, n = item
-            self._buf = memoryview(self._held)[:n]
+            out = self._scratch[: self._sealer.next_size()]
+            self._sealer.seal_into(out)
+            self._buf = out
         return True
 
     def readinto(self, buf: bytearray | memoryview) -> int:
@@ -583,7 +499,7 @@ class EncryptingReader:
         filled = 0
         sealer = self._sealer
         while filled < want:
-            if not self._buf and sealer is not None and not sealer.done:
+            if not self._buf and not sealer.done:
                 n = sealer.next_size()
                 if n <= want - filled:  # room for a whole segment: seal it in place
                     sealer.seal_into(out[filled : filled + n])
@@ -617,9 +533,7 @@ class EncryptingReader:
         return True
 
     def close(self) -> None:
-        """Stop the helper thread, if any, then close the plaintext stream."""
-        if self._ahead is not None:
-            self._ahead.stop()
+        """Close the plaintext stream."""
         self._raw.close()
 
     def __enter__(self) -> EncryptingReader:

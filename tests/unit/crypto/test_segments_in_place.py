@@ -9,25 +9,21 @@ plain ``AESGCM`` checks the same bytes.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import io
 import struct
-import threading
 import tracemalloc
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from odfweb3.crypto.keys import ContentKey
-from odfweb3.crypto.prefetch import Prefetcher
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import (
     DEFAULT_SEGMENT_SIZE,
     TAG_SIZE,
     EncryptingReader,
     ciphertext_size,
-    decrypt_stream,
     encrypt_stream,
 )
 
@@ -90,8 +86,7 @@ def _rebuild(data: bytes, seg: int) -> bytes:
 
 
 @pytest.mark.parametrize(("seg", "n", "size", "digest"), GOLDEN)
-@pytest.mark.parametrize("read_ahead", [False, True])
-def test_golden_ciphertext_every_path(seg, n, size, digest, read_ahead):
+def test_golden_ciphertext_every_path(seg, n, size, digest):
     data = _plain(n)
     expected = _rebuild(data, seg)
     assert len(expected) == size == ciphertext_size(n, seg)
@@ -102,15 +97,11 @@ def test_golden_ciphertext_every_path(seg, n, size, digest, read_ahead):
     # segment of 64 or 65536 bytes (sealed in place), several segments
     for bufsize in (7, 80, 65552, 262144):
         for raw in (io.BytesIO(data), _ReadOnly(data)):
-            reader = EncryptingReader(
-                raw, KEY, PATH, segment_size=seg, size=n, salt=SALT, read_ahead=read_ahead
-            )
+            reader = EncryptingReader(raw, KEY, PATH, segment_size=seg, size=n, salt=SALT)
             assert _drain(reader, bufsize) == expected
             assert reader.produced == size
             reader.close()
-    reader = EncryptingReader(
-        io.BytesIO(data), KEY, PATH, segment_size=seg, salt=SALT, read_ahead=read_ahead
-    )
+    reader = EncryptingReader(io.BytesIO(data), KEY, PATH, segment_size=seg, salt=SALT)
     assert reader.read(5) + reader.read(70000) + reader.read() == expected
     reader.close()
 
@@ -124,24 +115,11 @@ def test_readinto_fills_the_buffer_across_segments():
     assert reader.readinto(buf) == 0
 
 
-def test_read_ahead_is_opt_in():
-    data = _plain(4 * DEFAULT_SEGMENT_SIZE + 1)
-    default = EncryptingReader(io.BytesIO(data), KEY, PATH, size=len(data))
-    ahead = EncryptingReader(io.BytesIO(data), KEY, PATH, size=len(data), read_ahead=True)
-    assert default._ahead is None and ahead._ahead is not None
-    for reader in (default, ahead):
-        assert b"".join(decrypt_stream(io.BytesIO(reader.read()), KEY, PATH)) == data
-        reader.close()
-
-
-def test_sealer_passes_read_ahead_and_keeps_bytes():
+def test_sealer_gives_the_same_bytes():
     data = _plain(4 * DEFAULT_SEGMENT_SIZE + 5)
-    on = Sealer(KEY, b"{}", read_ahead=True).open(io.BytesIO(data), PATH, len(data), salt=SALT)
-    off = Sealer(KEY, b"{}").open(io.BytesIO(data), PATH, len(data), salt=SALT)
-    assert on._ahead is not None and off._ahead is None
-    assert on.read() == off.read() == _rebuild(data, DEFAULT_SEGMENT_SIZE)
-    on.close()
-    off.close()
+    sealed = Sealer(KEY, b"{}").open(io.BytesIO(data), PATH, len(data), salt=SALT)
+    assert sealed.read() == _rebuild(data, DEFAULT_SEGMENT_SIZE)
+    sealed.close()
 
 
 class _Zeros(io.RawIOBase):
@@ -163,62 +141,20 @@ class _Zeros(io.RawIOBase):
         return n
 
 
-def test_read_error_on_the_helper_thread_reaches_the_reader():
+def test_a_read_error_reaches_the_reader():
     raw = io.BufferedReader(_Zeros(5 * DEFAULT_SEGMENT_SIZE + 10, fail=True))
-    reader = EncryptingReader(raw, KEY, PATH, size=10 * DEFAULT_SEGMENT_SIZE, read_ahead=True)
+    reader = EncryptingReader(raw, KEY, PATH, size=10 * DEFAULT_SEGMENT_SIZE)
     with pytest.raises(OSError, match="disk read failed"):
         _drain(reader, 262144)
     reader.close()
 
 
-def _helpers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "odfweb3-encrypt"]
-
-
-def test_close_early_stops_the_helper_thread():
-    size = 64 * DEFAULT_SEGMENT_SIZE
-    reader = EncryptingReader(io.BytesIO(bytes(size)), KEY, PATH, size=size, read_ahead=True)
-    assert reader.read(100)
-    reader.close()  # most of the object unread; the helper is blocked on a full queue
-    assert not _helpers()
-
-
-def test_dropped_reader_lets_the_helper_thread_end():
-    size = 64 * DEFAULT_SEGMENT_SIZE
-    reader = EncryptingReader(io.BytesIO(bytes(size)), KEY, PATH, size=size, read_ahead=True)
-    thread = reader._ahead._thread  # type: ignore[union-attr]
-    del reader
-    gc.collect()
-    thread.join(5)
-    assert not thread.is_alive()
-
-
-def test_prefetcher_order_errors_and_depth():
-    made: list[int] = []
-
-    def source():  # type: ignore[no-untyped-def]
-        for i in range(20):
-            made.append(i)
-            yield i
-        raise ValueError("source broke")
-
-    pf = Prefetcher(source(), depth=2)
-    got = [next(pf) for _ in range(3)]
-    assert got == [0, 1, 2]
-    with pytest.raises(ValueError, match="source broke"):
-        got.extend(pf)
-    assert got == list(range(20)) and made == list(range(20))
-    assert list(pf) == []  # exhausted after the error
-    with pytest.raises(ValueError):
-        Prefetcher(iter([]), depth=0)
-
-
-def test_read_ahead_memory_stays_bounded():
+def test_memory_stays_bounded():
     size = 64 * 1024 * 1024
     raw = io.BufferedReader(_Zeros(size))
     tracemalloc.start()
     try:
-        reader = EncryptingReader(raw, KEY, PATH, size=size, read_ahead=True)
+        reader = EncryptingReader(raw, KEY, PATH, size=size)
         buf = bytearray(262144)
         total = 0
         while n := reader.readinto(buf):
@@ -231,13 +167,10 @@ def test_read_ahead_memory_stays_bounded():
 
 
 @pytest.mark.parametrize("n", [255, 256, 257, 511, 512, 513, 4 * 256])
-@pytest.mark.parametrize("read_ahead", [False, True])
-def test_sizes_around_read_batches(n, read_ahead):
-    # read-ahead reads 4 segments (256 bytes at seg 64) at a time: the final flag must
-    # still go on the last segment when the object ends exactly at a batch boundary
+def test_sizes_around_segment_multiples(n):
+    # the final flag goes on the last segment also when the object ends exactly at a
+    # multiple of the segment size (the look-ahead buffer then reads 0 bytes)
     data = _plain(n)
-    reader = EncryptingReader(
-        io.BytesIO(data), KEY, PATH, segment_size=64, size=n, salt=SALT, read_ahead=read_ahead
-    )
+    reader = EncryptingReader(io.BytesIO(data), KEY, PATH, segment_size=64, size=n, salt=SALT)
     assert _drain(reader, 200) == _rebuild(data, 64)
     reader.close()
