@@ -137,11 +137,20 @@ def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _key_envelope(args: argparse.Namespace, ctx: Any) -> bytes | None:
+def _key_envelope(args: argparse.Namespace, ctx: Any, *refs: str) -> bytes | None:
+    """The ``--key-envelope`` bytes, if given; refused for references that name their own."""
     from odfweb3.adapters import read_key_envelope
 
     src = getattr(args, "key_envelope", None)
-    return read_key_envelope(src, ctx.config) if src else None
+    if not src:
+        return None
+    if refs and not any(r.startswith(("ipfs://", "ipns://")) for r in refs):
+        raise UsageError(
+            f"--key-envelope is for ipfs:// and ipns:// references; {refs[0]} names its own "
+            "key envelope: drop the option"
+        )
+    data: bytes = read_key_envelope(src, ctx.config)
+    return data
 
 
 def _add_drive_options(p: argparse.ArgumentParser) -> None:
@@ -197,7 +206,7 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
         unseal=lambda replica: decrypting_replica(
             ctx, replica, passphrase_file=args.passphrase_file
         ),
-        key_envelope=_key_envelope(args, ctx),
+        key_envelope=_key_envelope(args, ctx, args.ref),
         key_envelope_source=f"--key-envelope {args.key_envelope}",
     )
     results = [r for _, r in found]
@@ -221,7 +230,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     if not args.against:
         raise UsageError("verify: give --against REF (or --lineage to check a dataset's inputs)")
     refs: list[str] = list(args.against)
-    envelope = _key_envelope(args, ctx)
+    envelope = _key_envelope(args, ctx, *args.against)
     reference: Replica
     if args.dataset is not None:
         reference = LocalReplica(DatasetReader.open(args.dataset))
@@ -298,7 +307,7 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
         open_replica(
             args.ref,
             ctx.config,
-            key_envelope=_key_envelope(args, ctx),
+            key_envelope=_key_envelope(args, ctx, args.ref),
             **_drive_access(args, ctx),
         ),
         passphrase_file=args.passphrase_file,

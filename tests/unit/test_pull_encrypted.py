@@ -135,3 +135,15 @@ def test_a_passphrase_recipient_pulls_with_passphrase_file(tmp_path, capsys, mon
     # verify takes the passphrase the same way, here from the environment
     verify = ["verify", str(world.ds), "--against", f"car:{out}", "--deep"]
     assert main(verify, env=reader | {"ODFWEB3_PASSPHRASE": "correct horse battery"}) == 0
+
+
+def test_key_envelope_is_refused_for_refs_that_name_their_own(tmp_path, capsys, published):
+    _world, out, renv = published
+    env_file = tmp_path / "some.envelope"
+    env_file.write_text("{}")
+    code = main(
+        ["pull", f"car:{out}", str(tmp_path / "d"), "--key-envelope", str(env_file)], env=renv
+    )
+    err = capsys.readouterr().err
+    assert code == 64 and "--key-envelope is for ipfs://" in err
+    assert not (tmp_path / "d").exists()
