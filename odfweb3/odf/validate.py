@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
 from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.layout import DatasetReader, ObjectKind
 from odfweb3.odf.model import (
     AddData,
     AddPushSource,
@@ -254,45 +254,80 @@ def _check_object(reader: DatasetReader, obj: DatasetObject) -> tuple[list[str],
 _ObjectKey = tuple[str, bytes, int | None]
 _CheckResult = tuple[list[str], int]
 
+# Objects go to the pool in batches, not one future per file: with 20,000 small
+# files, waking the walking thread for every finished future (a lock hand-off and a
+# GIL hand-off each) cost more CPU than the walk itself. A batch closes at whichever
+# limit comes first; a few MiB keep both workers busy until the walk ends.
+_BATCH_FILES = 128
+_BATCH_BYTES = 8 << 20
+
+
+def _check_batch(reader: DatasetReader, objs: list[DatasetObject]) -> list[_CheckResult]:
+    """Deep-check a batch of objects on one worker thread, results in the batch's order."""
+    return [_check_object(reader, obj) for obj in objs]
+
 
 class _DeepChecks:
     """Object checks running on a thread pool, fed block by block during the walk.
 
-    At most ``window`` checks are in flight; finished ones are kept as small
-    (problems, bytes) tuples, so memory grows with the object count, not with
-    pending futures.
+    Objects are queued in batches (see ``_BATCH_FILES``); at most ``window``
+    batches are in flight; finished ones are kept as small (problems, bytes)
+    tuples, so memory grows with the object count, not with pending work.
     """
 
     def __init__(self, reader: DatasetReader, workers: int) -> None:
         self._reader = reader
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
-        self._window = 64 * max(1, workers)
-        self._inflight: deque[tuple[_ObjectKey, Future[_CheckResult]]] = deque()
+        self._window = 4 * max(1, workers)
+        self._batch: list[DatasetObject] = []
+        self._batch_bytes = 0
+        self._inflight: deque[tuple[list[DatasetObject], Future[list[_CheckResult]]]] = deque()
         self._done: dict[_ObjectKey, _CheckResult] = {}
         self._queued: set[_ObjectKey] = set()
         self._unreported = 0  # bytes hashed before the caller learnt the total
 
     def submit(self, entry: ChainEntry) -> None:
         """Queue the data file and checkpoint one block names (each object once)."""
-        for obj in iter_objects((entry,)):
-            key = (obj.kind, obj.hash, obj.size)
-            if obj.kind == "block" or key in self._queued:
-                continue
+        event = entry.block.event
+        if not isinstance(event, AddData | ExecuteTransform):
+            return
+        # The same objects, in the same order, as chain.iter_objects yields for a block.
+        data, checkpoint = event.new_data, event.new_checkpoint
+        if data is not None and data.physical_hash is not None:
+            self._queue("data", data.physical_hash, data.size)
+        if checkpoint is not None and checkpoint.physical_hash is not None:
+            self._queue("checkpoint", checkpoint.physical_hash, checkpoint.size)
+        if len(self._batch) >= _BATCH_FILES or self._batch_bytes >= _BATCH_BYTES:
+            self._flush()
+
+    def _queue(self, kind: ObjectKind, mh: bytes, size: int) -> None:
+        key = (kind, mh, size)
+        if key not in self._queued:
             self._queued.add(key)
-            self._inflight.append((key, self._pool.submit(_check_object, self._reader, obj)))
-            while len(self._inflight) > self._window:
-                self._settle()
+            self._batch.append(DatasetObject(kind, mh, size))
+            self._batch_bytes += size
+
+    def _flush(self) -> None:
+        if self._batch:
+            batch = self._batch
+            self._inflight.append((batch, self._pool.submit(_check_batch, self._reader, batch)))
+            self._batch = []
+            self._batch_bytes = 0
+        while len(self._inflight) > self._window:
+            self._settle()
 
     def _settle(self) -> None:
-        key, fut = self._inflight.popleft()
-        result = fut.result()
-        self._done[key] = result
-        self._unreported += result[1]
+        batch, fut = self._inflight.popleft()
+        done = self._done
+        for obj, result in zip(batch, fut.result(), strict=True):
+            done[(obj.kind, obj.hash, obj.size)] = result
+            self._unreported += result[1]
 
     def results(
         self, objs: Sequence[DatasetObject], progress: ProgressFn | None
     ) -> Iterator[_CheckResult]:
         """Results for ``objs`` in their order (checking any not queued yet)."""
+        self._flush()
         while self._inflight:
             if progress is not None and self._unreported:
                 progress(self._unreported)

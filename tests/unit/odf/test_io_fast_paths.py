@@ -135,3 +135,37 @@ def test_deep_validation_reports_objects_in_chain_order(ds: Path) -> None:
         assert report.bytes_hashed == sum(o.size or 0 for o in objs)
     assert totals == [sum(o.size or 0 for o in objs)] * 3
     assert sum(seen) == 3 * totals[0]
+
+
+@pytest.mark.parametrize("batch_files", [1, 3, 7, 1000])
+def test_deep_validation_across_batch_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_files: int
+) -> None:
+    # Objects reach the pool in batches: every batch size (one object, boundaries inside
+    # a block's pair, everything in one batch) gives the sequential answer, in chain order.
+    from odfweb3.odf import validate
+
+    monkeypatch.setattr(validate, "_BATCH_FILES", batch_files)
+    path = tmp_path / "ds"
+    create_root_dataset(path, blocks=11, data_bytes=11 * 5000, fsync=False)
+    reader = DatasetReader.open(path)
+    objs = [o for o in iter_objects(reversed(list(walk_chain(reader)))) if o.kind != "block"]
+    missing, short, flipped = objs[2], objs[5], objs[-1]
+    (path / missing.path).unlink()
+    with open(path / short.path, "r+b") as f:
+        f.truncate((short.size or 1) - 1)
+    with open(path / flipped.path, "r+b") as f:
+        f.write(b"\x00\xff")
+    expected = [
+        ("object-present", missing.path),
+        ("object-size", short.path),
+        ("object-hash", flipped.path),
+    ]
+    hashed = sum(o.size or 0 for o in objs if o not in (missing, short))
+    for workers in (1, 2):
+        seen: list[int] = []
+        report = validate_dataset(path, deep=True, workers=workers, progress=seen.append)
+        assert [(v.rule, v.message.split(" ")[0]) for v in report.violations] == expected
+        assert report.objects_checked == len(objs)
+        assert report.bytes_hashed == hashed
+        assert sum(seen) == hashed
