@@ -33,11 +33,15 @@ file is one chunk buffer plus at most ``max_links`` pending links per tree level
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import queue
 import stat
+import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Final, Literal
+from typing import BinaryIO, Final, Literal, cast
 
 from odfweb3.errors import FormatError
 
@@ -48,6 +52,7 @@ from .unixfs_data import DataType, UnixFSData, encode_unixfs_data
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_HASH_THREADS",
     "DEFAULT_MAX_LINKS",
     "HAMT_SHARDING_THRESHOLD",
     "BlockSink",
@@ -65,6 +70,7 @@ __all__ = [
 DEFAULT_CHUNK_SIZE: Final = 262144  # Kubo Import.UnixFSChunker = "size-262144"
 DEFAULT_MAX_LINKS: Final = 174  # boxo helpers.DefaultLinksPerBlock
 HAMT_SHARDING_THRESHOLD: Final = 262144  # Kubo Import.UnixFSHAMTDirectorySizeThreshold
+DEFAULT_HASH_THREADS: Final = 2  # leaf-hashing workers per import (see _HashPool)
 
 BlockSink = Callable[[Cid, bytes], object]
 """Receives every block as ``(cid, block bytes)`` when it is produced."""
@@ -171,16 +177,154 @@ class _Balanced:
             level += 1
 
 
-def _read_full(read: Callable[[memoryview], int | None], view: memoryview) -> int:
-    """Fill ``view`` like Go's ``io.ReadFull``; return bytes read (short only at EOF)."""
-    got = 0
-    size = len(view)
-    while got < size:
-        n = read(view[got:])
-        if not n:
-            break
-        got += n
-    return got
+class _HashJob:
+    """One chunk to hash; :meth:`result` blocks until a worker has hashed it.
+
+    A pre-acquired lock that the worker releases is the whole handshake: cheaper
+    per chunk than ``concurrent.futures`` (no condition variable, no callbacks).
+    """
+
+    __slots__ = ("_done", "_error", "digest", "parts")
+
+    def __init__(self, parts: tuple[bytes | memoryview, ...]) -> None:
+        self.parts = parts
+        self.digest = b""
+        self._error: BaseException | None = None
+        self._done = threading.Lock()
+        self._done.acquire()
+
+    def run(self) -> None:
+        try:
+            self.digest = _sha256_parts(self.parts)
+        except BaseException as exc:  # handed to the importing thread by result()
+            self._error = exc
+        finally:
+            self.parts = ()
+            self._done.release()
+
+    def result(self) -> bytes:
+        self._done.acquire()
+        if self._error is not None:
+            raise self._error
+        return self.digest
+
+
+class _HashPool:
+    """Worker threads hashing leaf chunks while the caller reads and writes blocks.
+
+    hashlib releases the GIL while it hashes a buffer (CPython: above 2 KiB), and so
+    do file reads and writes, so a file's chunks are hashed on ``threads`` workers while
+    the importing thread reads the next chunks and hands finished blocks to the sink
+    (e.g. the CAR writer's ``write``). Blocks still reach the sink in file order, so
+    CIDs and CAR bytes do not depend on the thread count. The workers start with the
+    first multi-chunk file and stop in :meth:`close`; ``threads=0`` hashes inline.
+    """
+
+    __slots__ = ("_jobs", "_workers", "threads")
+
+    def __init__(self, threads: int) -> None:
+        if threads < 0:
+            raise ValueError(f"threads must be 0 or more, not {threads}")
+        self.threads = threads
+        self._jobs: queue.SimpleQueue[_HashJob | None] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+
+    def submit(self, parts: tuple[bytes | memoryview, ...]) -> _HashJob:
+        if not self._workers:
+            for i in range(self.threads):
+                worker = threading.Thread(target=self._work, name=f"unixfs-hash-{i}", daemon=True)
+                worker.start()
+                self._workers.append(worker)
+        job = _HashJob(parts)
+        self._jobs.put(job)
+        return job
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job.run()
+
+    def close(self) -> None:
+        for _ in self._workers:
+            self._jobs.put(None)  # queued after every job: each worker drains, then stops
+        for worker in self._workers:
+            worker.join()
+        self._workers.clear()
+
+    def __enter__(self) -> _HashPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _sha256_parts(parts: tuple[bytes | memoryview, ...]) -> bytes:
+    hasher = hashlib.sha256(parts[0])
+    for part in parts[1:]:
+        hasher.update(part)
+    return hasher.digest()
+
+
+# Streams whose ``read(n)`` fills the returned bytes straight from the file (no extra copy).
+_DIRECT_READ: Final = (io.FileIO, io.BufferedReader, io.BytesIO)
+
+
+class _Chunks:
+    """A stream cut into fixed-size chunks, full except the last (Go's ``io.ReadFull``).
+
+    Two ways to get a chunk, chosen to copy each byte as few times as possible:
+
+    - :meth:`next_bytes` gives a fresh ``bytes`` (what a sink keeps): from
+      ``read(n)`` on files, which fill it straight from the kernel; otherwise from
+      ``readinto`` plus one copy (as an in-place encrypting reader prefers);
+    - :meth:`next_view` gives a view into a small ring of reused buffers, for
+      chunks that are only hashed (no sink) or copied into a dag-pb leaf. A view
+      stays valid while fewer than ``ring`` later chunks have been read.
+    """
+
+    __slots__ = ("_direct", "_read", "_readinto", "_ring", "_slot", "size")
+
+    def __init__(self, stream: BinaryIO, size: int, ring: int) -> None:
+        self.size = size
+        self._read = stream.read
+        readinto = getattr(stream, "readinto", None)
+        self._readinto: Callable[[memoryview], int | None] | None = readinto
+        self._direct = readinto is None or isinstance(stream, _DIRECT_READ)
+        self._ring: list[memoryview | None] = [None] * ring
+        self._slot = 0
+
+    def next_bytes(self) -> bytes:
+        if not self._direct:
+            return bytes(self.next_view())
+        data = self._read(self.size)
+        if not data or len(data) == self.size:
+            return data or b""
+        parts = [data]
+        got = len(data)
+        while got < self.size:
+            more = self._read(self.size - got)
+            if not more:
+                break
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
+
+    def next_view(self) -> memoryview:
+        slot = self._slot
+        self._slot = (slot + 1) % len(self._ring)
+        view = self._ring[slot]
+        if view is None:  # allocated on first use: a small file needs one buffer
+            view = self._ring[slot] = memoryview(bytearray(self.size))
+        if self._readinto is None:
+            data = self.next_bytes()
+            view[: len(data)] = data
+            return view[: len(data)]
+        got = 0
+        while got < self.size:
+            n = self._readinto(view[got:])
+            if not n:
+                break
+            got += n
+        return view[:got]
 
 
 def import_file(
@@ -191,17 +335,21 @@ def import_file(
     sink: BlockSink | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     max_links: int = DEFAULT_MAX_LINKS,
+    threads: int = DEFAULT_HASH_THREADS,
 ) -> FileNode:
     """Import one file as ``ipfs add`` does, streaming, in bounded memory.
 
     Args:
-        source: a path, or a binary stream (read to EOF; ``readinto`` is used when
-            available, else ``read``).
+        source: a path, or a binary stream (read to EOF with ``readinto`` when it has
+            one, else ``read``; files with ``read`` when blocks go to a sink).
         cid_version: 1 (our default, ``--cid-version=1``) or 0 (Kubo's default).
         raw_leaves: default: True for CIDv1, False for CIDv0 (Kubo's rule).
-        sink: receives every block produced.
+        sink: receives every block produced, in the same order whatever ``threads``.
         chunk_size: fixed chunk size (Kubo: 262144; ``unixfs-v1-2025``: 1048576).
         max_links: links per node (Kubo: 174; ``unixfs-v1-2025``: 1024).
+        threads: worker threads hashing the chunks of a multi-chunk file while this
+            thread reads and feeds the sink (0: hash inline). At most ``2 * threads + 1``
+            chunks are held at once.
 
     Returns:
         The file's root: CID, cumulative DAG size and file size.
@@ -209,10 +357,11 @@ def import_file(
     raw = _resolve_leaves(cid_version, raw_leaves)
     if chunk_size <= 0 or max_links < 2:
         raise ValueError("chunk_size must be positive and max_links at least 2")
-    if isinstance(source, str | os.PathLike):
-        with open(source, "rb", buffering=0) as stream:
-            return _import_stream(stream, cid_version, raw, sink, chunk_size, max_links)
-    return _import_stream(source, cid_version, raw, sink, chunk_size, max_links)
+    with _HashPool(threads) as pool:
+        if isinstance(source, str | os.PathLike):
+            with open(source, "rb", buffering=0) as stream:
+                return _import_stream(stream, cid_version, raw, sink, chunk_size, max_links, pool)
+        return _import_stream(source, cid_version, raw, sink, chunk_size, max_links, pool)
 
 
 def import_bytes(
@@ -223,9 +372,11 @@ def import_bytes(
     sink: BlockSink | None = None,
 ) -> FileNode:
     """Import an in-memory byte string as a file (convenience for small objects)."""
-    import io
-
     return import_file(io.BytesIO(data), cid_version=cid_version, raw_leaves=raw_leaves, sink=sink)
+
+
+# A leaf in flight: (digest, or its pending job; block for the sink; block length; chunk length).
+_Leaf = tuple["bytes | _HashJob", bytes | None, int, int]
 
 
 def _import_stream(
@@ -235,52 +386,60 @@ def _import_stream(
     sink: BlockSink | None,
     chunk_size: int,
     max_links: int,
+    pool: _HashPool,
 ) -> FileNode:
-    buf = bytearray(chunk_size)
-    view = memoryview(buf)
-    readinto = getattr(stream, "readinto", None)
-    if readinto is None:
-
-        def readinto(target: memoryview) -> int:
-            chunk = stream.read(len(target))
-            target[: len(chunk)] = chunk
-            return len(chunk)
-
     builder = _Balanced(cid_version, max_links, sink)
-    sha256 = hashlib.sha256
-    total = 0
+    leaf_version = 1 if raw else cid_version  # raw leaves are CIDv1 even under CIDv0
+    leaf_codec = CODEC_RAW if raw else CODEC_DAG_PB
+    window = 2 * pool.threads
+    pending: deque[_Leaf] = deque()
+
+    def settle() -> None:
+        # Oldest leaf first: the sink sees blocks in file order (CAR bytes stay stable).
+        digest, block, block_len, n = pending.popleft()
+        if not isinstance(digest, bytes):
+            digest = digest.result()
+        cid = Cid.sha256(digest, version=leaf_version, codec=leaf_codec)
+        if sink is not None:
+            sink(cid, cast(bytes, block))
+        builder.push(0, (cid.raw, block_len, n))
+
+    # Ring: every chunk still in ``pending`` plus the one being read.
+    chunks = _Chunks(stream, chunk_size, window + 1)
     first = True
     while True:
-        n = _read_full(readinto, view)
+        data = chunks.next_bytes() if raw and sink is not None else chunks.next_view()
+        n = len(data)
         if n == 0 and not first:
             break
-        first = False
-        total += n
-        payload = view[:n]
+        parts: tuple[bytes | memoryview, ...]
         if raw:
-            cid = Cid.sha256(sha256(payload).digest(), version=1, codec=CODEC_RAW)
-            if sink is not None:
-                sink(cid, bytes(payload))
-            builder.push(0, (cid.raw, n, n))
+            parts = (data,)
         else:
-            # dag-pb leaf: 0a len( 08 02 [12 len payload] 18 n )
+            # dag-pb leaf: 0a len( 08 02 [12 len payload] 18 n ), payload omitted when empty
             n_varint = encode_uvarint(n)
             inner_head = _LEAF_TYPE_FILE + (b"\x12" + n_varint if n else b"")
             tail = b"\x18" + n_varint
-            inner_len = len(inner_head) + n + len(tail)
-            head = b"\x0a" + encode_uvarint(inner_len) + inner_head
-            if sink is not None:
-                block = b"".join((head, payload, tail))
-                cid = Cid.sha256(sha256(block).digest(), version=cid_version, codec=CODEC_DAG_PB)
-                sink(cid, block)
-            else:
-                hasher = sha256(head)
-                hasher.update(payload)
-                hasher.update(tail)
-                cid = Cid.sha256(hasher.digest(), version=cid_version, codec=CODEC_DAG_PB)
-            builder.push(0, (cid.raw, len(head) + n + len(tail), n))
-        if n < chunk_size:
+            head = b"\x0a" + encode_uvarint(len(inner_head) + n + len(tail)) + inner_head
+            parts = (head, data, tail)
+        block_len = sum(map(len, parts))
+        block = None
+        if sink is not None:
+            block = data if isinstance(data, bytes) else b"".join(parts)
+            parts = (block,)
+        full = n == chunk_size
+        digest: bytes | _HashJob
+        multi = window > 0 and (full or not first)  # a multi-chunk file: hash on the workers
+        digest = pool.submit(parts) if multi else _sha256_parts(parts)
+        pending.append((digest, block, block_len, n))
+        del data, parts, block
+        if len(pending) > window:
+            settle()
+        first = False
+        if not full:
             break
+    while pending:
+        settle()
     cid_raw, tsize, size = builder.finish()
     return FileNode(cid=Cid.from_bytes(cid_raw), tsize=tsize, size=size)
 
@@ -364,6 +523,7 @@ def import_tree(
     hamt_threshold: int = HAMT_SHARDING_THRESHOLD,
     estimation: SizeEstimation = "links",
     on_entry: Callable[[str, Entry], object] | None = None,
+    threads: int = DEFAULT_HASH_THREADS,
 ) -> DirNode:
     """Import a directory tree as ``ipfs add -r --hidden`` does.
 
@@ -380,6 +540,8 @@ def import_tree(
         Other arguments: as for :func:`import_file` and :func:`build_directory`.
     """
     raw = _resolve_leaves(cid_version, raw_leaves)
+    if chunk_size <= 0 or max_links < 2:
+        raise ValueError("chunk_size must be positive and max_links at least 2")
 
     def walk(directory: str, rel: str) -> DirNode:
         children: dict[str, Entry] = {}
@@ -394,14 +556,10 @@ def import_tree(
             elif stat.S_ISDIR(mode):
                 entry = walk(item.path, child_rel)
             elif stat.S_ISREG(mode):
-                entry = import_file(
-                    item.path,
-                    cid_version=cid_version,
-                    raw_leaves=raw,
-                    sink=sink,
-                    chunk_size=chunk_size,
-                    max_links=max_links,
-                )
+                with open(item.path, "rb", buffering=0) as stream:
+                    entry = _import_stream(
+                        stream, cid_version, raw, sink, chunk_size, max_links, pool
+                    )
             else:
                 raise FormatError(
                     f"{item.path}: not a regular file, directory or symlink; remove it or "
@@ -421,4 +579,5 @@ def import_tree(
     root = os.fspath(path)
     if not os.path.isdir(root):
         raise FormatError(f"{root}: not a directory; import_tree needs a directory")
-    return walk(root, "")
+    with _HashPool(threads) as pool:  # one set of workers for every file of the tree
+        return walk(root, "")
