@@ -459,17 +459,29 @@ _F32: Callable[[bytes, int], tuple[float]] = struct.Struct("<f").unpack_from
 _F64: Callable[[bytes, int], tuple[float]] = struct.Struct("<d").unpack_from
 _BOOL: Callable[[bytes, int], tuple[bool]] = struct.Struct("<?").unpack_from
 _TS: Callable[[bytes, int], tuple[int, int, int, int]] = struct.Struct("<iHxxII").unpack_from
+_HH: Callable[[bytes, int], tuple[int, int]] = struct.Struct("<HH").unpack_from
+# _SLOTS[k] reads k vtable entries at once (k up to the largest table's slot count).
+_SLOTS: tuple[Callable[[bytes, int], tuple[int, ...]], ...] = tuple(
+    struct.Struct(f"<{{k}}H").unpack_from for k in range({max_slots} + 1)
+)
 
 
-def _tab(buf: bytes, pos: int) -> tuple[int, int]:
-    """Locate the vtable of the table at ``pos``; return (vtable position, vtable length)."""
+def _tab(buf: bytes, pos: int, n: int) -> tuple[int, ...]:
+    """The ``n`` field offsets of the table at ``pos`` (0 = absent), read from its vtable.
+
+    One ``unpack`` for the whole vtable rather than one per field: decoding is most of
+    the chain walk. Slots past the vtable's end (trimmed by the writer) read as 0.
+    """
     vt = pos - _I32(buf, pos)[0]
     if vt < 0:
         raise FormatError(f"table at offset {{pos}} points to a vtable before the buffer")
-    vl, tl = _U16(buf, vt)[0], _U16(buf, vt + 2)[0]
+    vl, tl = _HH(buf, vt)
     if vl < 4 or vl & 1 or vt + vl > len(buf) or pos + tl > len(buf):
         raise FormatError(f"table at offset {{pos}} has a malformed vtable")
-    return vt, vl
+    have = (vl - 4) >> 1
+    if have >= n:
+        return _SLOTS[n](buf, vt + 4)
+    return _SLOTS[have](buf, vt + 4) + (0,) * (n - have)
 
 
 def _ref(buf: bytes, p: int) -> int:
@@ -488,13 +500,17 @@ def _vec(buf: bytes, p: int, width: int) -> tuple[int, int]:
 
 
 def _bytes(buf: bytes, p: int) -> bytes:
-    start, n = _vec(buf, p, 1)
-    return buf[start : start + n]
+    # _vec inlined (width 1): byte vectors are on every block (hashes).
+    p += _U32(buf, p)[0]
+    start = p + 4
+    end = start + _U32(buf, p)[0]
+    if end > len(buf):
+        raise FormatError(f"vector at offset {{p}} runs past the end of the buffer")
+    return buf[start:end]
 
 
 def _str(buf: bytes, p: int) -> str:
-    start, n = _vec(buf, p, 1)
-    return buf[start : start + n].decode("utf-8")
+    return _bytes(buf, p).decode("utf-8")
 
 
 def _strs(buf: bytes, p: int) -> tuple[str, ...]:
@@ -550,7 +566,14 @@ def _e_ts(b: Builder, t: Timestamp, slot: int) -> None:
 
 
 def gen_codec(s: Schema) -> str:
-    out: list[str] = [CODEC_PRELUDE.format(note=GEN_NOTE)]
+    max_slots = max(
+        (
+            sum(2 if (not f.is_vector and s.kind(f.type) == "union") else 1 for f in d.fields)
+            for d in s.tables()
+        ),
+        default=0,
+    )
+    out: list[str] = [CODEC_PRELUDE.format(note=GEN_NOTE, max_slots=max_slots)]
     w = out.append
     unions = [d for d in s.defs if d.kind == "union"]
     for d in s.tables():
@@ -608,15 +631,16 @@ def gen_decoder(s: Schema, d: Definition) -> str:
     lines = [f"\n\ndef _d_{d.name}(buf: bytes, pos: int) -> m.{d.name}:"]
     w = lines.append
     if not d.fields:
-        w("    _tab(buf, pos)")
+        w("    _tab(buf, pos, 0)")
         w(f"    return m.{d.name}()")
         return "\n".join(lines)
-    w("    vt, vl = _tab(buf, pos)")
+    nslots = sum(2 if (not f.is_vector and s.kind(f.type) == "union") else 1 for f in d.fields)
+    offs = ", ".join(f"o{i}" for i in range(nslots))
+    w(f"    {offs}{',' if nslots == 1 else ''} = _tab(buf, pos, {nslots})")
     names = []
     for f, slot in slots(s, d):
         names.append(f.name)
-        vo = 4 + 2 * slot
-        lookup = f"_U16(buf, vt + {vo})[0] if vl > {vo} else 0"
+        lookup = f"o{slot}"
         n = f.name
         required = f.name in REQUIRED.get(d.name, ())
         missing = f'raise FormatError("{d.name}.{n} is missing")' if required else f"{n} = None"
@@ -640,8 +664,7 @@ def gen_decoder(s: Schema, d: Definition) -> str:
         if k == "union":
             w(f"    o = {lookup}")
             w("    t = _U8(buf, pos + o)[0] if o else 0")
-            vvo = vo + 2
-            w(f"    o = _U16(buf, vt + {vvo})[0] if vl > {vvo} else 0")
+            w(f"    o = o{slot + 1}")
             w("    if t and o:")
             w(f"        if t > {len(s.by_name[f.type].members)}:")
             w(f'            raise _union_type("{f.type}", t)')

@@ -41,17 +41,29 @@ _F32: Callable[[bytes, int], tuple[float]] = struct.Struct("<f").unpack_from
 _F64: Callable[[bytes, int], tuple[float]] = struct.Struct("<d").unpack_from
 _BOOL: Callable[[bytes, int], tuple[bool]] = struct.Struct("<?").unpack_from
 _TS: Callable[[bytes, int], tuple[int, int, int, int]] = struct.Struct("<iHxxII").unpack_from
+_HH: Callable[[bytes, int], tuple[int, int]] = struct.Struct("<HH").unpack_from
+# _SLOTS[k] reads k vtable entries at once (k up to the largest table's slot count).
+_SLOTS: tuple[Callable[[bytes, int], tuple[int, ...]], ...] = tuple(
+    struct.Struct(f"<{k}H").unpack_from for k in range(11 + 1)
+)
 
 
-def _tab(buf: bytes, pos: int) -> tuple[int, int]:
-    """Locate the vtable of the table at ``pos``; return (vtable position, vtable length)."""
+def _tab(buf: bytes, pos: int, n: int) -> tuple[int, ...]:
+    """The ``n`` field offsets of the table at ``pos`` (0 = absent), read from its vtable.
+
+    One ``unpack`` for the whole vtable rather than one per field: decoding is most of
+    the chain walk. Slots past the vtable's end (trimmed by the writer) read as 0.
+    """
     vt = pos - _I32(buf, pos)[0]
     if vt < 0:
         raise FormatError(f"table at offset {pos} points to a vtable before the buffer")
-    vl, tl = _U16(buf, vt)[0], _U16(buf, vt + 2)[0]
+    vl, tl = _HH(buf, vt)
     if vl < 4 or vl & 1 or vt + vl > len(buf) or pos + tl > len(buf):
         raise FormatError(f"table at offset {pos} has a malformed vtable")
-    return vt, vl
+    have = (vl - 4) >> 1
+    if have >= n:
+        return _SLOTS[n](buf, vt + 4)
+    return _SLOTS[have](buf, vt + 4) + (0,) * (n - have)
 
 
 def _ref(buf: bytes, p: int) -> int:
@@ -70,13 +82,17 @@ def _vec(buf: bytes, p: int, width: int) -> tuple[int, int]:
 
 
 def _bytes(buf: bytes, p: int) -> bytes:
-    start, n = _vec(buf, p, 1)
-    return buf[start : start + n]
+    # _vec inlined (width 1): byte vectors are on every block (hashes).
+    p += _U32(buf, p)[0]
+    start = p + 4
+    end = start + _U32(buf, p)[0]
+    if end > len(buf):
+        raise FormatError(f"vector at offset {p} runs past the end of the buffer")
+    return buf[start:end]
 
 
 def _str(buf: bytes, p: int) -> str:
-    start, n = _vec(buf, p, 1)
-    return buf[start : start + n].decode("utf-8")
+    return _bytes(buf, p).decode("utf-8")
 
 
 def _strs(buf: bytes, p: int) -> tuple[str, ...]:
@@ -131,10 +147,10 @@ def _e_ts(b: Builder, t: Timestamp, slot: int) -> None:
 
 
 def _d_OffsetInterval(buf: bytes, pos: int) -> m.OffsetInterval:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     start = _U64(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     end = _U64(buf, pos + o)[0] if o else 0
     return m.OffsetInterval(start, end)
 
@@ -147,14 +163,14 @@ def _e_OffsetInterval(b: Builder, x: m.OffsetInterval) -> int:
 
 
 def _d_DataSlice(buf: bytes, pos: int) -> m.DataSlice:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3 = _tab(buf, pos, 4)
+    o = o0
     logical_hash = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     physical_hash = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     offset_interval = _d_OffsetInterval(buf, _ref(buf, pos + o)) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     size = _U64(buf, pos + o)[0] if o else 0
     return m.DataSlice(logical_hash, physical_hash, offset_interval, size)
 
@@ -176,10 +192,10 @@ def _e_DataSlice(b: Builder, x: m.DataSlice) -> int:
 
 
 def _d_Checkpoint(buf: bytes, pos: int) -> m.Checkpoint:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     physical_hash = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     size = _U64(buf, pos + o)[0] if o else 0
     return m.Checkpoint(physical_hash, size)
 
@@ -194,12 +210,12 @@ def _e_Checkpoint(b: Builder, x: m.Checkpoint) -> int:
 
 
 def _d_SourceState(buf: bytes, pos: int) -> m.SourceState:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2 = _tab(buf, pos, 3)
+    o = o0
     source_name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     kind = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     value = _str(buf, pos + o) if o else None
     return m.SourceState(source_name, kind, value)
 
@@ -216,8 +232,8 @@ def _e_SourceState(b: Builder, x: m.SourceState) -> int:
 
 
 def _d_ExtraAttributes(buf: bytes, pos: int) -> m.ExtraAttributes:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     entries = _str(buf, pos + o) if o else None
     return m.ExtraAttributes(entries)
 
@@ -230,20 +246,20 @@ def _e_ExtraAttributes(b: Builder, x: m.ExtraAttributes) -> int:
 
 
 def _d_AddData(buf: bytes, pos: int) -> m.AddData:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5, o6 = _tab(buf, pos, 7)
+    o = o0
     prev_checkpoint = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     prev_offset = _U64(buf, pos + o)[0] if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     new_data = _d_DataSlice(buf, _ref(buf, pos + o)) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     new_checkpoint = _d_Checkpoint(buf, _ref(buf, pos + o)) if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     new_watermark = _ts(buf, pos + o) if o else None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     new_source_state = _d_SourceState(buf, _ref(buf, pos + o)) if o else None
-    o = _U16(buf, vt + 16)[0] if vl > 16 else 0
+    o = o6
     extra = _d_ExtraAttributes(buf, _ref(buf, pos + o)) if o else None
     return m.AddData(
         prev_checkpoint,
@@ -281,8 +297,8 @@ def _e_AddData(b: Builder, x: m.AddData) -> int:
 
 
 def _d_DataTypeBinary(buf: bytes, pos: int) -> m.DataTypeBinary:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     fixed_length = _U64(buf, pos + o)[0] if o else None
     return m.DataTypeBinary(fixed_length)
 
@@ -295,7 +311,7 @@ def _e_DataTypeBinary(b: Builder, x: m.DataTypeBinary) -> int:
 
 
 def _d_DataTypeBool(buf: bytes, pos: int) -> m.DataTypeBool:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeBool()
 
 
@@ -305,7 +321,7 @@ def _e_DataTypeBool(b: Builder, x: m.DataTypeBool) -> int:
 
 
 def _d_DataTypeDate(buf: bytes, pos: int) -> m.DataTypeDate:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeDate()
 
 
@@ -315,10 +331,10 @@ def _e_DataTypeDate(b: Builder, x: m.DataTypeDate) -> int:
 
 
 def _d_DataTypeDecimal(buf: bytes, pos: int) -> m.DataTypeDecimal:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     precision = _U32(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     scale = _I32(buf, pos + o)[0] if o else 0
     return m.DataTypeDecimal(precision, scale)
 
@@ -331,8 +347,8 @@ def _e_DataTypeDecimal(b: Builder, x: m.DataTypeDecimal) -> int:
 
 
 def _d_DataTypeDuration(buf: bytes, pos: int) -> m.DataTypeDuration:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     unit = _enum(m.TimeUnit, _I16(buf, pos + o)[0]) if o else None
     return m.DataTypeDuration(unit)
 
@@ -345,7 +361,7 @@ def _e_DataTypeDuration(b: Builder, x: m.DataTypeDuration) -> int:
 
 
 def _d_DataTypeFloat16(buf: bytes, pos: int) -> m.DataTypeFloat16:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeFloat16()
 
 
@@ -355,7 +371,7 @@ def _e_DataTypeFloat16(b: Builder, x: m.DataTypeFloat16) -> int:
 
 
 def _d_DataTypeFloat32(buf: bytes, pos: int) -> m.DataTypeFloat32:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeFloat32()
 
 
@@ -365,7 +381,7 @@ def _e_DataTypeFloat32(b: Builder, x: m.DataTypeFloat32) -> int:
 
 
 def _d_DataTypeFloat64(buf: bytes, pos: int) -> m.DataTypeFloat64:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeFloat64()
 
 
@@ -375,7 +391,7 @@ def _e_DataTypeFloat64(b: Builder, x: m.DataTypeFloat64) -> int:
 
 
 def _d_DataTypeInt8(buf: bytes, pos: int) -> m.DataTypeInt8:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeInt8()
 
 
@@ -385,7 +401,7 @@ def _e_DataTypeInt8(b: Builder, x: m.DataTypeInt8) -> int:
 
 
 def _d_DataTypeInt16(buf: bytes, pos: int) -> m.DataTypeInt16:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeInt16()
 
 
@@ -395,7 +411,7 @@ def _e_DataTypeInt16(b: Builder, x: m.DataTypeInt16) -> int:
 
 
 def _d_DataTypeInt32(buf: bytes, pos: int) -> m.DataTypeInt32:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeInt32()
 
 
@@ -405,7 +421,7 @@ def _e_DataTypeInt32(b: Builder, x: m.DataTypeInt32) -> int:
 
 
 def _d_DataTypeInt64(buf: bytes, pos: int) -> m.DataTypeInt64:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeInt64()
 
 
@@ -415,7 +431,7 @@ def _e_DataTypeInt64(b: Builder, x: m.DataTypeInt64) -> int:
 
 
 def _d_DataTypeUInt8(buf: bytes, pos: int) -> m.DataTypeUInt8:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeUInt8()
 
 
@@ -425,7 +441,7 @@ def _e_DataTypeUInt8(b: Builder, x: m.DataTypeUInt8) -> int:
 
 
 def _d_DataTypeUInt16(buf: bytes, pos: int) -> m.DataTypeUInt16:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeUInt16()
 
 
@@ -435,7 +451,7 @@ def _e_DataTypeUInt16(b: Builder, x: m.DataTypeUInt16) -> int:
 
 
 def _d_DataTypeUInt32(buf: bytes, pos: int) -> m.DataTypeUInt32:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeUInt32()
 
 
@@ -445,7 +461,7 @@ def _e_DataTypeUInt32(b: Builder, x: m.DataTypeUInt32) -> int:
 
 
 def _d_DataTypeUInt64(buf: bytes, pos: int) -> m.DataTypeUInt64:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeUInt64()
 
 
@@ -455,10 +471,10 @@ def _e_DataTypeUInt64(b: Builder, x: m.DataTypeUInt64) -> int:
 
 
 def _d_DataTypeList(buf: bytes, pos: int) -> m.DataTypeList:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2 = _tab(buf, pos, 3)
+    o = o0
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     if t and o:
         if t > 24:
             raise _union_type("DataType", t)
@@ -467,7 +483,7 @@ def _d_DataTypeList(buf: bytes, pos: int) -> m.DataTypeList:
         raise FormatError("DataTypeList.item_type has a union type but no value")
     else:
         item_type = None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     fixed_length = _U64(buf, pos + o)[0] if o else None
     return m.DataTypeList(item_type, fixed_length)
 
@@ -490,10 +506,10 @@ def _e_DataTypeList(b: Builder, x: m.DataTypeList) -> int:
 
 
 def _d_DataTypeMap(buf: bytes, pos: int) -> m.DataTypeMap:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4 = _tab(buf, pos, 5)
+    o = o0
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     if t and o:
         if t > 24:
             raise _union_type("DataType", t)
@@ -502,9 +518,9 @@ def _d_DataTypeMap(buf: bytes, pos: int) -> m.DataTypeMap:
         raise FormatError("DataTypeMap.key_type has a union type but no value")
     else:
         key_type = None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     if t and o:
         if t > 24:
             raise _union_type("DataType", t)
@@ -513,7 +529,7 @@ def _d_DataTypeMap(buf: bytes, pos: int) -> m.DataTypeMap:
         raise FormatError("DataTypeMap.value_type has a union type but no value")
     else:
         value_type = None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     keys_sorted = _BOOL(buf, pos + o)[0] if o else None
     return m.DataTypeMap(key_type, value_type, keys_sorted)
 
@@ -546,7 +562,7 @@ def _e_DataTypeMap(b: Builder, x: m.DataTypeMap) -> int:
 
 
 def _d_DataTypeNull(buf: bytes, pos: int) -> m.DataTypeNull:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeNull()
 
 
@@ -556,10 +572,10 @@ def _e_DataTypeNull(b: Builder, x: m.DataTypeNull) -> int:
 
 
 def _d_DataTypeOption(buf: bytes, pos: int) -> m.DataTypeOption:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     if t and o:
         if t > 24:
             raise _union_type("DataType", t)
@@ -587,8 +603,8 @@ def _e_DataTypeOption(b: Builder, x: m.DataTypeOption) -> int:
 
 
 def _d_DataTypeStruct(buf: bytes, pos: int) -> m.DataTypeStruct:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     if o:
         s, k = _vec(buf, pos + o, 4)
         fields = tuple(_d_DataField(buf, _ref(buf, s + 4 * i)) for i in range(k))
@@ -606,8 +622,8 @@ def _e_DataTypeStruct(b: Builder, x: m.DataTypeStruct) -> int:
 
 
 def _d_DataTypeTime(buf: bytes, pos: int) -> m.DataTypeTime:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     unit = _enum(m.TimeUnit, _I16(buf, pos + o)[0]) if o else None
     return m.DataTypeTime(unit)
 
@@ -620,10 +636,10 @@ def _e_DataTypeTime(b: Builder, x: m.DataTypeTime) -> int:
 
 
 def _d_DataTypeTimestamp(buf: bytes, pos: int) -> m.DataTypeTimestamp:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     unit = _enum(m.TimeUnit, _I16(buf, pos + o)[0]) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     timezone = _str(buf, pos + o) if o else None
     return m.DataTypeTimestamp(unit, timezone)
 
@@ -638,7 +654,7 @@ def _e_DataTypeTimestamp(b: Builder, x: m.DataTypeTimestamp) -> int:
 
 
 def _d_DataTypeString(buf: bytes, pos: int) -> m.DataTypeString:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DataTypeString()
 
 
@@ -648,12 +664,12 @@ def _e_DataTypeString(b: Builder, x: m.DataTypeString) -> int:
 
 
 def _d_DataField(buf: bytes, pos: int) -> m.DataField:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3 = _tab(buf, pos, 4)
+    o = o0
     name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     if t and o:
         if t > 24:
             raise _union_type("DataType", t)
@@ -662,7 +678,7 @@ def _d_DataField(buf: bytes, pos: int) -> m.DataField:
         raise FormatError("DataField.type has a union type but no value")
     else:
         type = None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     extra = _d_ExtraAttributes(buf, _ref(buf, pos + o)) if o else None
     return m.DataField(name, type, extra)
 
@@ -687,14 +703,14 @@ def _e_DataField(b: Builder, x: m.DataField) -> int:
 
 
 def _d_DataSchema(buf: bytes, pos: int) -> m.DataSchema:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     if o:
         s, k = _vec(buf, pos + o, 4)
         fields = tuple(_d_DataField(buf, _ref(buf, s + 4 * i)) for i in range(k))
     else:
         fields = None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     extra = _d_ExtraAttributes(buf, _ref(buf, pos + o)) if o else None
     return m.DataSchema(fields, extra)
 
@@ -710,28 +726,28 @@ def _e_DataSchema(b: Builder, x: m.DataSchema) -> int:
 
 
 def _d_ReadStepCsv(buf: bytes, pos: int) -> m.ReadStepCsv:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10 = _tab(buf, pos, 11)
+    o = o0
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     separator = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     encoding = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     quote = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     escape = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     header = _BOOL(buf, pos + o)[0] if o else None
-    o = _U16(buf, vt + 16)[0] if vl > 16 else 0
+    o = o6
     infer_schema = _BOOL(buf, pos + o)[0] if o else None
-    o = _U16(buf, vt + 18)[0] if vl > 18 else 0
+    o = o7
     null_value = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 20)[0] if vl > 20 else 0
+    o = o8
     date_format = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 22)[0] if vl > 22 else 0
+    o = o9
     timestamp_format = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 24)[0] if vl > 24 else 0
+    o = o10
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepCsv(
         ddl_schema,
@@ -777,10 +793,10 @@ def _e_ReadStepCsv(b: Builder, x: m.ReadStepCsv) -> int:
 
 
 def _d_ReadStepGeoJson(buf: bytes, pos: int) -> m.ReadStepGeoJson:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepGeoJson(ddl_schema, schema)
 
@@ -796,12 +812,12 @@ def _e_ReadStepGeoJson(b: Builder, x: m.ReadStepGeoJson) -> int:
 
 
 def _d_ReadStepEsriShapefile(buf: bytes, pos: int) -> m.ReadStepEsriShapefile:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2 = _tab(buf, pos, 3)
+    o = o0
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     sub_path = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepEsriShapefile(ddl_schema, sub_path, schema)
 
@@ -819,10 +835,10 @@ def _e_ReadStepEsriShapefile(b: Builder, x: m.ReadStepEsriShapefile) -> int:
 
 
 def _d_ReadStepParquet(buf: bytes, pos: int) -> m.ReadStepParquet:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepParquet(ddl_schema, schema)
 
@@ -838,18 +854,18 @@ def _e_ReadStepParquet(b: Builder, x: m.ReadStepParquet) -> int:
 
 
 def _d_ReadStepJson(buf: bytes, pos: int) -> m.ReadStepJson:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5 = _tab(buf, pos, 6)
+    o = o0
     sub_path = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     date_format = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     encoding = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     timestamp_format = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepJson(sub_path, ddl_schema, date_format, encoding, timestamp_format, schema)
 
@@ -873,16 +889,16 @@ def _e_ReadStepJson(b: Builder, x: m.ReadStepJson) -> int:
 
 
 def _d_ReadStepNdJson(buf: bytes, pos: int) -> m.ReadStepNdJson:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4 = _tab(buf, pos, 5)
+    o = o0
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     date_format = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     encoding = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     timestamp_format = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepNdJson(ddl_schema, date_format, encoding, timestamp_format, schema)
 
@@ -904,10 +920,10 @@ def _e_ReadStepNdJson(b: Builder, x: m.ReadStepNdJson) -> int:
 
 
 def _d_ReadStepNdGeoJson(buf: bytes, pos: int) -> m.ReadStepNdGeoJson:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     ddl_schema = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.ReadStepNdGeoJson(ddl_schema, schema)
 
@@ -923,10 +939,10 @@ def _e_ReadStepNdGeoJson(b: Builder, x: m.ReadStepNdGeoJson) -> int:
 
 
 def _d_SqlQueryStep(buf: bytes, pos: int) -> m.SqlQueryStep:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     alias = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     query = _str(buf, pos + o) if o else None
     return m.SqlQueryStep(alias, query)
 
@@ -941,10 +957,10 @@ def _e_SqlQueryStep(b: Builder, x: m.SqlQueryStep) -> int:
 
 
 def _d_TemporalTable(buf: bytes, pos: int) -> m.TemporalTable:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     primary_key = _strs(buf, pos + o) if o else None
     return m.TemporalTable(name, primary_key)
 
@@ -960,20 +976,20 @@ def _e_TemporalTable(b: Builder, x: m.TemporalTable) -> int:
 
 
 def _d_TransformSql(buf: bytes, pos: int) -> m.TransformSql:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4 = _tab(buf, pos, 5)
+    o = o0
     engine = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     version = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     query = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     if o:
         s, k = _vec(buf, pos + o, 4)
         queries = tuple(_d_SqlQueryStep(buf, _ref(buf, s + 4 * i)) for i in range(k))
     else:
         queries = None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if o:
         s, k = _vec(buf, pos + o, 4)
         temporal_tables = tuple(_d_TemporalTable(buf, _ref(buf, s + 4 * i)) for i in range(k))
@@ -1006,7 +1022,7 @@ def _e_TransformSql(b: Builder, x: m.TransformSql) -> int:
 
 
 def _d_MergeStrategyAppend(buf: bytes, pos: int) -> m.MergeStrategyAppend:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.MergeStrategyAppend()
 
 
@@ -1016,8 +1032,8 @@ def _e_MergeStrategyAppend(b: Builder, x: m.MergeStrategyAppend) -> int:
 
 
 def _d_MergeStrategyLedger(buf: bytes, pos: int) -> m.MergeStrategyLedger:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     primary_key = _strs(buf, pos + o) if o else None
     return m.MergeStrategyLedger(primary_key)
 
@@ -1031,10 +1047,10 @@ def _e_MergeStrategyLedger(b: Builder, x: m.MergeStrategyLedger) -> int:
 
 
 def _d_MergeStrategySnapshot(buf: bytes, pos: int) -> m.MergeStrategySnapshot:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     primary_key = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     compare_columns = _strs(buf, pos + o) if o else None
     return m.MergeStrategySnapshot(primary_key, compare_columns)
 
@@ -1051,8 +1067,8 @@ def _e_MergeStrategySnapshot(b: Builder, x: m.MergeStrategySnapshot) -> int:
 
 
 def _d_MergeStrategyChangelogStream(buf: bytes, pos: int) -> m.MergeStrategyChangelogStream:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     primary_key = _strs(buf, pos + o) if o else None
     return m.MergeStrategyChangelogStream(primary_key)
 
@@ -1066,8 +1082,8 @@ def _e_MergeStrategyChangelogStream(b: Builder, x: m.MergeStrategyChangelogStrea
 
 
 def _d_MergeStrategyUpsertStream(buf: bytes, pos: int) -> m.MergeStrategyUpsertStream:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     primary_key = _strs(buf, pos + o) if o else None
     return m.MergeStrategyUpsertStream(primary_key)
 
@@ -1081,12 +1097,12 @@ def _e_MergeStrategyUpsertStream(b: Builder, x: m.MergeStrategyUpsertStream) -> 
 
 
 def _d_AddPushSource(buf: bytes, pos: int) -> m.AddPushSource:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5, o6 = _tab(buf, pos, 7)
+    o = o0
     source_name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     if t and o:
         if t > 7:
             raise _union_type("ReadStep", t)
@@ -1095,9 +1111,9 @@ def _d_AddPushSource(buf: bytes, pos: int) -> m.AddPushSource:
         raise FormatError("AddPushSource.read has a union type but no value")
     else:
         read = None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if t and o:
         if t > 1:
             raise _union_type("Transform", t)
@@ -1106,9 +1122,9 @@ def _d_AddPushSource(buf: bytes, pos: int) -> m.AddPushSource:
         raise FormatError("AddPushSource.preprocess has a union type but no value")
     else:
         preprocess = None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 16)[0] if vl > 16 else 0
+    o = o6
     if t and o:
         if t > 5:
             raise _union_type("MergeStrategy", t)
@@ -1158,10 +1174,10 @@ def _e_AddPushSource(b: Builder, x: m.AddPushSource) -> int:
 
 
 def _d_AttachmentEmbedded(buf: bytes, pos: int) -> m.AttachmentEmbedded:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     path = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     content = _str(buf, pos + o) if o else None
     return m.AttachmentEmbedded(path, content)
 
@@ -1176,8 +1192,8 @@ def _e_AttachmentEmbedded(b: Builder, x: m.AttachmentEmbedded) -> int:
 
 
 def _d_AttachmentsEmbedded(buf: bytes, pos: int) -> m.AttachmentsEmbedded:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     if o:
         s, k = _vec(buf, pos + o, 4)
         items = tuple(_d_AttachmentEmbedded(buf, _ref(buf, s + 4 * i)) for i in range(k))
@@ -1197,16 +1213,16 @@ def _e_AttachmentsEmbedded(b: Builder, x: m.AttachmentsEmbedded) -> int:
 
 
 def _d_ExecuteTransformInput(buf: bytes, pos: int) -> m.ExecuteTransformInput:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4 = _tab(buf, pos, 5)
+    o = o0
     dataset_id = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     prev_block_hash = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     new_block_hash = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     prev_offset = _U64(buf, pos + o)[0] if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     new_offset = _U64(buf, pos + o)[0] if o else None
     return m.ExecuteTransformInput(
         dataset_id, prev_block_hash, new_block_hash, prev_offset, new_offset
@@ -1234,22 +1250,22 @@ def _e_ExecuteTransformInput(b: Builder, x: m.ExecuteTransformInput) -> int:
 
 
 def _d_ExecuteTransform(buf: bytes, pos: int) -> m.ExecuteTransform:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5 = _tab(buf, pos, 6)
+    o = o0
     if o:
         s, k = _vec(buf, pos + o, 4)
         query_inputs = tuple(_d_ExecuteTransformInput(buf, _ref(buf, s + 4 * i)) for i in range(k))
     else:
         query_inputs = None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     prev_checkpoint = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     prev_offset = _U64(buf, pos + o)[0] if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     new_data = _d_DataSlice(buf, _ref(buf, pos + o)) if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     new_checkpoint = _d_Checkpoint(buf, _ref(buf, pos + o)) if o else None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     new_watermark = _ts(buf, pos + o) if o else None
     return m.ExecuteTransform(
         query_inputs, prev_checkpoint, prev_offset, new_data, new_checkpoint, new_watermark
@@ -1282,10 +1298,10 @@ def _e_ExecuteTransform(b: Builder, x: m.ExecuteTransform) -> int:
 
 
 def _d_Seed(buf: bytes, pos: int) -> m.Seed:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     dataset_id = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     dataset_kind = _enum(m.DatasetKind, _I32(buf, pos + o)[0]) if o else m.DatasetKind.ROOT
     return m.Seed(dataset_id, dataset_kind)
 
@@ -1300,7 +1316,7 @@ def _e_Seed(b: Builder, x: m.Seed) -> int:
 
 
 def _d_EventTimeSourceFromMetadata(buf: bytes, pos: int) -> m.EventTimeSourceFromMetadata:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.EventTimeSourceFromMetadata()
 
 
@@ -1310,10 +1326,10 @@ def _e_EventTimeSourceFromMetadata(b: Builder, x: m.EventTimeSourceFromMetadata)
 
 
 def _d_EventTimeSourceFromPath(buf: bytes, pos: int) -> m.EventTimeSourceFromPath:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     pattern = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     timestamp_format = _str(buf, pos + o) if o else None
     return m.EventTimeSourceFromPath(pattern, timestamp_format)
 
@@ -1328,7 +1344,7 @@ def _e_EventTimeSourceFromPath(b: Builder, x: m.EventTimeSourceFromPath) -> int:
 
 
 def _d_EventTimeSourceFromSystemTime(buf: bytes, pos: int) -> m.EventTimeSourceFromSystemTime:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.EventTimeSourceFromSystemTime()
 
 
@@ -1338,7 +1354,7 @@ def _e_EventTimeSourceFromSystemTime(b: Builder, x: m.EventTimeSourceFromSystemT
 
 
 def _d_SourceCachingForever(buf: bytes, pos: int) -> m.SourceCachingForever:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.SourceCachingForever()
 
 
@@ -1348,10 +1364,10 @@ def _e_SourceCachingForever(b: Builder, x: m.SourceCachingForever) -> int:
 
 
 def _d_RequestHeader(buf: bytes, pos: int) -> m.RequestHeader:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     value = _str(buf, pos + o) if o else None
     return m.RequestHeader(name, value)
 
@@ -1366,12 +1382,12 @@ def _e_RequestHeader(b: Builder, x: m.RequestHeader) -> int:
 
 
 def _d_FetchStepUrl(buf: bytes, pos: int) -> m.FetchStepUrl:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5 = _tab(buf, pos, 6)
+    o = o0
     url = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     if t and o:
         if t > 3:
             raise _union_type("EventTimeSource", t)
@@ -1380,9 +1396,9 @@ def _d_FetchStepUrl(buf: bytes, pos: int) -> m.FetchStepUrl:
         raise FormatError("FetchStepUrl.event_time has a union type but no value")
     else:
         event_time = None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if t and o:
         if t > 1:
             raise _union_type("SourceCaching", t)
@@ -1391,7 +1407,7 @@ def _d_FetchStepUrl(buf: bytes, pos: int) -> m.FetchStepUrl:
         raise FormatError("FetchStepUrl.cache has a union type but no value")
     else:
         cache = None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     if o:
         s, k = _vec(buf, pos + o, 4)
         headers = tuple(_d_RequestHeader(buf, _ref(buf, s + 4 * i)) for i in range(k))
@@ -1433,12 +1449,12 @@ def _e_FetchStepUrl(b: Builder, x: m.FetchStepUrl) -> int:
 
 
 def _d_FetchStepFilesGlob(buf: bytes, pos: int) -> m.FetchStepFilesGlob:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5 = _tab(buf, pos, 6)
+    o = o0
     path = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     if t and o:
         if t > 3:
             raise _union_type("EventTimeSource", t)
@@ -1447,9 +1463,9 @@ def _d_FetchStepFilesGlob(buf: bytes, pos: int) -> m.FetchStepFilesGlob:
         raise FormatError("FetchStepFilesGlob.event_time has a union type but no value")
     else:
         event_time = None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if t and o:
         if t > 1:
             raise _union_type("SourceCaching", t)
@@ -1458,7 +1474,7 @@ def _d_FetchStepFilesGlob(buf: bytes, pos: int) -> m.FetchStepFilesGlob:
         raise FormatError("FetchStepFilesGlob.cache has a union type but no value")
     else:
         cache = None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     order = _enum(m.SourceOrdering, _I32(buf, pos + o)[0]) if o else None
     return m.FetchStepFilesGlob(path, event_time, cache, order)
 
@@ -1493,10 +1509,10 @@ def _e_FetchStepFilesGlob(b: Builder, x: m.FetchStepFilesGlob) -> int:
 
 
 def _d_EnvVar(buf: bytes, pos: int) -> m.EnvVar:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     value = _str(buf, pos + o) if o else None
     return m.EnvVar(name, value)
 
@@ -1511,14 +1527,14 @@ def _e_EnvVar(b: Builder, x: m.EnvVar) -> int:
 
 
 def _d_FetchStepContainer(buf: bytes, pos: int) -> m.FetchStepContainer:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3 = _tab(buf, pos, 4)
+    o = o0
     image = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     command = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     args = _strs(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     if o:
         s, k = _vec(buf, pos + o, 4)
         env = tuple(_d_EnvVar(buf, _ref(buf, s + 4 * i)) for i in range(k))
@@ -1544,10 +1560,10 @@ def _e_FetchStepContainer(b: Builder, x: m.FetchStepContainer) -> int:
 
 
 def _d_MqttTopicSubscription(buf: bytes, pos: int) -> m.MqttTopicSubscription:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     path = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     qos = _enum(m.MqttQos, _I32(buf, pos + o)[0]) if o else None
     return m.MqttTopicSubscription(path, qos)
 
@@ -1562,16 +1578,16 @@ def _e_MqttTopicSubscription(b: Builder, x: m.MqttTopicSubscription) -> int:
 
 
 def _d_FetchStepMqtt(buf: bytes, pos: int) -> m.FetchStepMqtt:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4 = _tab(buf, pos, 5)
+    o = o0
     host = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     port = _I32(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     username = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     password = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if o:
         s, k = _vec(buf, pos + o, 4)
         topics = tuple(_d_MqttTopicSubscription(buf, _ref(buf, s + 4 * i)) for i in range(k))
@@ -1600,14 +1616,14 @@ def _e_FetchStepMqtt(b: Builder, x: m.FetchStepMqtt) -> int:
 
 
 def _d_FetchStepEthereumLogs(buf: bytes, pos: int) -> m.FetchStepEthereumLogs:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3 = _tab(buf, pos, 4)
+    o = o0
     chain_id = _U64(buf, pos + o)[0] if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     node_url = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     filter = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     signature = _str(buf, pos + o) if o else None
     return m.FetchStepEthereumLogs(chain_id, node_url, filter, signature)
 
@@ -1626,10 +1642,10 @@ def _e_FetchStepEthereumLogs(b: Builder, x: m.FetchStepEthereumLogs) -> int:
 
 
 def _d_PrepStepDecompress(buf: bytes, pos: int) -> m.PrepStepDecompress:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     format = _enum(m.CompressionFormat, _I32(buf, pos + o)[0]) if o else m.CompressionFormat.GZIP
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     sub_path = _str(buf, pos + o) if o else None
     return m.PrepStepDecompress(format, sub_path)
 
@@ -1643,8 +1659,8 @@ def _e_PrepStepDecompress(b: Builder, x: m.PrepStepDecompress) -> int:
 
 
 def _d_PrepStepPipe(buf: bytes, pos: int) -> m.PrepStepPipe:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     command = _strs(buf, pos + o) if o else None
     return m.PrepStepPipe(command)
 
@@ -1658,10 +1674,10 @@ def _e_PrepStepPipe(b: Builder, x: m.PrepStepPipe) -> int:
 
 
 def _d_PrepStepWrapper(buf: bytes, pos: int) -> m.PrepStepWrapper:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     if t and o:
         if t > 2:
             raise _union_type("PrepStep", t)
@@ -1689,10 +1705,10 @@ def _e_PrepStepWrapper(b: Builder, x: m.PrepStepWrapper) -> int:
 
 
 def _d_SetPollingSource(buf: bytes, pos: int) -> m.SetPollingSource:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4, o5, o6, o7, o8 = _tab(buf, pos, 9)
+    o = o0
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     if t and o:
         if t > 5:
             raise _union_type("FetchStep", t)
@@ -1701,15 +1717,15 @@ def _d_SetPollingSource(buf: bytes, pos: int) -> m.SetPollingSource:
         raise FormatError("SetPollingSource.fetch has a union type but no value")
     else:
         fetch = None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     if o:
         s, k = _vec(buf, pos + o, 4)
         prepare = tuple(_d_PrepStepWrapper(buf, _ref(buf, s + 4 * i)) for i in range(k))
     else:
         prepare = None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if t and o:
         if t > 7:
             raise _union_type("ReadStep", t)
@@ -1718,9 +1734,9 @@ def _d_SetPollingSource(buf: bytes, pos: int) -> m.SetPollingSource:
         raise FormatError("SetPollingSource.read has a union type but no value")
     else:
         read = None
-    o = _U16(buf, vt + 14)[0] if vl > 14 else 0
+    o = o5
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 16)[0] if vl > 16 else 0
+    o = o6
     if t and o:
         if t > 1:
             raise _union_type("Transform", t)
@@ -1729,9 +1745,9 @@ def _d_SetPollingSource(buf: bytes, pos: int) -> m.SetPollingSource:
         raise FormatError("SetPollingSource.preprocess has a union type but no value")
     else:
         preprocess = None
-    o = _U16(buf, vt + 18)[0] if vl > 18 else 0
+    o = o7
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 20)[0] if vl > 20 else 0
+    o = o8
     if t and o:
         if t > 5:
             raise _union_type("MergeStrategy", t)
@@ -1794,10 +1810,10 @@ def _e_SetPollingSource(b: Builder, x: m.SetPollingSource) -> int:
 
 
 def _d_TransformInput(buf: bytes, pos: int) -> m.TransformInput:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     dataset_ref = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     alias = _str(buf, pos + o) if o else None
     return m.TransformInput(dataset_ref, alias)
 
@@ -1812,16 +1828,16 @@ def _e_TransformInput(b: Builder, x: m.TransformInput) -> int:
 
 
 def _d_SetTransform(buf: bytes, pos: int) -> m.SetTransform:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2 = _tab(buf, pos, 3)
+    o = o0
     if o:
         s, k = _vec(buf, pos + o, 4)
         inputs = tuple(_d_TransformInput(buf, _ref(buf, s + 4 * i)) for i in range(k))
     else:
         inputs = None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     if t and o:
         if t > 1:
             raise _union_type("Transform", t)
@@ -1854,14 +1870,14 @@ def _e_SetTransform(b: Builder, x: m.SetTransform) -> int:
 
 
 def _d_SetVocab(buf: bytes, pos: int) -> m.SetVocab:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3 = _tab(buf, pos, 4)
+    o = o0
     offset_column = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     operation_type_column = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     system_time_column = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     event_time_column = _str(buf, pos + o) if o else None
     return m.SetVocab(offset_column, operation_type_column, system_time_column, event_time_column)
 
@@ -1886,10 +1902,10 @@ def _e_SetVocab(b: Builder, x: m.SetVocab) -> int:
 
 
 def _d_SetAttachments(buf: bytes, pos: int) -> m.SetAttachments:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     if t and o:
         if t > 1:
             raise _union_type("Attachments", t)
@@ -1917,10 +1933,10 @@ def _e_SetAttachments(b: Builder, x: m.SetAttachments) -> int:
 
 
 def _d_SetInfo(buf: bytes, pos: int) -> m.SetInfo:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     description = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     keywords = _strs(buf, pos + o) if o else None
     return m.SetInfo(description, keywords)
 
@@ -1936,14 +1952,14 @@ def _e_SetInfo(b: Builder, x: m.SetInfo) -> int:
 
 
 def _d_SetLicense(buf: bytes, pos: int) -> m.SetLicense:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3 = _tab(buf, pos, 4)
+    o = o0
     short_name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     name = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     spdx_id = _str(buf, pos + o) if o else None
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     website_url = _str(buf, pos + o) if o else None
     return m.SetLicense(short_name, name, spdx_id, website_url)
 
@@ -1962,10 +1978,10 @@ def _e_SetLicense(b: Builder, x: m.SetLicense) -> int:
 
 
 def _d_SetDataSchema(buf: bytes, pos: int) -> m.SetDataSchema:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1 = _tab(buf, pos, 2)
+    o = o0
     raw_arrow_schema = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     schema = _d_DataSchema(buf, _ref(buf, pos + o)) if o else None
     return m.SetDataSchema(raw_arrow_schema, schema)
 
@@ -1983,8 +1999,8 @@ def _e_SetDataSchema(b: Builder, x: m.SetDataSchema) -> int:
 
 
 def _d_DisablePushSource(buf: bytes, pos: int) -> m.DisablePushSource:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    (o0,) = _tab(buf, pos, 1)
+    o = o0
     source_name = _str(buf, pos + o) if o else None
     return m.DisablePushSource(source_name)
 
@@ -1997,7 +2013,7 @@ def _e_DisablePushSource(b: Builder, x: m.DisablePushSource) -> int:
 
 
 def _d_DisablePollingSource(buf: bytes, pos: int) -> m.DisablePollingSource:
-    _tab(buf, pos)
+    _tab(buf, pos, 0)
     return m.DisablePollingSource()
 
 
@@ -2007,12 +2023,12 @@ def _e_DisablePollingSource(b: Builder, x: m.DisablePollingSource) -> int:
 
 
 def _d_Manifest(buf: bytes, pos: int) -> m.Manifest:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2 = _tab(buf, pos, 3)
+    o = o0
     kind = _I64(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     version = _I32(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     content = _bytes(buf, pos + o) if o else None
     return m.Manifest(kind, version, content)
 
@@ -2028,18 +2044,18 @@ def _e_Manifest(b: Builder, x: m.Manifest) -> int:
 
 
 def _d_MetadataBlock(buf: bytes, pos: int) -> m.MetadataBlock:
-    vt, vl = _tab(buf, pos)
-    o = _U16(buf, vt + 4)[0] if vl > 4 else 0
+    o0, o1, o2, o3, o4 = _tab(buf, pos, 5)
+    o = o0
     if not o:
         raise FormatError("MetadataBlock.system_time is missing")
     system_time = _ts(buf, pos + o)
-    o = _U16(buf, vt + 6)[0] if vl > 6 else 0
+    o = o1
     prev_block_hash = _bytes(buf, pos + o) if o else None
-    o = _U16(buf, vt + 8)[0] if vl > 8 else 0
+    o = o2
     sequence_number = _U64(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 10)[0] if vl > 10 else 0
+    o = o3
     t = _U8(buf, pos + o)[0] if o else 0
-    o = _U16(buf, vt + 12)[0] if vl > 12 else 0
+    o = o4
     if t and o:
         if t > 13:
             raise _union_type("MetadataEvent", t)
