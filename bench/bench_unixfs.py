@@ -9,8 +9,9 @@ Builds a dataset-like directory (``blocks/``, ``data/``, ``checkpoints/``,
 - hashlib: read every file with ``readinto`` into a 256 KiB buffer and SHA-256 it;
 - odfweb3: ``import_tree`` (CIDv1, raw leaves) computing every CID, no sink;
 - odfweb3 + sink: the same, handing every block to a sink (as the CAR writer gets them);
-- odfweb3 + CAR file: the same with a real ``CarWriter`` on a temporary file as the sink
-  (the offline publish path, without its final fsync);
+- odfweb3 + CAR file: the same with a real ``CarWriter`` on a new temporary file as the
+  sink, writing on its own thread as ``car:DIR`` publish does (``--car-sync``: without
+  the thread); the publish path's final fsync is not included;
 - aleph-cid (Rust), when installed: ``hash_folder``; its root CID must equal ours.
 
 Prints throughputs, ratios (goal: odfweb3 / hashlib >= 0.85) and the CPU time of the best
@@ -43,15 +44,14 @@ def make_tree(root: Path, total_mb: int, files: int) -> int:
     (root / "refs" / "head").write_bytes(b"f1620" + b"0" * 64)
     written = 0
     per_file = max(1, total_mb * 1024 * 1024 // files)
-    block = os.urandom(1 << 20)
     for i in range(files):
         sub = ("data", "checkpoints")[i % 2]
         size = per_file + (i * 7919) % 65536  # not chunk-aligned
         with open(root / sub / f"f1620{i:060x}", "wb") as out:
             left = size
             while left:
-                n = min(left, len(block))
-                out.write(block[:n])
+                n = min(left, 1 << 20)
+                out.write(os.urandom(n))  # unique chunks: the CAR writer dedups repeats
                 left -= n
         written += size
         (root / "blocks" / f"f1620{i:060x}").write_bytes(os.urandom(600))
@@ -93,6 +93,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, help="import this directory instead")
     parser.add_argument("--threads", type=int, default=DEFAULT_HASH_THREADS)
+    parser.add_argument(
+        "--car-sync", action="store_true", help="CAR writer without its writer thread"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="odfweb3-bench-") as tmp:
@@ -100,6 +103,7 @@ def main() -> None:
         if args.dir is None:
             make_tree(root, args.mb, args.files)
         threads = args.threads
+        background = not args.car_sync
         t_hash, nbytes, c_hash = best(lambda: hashlib_pass(root), args.repeat)
         total = cast(int, nbytes)
         mb = total / 1e6
@@ -110,18 +114,24 @@ def main() -> None:
             sunk[0] += len(data)
 
         t_sink, _, c_sink = best(lambda: import_tree(root, sink=sink, threads=threads), args.repeat)
-        car_path = Path(tmp) / "out.car"
+        cars: list[Path] = []
 
         def to_car() -> None:
-            with open(car_path, "w+b") as f:
-                writer = CarWriter.with_root_later(f)
+            # A new file per run, as publish writes one: re-truncating a 1 GB file
+            # (and ext4's flush on close after a truncate) would be timed otherwise.
+            cars.append(Path(tmp) / f"out{len(cars)}.car")
+            with (
+                open(cars[-1], "w+b") as f,
+                CarWriter.with_root_later(f, background=background) as writer,
+            ):
                 writer.set_root(import_tree(root, sink=writer, threads=threads).cid)
 
         t_car, _, c_car = best(to_car, args.repeat)
-        car_path.unlink()
+        for car in cars:
+            car.unlink()
         node = cast(DirNode, result)
         print(f"bytes: {total} in {sum(1 for _ in root.rglob('*'))} entries")
-        print(f"importer hashing threads: {threads}")
+        print(f"importer hashing threads: {threads}; CAR writer thread: {background}")
         print(f"hashlib sha256     : {mb / t_hash:8.1f} MB/s  cpu/wall {c_hash / t_hash:.2f}")
         for label, t, c in (
             ("odfweb3 import_tree", t_ours, c_ours),
