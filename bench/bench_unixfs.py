@@ -10,8 +10,8 @@ Builds a dataset-like directory (``blocks/``, ``data/``, ``checkpoints/``,
 - odfweb3: ``import_tree`` (CIDv1, raw leaves) computing every CID, no sink;
 - odfweb3 + sink: the same, handing every block to a sink (as the CAR writer gets them);
 - odfweb3 + CAR file: the same with a real ``CarWriter`` on a new temporary file as the
-  sink, writing on its own thread as ``car:DIR`` publish does (``--car-sync``: without
-  the thread); the publish path's final fsync is not included;
+  sink, as ``car:DIR`` publish writes it (``--car-thread``: with the writer's own
+  thread); the publish path's final fsync is not included;
 - aleph-cid (Rust), when installed: ``hash_folder``; its root CID must equal ours.
 
 Prints throughputs, ratios (goal: odfweb3 / hashlib >= 0.85) and the CPU time of the best
@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, help="import this directory instead")
     parser.add_argument("--threads", type=int, default=DEFAULT_HASH_THREADS)
     parser.add_argument(
-        "--car-sync", action="store_true", help="CAR writer without its writer thread"
+        "--car-thread", action="store_true", help="CarWriter(background=True): own thread"
     )
     args = parser.parse_args()
 
@@ -103,7 +103,7 @@ def main() -> None:
         if args.dir is None:
             make_tree(root, args.mb, args.files)
         threads = args.threads
-        background = not args.car_sync
+        background = args.car_thread
         t_hash, nbytes, c_hash = best(lambda: hashlib_pass(root), args.repeat)
         total = cast(int, nbytes)
         mb = total / 1e6
