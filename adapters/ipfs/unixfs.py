@@ -181,35 +181,35 @@ class _Balanced:
 
 
 class _HashJob:
-    """One chunk to hash; :meth:`result` blocks until a worker has hashed it.
+    """A batch of chunks to hash; :meth:`result` blocks until a worker has hashed them.
 
     A pre-acquired lock that the worker releases is the whole handshake: cheaper
-    per chunk than ``concurrent.futures`` (no condition variable, no callbacks).
+    than ``concurrent.futures`` (no condition variable, no callbacks).
     """
 
-    __slots__ = ("_done", "_error", "digest", "parts")
+    __slots__ = ("_done", "_error", "digests", "parts")
 
-    def __init__(self, parts: tuple[bytes | memoryview, ...]) -> None:
+    def __init__(self, parts: list[tuple[bytes | memoryview, ...]]) -> None:
         self.parts = parts
-        self.digest = b""
+        self.digests: list[bytes] = []
         self._error: BaseException | None = None
         self._done = threading.Lock()
         self._done.acquire()
 
     def run(self) -> None:
         try:
-            self.digest = _sha256_parts(self.parts)
+            self.digests = [_sha256_parts(p) for p in self.parts]
         except BaseException as exc:  # handed to the importing thread by result()
             self._error = exc
         finally:
-            self.parts = ()
+            self.parts = []
             self._done.release()
 
-    def result(self) -> bytes:
+    def result(self) -> list[bytes]:
         self._done.acquire()
         if self._error is not None:
             raise self._error
-        return self.digest
+        return self.digests
 
 
 class _HashPool:
@@ -232,7 +232,7 @@ class _HashPool:
         self._jobs: queue.SimpleQueue[_HashJob | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
 
-    def submit(self, parts: tuple[bytes | memoryview, ...]) -> _HashJob:
+    def submit(self, parts: list[tuple[bytes | memoryview, ...]]) -> _HashJob:
         if not self._workers:
             for i in range(self.threads):
                 worker = threading.Thread(target=self._work, name=f"unixfs-hash-{i}", daemon=True)
@@ -350,9 +350,9 @@ def import_file(
         sink: receives every block produced, in the same order whatever ``threads``.
         chunk_size: fixed chunk size (Kubo: 262144; ``unixfs-v1-2025``: 1048576).
         max_links: links per node (Kubo: 174; ``unixfs-v1-2025``: 1024).
-        threads: worker threads hashing the chunks of a multi-chunk file while this
-            thread reads and feeds the sink (0: hash inline). At most ``2 * threads + 1``
-            chunks are held at once.
+        threads: worker threads hashing the chunks of a multi-chunk file, in batches of
+            4, while this thread reads and feeds the sink (0: hash inline). At most
+            ``4 * (threads + 1)`` chunks are held at once.
 
     Returns:
         The file's root: CID, cumulative DAG size and file size.
@@ -378,8 +378,10 @@ def import_bytes(
     return import_file(io.BytesIO(data), cid_version=cid_version, raw_leaves=raw_leaves, sink=sink)
 
 
-# A leaf in flight: (digest, or its pending job; block for the sink; block length; chunk length).
-_Leaf = tuple["bytes | _HashJob", bytes | None, int, int]
+_BATCH: Final = 4  # chunks per hashing job: one thread handoff per MiB, not per chunk
+
+# A leaf waiting for its digest: (block for the sink, block length, chunk length).
+_Leaf = tuple[bytes | None, int, int]
 
 
 def _import_stream(
@@ -394,22 +396,35 @@ def _import_stream(
     builder = _Balanced(cid_version, max_links, sink)
     leaf_version = 1 if raw else cid_version  # raw leaves are CIDv1 even under CIDv0
     leaf_codec = CODEC_RAW if raw else CODEC_DAG_PB
-    window = 2 * pool.threads
-    pending: deque[_Leaf] = deque()
+    batch = _BATCH if pool.threads else 1
+    window = pool.threads  # batches handed to the workers and not yet settled
+    pending: deque[tuple[_HashJob | list[bytes], list[_Leaf]]] = deque()
+    parts_batch: list[tuple[bytes | memoryview, ...]] = []
+    leaves: list[_Leaf] = []
 
     def settle() -> None:
-        # Oldest leaf first: the sink sees blocks in file order (CAR bytes stay stable).
-        digest, block, block_len, n = pending.popleft()
-        if not isinstance(digest, bytes):
-            digest = digest.result()
-        cid = Cid.sha256(digest, version=leaf_version, codec=leaf_codec)
-        if sink is not None:
-            sink(cid, cast(bytes, block))
-        builder.push(0, (cid.raw, block_len, n))
+        # Oldest batch first: the sink sees blocks in file order (CAR bytes stay stable).
+        job, settled = pending.popleft()
+        digests = job if isinstance(job, list) else job.result()
+        for digest, (block, block_len, n) in zip(digests, settled, strict=True):
+            cid = Cid.sha256(digest, version=leaf_version, codec=leaf_codec)
+            if sink is not None:
+                sink(cid, cast(bytes, block))
+            builder.push(0, (cid.raw, block_len, n))
 
-    # Ring: every chunk still in ``pending`` plus the one being read.
-    chunks = _Chunks(stream, chunk_size, window + 1)
+    def hand_over(on_workers: bool) -> None:
+        nonlocal parts_batch, leaves
+        job = pool.submit(parts_batch) if on_workers else [_sha256_parts(p) for p in parts_batch]
+        pending.append((job, leaves))
+        parts_batch, leaves = [], []
+        if len(pending) > window:
+            settle()
+
+    # Views stay valid while their batch is unsettled: ring = settled-later chunks + batch.
+    # With a sink every chunk is copied (or read fresh) at once: one buffer is enough.
+    chunks = _Chunks(stream, chunk_size, 1 if sink is not None else (window + 1) * batch)
     first = True
+    multi = False
     while True:
         data = chunks.next_bytes() if raw and sink is not None else chunks.next_view()
         n = len(data)
@@ -431,16 +446,17 @@ def _import_stream(
             block = data if isinstance(data, bytes) else b"".join(parts)
             parts = (block,)
         full = n == chunk_size
-        digest: bytes | _HashJob
-        multi = window > 0 and (full or not first)  # a multi-chunk file: hash on the workers
-        digest = pool.submit(parts) if multi else _sha256_parts(parts)
-        pending.append((digest, block, block_len, n))
+        multi = multi or full  # a multi-chunk file: its chunks go to the workers
+        parts_batch.append(parts)
+        leaves.append((block, block_len, n))
         del data, parts, block
-        if len(pending) > window:
-            settle()
+        if len(parts_batch) == batch:
+            hand_over(multi and window > 0)
         first = False
         if not full:
             break
+    if parts_batch:
+        hand_over(multi and window > 0)
     while pending:
         settle()
     cid_raw, tsize, size = builder.finish()
