@@ -182,8 +182,7 @@ class CarTarget:
         try:
             with os.fdopen(fd, "w+b") as f:
                 # No writer thread (CarWriter background=True): it cost ~17 % more CPU
-                # and no wall time here (bench/RESULTS.md, issue 3); the importer's
-                # hashing worker already overlaps with these writes.
+                # and no wall time on the 2 shared cores measured (bench/RESULTS.md, issue 3).
                 writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
                 dag = build_dataset_dag(
                     reader,

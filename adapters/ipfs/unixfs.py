@@ -70,10 +70,10 @@ __all__ = [
 DEFAULT_CHUNK_SIZE: Final = 262144  # Kubo Import.UnixFSChunker = "size-262144"
 DEFAULT_MAX_LINKS: Final = 174  # boxo helpers.DefaultLinksPerBlock
 HAMT_SHARDING_THRESHOLD: Final = 262144  # Kubo Import.UnixFSHAMTDirectorySizeThreshold
-# Leaf-hashing workers per import (see _HashPool). One: the importing thread's reads
-# and sink writes already fill a second core; more threads cost CPU without wall-time
-# gain on the 2-core machine measured (bench/RESULTS.md, issue 3).
-DEFAULT_HASH_THREADS: Final = 1
+# Leaf-hashing workers per import (see _HashPool). None by default: with no idle core
+# (the shared 2-core machine measured, bench/RESULTS.md issue 3) a worker costs CPU, and
+# its chunks in flight churn malloc and leave L2; pass threads=1 where a core is free.
+DEFAULT_HASH_THREADS: Final = 0
 
 BlockSink = Callable[[Cid, bytes], object]
 """Receives every block as ``(cid, block bytes)`` when it is produced."""
