@@ -14,7 +14,8 @@ best of ``--repeat`` interleaved rounds:
   chunks into one buffer, single thread; and the same spread over 2 threads
   (``validate_dataset`` hashes with a thread pool, so both limits are shown);
 - ``validate_dataset(path, deep=True)``: wall time, throughput, ratio to the limits
-  (goal: >= 0.8 of the single-thread limit);
+  (goal: >= 0.8 of the single-thread limit), also per round and as the median of
+  the rounds;
 - ``validate_dataset(path, deep=False)`` (hashes and rules of the chain only);
 - the chain walk alone, ``list(walk_chain(DatasetReader.open(path)))``, in blocks/s.
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import statistics
 import sys
 import tempfile
 import time
@@ -127,6 +129,15 @@ def main(argv: list[str] | None = None) -> int:
             f"(goal >= {GOAL}: {'met' if l1 / min(deep) >= GOAL else 'MISSED'})"
         )
         print(f"all rounds (s): limit1 {_fmt(limit1)} deep {_fmt(deep)} walk {_fmt(walk)}")
+        # Per-round ratios (limit and deep run back to back in each round) and their
+        # median: steadier than best-of on a machine whose background load comes and goes.
+        ratios = [a / b for a, b in zip(limit1, deep, strict=True)]
+        print(
+            f"per-round deep / limit: {'/'.join(f'{r:.3f}' for r in ratios)}; "
+            f"median {statistics.median(ratios):.3f}; median times (s): limit1 "
+            f"{statistics.median(limit1):.3f} deep {statistics.median(deep):.3f} "
+            f"walk {statistics.median(walk):.3f}"
+        )
 
         if args.no_cold:
             return 0
