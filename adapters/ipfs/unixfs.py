@@ -60,6 +60,7 @@ __all__ = [
     "Entry",
     "FileNode",
     "SizeEstimation",
+    "auto_hash_threads",
     "build_directory",
     "import_bytes",
     "import_file",
@@ -70,10 +71,9 @@ __all__ = [
 DEFAULT_CHUNK_SIZE: Final = 262144  # Kubo Import.UnixFSChunker = "size-262144"
 DEFAULT_MAX_LINKS: Final = 174  # boxo helpers.DefaultLinksPerBlock
 HAMT_SHARDING_THRESHOLD: Final = 262144  # Kubo Import.UnixFSHAMTDirectorySizeThreshold
-# Leaf-hashing workers per import (see _HashPool). None by default: with no idle core
-# (the shared 2-core machine measured, bench/RESULTS.md issue 3) a worker costs CPU, and
-# its chunks in flight churn malloc and leave L2; pass threads=1 where a core is free.
-DEFAULT_HASH_THREADS: Final = 0
+# Leaf-hashing workers per import (see _HashPool) when a core is idle; ``threads=None``
+# (the default) decides per import with :func:`auto_hash_threads`.
+DEFAULT_HASH_THREADS: Final = 1
 
 BlockSink = Callable[[Cid, bytes], object]
 """Receives every block as ``(cid, block bytes)`` when it is produced."""
@@ -180,6 +180,28 @@ class _Balanced:
             level += 1
 
 
+def auto_hash_threads(cpus: int | None = None, load: float | None = None) -> int:
+    """How many hashing workers to use: one if a second core is idle now, else none.
+
+    A worker only pays off on a core nobody else uses: measured on 2 shared cores
+    (bench/RESULTS.md, issue 3) it took the CAR-writing import from 0.57 to 0.86–0.92 of
+    hashlib when a core was free, and down to 0.48–0.65 when none was (its chunks in
+    flight churn malloc and leave L2). "Idle" is judged from the 1-minute load average.
+
+    Args:
+        cpus: usable CPUs (default: this process's affinity set).
+        load: current load (default: ``os.getloadavg()[0]``; 0 where unsupported).
+    """
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    return DEFAULT_HASH_THREADS if cpus >= 2 and cpus - load >= 1.0 else 0
+
+
 class _HashJob:
     """A batch of chunks to hash; :meth:`result` blocks until a worker has hashed them.
 
@@ -223,14 +245,21 @@ class _HashPool:
     first multi-chunk file and stop in :meth:`close`; ``threads=0`` hashes inline.
     """
 
-    __slots__ = ("_jobs", "_workers", "threads")
+    __slots__ = ("_jobs", "_threads", "_workers")
 
-    def __init__(self, threads: int) -> None:
-        if threads < 0:
+    def __init__(self, threads: int | None) -> None:
+        if threads is not None and threads < 0:
             raise ValueError(f"threads must be 0 or more, not {threads}")
-        self.threads = threads
+        self._threads = threads
         self._jobs: queue.SimpleQueue[_HashJob | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
+
+    @property
+    def threads(self) -> int:
+        """Workers to use; ``None`` is resolved on first use (multi-chunk files only)."""
+        if self._threads is None:
+            self._threads = auto_hash_threads()
+        return self._threads
 
     def submit(self, parts: list[tuple[bytes | memoryview, ...]]) -> _HashJob:
         if not self._workers:
@@ -295,6 +324,12 @@ class _Chunks:
         self._ring: list[memoryview | None] = [None] * ring
         self._slot = 0
 
+    def grow(self, ring: int) -> None:
+        """Enlarge the ring right after the first chunk (slot 0 stays in use)."""
+        if ring > len(self._ring):
+            self._slot = len(self._ring)
+            self._ring.extend([None] * (ring - len(self._ring)))
+
     def next_bytes(self) -> bytes:
         if not self._direct:
             return bytes(self.next_view())
@@ -338,7 +373,7 @@ def import_file(
     sink: BlockSink | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     max_links: int = DEFAULT_MAX_LINKS,
-    threads: int = DEFAULT_HASH_THREADS,
+    threads: int | None = None,
 ) -> FileNode:
     """Import one file as ``ipfs add`` does, streaming, in bounded memory.
 
@@ -351,8 +386,9 @@ def import_file(
         chunk_size: fixed chunk size (Kubo: 262144; ``unixfs-v1-2025``: 1048576).
         max_links: links per node (Kubo: 174; ``unixfs-v1-2025``: 1024).
         threads: worker threads hashing the chunks of a multi-chunk file, in batches of
-            4, while this thread reads and feeds the sink (0: hash inline). At most
-            ``4 * (threads + 1)`` chunks are held at once.
+            4, while this thread reads and feeds the sink (0: hash inline; None: one if
+            a core is idle, see :func:`auto_hash_threads`). At most ``4 * (threads + 1)``
+            chunks are held at once.
 
     Returns:
         The file's root: CID, cumulative DAG size and file size.
@@ -396,8 +432,8 @@ def _import_stream(
     builder = _Balanced(cid_version, max_links, sink)
     leaf_version = 1 if raw else cid_version  # raw leaves are CIDv1 even under CIDv0
     leaf_codec = CODEC_RAW if raw else CODEC_DAG_PB
-    batch = _BATCH if pool.threads else 1
-    window = pool.threads  # batches handed to the workers and not yet settled
+    batch = 1  # chunks per hashing job, and batches handed over and not yet settled:
+    window = 0  # both raised once the file proves to be multi-chunk
     pending: deque[tuple[_HashJob | list[bytes], list[_Leaf]]] = deque()
     parts_batch: list[tuple[bytes | memoryview, ...]] = []
     leaves: list[_Leaf] = []
@@ -420,9 +456,7 @@ def _import_stream(
         if len(pending) > window:
             settle()
 
-    # Views stay valid while their batch is unsettled: ring = settled-later chunks + batch.
-    # With a sink every chunk is copied (or read fresh) at once: one buffer is enough.
-    chunks = _Chunks(stream, chunk_size, 1 if sink is not None else (window + 1) * batch)
+    chunks = _Chunks(stream, chunk_size, 1)
     first = True
     multi = False
     while True:
@@ -446,7 +480,16 @@ def _import_stream(
             block = data if isinstance(data, bytes) else b"".join(parts)
             parts = (block,)
         full = n == chunk_size
-        multi = multi or full  # a multi-chunk file: its chunks go to the workers
+        if full and not multi:  # a multi-chunk file: its chunks go to the workers
+            multi = True
+            window = pool.threads
+            if window:
+                batch = _BATCH
+                if sink is None:
+                    # Views stay valid while their batch is unsettled: unsettled batches
+                    # plus the one being filled. With a sink each chunk is copied (or read
+                    # fresh) at once, so one buffer is enough.
+                    chunks.grow((window + 1) * batch)
         parts_batch.append(parts)
         leaves.append((block, block_len, n))
         del data, parts, block
@@ -542,7 +585,7 @@ def import_tree(
     hamt_threshold: int = HAMT_SHARDING_THRESHOLD,
     estimation: SizeEstimation = "links",
     on_entry: Callable[[str, Entry], object] | None = None,
-    threads: int = DEFAULT_HASH_THREADS,
+    threads: int | None = None,
 ) -> DirNode:
     """Import a directory tree as ``ipfs add -r --hidden`` does.
 

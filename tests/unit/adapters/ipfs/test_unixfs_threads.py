@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,12 @@ import pytest
 
 from odfweb3.adapters.ipfs.car import CarWriter, iter_car
 from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.unixfs import DEFAULT_CHUNK_SIZE, import_file, import_tree
+from odfweb3.adapters.ipfs.unixfs import (
+    DEFAULT_CHUNK_SIZE,
+    auto_hash_threads,
+    import_file,
+    import_tree,
+)
 
 from .kubo_testdata import DeterministicStream
 
@@ -240,3 +246,49 @@ def test_background_writer_stops_when_the_import_fails(tree: Path) -> None:
         import_tree(tree, sink=stop_on_dirs, threads=1)
     assert not [t for t in threading.enumerate() if t.name in ("car-writer",)]
     assert _hash_workers() == []
+
+
+def test_auto_hash_threads_wants_an_idle_second_core() -> None:
+    assert auto_hash_threads(cpus=2, load=0.4) == 1
+    assert auto_hash_threads(cpus=8, load=6.5) == 1
+    assert auto_hash_threads(cpus=2, load=1.2) == 0  # the shared 2-core machine, busy
+    assert auto_hash_threads(cpus=1, load=0.0) == 0  # a worker would share our core
+    assert auto_hash_threads() in (0, 1)
+
+
+def test_default_threads_give_the_same_car(tree: Path) -> None:
+    out = io.BytesIO()
+    writer = CarWriter.with_root_later(out)
+    writer.set_root(import_tree(tree, sink=writer).cid)  # threads=None: decided by load
+    assert hashlib.sha256(out.getvalue()).hexdigest() == TREE_CAR_SHA256[1][0]
+
+
+@pytest.mark.parametrize("version", [1, 0])
+def test_worker_keeps_memory_bounded(version: int) -> None:
+    class Pattern(io.RawIOBase):
+        def __init__(self, size: int) -> None:
+            self.left = size
+            self.block = bytes(range(256)) * 4096
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            n = min(len(buffer), self.left, len(self.block))
+            memoryview(buffer)[:n] = self.block[:n]
+            self.left -= n
+            return n
+
+    seen = [0]
+
+    def sink(cid: Cid, data: bytes) -> None:
+        seen[0] += len(data)
+
+    tracemalloc.start()
+    try:
+        node = import_file(Pattern(60_000_000), cid_version=version, sink=sink, threads=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seen[0] == node.tsize and node.size == 60_000_000
+    assert peak < 4 * 1024 * 1024, f"peak {peak} bytes: chunks in flight are not bounded"
