@@ -16,7 +16,8 @@ Builds a dataset-like directory (``blocks/``, ``data/``, ``checkpoints/``,
 
 Prints throughputs, ratios (goal: odfweb3 / hashlib >= 0.85) and the CPU time of the best
 run (process time over all threads; above wall time when the importer's hashing workers run in
-parallel). ``--threads`` sets the importer's hashing workers (0 = all on one thread). No network.
+parallel). ``--threads`` sets the importer's hashing workers (0 = all on one thread; default:
+the library's choice by load average, see ``auto_hash_threads``). No network.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import cast
 
 from odfweb3.adapters.ipfs.car import CarWriter
 from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.unixfs import DEFAULT_HASH_THREADS, DirNode, import_tree
+from odfweb3.adapters.ipfs.unixfs import DirNode, auto_hash_threads, import_tree
 
 CHUNK = 262144
 
@@ -92,7 +93,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=48, help="number of data files")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, help="import this directory instead")
-    parser.add_argument("--threads", type=int, default=DEFAULT_HASH_THREADS)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="hashing workers (default: auto by load)"
+    )
     parser.add_argument(
         "--car-thread", action="store_true", help="CarWriter(background=True): own thread"
     )
@@ -131,7 +134,8 @@ def main() -> None:
             car.unlink()
         node = cast(DirNode, result)
         print(f"bytes: {total} in {sum(1 for _ in root.rglob('*'))} entries")
-        print(f"importer hashing threads: {threads}; CAR writer thread: {background}")
+        shown = threads if threads is not None else f"auto ({auto_hash_threads()} now)"
+        print(f"importer hashing threads: {shown}; CAR writer thread: {background}")
         print(f"hashlib sha256     : {mb / t_hash:8.1f} MB/s  cpu/wall {c_hash / t_hash:.2f}")
         for label, t, c in (
             ("odfweb3 import_tree", t_ours, c_ours),
