@@ -26,8 +26,9 @@ Parameters follow Kubo's defaults (``config/import.go``) and boxo's importer:
 - symlinks become UnixFS ``{Type: Symlink, Data: target}`` nodes, never followed.
 
 Blocks are produced bottom-up and handed to an optional ``sink(cid, bytes)`` as
-soon as they exist, so a CAR writer or an uploader can stream them. Memory per
-file is one chunk buffer plus at most ``max_links`` pending links per tree level.
+soon as they exist, in file order, so a CAR writer or an uploader can stream them.
+Memory per file is one chunk (or, with a hashing worker, at most ``4 * (threads +
+1)`` chunks in flight) plus at most ``max_links`` pending links per tree level.
 """
 
 from __future__ import annotations
