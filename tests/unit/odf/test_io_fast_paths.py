@@ -137,15 +137,18 @@ def test_deep_validation_reports_objects_in_chain_order(ds: Path) -> None:
     assert sum(seen) == 3 * totals[0]
 
 
+@pytest.mark.parametrize("per_worker", [1, 1024])
 @pytest.mark.parametrize("batch_files", [1, 3, 7, 1000])
 def test_deep_validation_across_batch_boundaries(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_files: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_files: int, per_worker: int
 ) -> None:
     # Objects reach the pool in batches: every batch size (one object, boundaries inside
-    # a block's pair, everything in one batch) gives the sequential answer, in chain order.
+    # a block's pair, everything in one batch) gives the sequential answer, in chain order,
+    # whether the walk waits for the pool after every batch or never.
     from odfweb3.odf import validate
 
     monkeypatch.setattr(validate, "_BATCH_FILES", batch_files)
+    monkeypatch.setattr(validate, "_BATCHES_PER_WORKER", per_worker)
     path = tmp_path / "ds"
     create_root_dataset(path, blocks=11, data_bytes=11 * 5000, fsync=False)
     reader = DatasetReader.open(path)
