@@ -10,8 +10,8 @@ Builds a dataset-like directory (``blocks/``, ``data/``, ``checkpoints/``,
 - odfweb3: ``import_tree`` (CIDv1, raw leaves) computing every CID, no sink;
 - odfweb3 + sink: the same, handing every block to a sink (as the CAR writer gets them);
 - odfweb3 + CAR file: the same with a real ``CarWriter`` on a new temporary file as the
-  sink, as ``car:DIR`` publish writes it (``--car-thread``: with the writer's own
-  thread); the publish path's final fsync is not included;
+  sink, as ``car:DIR`` publish writes it; the publish path's final fsync is not
+  included;
 - aleph-cid (Rust), when installed: ``hash_folder``; its root CID must equal ours.
 
 Prints throughputs, ratios (goal: odfweb3 / hashlib >= 0.85) and the CPU time of the best
@@ -96,9 +96,6 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="hashing workers (default: auto by load)"
     )
-    parser.add_argument(
-        "--car-thread", action="store_true", help="CarWriter(background=True): own thread"
-    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="odfweb3-bench-") as tmp:
@@ -106,7 +103,6 @@ def main() -> None:
         if args.dir is None:
             make_tree(root, args.mb, args.files)
         threads = args.threads
-        background = args.car_thread
         t_hash, nbytes, c_hash = best(lambda: hashlib_pass(root), args.repeat)
         total = cast(int, nbytes)
         mb = total / 1e6
@@ -123,10 +119,8 @@ def main() -> None:
             # A new file per run, as publish writes one: re-truncating a 1 GB file
             # (and ext4's flush on close after a truncate) would be timed otherwise.
             cars.append(Path(tmp) / f"out{len(cars)}.car")
-            with (
-                open(cars[-1], "w+b") as f,
-                CarWriter.with_root_later(f, background=background) as writer,
-            ):
+            with open(cars[-1], "w+b") as f:
+                writer = CarWriter.with_root_later(f)
                 writer.set_root(import_tree(root, sink=writer, threads=threads).cid)
 
         t_car, _, c_car = best(to_car, args.repeat)
@@ -135,7 +129,7 @@ def main() -> None:
         node = cast(DirNode, result)
         print(f"bytes: {total} in {sum(1 for _ in root.rglob('*'))} entries")
         shown = threads if threads is not None else f"auto ({auto_hash_threads()} now)"
-        print(f"importer hashing threads: {shown}; CAR writer thread: {background}")
+        print(f"importer hashing threads: {shown}")
         print(f"hashlib sha256     : {mb / t_hash:8.1f} MB/s  cpu/wall {c_hash / t_hash:.2f}")
         for label, t, c in (
             ("odfweb3 import_tree", t_ours, c_ours),

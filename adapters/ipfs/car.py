@@ -18,9 +18,6 @@ Reading treats the input as untrusted: every block is re-hashed against its CID
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import threading
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
@@ -257,87 +254,31 @@ def iter_car(
 class CarWriter:
     """Streaming CAR v1 writer with one root; each distinct block is written once.
 
-    The header is written on construction; blocks go straight to ``stream``, or,
-    with ``background=True``, through a small queue to a writer thread, so that the
-    kernel's copy of each block into the file overlaps with the caller reading and
-    hashing the next ones (the write releases the GIL). The bytes are the same
-    either way: sections are queued in call order and written by one thread. Only
-    the set of CIDs already written is kept (for deduplication).
-
-    With ``background=True`` call :meth:`close` (or use ``with``) before touching
-    ``stream``; :meth:`set_root` drains the queue itself. A write error in the
-    thread is raised by the next :meth:`write_block`, :meth:`flush` or
-    :meth:`close`.
+    The header is written on construction; blocks go straight to ``stream`` (section
+    head and block as two writes, so a block is never copied). Only the set of CIDs
+    already written is kept (for deduplication). A writer thread was measured and
+    dropped: on 2 cores it cost 12-19 % more CPU with no wall-time gain
+    (bench/RESULTS.md, issue 3).
 
     Args:
         stream: binary stream to write to.
         root: the single root CID of the archive.
         verify: re-hash each block against its CID before writing it.
-        background: write on a writer thread.
-        queue_bytes: with ``background``, sections are handed to the thread in batches
-            of about this many bytes, at most four batches queued (memory bound: about
-            five batches plus one block).
     """
 
-    def __init__(
-        self,
-        stream: BinaryIO,
-        root: Cid,
-        *,
-        verify: bool = False,
-        background: bool = False,
-        queue_bytes: int = 1 << 20,
-    ) -> None:
+    def __init__(self, stream: BinaryIO, root: Cid, *, verify: bool = False) -> None:
         self._stream = stream
         self._verify = verify
         self._seen: set[bytes] = set()
         self.root = root
         self.blocks_written = 0
         self.bytes_written = 0
-        self._queue: queue.Queue[list[bytes] | None] | None = None
-        self._batch: list[bytes] = []
-        self._batch_bytes = 0
-        self._batch_limit = queue_bytes
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
         header = encode_car_header(root)
         self._write(encode_uvarint(len(header)) + header, b"")
-        if background:
-            self._queue = queue.Queue(4)
-            self._thread = threading.Thread(
-                target=self._drain, args=(self._queue,), name="car-writer", daemon=True
-            )
-            self._thread.start()
-
-    def _drain(self, batches: queue.Queue[list[bytes] | None]) -> None:
-        # Batches, not blocks: one thread handoff per ~1 MiB instead of one per block.
-        write = self._stream.write
-        while (batch := batches.get()) is not None:
-            try:
-                if self._error is None:  # after a failure, only empty the queue
-                    for part in batch:
-                        write(part)
-            except BaseException as exc:
-                self._error = exc
-            finally:
-                batches.task_done()
-        batches.task_done()
-
-    def _raise_pending(self) -> None:
-        if self._error is not None:  # sticky: the CAR is unusable after a failed write
-            raise self._error
 
     def _write(self, prefix: bytes, data: bytes) -> None:
         # Section head and block as two writes: concatenating would copy the block.
         self.bytes_written += len(prefix) + len(data)
-        if self._queue is not None:
-            self._batch.append(prefix)
-            if data:
-                self._batch.append(data)
-            self._batch_bytes += len(prefix) + len(data)
-            if self._batch_bytes >= self._batch_limit:
-                self._hand_over(self._queue)
-            return
         self._stream.write(prefix)
         if data:
             self._stream.write(data)
@@ -346,11 +287,10 @@ class CarWriter:
         """Append a block unless it is already in this CAR.
 
         Returns:
-            True if written (or queued), False if it was a duplicate.
+            True if written, False if it was a duplicate.
 
         Raises:
             HashMismatch: with ``verify=True``, when ``data`` does not match ``cid``.
-            OSError: a background write failed earlier.
         """
         raw = cid.raw
         if raw in self._seen:
@@ -366,46 +306,8 @@ class CarWriter:
         """Alias of :meth:`write_block`, so a writer can be passed as a block sink."""
         return self.write_block(cid, data)
 
-    def _hand_over(self, batches: queue.Queue[list[bytes] | None]) -> None:
-        self._raise_pending()
-        if self._batch:
-            batches.put(self._batch)
-            self._batch = []
-            self._batch_bytes = 0
-
-    def flush(self) -> None:
-        """Wait until every block so far is in ``stream`` (no-op without a thread)."""
-        if self._queue is not None:
-            self._hand_over(self._queue)
-            self._queue.join()
-        self._raise_pending()
-
-    def close(self) -> None:
-        """Write what is queued and stop the writer thread (``stream`` stays open)."""
-        if self._thread is not None and self._queue is not None:
-            if self._batch:  # a write error is raised below, once the thread has stopped
-                self._queue.put(self._batch)
-                self._batch = []
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-            self._queue = None
-        self._raise_pending()
-
-    def __enter__(self) -> CarWriter:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if exc_type is None:
-            self.close()
-            return
-        with contextlib.suppress(Exception):  # keep the error that is already raised
-            self.close()
-
     @classmethod
-    def with_root_later(
-        cls, stream: BinaryIO, *, cid_version: int = 1, background: bool = False
-    ) -> CarWriter:
+    def with_root_later(cls, stream: BinaryIO, *, cid_version: int = 1) -> CarWriter:
         """Start a CAR whose root is not known yet (it is computed while streaming).
 
         Writes a header with a placeholder root of the same length as a sha2-256
@@ -413,12 +315,10 @@ class CarWriter:
         rewrites the header in place. ``stream`` must be seekable.
         """
         placeholder = Cid.sha256(bytes(32), version=cid_version, codec=0x70)
-        return cls(stream, placeholder, background=background)
+        return cls(stream, placeholder)
 
     def set_root(self, root: Cid) -> None:
         """Rewrite the header with the real root (see :meth:`with_root_later`).
-
-        Waits for queued blocks first.
 
         Raises:
             ValueError: the new root's CID has a different length, or the stream
@@ -426,7 +326,6 @@ class CarWriter:
         """
         if len(root.raw) != len(self.root.raw):
             raise ValueError("set_root: the root CID length differs from the placeholder's")
-        self.flush()
         header = encode_car_header(root)
         end = self._stream.tell()
         self._stream.seek(0)

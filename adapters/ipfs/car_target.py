@@ -181,8 +181,6 @@ class CarTarget:
         _public_mode(fd)
         try:
             with os.fdopen(fd, "w+b") as f:
-                # No writer thread (CarWriter background=True): it cost 12-19 % more CPU
-                # and no wall time on the 2 shared cores measured (bench/RESULTS.md, issue 3).
                 writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
                 dag = build_dataset_dag(
                     reader,

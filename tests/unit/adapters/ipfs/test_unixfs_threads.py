@@ -173,79 +173,18 @@ def test_negative_threads_rejected(tmp_path: Path) -> None:
         import_tree(tmp_path, threads=-1)
 
 
-# --- CarWriter's writer thread ----------------------------------------------------------
+# --- CarWriter as the sink ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("queue_bytes", [1, 300_000, 1 << 20])
 @pytest.mark.parametrize("version", [1, 0])
-def test_background_car_writer_writes_the_same_bytes(
-    tree: Path, version: int, queue_bytes: int
-) -> None:
+def test_car_writer_as_the_sink_writes_the_same_bytes(tree: Path, version: int) -> None:
     out = io.BytesIO()
-    with CarWriter.with_root_later(out, cid_version=version, background=True) as writer:
-        writer._batch_limit = queue_bytes  # batch sizes below, at and above one block
-        node = import_tree(tree, cid_version=version, sink=writer)
-        writer.set_root(node.cid)  # drains the queue before rewriting the header
-        car = out.getvalue()
+    writer = CarWriter.with_root_later(out, cid_version=version)
+    node = import_tree(tree, cid_version=version, sink=writer)
+    writer.set_root(node.cid)
+    car = out.getvalue()
     assert (hashlib.sha256(car).hexdigest(), len(car)) == TREE_CAR_SHA256[version]
     assert writer.bytes_written == len(car)
-    assert not [t for t in threading.enumerate() if t.name == "car-writer"]
-
-
-def test_background_car_writer_dedups_like_the_plain_one() -> None:
-    blocks = [(Cid.of_block(b, version=1, codec=0x55), b) for b in (b"a", b"b", b"a")]
-    plain, threaded = io.BytesIO(), io.BytesIO()
-    root = blocks[0][0]
-    sync = CarWriter(plain, root)
-    with CarWriter(threaded, root, background=True) as bg:
-        assert [bg.write_block(c, b) for c, b in blocks] == [True, True, False]
-    assert [sync.write_block(c, b) for c, b in blocks] == [True, True, False]
-    assert threaded.getvalue() == plain.getvalue()
-    assert bg.blocks_written == sync.blocks_written == 2
-
-
-class FailingStream(io.BytesIO):
-    def __init__(self, fail_after: int) -> None:
-        super().__init__()
-        self.fail_after = fail_after
-
-    def write(self, data: Any) -> int:
-        if self.tell() + len(data) > self.fail_after:
-            raise OSError(28, "No space left on device")
-        return super().write(data)
-
-
-def test_background_write_error_surfaces_in_the_caller() -> None:
-    stream = FailingStream(10_000)
-    writer = CarWriter(stream, Cid.of_block(b"x", version=1, codec=0x55), background=True)
-    with pytest.raises(OSError, match="No space left"):
-        for i in range(100):
-            data = i.to_bytes(4, "big") * 1000
-            writer.write_block(Cid.of_block(data, version=1, codec=0x55), data)
-        writer.flush()
-    with pytest.raises(OSError, match="No space left"):  # sticky: the CAR is unusable
-        writer.close()
-    assert not [t for t in threading.enumerate() if t.name == "car-writer"]
-
-
-def test_background_writer_stops_when_the_import_fails(tree: Path) -> None:
-    class Stop(Exception):
-        pass
-
-    def stop_on_dirs(cid: Cid, data: bytes) -> None:
-        writer.write_block(cid, data)
-        if cid.codec == 0x70 and len(data) < 1000:
-            raise Stop
-
-    with (
-        pytest.raises(Stop),
-        CarWriter(
-            io.BytesIO(), Cid.of_block(b"", version=1, codec=0x55), background=True
-        ) as writer,
-    ):
-        import_tree(tree, sink=stop_on_dirs, threads=1)
-    assert not [t for t in threading.enumerate() if t.name in ("car-writer",)]
-    assert _hash_workers() == []
 
 
 def test_auto_hash_threads_wants_an_idle_second_core() -> None:
