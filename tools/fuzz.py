@@ -15,10 +15,12 @@ Prints one line per parser: inputs, seconds, inputs/s, findings (and the excepti
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import io
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -157,7 +159,9 @@ PARSERS: dict[str, Parser] = {
 
 @cache
 def _tmp() -> Path:
-    return Path(tempfile.mkdtemp(prefix="odfweb3-fuzz-"))
+    path = Path(tempfile.mkdtemp(prefix="odfweb3-fuzz-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)  # also when run by the tests
+    return path
 
 
 @cache

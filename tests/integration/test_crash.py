@@ -74,6 +74,8 @@ def base_env(tmp: Path) -> dict[str, str]:
         HOME=str(tmp / "home"),
         ODFWEB3_KEYSTORE=str(tmp / "keys"),
         ODFWEB3_STATE_DIR=str(tmp / "state"),
+        # a publisher killed mid-upload leaves its temp delta CAR: keep it in the test dir
+        TMPDIR=str(tmp),
     )
     return env
 
