@@ -17,7 +17,7 @@ Builds a dataset-like directory (``blocks/``, ``data/``, ``checkpoints/``,
 Prints throughputs, ratios (goal: odfweb3 / hashlib >= 0.85) and the CPU time of the best
 run (process time over all threads; above wall time when the importer's hashing workers run in
 parallel). ``--threads`` sets the importer's hashing workers (0 = all on one thread; default:
-the library's choice by load average, see ``auto_hash_threads``). No network.
+the library's choice by core count, see ``auto_hash_threads``). No network.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, help="import this directory instead")
     parser.add_argument(
-        "--threads", type=int, default=None, help="hashing workers (default: auto by load)"
+        "--threads", type=int, default=None, help="hashing workers (default: auto by core count)"
     )
     args = parser.parse_args()
 

@@ -72,7 +72,7 @@ __all__ = [
 DEFAULT_CHUNK_SIZE: Final = 262144  # Kubo Import.UnixFSChunker = "size-262144"
 DEFAULT_MAX_LINKS: Final = 174  # boxo helpers.DefaultLinksPerBlock
 HAMT_SHARDING_THRESHOLD: Final = 262144  # Kubo Import.UnixFSHAMTDirectorySizeThreshold
-# Leaf-hashing workers per import (see _HashPool) when a core is idle; ``threads=None``
+# Leaf-hashing workers per import (see _HashPool) on two cores or more; ``threads=None``
 # (the default) decides per import with :func:`auto_hash_threads`.
 DEFAULT_HASH_THREADS: Final = 1
 
@@ -181,26 +181,20 @@ class _Balanced:
             level += 1
 
 
-def auto_hash_threads(cpus: int | None = None, load: float | None = None) -> int:
-    """How many hashing workers to use: one if a second core is idle now, else none.
+def auto_hash_threads(cpus: int | None = None) -> int:
+    """How many hashing workers to use: one when this process may run on two cores or more.
 
-    A worker only pays off on a core nobody else uses: measured on 2 shared cores
-    (bench/RESULTS.md, issue 3) it took the CAR-writing import from 0.57 to 0.86–0.92 of
-    hashlib when a core was free, and down to 0.48–0.65 when none was (its chunks in
-    flight churn malloc and leave L2). "Idle" is judged from the 1-minute load average.
+    Measured on 2 cores (bench/RESULTS.md, issue 3): with the second core idle a worker
+    took the CAR-writing import from 0.47 to 0.94 of hashlib; with the other core busy
+    it cost 5-30 %. The load average was tried as the judge and dropped: it lags by a
+    minute, so an import right after other work (or another benchmark) ran on one core.
 
     Args:
         cpus: usable CPUs (default: this process's affinity set).
-        load: current load (default: ``os.getloadavg()[0]``; 0 where unsupported).
     """
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):
-            load = 0.0
-    return DEFAULT_HASH_THREADS if cpus >= 2 and cpus - load >= 1.0 else 0
+    return DEFAULT_HASH_THREADS if cpus >= 2 else 0
 
 
 class _HashJob:
@@ -387,8 +381,8 @@ def import_file(
         chunk_size: fixed chunk size (Kubo: 262144; ``unixfs-v1-2025``: 1048576).
         max_links: links per node (Kubo: 174; ``unixfs-v1-2025``: 1024).
         threads: worker threads hashing the chunks of a multi-chunk file, in batches of
-            4, while this thread reads and feeds the sink (0: hash inline; None: one if
-            a core is idle, see :func:`auto_hash_threads`). At most ``4 * (threads + 1)``
+            4, while this thread reads and feeds the sink (0: hash inline; None: one on
+            two cores or more, see :func:`auto_hash_threads`). At most ``4 * (threads + 1)``
             chunks are held at once.
 
     Returns:

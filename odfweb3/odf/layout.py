@@ -246,8 +246,9 @@ class DatasetReader:
         return data
 
     def open_object(self, kind: ObjectKind, mh: bytes) -> BinaryIO:
-        """Open an object file for streaming reads."""
-        return open(self.path_of(kind, mh), "rb")
+        """Open an object file for streaming reads (the checks of :meth:`open_fd`)."""
+        fd, _ = self.open_fd(kind, mh)
+        return os.fdopen(fd, "rb")
 
     def size_of(self, kind: ObjectKind, mh: bytes) -> int:
         """Size in bytes of an object file."""
