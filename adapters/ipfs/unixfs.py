@@ -410,6 +410,9 @@ def import_bytes(
 
 
 _BATCH: Final = 4  # chunks per hashing job: one thread handoff per MiB, not per chunk
+# Batches a multi-chunk file hashes inline before it uses the workers: a file of a few
+# MiB is over before a worker pays for its start and handoffs (1 MB files: +35 % time).
+_INLINE_BATCHES: Final = 2
 
 # A leaf waiting for its digest: (block for the sink, block length, chunk length).
 _Leaf = tuple[bytes | None, int, int]
@@ -432,6 +435,7 @@ def _import_stream(
     pending: deque[tuple[_HashJob | list[bytes], list[_Leaf]]] = deque()
     parts_batch: list[tuple[bytes | memoryview, ...]] = []
     leaves: list[_Leaf] = []
+    handed = 0  # batches handed over so far
 
     def settle() -> None:
         # Oldest batch first: the sink sees blocks in file order (CAR bytes stay stable).
@@ -444,7 +448,9 @@ def _import_stream(
             builder.push(0, (cid.raw, block_len, n))
 
     def hand_over(on_workers: bool) -> None:
-        nonlocal parts_batch, leaves
+        nonlocal parts_batch, leaves, handed
+        on_workers = on_workers and handed >= _INLINE_BATCHES
+        handed += 1
         job = pool.submit(parts_batch) if on_workers else [_sha256_parts(p) for p in parts_batch]
         pending.append((job, leaves))
         parts_batch, leaves = [], []

@@ -130,6 +130,22 @@ def _hash_workers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("unixfs-hash")]
 
 
+def test_files_of_a_few_batches_are_hashed_inline() -> None:
+    # Two batches of 4 chunks stay on the importing thread (a worker would cost more
+    # than it saves); from the third batch on a worker hashes.
+    during: list[bool] = []
+
+    def sink(cid: Cid, block: bytes) -> None:
+        during.append(bool(_hash_workers()))
+
+    import_file(io.BytesIO(_content(8 * 1000, "small")), chunk_size=1000, sink=sink, threads=1)
+    assert during and not any(during)
+    during.clear()
+    import_file(io.BytesIO(_content(20 * 1000, "big")), chunk_size=1000, sink=sink, threads=1)
+    assert any(during)
+    assert _hash_workers() == []
+
+
 def test_sink_error_propagates_and_workers_stop() -> None:
     class Full(Exception):
         pass
