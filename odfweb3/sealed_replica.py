@@ -16,7 +16,7 @@ decrypted and must agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Protocol, runtime_checkable
 
 from odfweb3.crypto.keys import KeyRing
@@ -90,6 +90,11 @@ class DecryptingReplica:
                     f"record says {multihash_to_str(head)}"
                 )
         return head
+
+    def lineage_inputs(self) -> Mapping[str, str]:
+        """The inner replica's inputs map (issue 11), if it has one: records are not sealed."""
+        get = getattr(self.inner, "lineage_inputs", None)
+        return dict(get()) if callable(get) else {}
 
     def read_block(self, mh: bytes) -> bytes:
         """A block's plaintext (the chain walk checks its hash)."""

@@ -274,22 +274,29 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
 
 def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters import open_replica
+    from odfweb3.cli.keys_cmds import decrypting_replica
 
     if args.dataset is None or args.against:
         raise UsageError("verify --lineage: give one REF and no --against (inputs: --inputs-from)")
+
+    def open_(ref: str, **access: Any) -> Replica:
+        # An encrypted publish (issue 7) is decrypted with this keystore's keys first.
+        replica = open_replica(ref, ctx.config, **access)
+        return decrypting_replica(ctx, replica, passphrase_file=args.passphrase_file)
+
     explicit: dict[str, Replica] = {}
     for item in args.input:
         did, sep, ref = item.partition("=")
         if not sep or not ref:
             raise UsageError(f"--input {item!r}: expected did:odf:…=REF")
-        explicit[str(DatasetId.parse(did))] = open_replica(ref, ctx.config)
-    given = [open_replica(ref, ctx.config) for ref in args.inputs_from]
-    replica = open_replica(args.dataset, ctx.config, **_drive_access(args, ctx))
+        explicit[str(DatasetId.parse(did))] = open_(ref)
+    given = [open_(ref) for ref in args.inputs_from]
+    replica = open_(args.dataset, **_drive_access(args, ctx))
     resolve = chain_resolvers(
         lambda did: explicit.get(str(DatasetId.parse(did))),
         resolver_from_replicas(given),
         # Issue 11: the records' inputs maps (_odf.inputs / the upload record's inputs).
-        resolver_from_records(replica, lambda ref: open_replica(ref, ctx.config)),
+        resolver_from_records(replica, open_),
     )
     report = verify_lineage(replica, resolve, deep=args.deep)
     ctx.out.result(report.to_json(), report.describe)

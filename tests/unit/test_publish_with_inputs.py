@@ -185,3 +185,37 @@ def test_inputs_that_consume_each_other_are_published_roots_first(capsys, tmp_pa
     assert code == 0, err
     order = [p["plan"]["datasetId"] for p in json.loads(stdout)["publishes"]]
     assert order == [A, X, str(derivative_keypair(1).dataset_id)]
+
+
+def test_encrypted_lineage_verifies_with_keys_and_fails_clearly_without(capsys, tmp_path, lineage):
+    # Every dataset of the lineage published with --encrypt: verify --lineage decrypts
+    # each replica with this keystore's keys before walking it (issue 7 + 11).
+    a, b, x, _ = lineage
+    out = tmp_path / "out"
+    code, _, err = run(
+        capsys,
+        tmp_path,
+        "publish",
+        str(x),
+        "--to",
+        f"car:{out}",
+        "--with-inputs",
+        str(a),
+        str(b),
+        "--encrypt",
+    )
+    assert code == 0, err
+    code, stdout, err = run(capsys, tmp_path, "verify", f"car:{out}", "--lineage", "--json")
+    assert code == 0, stdout + err
+    rep = json.loads(stdout)
+    assert rep["complete"] is True
+    assert sorted((i["datasetId"], i["status"]) for i in rep["inputs"]) == sorted(
+        [(A, "present"), (B, "present")]
+    )
+    # A keystore without the keys: one clear line, not a hash mismatch of ciphertext.
+    code = main(
+        ["verify", f"car:{out}", "--lineage"],
+        env={"ODFWEB3_KEYSTORE": str(tmp_path / "other"), "HOME": str(tmp_path)},
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "is encrypted and no key" in err and "hash mismatch" not in err
