@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
@@ -375,6 +375,8 @@ def resolve_ref(
     unseal: Callable[[Replica], Replica] | None = None,
     key_envelope: bytes | None = None,
     key_envelope_source: str = "--key-envelope",
+    wallet: Path | None = None,
+    drive_password: str | None = None,
 ) -> list[tuple[Replica, ResolvedDataset]]:
     """Resolve ``ref`` (see the module docstring) and check it (:mod:`odfweb3.resolve`).
 
@@ -384,6 +386,7 @@ def resolve_ref(
     replica returned is then the decrypted one. Without keys the result holds the signed
     record's claims only (``content_checked`` False). ``key_envelope`` (the bytes of
     ``--key-envelope``) is used for IPFS replicas, where ``ipfs://CID`` has no record.
+    An ``ar://RECORD`` of an ArFS private drive needs ``wallet`` and ``drive_password``.
 
     Raises:
         UsageError: an unknown reference form.
@@ -400,6 +403,13 @@ def resolve_ref(
         return [_checked(ref, ipfs_replica, claims, unseal)]
     if ref.startswith("ar://"):
         replica, claims = _arweave_claims(ref, config)
+        if getattr(replica, "arfs_private", False):
+            # An ArFS private drive (issue 7): opened with the publisher's wallet and the
+            # drive password, then checked like any replica (it serves plaintext).
+            private = _open_private_drive(
+                cast("ArweaveReplica", replica), config, wallet, drive_password
+            )
+            return [(private, resolve_dataset(ref, private, claims))]
         return [_checked(ref, replica, claims, unseal)]
     if ref.startswith("did:odf:"):
         access = ipfs_access(config, dns=dns, now=now, trustless=trustless)

@@ -117,6 +117,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="IPFS: read every block and object as CID-verified raw blocks, not by path",
     )
     _key_envelope_arg(p)
+    _add_drive_options(p)
     p.set_defaults(handler=_resolve)
 
 
@@ -208,6 +209,7 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
         ),
         key_envelope=_key_envelope(args, ctx, args.ref),
         key_envelope_source=f"--key-envelope {args.key_envelope}",
+        **_drive_access(args, ctx),
     )
     results = [r for _, r in found]
     for r in results:

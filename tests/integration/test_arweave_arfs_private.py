@@ -209,6 +209,13 @@ def test_pull_and_verify_private_drive_through_cli(arlocal, tmp_path, capsys) ->
     assert not (tmp_path / "nopw").exists()
     code, _out, err = _cli(["resolve", ref], env, capsys)  # never reads ciphertext as ODF
     assert code == UsageError.exit_code and "ArFS private drive" in err
+    # with the wallet and password, resolve checks the decrypted chain like any replica
+    code, out, err = _cli(
+        ["--json", "resolve", ref, "--wallet", str(FIXED_WALLET_PATH), *_pw(pw)], env, capsys
+    )
+    assert code == 0, out + err
+    (resolved,) = json.loads(out)["results"]
+    assert resolved["head"] == head and resolved["contentChecked"] is True
 
     # wrong password, wrong wallet: DecryptionError, DEST untouched, no key material
     bad_pw = tmp_path / "bad.txt"
