@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import tempfile
 import uuid
@@ -44,10 +43,10 @@ from typing import Any
 
 from odfweb3 import __version__
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import ConflictError, FormatError
+from odfweb3.errors import ConflictError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, state_json_text
+from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 
 from .ans104 import BUNDLE_TAGS
@@ -117,15 +116,7 @@ class BundleTarget:
         return self.out_dir / "publish.json"
 
     def _load(self) -> PublishState | None:
-        try:
-            raw = json.loads(self.summary_path.read_text("utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise FormatError(
-                f"{self.summary_path}: unreadable ({exc}); move it away to publish afresh"
-            ) from None
-        return PublishState.from_json(raw, str(self.summary_path))
+        return load_summary_file(self.summary_path)[0]
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its bundles are all there."""

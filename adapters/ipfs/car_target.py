@@ -44,12 +44,12 @@ from typing import Any
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
-from odfweb3.errors import ConflictError, FormatError
+from odfweb3.errors import ConflictError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, state_json_text
+from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
@@ -121,15 +121,7 @@ class CarTarget:
         return self.out_dir / "publish.json"
 
     def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
-        try:
-            raw = json.loads(self.summary_path.read_text("utf-8"))
-        except FileNotFoundError:
-            return None, {}
-        except (OSError, json.JSONDecodeError) as exc:
-            raise FormatError(
-                f"{self.summary_path}: unreadable ({exc}); move it away to publish afresh"
-            ) from None
-        return PublishState.from_json(raw, str(self.summary_path)), raw
+        return load_summary_file(self.summary_path)
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""

@@ -28,6 +28,7 @@ __all__ = [
     "PublishState",
     "StateStore",
     "load_state_file",
+    "load_summary_file",
     "save_state_file",
     "state_json_text",
 ]
@@ -121,6 +122,23 @@ def save_state_file(path: Path, state: PublishState) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def load_summary_file(path: Path) -> tuple[PublishState | None, dict[str, Any]]:
+    """An offline target's ``publish.json``: its state and the whole document.
+
+    Returns ``(None, {})`` when there is none.
+
+    Raises:
+        FormatError: the file is unreadable or not a publish state.
+    """
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None, {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{path}: unreadable ({exc}); move it away to publish afresh") from None
+    return PublishState.from_json(raw, str(path)), raw
 
 
 def load_state_file(path: Path) -> PublishState | None:
