@@ -47,13 +47,15 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from odfweb3.errors import (
     DecryptionError,
     FormatError,
-    HashMismatch,
     NotFound,
     ReplicaMismatch,
     ResolutionError,
 )
 from odfweb3.odf.layout import ObjectKind, object_relpath
-from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, new_hasher
+from odfweb3.odf.multihash import (
+    multihash_from_str,
+    verify_bytes,
+)
 
 from .arfs import tag_value
 from .arfs_private import (
@@ -247,11 +249,7 @@ class PrivateDriveReplica:
         """A block's plaintext, decrypted and re-hashed against ``mh``."""
         path = object_relpath("block", mh)
         data = self.read_plain(path, MAX_BLOCK_SIZE)
-        hasher = new_hasher(mh[0])
-        hasher.update(data)
-        actual = bytes((mh[0], hasher.digest_size)) + hasher.digest()
-        if actual != mh:
-            raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), self.name)
+        verify_bytes(data, mh, self.name)
         return data
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:

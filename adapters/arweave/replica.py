@@ -28,14 +28,17 @@ from odfweb3.crypto.envelope import decode_envelope
 from odfweb3.crypto.segments import MAGIC as SEALED_MAGIC
 from odfweb3.errors import (
     FormatError,
-    HashMismatch,
     NotFound,
     ReplicaMismatch,
     ResolutionError,
     UsageError,
 )
 from odfweb3.odf.layout import ObjectKind, object_relpath
-from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, new_hasher
+from odfweb3.odf.multihash import (
+    multihash_from_str,
+    multihash_to_str,
+    verify_bytes,
+)
 
 from .arfs import tag_value
 from .gateway import ArweaveGateway
@@ -157,11 +160,7 @@ class ArweaveReplica:
         )
         if self.encrypted:
             return data  # ciphertext: the plaintext's hash is checked after decryption
-        hasher = new_hasher(mh[0])
-        hasher.update(data)
-        actual = bytes((mh[0], hasher.digest_size)) + hasher.digest()
-        if actual != mh:
-            raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), self.name)
+        verify_bytes(data, mh, self.name)
         return data
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
