@@ -9,9 +9,7 @@ recipient then decrypts every object read through the node and checks its ODF ha
 
 from __future__ import annotations
 
-import base64
 import json
-import random
 
 import httpx
 import pytest
@@ -40,20 +38,12 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
-
-DATA_MARKER = b"SECRET-ROW-5d1e02"
-INFO_MARKER = "SECRET-DESCRIPTION-c0ffee42"
-
-
-class _MarkerRandom(random.Random):
-    """Example data made of marker strings (a plaintext leak is easy to spot)."""
-
-    calls = 0
-
-    def randbytes(self, n: int) -> bytes:
-        _MarkerRandom.calls += 1
-        unit = DATA_MARKER + b"-%d;" % _MarkerRandom.calls
-        return (unit * (n // len(unit) + 1))[:n]
+from tests.support.encrypted import (
+    DATA_MARKER,
+    INFO_MARKER,
+    EncryptedWorld,
+    make_encrypted_world,
+)
 
 
 class RecordingTransport(httpx.BaseTransport):
@@ -73,44 +63,20 @@ class RecordingTransport(httpx.BaseTransport):
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    monkeypatch.setattr(builder.random, "Random", _MarkerRandom)
-    built = builder.create_root_dataset(
-        tmp_path / "ds", blocks=3, data_bytes=400_000, seed=9, description=INFO_MARKER, fsync=False
-    )
-    monkeypatch.undo()
-    did = str(built.keypair.dataset_id)
-    identities = IdentityStore(tmp_path / "keys")
-    alice = identities.create("alice")
-    store = ContentKeyStore(tmp_path / "keys")
-    keys = store.load_or_create(did)
-    envelope = add_recipient(
-        keys.envelope, keys.ring, x25519_recipient(identities.public_key("alice"))
-    )
-    store.save(DatasetKeys(keys.ring, envelope, keys.keks))
-    sealer = Sealer(keys.ring.current_key(), encode_envelope(envelope))
-    return built, sealer, alice, keys.ring
+def encrypted(tmp_path, monkeypatch) -> EncryptedWorld:
+    """The marker dataset (tests/support/encrypted.py), its key and recipient alice."""
+    return make_encrypted_world(tmp_path, monkeypatch, data_bytes=400_000, seed=9)
 
 
-def _forbidden(ds, ring):
-    secret = ring.current_key().secret
-    out = [
-        DATA_MARKER,
-        INFO_MARKER.encode(),
-        secret,
-        secret.hex().encode(),
-        base64.urlsafe_b64encode(secret).rstrip(b"="),
-        base64.b64encode(secret).rstrip(b"="),
-    ]
-    for p in ds.rglob("*"):
-        if p.is_file() and p.parent.name in ("blocks", "data", "checkpoints"):
-            data = p.read_bytes()
-            out.append(data[len(data) // 2 : len(data) // 2 + 24])
-    return out
+@pytest.fixture
+def world(encrypted):
+    return encrypted.built, encrypted.sealer, encrypted.alice, encrypted.ring
 
 
-def test_encrypted_publish_to_node_leaks_nothing_and_decrypts(tmp_path, ipfs_node, world):
-    built, sealer, alice, ring = world
+def test_encrypted_publish_to_node_leaks_nothing_and_decrypts(
+    tmp_path, ipfs_node, world, encrypted
+):
+    built, sealer, alice, _ring = world
     ds = built.path
     transport = RecordingTransport()
     keystore = Keystore(tmp_path / "ipns-keys")
@@ -133,7 +99,7 @@ def test_encrypted_publish_to_node_leaks_nothing_and_decrypts(tmp_path, ipfs_nod
         return client.call("block/get", [cid.encode()])
 
     # --- leak scan: every request body, every block of the root's DAG, the state -----------
-    forbidden = _forbidden(ds, ring)
+    forbidden = encrypted.forbidden()
     sent = b"".join(transport.sent)
     assert len(sent) > 400_000
     dag_bytes = b"".join(get(c) for c in iter_dag(root, get))
