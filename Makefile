@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODES := tests/nodes
 NODES_STAMP := $(NODES)/.installed
 
-.PHONY: demo test lint typecheck unit integration install nodes schemas bench clean docs diagrams fuzz
+.PHONY: demo test lint typecheck unit integration install nodes gonodes schemas bench clean docs diagrams fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ $(NODES_STAMP): $(wildcard $(NODES)/*/package.json) $(wildcard $(NODES)/*/packag
 
 nodes: $(NODES_STAMP)
 
+# Go-built test nodes (Kubo; see tools/go_nodes.sh) into .gonodes/bin. The script keeps its own
+# stamp per node, keyed on version + recipe + `go version`: up to date costs a few milliseconds.
+gonodes:
+	bash tools/go_nodes.sh
+
 demo: $(STAMP)
 	bash tools/demo.sh
 
@@ -38,7 +43,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/contract
 
-test: $(STAMP) $(NODES_STAMP)
+test: $(STAMP) $(NODES_STAMP) gonodes
 	$(MAKE) lint typecheck docs
 	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests
 

@@ -73,3 +73,12 @@ def test_readme_says_how_to_start_point_and_test():
     readme = (ROOT / "README.md").read_text("utf-8")
     for needle in ("docker compose up -d", "ODFWEB3_IPFS_API", "pytest", "docker compose down"):
         assert needle in readme
+
+
+def test_kubo_version_is_the_same_in_the_build_script_and_the_test_support():
+    from tests.support.kubo import KUBO_VERSION
+
+    script = (ROOT.parent / "tools" / "go_nodes.sh").read_text("utf-8")
+    built = re.search(r"^KUBO_VERSION=v(\S+)$", script, re.M)
+    assert built, "tools/go_nodes.sh has no KUBO_VERSION=vX.Y.Z line"
+    assert built.group(1) == KUBO_VERSION
