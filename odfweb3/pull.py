@@ -25,8 +25,9 @@ from pathlib import Path
 
 from odfweb3.errors import ConflictError, FormatError, IntegrityError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.odf.validate import check_chain_rules
+from odfweb3.odf.validate import chain_state, check_chain_rules
 from odfweb3.replica import Replica
 from odfweb3.store.local import WORK_DIR, LocalStore
 
@@ -117,9 +118,14 @@ def pull_dataset(
             f"{dest_path}: its head {multihash_to_str(old_head)} is not in the chain of "
             f"{replica.name} (diverged); pull into a new directory, or pass --force"
         )
-    if entries and (old_head is None or not reached_old):
-        # A whole chain: check the spec's rules on it before writing anything.
-        violations = check_chain_rules(list(reversed(entries)))
+    if entries:
+        # Every new block against every rule before anything is written: a whole chain
+        # from its Seed, or (incremental) the new blocks from the state at DEST's head,
+        # read back from DEST's own blocks only as far as that state needs.
+        after = None
+        if old_head is not None and reached_old:
+            after = chain_state(walk_chain(DatasetReader(dest_path), old_head))
+        violations = check_chain_rules(list(reversed(entries)), after=after)
         if violations:
             raise IntegrityError(f"{replica.name}: serves an invalid chain: {violations[0]}")
     store = LocalStore(dest_path)

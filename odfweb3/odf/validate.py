@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -55,10 +55,13 @@ from odfweb3.odf.model import (
     SetTransform,
 )
 from odfweb3.odf.multihash import hash_fd, multihash_to_str
+from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [
+    "ChainState",
     "ValidationReport",
     "Violation",
+    "chain_state",
     "check_chain_rules",
     "require_valid",
     "validate_dataset",
@@ -131,8 +134,79 @@ class ValidationReport:
         }
 
 
-def check_chain_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
-    """Check the chain rules over blocks given Seed first (already hash-verified)."""
+@dataclass(frozen=True)
+class ChainState:
+    """What the chain rules need to know about a chain to check the blocks after it.
+
+    ``tip`` is the chain's last block (sequence number and system time of the next block
+    follow from it); the rest is the state its data events left: the dataset kind (from
+    the Seed, or from a kind-specific event), the end of the last data slice, the last
+    checkpoint and the last watermark.
+    """
+
+    tip: ChainEntry
+    kind: DatasetKind | None
+    last_offset: int | None
+    last_checkpoint: bytes | None
+    last_watermark: Timestamp | None
+
+
+def chain_state(entries_head_first: Iterable[ChainEntry]) -> ChainState:
+    """The :class:`ChainState` at the first entry, reading back only as far as needed.
+
+    ``entries_head_first`` is a (lazy) walk from a head towards the Seed, e.g.
+    ``walk_chain(reader, head)``: it is consumed until the state is known (the latest
+    data event gives the offset and checkpoint, a Seed or a root- or derivative-only
+    event gives the kind, the latest watermark ends the walk), so a long chain with
+    recent data is not re-walked to its Seed.
+
+    Raises:
+        NotFound: the walk yields nothing.
+    """
+    tip: ChainEntry | None = None
+    kind: DatasetKind | None = None
+    have_data = False
+    offset: int | None = None
+    checkpoint: bytes | None = None
+    watermark: Timestamp | None = None
+    for e in entries_head_first:
+        ev = e.block.event
+        if tip is None:
+            tip = e
+        if kind is None:
+            if isinstance(ev, Seed):
+                kind = ev.dataset_kind
+            elif isinstance(ev, _ROOT_ONLY):
+                kind = DatasetKind.ROOT
+            elif isinstance(ev, _DERIVATIVE_ONLY):
+                kind = DatasetKind.DERIVATIVE
+        if isinstance(ev, AddData | ExecuteTransform):
+            if not have_data:
+                # The latest data event: its own fields say where the chain stands (an
+                # event without a new slice or checkpoint carries the previous ones).
+                have_data = True
+                iv = ev.new_data.offset_interval if ev.new_data is not None else None
+                offset = iv.end if iv is not None else ev.prev_offset
+                cp = ev.new_checkpoint
+                checkpoint = cp.physical_hash if cp is not None else ev.prev_checkpoint
+            if watermark is None and ev.new_watermark is not None:
+                watermark = ev.new_watermark
+        if kind is not None and have_data and watermark is not None:
+            break
+    if tip is None:
+        raise NotFound("no block to read the chain state from")
+    return ChainState(tip, kind, offset, checkpoint, watermark)
+
+
+def check_chain_rules(
+    entries: Sequence[ChainEntry], *, after: ChainState | None = None
+) -> list[Violation]:
+    """Check the chain rules over blocks given oldest first (already hash-verified).
+
+    Without ``after`` the blocks are a whole chain, Seed first. With ``after`` they
+    continue a chain whose state at its tip is ``after`` (see :func:`chain_state`):
+    every rule is checked on every given block as if the whole chain were walked.
+    """
     out: list[Violation] = []
     if not entries:
         return out
@@ -142,15 +216,21 @@ def check_chain_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
 
     first = entries[0]
     kind: DatasetKind | None = None
-    if isinstance(first.block.event, Seed) and first.block.sequence_number == 0:
+    last_offset: int | None = None
+    last_checkpoint: bytes | None = None
+    last_watermark: Timestamp | None = None
+    prev: ChainEntry | None = None
+    if after is not None:
+        kind, prev = after.kind, after.tip
+        last_offset, last_checkpoint = after.last_offset, after.last_checkpoint
+        last_watermark = after.last_watermark
+        if first.block.prev_block_hash != after.tip.hash:
+            bad(first, "block-hash", "prevBlockHash does not name the chain's tip")
+    elif isinstance(first.block.event, Seed) and first.block.sequence_number == 0:
         kind = first.block.event.dataset_kind
     else:
         bad(first, "seed-first", "the first block of the chain must be a Seed event")
 
-    last_offset: int | None = None
-    last_checkpoint: bytes | None = None
-    last_watermark = None
-    prev: ChainEntry | None = None
     for e in entries:
         b, ev = e.block, e.block.event
         if prev is not None:

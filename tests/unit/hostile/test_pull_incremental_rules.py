@@ -1,0 +1,149 @@
+"""Issue 16 item 3: an incremental pull checks every new block against every chain rule.
+
+The attack: DEST holds an ancestor; the replica appends blocks that hash correctly but
+break a rule (offsets, checkpoint carry-over, time, watermark, sequence, event kind).
+Before the fix the rules were skipped for an incremental pull (exit 0, a dataset
+``validate`` rejects). Now: one line, exit 65, DEST's head and files unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from odfweb3.cli.main import main
+from odfweb3.odf.builder import create_root_dataset
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.codec import block_hash, encode_block
+from odfweb3.odf.layout import DatasetReader, DatasetWriter
+from odfweb3.odf.model import AddData, DatasetKind, MetadataBlock, Seed, SetTransform
+from odfweb3.odf.timestamp import Timestamp
+from odfweb3.odf.validate import chain_state, check_chain_rules, validate_dataset
+from odfweb3.pull import pull_dataset
+from odfweb3.replica import LocalReplica
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    out = {}
+    for dirpath, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d != ".odfweb3"]
+        for f in files:
+            p = os.path.join(dirpath, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = fh.read()
+    return out
+
+
+def _append_forged(src: Path, mutate: Callable[[MetadataBlock], MetadataBlock]) -> None:
+    """Append one block to ``src``: a copy of its last AddData, continued, then mutated."""
+    reader = DatasetReader.open(src)
+    tip = next(walk_chain(reader))
+    last = next(e for e in walk_chain(reader) if isinstance(e.block.event, AddData))
+    ev = last.block.event
+    assert isinstance(ev, AddData) and ev.new_data is not None and ev.new_checkpoint
+    iv = ev.new_data.offset_interval
+    assert iv is not None
+    good = AddData(
+        prev_checkpoint=ev.new_checkpoint.physical_hash,
+        prev_offset=iv.end,
+        new_data=None,
+        new_checkpoint=ev.new_checkpoint,
+        new_watermark=ev.new_watermark,
+    )
+    block = MetadataBlock(
+        system_time=Timestamp.from_datetime(tip.block.system_time.to_datetime() + timedelta(1)),
+        prev_block_hash=tip.hash,
+        sequence_number=tip.block.sequence_number + 1,
+        event=good,
+    )
+    assert not check_chain_rules([block_entry(block)], after=chain_state(walk_chain(reader)))
+    block = mutate(block)
+    data = encode_block(block)
+    h = block_hash(data)
+    w = DatasetWriter(src)
+    w.write_object("block", h, data)
+    w.set_head(h)
+
+
+def block_entry(block: MetadataBlock):  # type: ignore[no-untyped-def]
+    from odfweb3.odf.chain import ChainEntry
+
+    data = encode_block(block)
+    return ChainEntry(block_hash(data), block, len(data))
+
+
+def _event(b: MetadataBlock, **kw: object) -> MetadataBlock:
+    return dataclasses.replace(b, event=dataclasses.replace(b.event, **kw))  # type: ignore[type-var]
+
+
+def _earlier(b: MetadataBlock) -> MetadataBlock:
+    return dataclasses.replace(
+        b, system_time=Timestamp.from_datetime(b.system_time.to_datetime() - timedelta(days=30))
+    )
+
+
+def _watermark_back(b: MetadataBlock) -> MetadataBlock:
+    ev = b.event
+    assert isinstance(ev, AddData) and ev.new_watermark is not None
+    back = Timestamp.from_datetime(ev.new_watermark.to_datetime() - timedelta(days=1))
+    return _event(b, new_watermark=back)
+
+
+ATTACKS: dict[str, tuple[str, Callable[[MetadataBlock], MetadataBlock]]] = {
+    "offset": ("offsets-sequential", lambda b: _event(b, prev_offset=10**6)),
+    "checkpoint": ("checkpoint-carry", lambda b: _event(b, prev_checkpoint=None)),
+    "time": ("system-time-monotonic", _earlier),
+    "watermark": ("watermark-monotonic", _watermark_back),
+    "event-kind": ("event-kind", lambda b: dataclasses.replace(b, event=SetTransform())),
+    "seed-again": (
+        "seed-once",
+        lambda b: dataclasses.replace(
+            b, event=Seed(dataset_id=b"\x00" * 34, dataset_kind=DatasetKind.ROOT)
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_incremental_pull_checks_every_rule(tmp_path: Path, capsys, attack: str) -> None:
+    rule, mutate = ATTACKS[attack]
+    src = create_root_dataset(tmp_path / "src", blocks=3, data_bytes=3000, seed=5).path
+    dest = tmp_path / "dest"
+    pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
+    before = _tree(dest)
+    _append_forged(src, mutate)
+    env = {"ODFWEB3_KEYSTORE": str(tmp_path / "keys"), "HOME": str(tmp_path)}
+    code = main(["pull", str(src), str(dest)], env=env)
+    out, err = capsys.readouterr()
+    assert code == 65, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"[{rule}]" in lines[0], err
+    assert _tree(dest) == before
+    assert validate_dataset(dest).ok
+    assert not (dest / ".odfweb3" / "incoming").exists()
+
+
+def test_chain_state_reads_back_only_to_the_latest_data_event(tmp_path: Path) -> None:
+    src = create_root_dataset(tmp_path / "src", blocks=4, data_bytes=4000, seed=6).path
+    reader = DatasetReader.open(src)
+    seen = []
+
+    def walk():  # type: ignore[no-untyped-def]
+        for e in walk_chain(reader):
+            seen.append(e)
+            yield e
+
+    state = chain_state(walk())
+    assert len(seen) == 1  # the head is an AddData with a watermark: nothing more is read
+    assert state.kind == DatasetKind.ROOT
+    whole = list(reversed(list(walk_chain(reader))))
+    assert check_chain_rules(whole) == []
+    # The same rules from the state at any block as over the whole chain.
+    for i in range(1, len(whole)):
+        st = chain_state(reversed(whole[:i]))
+        assert check_chain_rules(whole[i:], after=st) == []
