@@ -394,7 +394,10 @@ def decrypting_replica(
     store = _store(ctx)
     ring = store.load(did).ring if store.has(did) else None
     identities = IdentityStore(ctx.config.keystore_dir)
-    for name in [] if ring is not None else identities.list():
+    # Only the local identities the envelope lists as recipients (issue 16 item 6).
+    listed = {r.id for r in envelope.recipients if r.kind == "x25519"}
+    mine = [] if ring is not None else identities.list()
+    for name in [n for n in mine if fingerprint(identities.public_key(n)) in listed]:
         try:
             ring = open_envelope(envelope, identities.load(name))
         except DecryptionError:

@@ -9,7 +9,7 @@ a JSON document; binary fields are base64url without padding::
        {"id": "x25519:<32 hex>", "kind": "x25519", "publicKey": "<b64u 32 bytes>",
         "active": true},
        {"id": "passphrase:default", "kind": "passphrase", "salt": "<b64u 16 bytes>",
-        "n": 32768, "r": 8, "p": 1, "active": true}],
+        "n": 262144, "r": 8, "p": 1, "active": true}],
      "wrapped": [
        {"epoch": 1, "recipient": "x25519:…", "ephemeralKey": "<b64u>", "nonce": "<b64u>",
         "ciphertext": "<b64u 32+16 bytes>"}, …]}
@@ -22,9 +22,19 @@ Wrapping (AES-256-GCM, 12-byte random nonce, associated data =
   public, info ``"odfweb3/v1/x25519-wrap"``). The recipient ID is the fingerprint
   ``"x25519:" + hex(SHA-256(public key))[:32]``.
 - ``passphrase``: key-encryption key = scrypt(NFC UTF-8 passphrase, salt, n, r, p), 32
-  bytes, with ``n >= 2**15``; one salt per recipient, so opening every epoch costs one
-  scrypt. The key holder keeps that key-encryption key in its private key file so
-  rotation does not ask for the passphrase again.
+  bytes; one salt per recipient, so opening every epoch costs one scrypt. The key holder
+  keeps that key-encryption key in its private key file so rotation does not ask for
+  the passphrase again. ``odfweb3 keys`` writes n = 2**18, r = 8, p = 1 (age's work
+  factor; 256 MiB and about a second per scrypt); envelopes written before with
+  n = 2**15 still open.
+
+Limits (an envelope is read from the network, so its cost to open is bounded by what
+``odfweb3 keys`` writes; anything beyond is a ``FormatError`` before any KDF runs):
+scrypt n a power of two in 2**15 .. 2**18 with r = 8 and p = 1; at most
+``MAX_RECIPIENTS`` (1,000) recipients of which at most ``MAX_PASSPHRASE_RECIPIENTS`` (4)
+are passphrases; at most 10,000 wrapped entries. Opening tries only the entries of the
+reader's own recipient (an identity's fingerprint), and passphrase recipients active
+first, stopping once the current epoch opens: the worst case is 4 scrypts.
 
 Rotation: a new epoch is wrapped only for the *active* recipients. Removing a recipient
 marks it inactive: it gets no future epoch, but its entries for old epochs stay (it
@@ -59,8 +69,12 @@ from odfweb3.crypto.keys import KEY_SIZE, ContentKey, KeyRing
 from odfweb3.errors import DecryptionError, FormatError, UsageError
 
 __all__ = [
+    "DEFAULT_SCRYPT_N",
     "ENVELOPE_FORMAT",
     "ENVELOPE_VERSION",
+    "MAX_PASSPHRASE_RECIPIENTS",
+    "MAX_RECIPIENTS",
+    "MAX_SCRYPT_N",
     "MIN_SCRYPT_N",
     "PUBLIC_KEY_PREFIX",
     "Envelope",
@@ -83,8 +97,17 @@ __all__ = [
 
 ENVELOPE_FORMAT: Final = "odfweb3-key-envelope"
 ENVELOPE_VERSION: Final = 1
+# Passphrase KDF: what ``odfweb3 keys`` writes now (age's scrypt work factor, 2**18),
+# the oldest it wrote (2**15; still opens), and the fixed r and p. A reader refuses
+# anything costlier before running the KDF (issue 16 item 6).
+DEFAULT_SCRYPT_N: Final = 2**18
 MIN_SCRYPT_N: Final = 2**15
-MAX_SCRYPT_N: Final = 2**20
+MAX_SCRYPT_N: Final = DEFAULT_SCRYPT_N
+SCRYPT_R: Final = 8
+SCRYPT_P: Final = 1
+MAX_RECIPIENTS: Final = 1000
+MAX_PASSPHRASE_RECIPIENTS: Final = 4
+_MAX_WRAPPED: Final = 10_000
 PUBLIC_KEY_PREFIX: Final = "odf-x25519-pub:"
 _WRAP_INFO: Final = b"odfweb3/v1/x25519-wrap"
 _NONCE: Final = 12
@@ -195,19 +218,20 @@ def _normalize(passphrase: str) -> bytes:
 
 
 def passphrase_recipient(
-    passphrase: str, *, label: str = "default", n: int = MIN_SCRYPT_N
+    passphrase: str, *, label: str = "default", n: int = DEFAULT_SCRYPT_N
 ) -> tuple[Recipient, bytes]:
     """A passphrase recipient and its key-encryption key (keep the key secret).
 
     Raises:
-        UsageError: ``n`` is below 2**15 or not a power of two, or the passphrase is empty.
+        UsageError: ``n`` is not a power of two in 2**15 .. 2**18, or the passphrase is
+            empty.
     """
     if n < MIN_SCRYPT_N or n > MAX_SCRYPT_N or n & (n - 1):
         raise UsageError(f"scrypt n must be a power of two in {MIN_SCRYPT_N} .. {MAX_SCRYPT_N}")
     if not label.isprintable() or not label or len(label) > 64:
         raise UsageError("a passphrase label is 1-64 printable characters")
     recipient = Recipient(f"passphrase:{label}", "passphrase", salt=secrets.token_bytes(16), n=n)
-    recipient = replace(recipient, r=8, p=1)
+    recipient = replace(recipient, r=SCRYPT_R, p=SCRYPT_P)
     return recipient, derive_passphrase_kek(recipient, passphrase)
 
 
@@ -283,6 +307,8 @@ def add_recipient(
     _same_dataset(envelope, ring)
     existing = envelope.recipient(recipient.id)
     recipients = [r for r in envelope.recipients if r.id != recipient.id]
+    if existing is None:
+        _check_counts([*recipients, recipient], UsageError)
     recipients.append(replace(existing or recipient, active=True))
     chosen = sorted(set(ring.epochs if epochs is None else epochs))
     have = set(envelope.epochs_of(recipient.id))
@@ -367,13 +393,18 @@ def open_envelope(envelope: Envelope, secret: X25519PrivateKey | str) -> KeyRing
                 f"key envelope of {envelope.dataset_id}: {rid} {why}; ask a key holder to add you"
             )
     else:
-        for r in envelope.recipients:
-            if r.kind != "passphrase":
+        # Active recipients first; stop once the current epoch opens (a removed
+        # recipient only holds older epochs): each scrypt costs ~256 MiB and a second.
+        phrases = [r for r in envelope.recipients if r.kind == "passphrase"]
+        for r in sorted(phrases, key=lambda r: not r.active):
+            if envelope.current_epoch in keys:
+                break
+            entries = [w for w in envelope.wrapped if w.recipient == r.id]
+            if not entries:
                 continue
             kek = derive_passphrase_kek(r, secret)
-            for w in envelope.wrapped:
-                if w.recipient == r.id:
-                    _unwrap_into(keys, envelope.dataset_id, w, kek)
+            for w in entries:
+                _unwrap_into(keys, envelope.dataset_id, w, kek)
         if not keys:
             raise DecryptionError(
                 f"key envelope of {envelope.dataset_id}: wrong passphrase "
@@ -474,6 +505,7 @@ def decode_envelope(data: bytes) -> Envelope:
                 raise FormatError(f"key envelope: recipients[{i}].id is not its key's fingerprint")
             recipients.append(Recipient(rid, "x25519", public_key=pub, active=active))
         elif item.get("kind") == "passphrase":
+            # The KDF cost is bounded before any scrypt runs: at most what keys writes.
             n = _int(item.get("n"), f"recipients[{i}].n", MIN_SCRYPT_N, MAX_SCRYPT_N)
             if n & (n - 1):
                 raise FormatError(f"key envelope: recipients[{i}].n must be a power of two")
@@ -483,8 +515,8 @@ def decode_envelope(data: bytes) -> Envelope:
                     "passphrase",
                     salt=_unb64(item.get("salt"), f"recipients[{i}].salt", 16),
                     n=n,
-                    r=_int(item.get("r"), f"recipients[{i}].r", 1, 32),
-                    p=_int(item.get("p"), f"recipients[{i}].p", 1, 16),
+                    r=_int(item.get("r"), f"recipients[{i}].r", SCRYPT_R, SCRYPT_R),
+                    p=_int(item.get("p"), f"recipients[{i}].p", SCRYPT_P, SCRYPT_P),
                     active=active,
                 )
             )
@@ -493,6 +525,7 @@ def decode_envelope(data: bytes) -> Envelope:
     ids = [r.id for r in recipients]
     if len(set(ids)) != len(ids):
         raise FormatError("key envelope: a recipient is listed twice")
+    _check_counts(recipients, FormatError)
     kinds = {r.id: r.kind for r in recipients}
     wrapped: list[WrappedKey] = []
     for i, raw in enumerate(_list(doc.get("wrapped"), "wrapped")):
@@ -516,6 +549,21 @@ def decode_envelope(data: bytes) -> Envelope:
 
 
 def _list(value: object, what: str) -> list[Any]:
-    if not isinstance(value, list) or len(value) > 10_000:
+    if not isinstance(value, list):
         raise FormatError(f"key envelope: {what} must be a list")
+    if len(value) > _MAX_WRAPPED:
+        raise FormatError(f"key envelope: more than {_MAX_WRAPPED} {what}")
     return value
+
+
+def _check_counts(recipients: Iterable[Recipient], error: type[FormatError | UsageError]) -> None:
+    """At most MAX_RECIPIENTS recipients, at most MAX_PASSPHRASE_RECIPIENTS passphrases."""
+    listed = list(recipients)
+    phrases = sum(1 for r in listed if r.kind == "passphrase")
+    if len(listed) > MAX_RECIPIENTS:
+        raise error(f"key envelope: more than {MAX_RECIPIENTS} recipients")
+    if phrases > MAX_PASSPHRASE_RECIPIENTS:
+        raise error(
+            f"key envelope: more than {MAX_PASSPHRASE_RECIPIENTS} passphrase recipients; "
+            "remove one with odfweb3 keys recipients remove --purge first"
+        )
