@@ -79,10 +79,10 @@ def _table(parser: argparse.ArgumentParser, actions: list[argparse.Action], head
         return []
     lines = [f"| {head} | description |", "|---|---|"]
     for action in actions:
-        cell = _invocation(parser, action).replace("|", "&#124;")
+        cell = "`" + _invocation(parser, action).replace("|", "&#124;") + "`"
         if action.required and action.option_strings:
-            cell += "` (required)`"
-        lines.append(f"| `{cell}` | {_help(parser, action)} |")
+            cell += " (required)"
+        lines.append(f"| {cell} | {_help(parser, action)} |")
     return [*lines, ""]
 
 
@@ -117,6 +117,9 @@ def _command(
     positionals, options = _arguments(parser)
     lines += _table(parser, positionals, "argument")
     lines += _table(parser, options, "option")
+    if parser.epilog and parser.epilog.startswith("examples:"):
+        examples = [line.strip() for line in parser.epilog.splitlines()[1:]]
+        lines += ["Examples:", "", "```sh", *examples, "```", ""]
     children = list(_subcommands(parser))
     if children:
         lines += ["| subcommand | what it does |", "|---|---|"]
@@ -158,7 +161,9 @@ def render() -> str:
         "",
         "This page is generated from the command line parser itself (`make docs`), and a "
         "test fails when it is out of date, so it says exactly what `odfweb3 COMMAND --help` "
-        "says.",
+        "says. The same parser generates the shell completion scripts "
+        "(`odfweb3 completion bash|zsh|fish`) and the man page (`odfweb3 man`). Without a "
+        "command, `odfweb3` prints its help and exits 0, as `ipfs` does.",
         "",
         _text(parser.description),
         "",

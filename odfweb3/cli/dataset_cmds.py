@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 from typing import Any
 
 from odfweb3.cli.output import format_bytes
@@ -11,7 +12,7 @@ from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.derivative import append_transform, create_derivative_dataset
-from odfweb3.odf.identity import DatasetKeyPair
+from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.summary import summarize
@@ -43,8 +44,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "example",
         parents=[common],
         help="write an example root dataset (or append blocks to one)",
-        description="Write a deterministic example root dataset: Seed, SetInfo, SetLicense and "
-        "N AddData blocks with pseudo-random data files and checkpoints.",
+        description="Write an example root dataset: Seed, SetInfo, SetLicense and N AddData "
+        "blocks with pseudo-random data files and checkpoints. Each example gets a fresh "
+        "identity key (its own dataset ID) unless --seed makes it deterministic.",
     )
     p.add_argument("dir", help="dataset directory to create (or extend with --append)")
     p.add_argument("--blocks", type=int, default=5, help="AddData blocks (default 5)")
@@ -54,7 +56,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         help="total new data (default 64K; with --append 16K per block)",
     )
-    p.add_argument("--seed", type=int, default=0, help="makes the dataset deterministic")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="makes the dataset deterministic: same seed, same dataset ID, same bytes "
+        "(default: a fresh identity key and random data, so each example is its own dataset)",
+    )
     p.add_argument("--append", type=int, metavar="K", help="append K AddData blocks instead")
     p.add_argument(
         "--derivative-of",
@@ -94,6 +102,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _example(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
+    # Without --seed: a fresh key (its own dataset ID) and random data (issue 20).
+    keypair = generate_keypair() if args.seed is None else None
+    seed = secrets.randbits(63) if args.seed is None else args.seed
     if args.blocks < 0 or (args.append is not None and args.append < 1):
         raise UsageError("example: block counts must be positive")
     if args.derivative_of:
@@ -103,7 +114,7 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
             if args.blocks < 1:
                 raise UsageError("example: a derivative needs --blocks of at least 1")
             built = create_derivative_dataset(
-                args.dir, args.derivative_of, transactions=args.blocks, seed=args.seed
+                args.dir, args.derivative_of, transactions=args.blocks, seed=seed, keypair=keypair
             )
     elif args.append is not None:
         total = args.data_bytes if args.data_bytes is not None else 16 * 1024 * args.append
@@ -116,8 +127,9 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
                 args.dir,
                 blocks=args.blocks,
                 data_bytes=total,
-                seed=args.seed,
+                seed=seed,
                 progress=bar.advance,
+                keypair=keypair,
             )
     if built.keypair is not None:
         _keep_identity_key(ctx, built.keypair)

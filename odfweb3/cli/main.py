@@ -28,18 +28,22 @@ Exit codes:
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn
 
 from odfweb3 import __version__
+from odfweb3.cli.examples import epilog
 from odfweb3.cli.output import Output
 from odfweb3.config import Config, load_config
 from odfweb3.errors import OdfWeb3Error, UsageError
 
-__all__ = ["Context", "build_parser", "main"]
+__all__ = ["Context", "build_parser", "main", "suggest"]
 
 
 @dataclass
@@ -55,9 +59,94 @@ class Context:
 Handler = Callable[[argparse.Namespace, Context], int]
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps descriptions as usual but keeps indented lines (the examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for para in text.split("\n\n"):
+            lines = para.splitlines()
+            if any(line.startswith(" ") for line in lines):
+                out.append("\n".join(indent + line for line in lines))
+            else:
+                out.append(super()._fill_text(para, width, indent))
+        return "\n\n".join(out)
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+    """argparse with one-line usage errors, "did you mean" suggestions, unknown options first."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self._last_args: list[str] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._last_args = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None and self.prog != "odfweb3":
+            # A command reports its own leftovers, so the suggestion comes from its options.
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            names = [str(c) for c in choices]
+            hint = suggest(str(value), names)
+            what = "command" if isinstance(action, argparse._SubParsersAction) else "choice"
+            raise argparse.ArgumentError(
+                action,
+                f"unknown {what} {value!r}"
+                + (f" (did you mean {hint}?)" if hint else f" (choose from {', '.join(names)})"),
+            )
+        super()._check_value(action, value)
+
+    def _unknown_options(self) -> list[str]:
+        """Option-like words of the last parse that name no option of this parser."""
+        known = [s for s in self._option_string_actions if s.startswith("--")]
+        shorts = {s[1] for s in self._option_string_actions if len(s) == 2 and s[0] == "-"}
+        unknown = []
+        for word in self._last_args:
+            if word == "--":
+                break
+            if word.startswith("--"):
+                key = word.split("=", 1)[0]
+                if key in known or sum(k.startswith(key) for k in known) == 1:
+                    continue
+                unknown.append(key)
+            elif _is_unknown_short(word, shorts):
+                unknown.append(word[:2])
+        return unknown
+
+    def error(self, message: str) -> NoReturn:
+        # An unknown option explains a "required" error better than the error does:
+        # `--too x` must say "unknown option --too (did you mean --to?)", not "--to missing".
+        unknown = self._unknown_options()
+        if unknown and message.startswith(("the following arguments", "unrecognized arguments")):
+            long = unknown[0].startswith("--")
+            known = [s for s in self._option_string_actions if s.startswith("--") == long]
+            hint = suggest(unknown[0], known)
+            message = f"unknown option {unknown[0]}" + (f" (did you mean {hint}?)" if hint else "")
+        message = re.sub(r"^argument (?:COMMAND|SUBCOMMAND|ACTION): ", "", message)
+        where = self.prog.removeprefix("odfweb3").strip()
+        see = f"odfweb3 {where} --help" if where else "odfweb3 --help"
+        raise UsageError(f"{where + ': ' if where else ''}{message} (see {see})")
+
+
+def _is_unknown_short(word: str, shorts: set[str]) -> bool:
+    """``-x…`` where ``x`` is no short option (a negative number is a value, not an option)."""
+    return (
+        word.startswith("-") and len(word) > 1 and not word[1].isdigit() and (word[1] not in shorts)
+    )
+
+
+def suggest(word: str, choices: Sequence[str]) -> str | None:
+    """The closest of ``choices`` to a mistyped ``word`` (difflib), or None."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _common() -> argparse.ArgumentParser:
@@ -66,15 +155,33 @@ def _common() -> argparse.ArgumentParser:
     # SUPPRESS: an option absent after the subcommand must not undo one given before it.
     quiet = argparse.SUPPRESS
     g.add_argument("--json", action="store_true", default=quiet, help="machine-readable output")
-    g.add_argument("-v", "--verbose", action="count", default=quiet, help="more detail on stderr")
-    g.add_argument("-q", "--quiet", action="store_true", default=quiet, help="only errors")
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=quiet,
+        help="more detail on stderr (what was checked, sent, skipped)",
+    )
+    g.add_argument(
+        "-q", "--quiet", action="store_true", default=quiet, help="print nothing but errors"
+    )
     g.add_argument("--config", metavar="FILE", default=quiet, help="configuration file")
     return common
 
 
+def _leaf_parsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _leaf_parsers(sub, (*path, name))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (also used to generate the CLI reference)."""
-    from odfweb3.cli import dataset_cmds
+    """The whole command line (also used to generate the CLI reference, completion, man)."""
+    from odfweb3.cli import dataset_cmds, meta_cmds
 
     common = _common()
     parser = _Parser(
@@ -82,9 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Publish ODF datasets to IPFS and Arweave; resolve, pull and verify them.",
         parents=[common],
         epilog="Exit codes: 0 ok, 1 check found problems, 2 error, 64 usage, 65 bad data, "
-        "66 not found, 69 backend, 75 conflict, 78 config, 130 interrupted.",
+        "66 not found, 69 backend, 75 conflict, 78 config, 130 interrupted. Without a "
+        "command, odfweb3 prints this help and exits 0 (as ipfs does).",
     )
-    parser.add_argument("--version", action="version", version=f"odfweb3 {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"odfweb3 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     dataset_cmds.register(sub, common)
@@ -102,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub, common)
+    meta_cmds.register(sub, common)
+    for path, p in _leaf_parsers(parser):
+        if path and p.epilog is None:
+            p.epilog = epilog(path)
     return parser
 
 
@@ -109,8 +221,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     """Run the CLI; returns the exit code (the console script exits with it)."""
     env = os.environ if env is None else env
     out = Output()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
+        if not argv:
+            # Bare `odfweb3`: the help on stdout, exit 0, like Kubo's `ipfs` (git exits 1).
+            parser.print_help(sys.stdout)
+            return 0
         args = parser.parse_args(argv)
         out.json_mode = bool(getattr(args, "json", False))
         quiet = bool(getattr(args, "quiet", False))

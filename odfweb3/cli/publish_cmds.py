@@ -28,13 +28,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="publish a dataset (only what the target does not have yet)",
         description="Validate the dataset, compare with what the target holds, upload only the "
         "delta, then publish the name record. Targets: car:DIR (offline CAR + IPNS record), "
-        "ipfs (Kubo node), bundle:DIR (offline ANS-104 bundle), arweave (gateway).",
+        "ipfs (the Kubo node of ipfs.api) or ipfs:URL (that node's RPC API), bundle:DIR "
+        "(offline ANS-104 bundle), arweave (the gateway of arweave.gateway) or arweave:URL.",
     )
     p.add_argument(
         "dataset", nargs="?", help="dataset directory (optional with --flush: every queued one)"
     )
     p.add_argument(
-        "--to", required=True, metavar="TARGET", help="car:DIR | ipfs | bundle:DIR | arweave"
+        "--to",
+        required=True,
+        metavar="TARGET",
+        help="car:DIR | ipfs | ipfs:URL | bundle:DIR | arweave | arweave:URL",
     )
     p.add_argument(
         "--force", action="store_true", help="publish even if the target is not an ancestor"

@@ -1,4 +1,4 @@
-"""Arweave wallet commands: ``wallet new``.
+"""Arweave wallet commands: ``wallet new``, ``wallet address``, ``wallet balance``.
 
 A throw-away or real wallet for ``publish --to bundle:DIR --wallet W.json`` and the live
 Arweave target. The file is a JWK holding the private key: written with mode 0600,
@@ -8,6 +8,8 @@ atomically, never over an existing file; its content is never printed.
 from __future__ import annotations
 
 import argparse
+import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,64 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     n.add_argument("path", type=Path, help="wallet file to create, e.g. wallet.json")
     n.set_defaults(handler=_new)
+
+    a = wsub.add_parser(
+        "address",
+        parents=[common],
+        help="print a wallet file's Arweave address",
+        description="Print the Arweave address of a JWK wallet file (the base64url SHA-256 of "
+        "its public modulus), as ArDrive and arweave-js show it. Never prints the key.",
+    )
+    a.add_argument("path", type=Path, help="wallet file (JWK)")
+    a.set_defaults(handler=_address)
+
+    b = wsub.add_parser(
+        "balance",
+        parents=[common],
+        help="ask the gateway for a wallet's balance (winston and AR)",
+        description="Ask the Arweave gateway (--gateway, else arweave.gateway / "
+        "ODFWEB3_ARWEAVE_GATEWAY) for the balance of a wallet file's address or of an address.",
+    )
+    b.add_argument("wallet", help="wallet file (JWK) or an Arweave address (43 characters)")
+    b.add_argument("--gateway", metavar="URL", default=None, help="gateway base URL")
+    b.set_defaults(handler=_balance)
+
+
+_ADDRESS = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+
+def _address_of(text: str) -> str:
+    """The address a ``wallet balance`` argument names: a wallet file's, or itself."""
+    from odfweb3.adapters.arweave.wallet import load_wallet
+
+    path = Path(text)
+    if path.exists() or not _ADDRESS.fullmatch(text):
+        address: str = load_wallet(path).address
+        return address
+    return text
+
+
+def _address(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters.arweave.wallet import load_wallet
+
+    address = load_wallet(args.path).address
+    ctx.out.result({"path": str(args.path), "address": address}, address)
+    return 0
+
+
+def _balance(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.adapters.arweave.gateway import WINSTON_PER_AR, ArweaveGateway
+
+    address = _address_of(args.wallet)
+    url = args.gateway or ctx.config.arweave_gateway
+    with ArweaveGateway(url, timeout=30.0) as gateway:
+        winston = int(gateway.balance(address))
+    ar = Decimal(winston) / Decimal(WINSTON_PER_AR)
+    ctx.out.result(
+        {"address": address, "gateway": url, "winston": winston, "ar": f"{ar:.12f}"},
+        f"{address}  {ar:.12f} AR  ({winston} winston) on {url}",
+    )
+    return 0
 
 
 def _new(args: argparse.Namespace, ctx: Any) -> int:

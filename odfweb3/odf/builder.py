@@ -162,6 +162,7 @@ def create_root_dataset(
     description: str = "Example dataset written by odfweb3",
     progress: ProgressFn | None = None,
     fsync: bool = True,
+    keypair: DatasetKeyPair | None = None,
 ) -> BuiltDataset:
     """Write a new root dataset at ``path`` (which must be absent or empty).
 
@@ -173,11 +174,13 @@ def create_root_dataset(
         description: the SetInfo description.
         progress: called with bytes written, for progress bars.
         fsync: fsync each object (off for large benchmark datasets).
+        keypair: the dataset's identity key (default: :func:`example_keypair` of ``seed``;
+            the CLI passes a fresh one unless ``--seed`` is given).
     """
     root = Path(path)
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root}: directory is not empty; choose a new directory")
-    keypair = example_keypair(seed)
+    keypair = keypair or example_keypair(seed)
     app = _ChainAppender(DatasetWriter(root, fsync=fsync), random.Random(seed))
     app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.ROOT))
     app.append(SetInfo(description=description, keywords=("example", "odfweb3")))

@@ -178,6 +178,7 @@ def create_derivative_dataset(
     seed: int = 0,
     description: str = "Example derivative dataset written by odfweb3",
     fsync: bool = True,
+    keypair: DatasetKeyPair | None = None,
 ) -> BuiltDataset:
     """Write a new derivative dataset at ``path`` consuming the datasets at ``inputs``.
 
@@ -189,6 +190,7 @@ def create_derivative_dataset(
         seed: makes the dataset deterministic (with the same inputs, same head hash).
         description: the SetInfo description.
         fsync: fsync each object.
+        keypair: the dataset's identity key (default: :func:`derivative_keypair` of ``seed``).
 
     Raises:
         UsageError: ``path`` is not empty, no inputs, an input given twice, or
@@ -204,7 +206,7 @@ def create_derivative_dataset(
     chains = _load_inputs(inputs)
     taken: set[str] = set()
     aliases = [_alias(Path(p).absolute(), taken) for p in inputs]
-    keypair = derivative_keypair(seed)
+    keypair = keypair or derivative_keypair(seed)
     app = _ChainAppender(DatasetWriter(root, fsync=fsync), random.Random(seed))
     app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.DERIVATIVE))
     app.append(SetInfo(description=description, keywords=("example", "odfweb3", "derivative")))

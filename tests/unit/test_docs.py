@@ -134,3 +134,19 @@ def test_pages_link_to_existing_images():
     for page in DOCS.rglob("*.md"):
         for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text(encoding="utf-8")):
             assert (page.parent / target).is_file(), f"{page.name}: missing image {target}"
+
+
+def test_cli_page_tables_have_no_stray_backticks():
+    # Issue 20: `--to` showed a literal "(required)`" because a backtick was left open.
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith("| "):
+            for cell in line.split(" | "):
+                assert cell.count("`") % 2 == 0, line
+    assert "| `--to TARGET` (required) |" in text
+
+
+def test_cli_page_shows_each_commands_examples():
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    publish = text.split("{#publish}", 1)[1].split("\n## ", 1)[0]
+    assert "Examples:\n\n```sh\nodfweb3 publish ./ds --to car:./out" in publish

@@ -53,7 +53,7 @@ def test_invalid_dataset_exit_1_and_names_block(capsys, tmp_path):
     [
         (["inspect", "/nonexistent/x"], 66, "no such dataset"),
         (["validate"], 64, "required"),
-        (["frobnicate"], 64, "invalid choice"),
+        (["frobnicate"], 64, "unknown command 'frobnicate'"),
         (["example", "x", "--data-bytes", "lots"], 64, "not a size"),
     ],
 )

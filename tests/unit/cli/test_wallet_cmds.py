@@ -56,3 +56,20 @@ def test_publish_bundle_without_wallet_is_a_usage_error(capsys, tmp_path: Path) 
 def test_wallet_new_in_missing_directory(capsys, tmp_path: Path) -> None:
     code, _out, err = run(capsys, "wallet", "new", str(tmp_path / "nope" / "w.json"))
     assert code == 78 and "does not exist" in err
+
+
+def test_wallet_address_prints_the_address_only(capsys, tmp_path: Path) -> None:
+    wallet = tmp_path / "w.json"
+    assert run(capsys, "wallet", "new", str(wallet), "-q")[0] == 0
+    code, out, err = run(capsys, "wallet", "address", str(wallet))
+    assert code == 0 and err == ""
+    assert out == load_wallet(wallet).address + "\n"
+    code, out, _ = run(capsys, "wallet", "address", str(wallet), "--json")
+    assert json.loads(out) == {"path": str(wallet), "address": load_wallet(wallet).address}
+    code, _, err = run(capsys, "wallet", "address", str(tmp_path / "missing.json"))
+    assert code == 78 and "cannot read it" in err and err.count("\n") == 1
+
+
+def test_wallet_balance_of_an_unreachable_gateway_is_one_line(capsys, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "wallet", "balance", "A" * 43, "--gateway", "http://127.0.0.1:9")
+    assert code == 69 and err.count("\n") == 1 and "127.0.0.1:9" in err
