@@ -48,6 +48,7 @@ from odfweb3.resolve import NameClaims, ResolvedDataset, resolve_dataset, resolv
 if TYPE_CHECKING:
     from .arweave.gateway_target import GatewayTarget
     from .arweave.replica import ArweaveReplica
+    from .ipfs.cid_profile import CidProfile
     from .ipfs.gateway_replica import DnsTxtLookup, IpfsAccess
     from .ipfs.node_target import IpfsNodeTarget
 
@@ -68,6 +69,7 @@ class TargetOptions:
     """Options a publish passes to whatever target it opens."""
 
     cid_version: int = 1
+    cid_profile: str | None = None  # a Kubo UnixFS profile name (ipfs/cid_profile.py)
     wallet: Path | None = None
     unpin_previous: bool = False
     sealer: Sealer | None = None  # encrypt (DESIGN.md section 6)
@@ -93,7 +95,7 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         return CarTarget(
             Path(arg).expanduser().absolute(),
             Keystore(config.keystore_dir),
-            cid_version=options.cid_version,
+            profile=_cid_profile(options),
             lifetime=_record_lifetime(config),
             publisher=config.get("publisher"),
             sealer=options.sealer,
@@ -126,6 +128,13 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
     )
 
 
+def _cid_profile(options: TargetOptions) -> CidProfile:
+    """The UnixFS import profile of an IPFS publish (``--cid-profile``, ``--cid-version``)."""
+    from .ipfs.cid_profile import profile_for
+
+    return profile_for(options.cid_profile, options.cid_version)
+
+
 def _record_lifetime(config: Config) -> timedelta:
     """IPNS record validity: ``ipfs.record_lifetime_hours`` (default 48 h)."""
     return timedelta(hours=float(config.get("ipfs", "record_lifetime_hours", default=48)))
@@ -150,7 +159,7 @@ def open_ipfs_target(
         Keystore(config.keystore_dir),
         StateStore(config.state_dir),
         gateway_url=config.ipfs_gateway,
-        cid_version=options.cid_version,
+        profile=_cid_profile(options),
         lifetime=_record_lifetime(config),
         unpin_previous=options.unpin_previous,
         sealer=options.sealer,

@@ -54,10 +54,10 @@ from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
 from .cid import Cid
+from .cid_profile import CidProfile, profile_for
 from .dataset_dag import build_dataset_dag, reusable_links
 from .ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
 from .libp2p_keys import IpnsName, public_key_bytes
-from .unixfs import import_bytes
 
 __all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
 
@@ -98,6 +98,7 @@ class CarTarget:
         keystore: Keystore,
         *,
         cid_version: int = 1,
+        profile: CidProfile | None = None,
         lifetime: timedelta = DEFAULT_LIFETIME,
         clock: Clock = lambda: datetime.now(UTC),
         publisher: Mapping[str, Any] | None = None,
@@ -108,7 +109,8 @@ class CarTarget:
         self.sealer = sealer
         self.name = f"car:{out_dir}"
         self.keystore = keystore
-        self.cid_version = cid_version
+        self.profile = profile or profile_for(None, cid_version)
+        self.cid_version = self.profile.cid_version
         self.lifetime = lifetime
         self.clock = clock
         self._written: list[str] = []
@@ -167,7 +169,11 @@ class CarTarget:
     ) -> UploadResult:
         prev = view.state
         previous, prev_dirs = reusable_links(
-            prev, view.has, cid_version=self.cid_version, encrypted=self.sealer is not None
+            prev,
+            view.has,
+            cid_version=self.cid_version,
+            encrypted=self.sealer is not None,
+            profile=self.profile,
         )
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=self.out_dir)
         _public_mode(fd)
@@ -180,6 +186,7 @@ class CarTarget:
                     plan.objects,
                     previous,
                     cid_version=self.cid_version,
+                    profile=self.profile,
                     sink=writer,
                     previous_dir_blocks=prev_dirs,
                     progress=progress,
@@ -214,6 +221,7 @@ class CarTarget:
             objects=dag.objects_json(prev.objects if prev else {}),
             extra={
                 "cidVersion": self.cid_version,
+                **({"cidProfile": self.profile.state_tag} if self.profile.state_tag else {}),
                 "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
                 "cars": cars,
                 **{
@@ -230,9 +238,7 @@ class CarTarget:
     def _write_car_file(self, data: bytes) -> tuple[str, str]:
         """Write ``data`` as a one-file UnixFS CAR; its CID and file name."""
         blocks: list[tuple[Cid, bytes]] = []
-        node = import_bytes(
-            data, cid_version=self.cid_version, sink=lambda cid, b: blocks.append((cid, b))
-        )
+        node = self.profile.import_bytes(data, lambda cid, b: blocks.append((cid, b)))
         buf = io.BytesIO()
         writer = CarWriter(buf, node.cid)
         for cid, block in blocks:
@@ -260,10 +266,8 @@ class CarTarget:
         if errors:
             return {"descriptorSkipped": "; ".join(p.message for p in errors)}
         blocks: list[tuple[Cid, bytes]] = []
-        node = import_bytes(
-            encode_descriptor(doc),
-            cid_version=self.cid_version,
-            sink=lambda cid, data: blocks.append((cid, data)),
+        node = self.profile.import_bytes(
+            encode_descriptor(doc), lambda cid, data: blocks.append((cid, data))
         )
         buf = io.BytesIO()
         writer = CarWriter(buf, node.cid)

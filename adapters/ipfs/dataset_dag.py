@@ -9,7 +9,8 @@ The dataset maps 1:1 onto UnixFS with exactly the ODF names::
       refs/head              the head hash as text (no newline, as odfweb3 writes it)
 
 so ``GET /ipfs/<root>/refs/head`` works with no ODF knowledge, and the root CID
-equals ``ipfs add -r --cid-version=1`` of a directory holding exactly that layout.
+equals ``ipfs add -r --cid-version=1`` of a directory holding exactly that layout
+(or ``ipfs add -r`` under the Kubo profile given, see :mod:`.cid_profile`).
 All four directories are always present (empty when the dataset has no data).
 
 Incremental: the per-object ``(cid, tsize)`` of a previous publish are reused
@@ -32,7 +33,8 @@ from odfweb3.publish.source import open_for_publish
 from odfweb3.publish.state import PublishState
 
 from .cid import Cid
-from .unixfs import BlockSink, DirNode, Entry, FileNode, build_directory, import_bytes, import_file
+from .cid_profile import CidProfile, profile_for
+from .unixfs import BlockSink, DirNode, Entry, FileNode
 
 __all__ = ["DatasetDag", "ObjectLink", "build_dataset_dag", "reusable_links"]
 
@@ -81,13 +83,19 @@ class DatasetDag:
 
 
 def reusable_links(
-    state: PublishState | None, has: frozenset[str], *, cid_version: int, encrypted: bool
+    state: PublishState | None,
+    has: frozenset[str],
+    *,
+    cid_version: int,
+    encrypted: bool,
+    profile: CidProfile | None = None,
 ) -> tuple[dict[str, ObjectLink], frozenset[bytes]]:
     """What an incremental build may reuse from the previous publish's state.
 
     Returns the links of objects the target still holds and the directory blocks sent
-    before; nothing when the CID version or the encryption changed (plaintext and
-    ciphertext files never mix in one root).
+    before; nothing when the CID version, the CID profile (state ``cidProfile``, absent
+    for the parameters ``cidVersion`` alone names) or the encryption changed (plaintext
+    and ciphertext files never mix in one root).
     """
     if state is None:
         return {}, frozenset()
@@ -95,6 +103,9 @@ def reusable_links(
         path: ObjectLink.from_json(link) for path, link in state.objects.items() if path in has
     }
     if state.extra.get("cidVersion", 1) != cid_version:
+        previous = {}
+    tag = (profile or profile_for(None, cid_version)).state_tag
+    if state.extra.get("cidProfile") != tag:
         previous = {}
     if bool(state.extra.get("encrypted")) != encrypted:
         previous = {}
@@ -113,6 +124,7 @@ def build_dataset_dag(
     previous_dir_blocks: frozenset[bytes] = frozenset(),
     progress: Callable[[int], None] | None = None,
     sealer: Sealer | None = None,
+    profile: CidProfile | None = None,
 ) -> DatasetDag:
     """Build the dataset's UnixFS DAG, importing only objects not in ``previous``.
 
@@ -129,10 +141,13 @@ def build_dataset_dag(
         sealer: encrypt every new object and ``refs/head`` (DESIGN.md section 6); paths
             stay the same, file CIDs are those of the ciphertext. ``previous`` must then
             come from an encrypted publish too.
+        profile: the UnixFS import parameters (default: ``cid_version``'s, see
+            :func:`.cid_profile.profile_for`); ``previous`` must come from the same profile.
 
     Raises:
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
     """
+    prof = profile or profile_for(None, cid_version)
     new_blocks = 0
     new_bytes = 0
 
@@ -166,9 +181,7 @@ def build_dataset_dag(
             reused.add(path)
         else:
             with open_for_publish(reader, obj, sealer) as stream:
-                node: FileNode = import_file(
-                    cast(BinaryIO, stream), cid_version=cid_version, sink=file_sink
-                )
+                node: FileNode = prof.import_file(cast(BinaryIO, stream), file_sink)
                 stream.finish()
             if progress is not None:
                 progress(node.size)
@@ -180,18 +193,12 @@ def build_dataset_dag(
     head_text = multihash_to_str(head).encode("ascii")
     if sealer is not None:
         head_text = sealer.seal_bytes(head_text, "refs/head")
-    head_file = import_bytes(head_text, cid_version=cid_version, sink=file_sink)
+    head_file = prof.import_bytes(head_text, file_sink)
     dirs: dict[str, DirNode] = {}
     for name in _TOP_DIRS:
-        dirs[name] = build_directory(folders[name], cid_version=cid_version, sink=dir_sink)
-    dirs["refs"] = build_directory(
-        {"head": Entry(head_file.cid, head_file.tsize)}, cid_version=cid_version, sink=dir_sink
-    )
-    root = build_directory(
-        {name: Entry(d.cid, d.tsize) for name, d in dirs.items()},
-        cid_version=cid_version,
-        sink=dir_sink,
-    )
+        dirs[name] = prof.build_directory(folders[name], dir_sink)
+    dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, dir_sink)
+    root = prof.build_directory({name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, dir_sink)
     return DatasetDag(
         root, links, frozenset(dir_cids), new_blocks, new_bytes, dirs, frozenset(reused)
     )

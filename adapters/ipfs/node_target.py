@@ -64,6 +64,7 @@ from odfweb3.publish.target import RemoteView, UploadResult
 
 from .car import CarWriter
 from .cid import Cid
+from .cid_profile import CidProfile, profile_for
 from .dataset_dag import build_dataset_dag, reusable_links
 from .ipns import (
     DEFAULT_LIFETIME,
@@ -77,7 +78,6 @@ from .ipns import (
 )
 from .kubo import KuboClient
 from .libp2p_keys import IpnsName, public_key_bytes
-from .unixfs import import_bytes
 
 __all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
 
@@ -155,6 +155,8 @@ class IpfsNodeTarget:
         states: where publish state is kept.
         gateway_url: the node's HTTP gateway (for messages and links).
         cid_version: 1 (raw leaves, default) or 0.
+        profile: the UnixFS import parameters (a Kubo profile, see :mod:`.cid_profile`);
+            overrides ``cid_version``.
         lifetime: record validity from now.
         unpin_previous: unpin the previous root after the name moved.
         settle: seconds to wait before reading the record once more after putting it: a
@@ -176,6 +178,7 @@ class IpfsNodeTarget:
         *,
         gateway_url: str | None = None,
         cid_version: int = 1,
+        profile: CidProfile | None = None,
         lifetime: timedelta = DEFAULT_LIFETIME,
         unpin_previous: bool = False,
         settle: float = 0.2,
@@ -191,7 +194,8 @@ class IpfsNodeTarget:
         self.states = states
         self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
         self.name = f"ipfs:{client.api_url}"
-        self.cid_version = cid_version
+        self.profile = profile or profile_for(None, cid_version)
+        self.cid_version = self.profile.cid_version
         self.lifetime = lifetime
         self.unpin_previous = unpin_previous
         self.settle = settle
@@ -253,6 +257,7 @@ class IpfsNodeTarget:
         if (
             isinstance(pending, dict)
             and pending.get("root")
+            and _same_profile(pending, state.extra)
             and self._root_complete(str(pending["root"]))
         ):
             notes.append(
@@ -303,8 +308,10 @@ class IpfsNodeTarget:
             # Our own publish was interrupted after the record was put, before the state
             # was saved: its checkpoint lists what the (pinned, so complete) root holds.
             objects = dict(pending.get("objects") or {})
+            extra = {k: pending[k] for k in ("cidVersion", "cidProfile") if k in pending}
             base = base.evolve(
-                objects=objects, extra={"dirBlocks": list(pending.get("dirBlocks") or [])}
+                objects=objects,
+                extra={"dirBlocks": list(pending.get("dirBlocks") or []), **extra},
             )
             self._previous_root = root.encode()
             notes.append("the record names the root of our interrupted publish: reusing it")
@@ -323,7 +330,11 @@ class IpfsNodeTarget:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         prev = view.state
         previous, prev_dirs = reusable_links(
-            prev, view.has, cid_version=self.cid_version, encrypted=self.sealer is not None
+            prev,
+            view.has,
+            cid_version=self.cid_version,
+            encrypted=self.sealer is not None,
+            profile=self.profile,
         )
         sent_before = self.client.stats.bytes_sent
         fd, tmp = tempfile.mkstemp(prefix="odfweb3-delta-", suffix=".car", dir=self.tmp_dir)
@@ -336,6 +347,7 @@ class IpfsNodeTarget:
                     plan.objects,
                     previous,
                     cid_version=self.cid_version,
+                    profile=self.profile,
                     sink=writer,
                     previous_dir_blocks=prev_dirs,
                     progress=progress,
@@ -344,9 +356,7 @@ class IpfsNodeTarget:
                 envelope = None
                 side: dict[str, str] = {}
                 if self.sealer is not None:  # its own file, outside the dataset root
-                    envelope = import_bytes(
-                        self.sealer.envelope, cid_version=self.cid_version, sink=writer
-                    )
+                    envelope = self.profile.import_bytes(self.sealer.envelope, writer)
                     side = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
                 else:  # the descriptor: its own file too, never inside the dataset root
                     side = self._import_descriptor(plan, dag.root.cid.encode(), writer)
@@ -384,7 +394,7 @@ class IpfsNodeTarget:
             locator=root.encode(),
             objects=objects,
             extra={
-                "cidVersion": self.cid_version,
+                **self._profile_extra(),
                 "dirBlocks": dir_hex,
                 "source": str(reader.root),
                 "node": self.client.node.kind,
@@ -411,7 +421,7 @@ class IpfsNodeTarget:
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         if errors:
             return {"descriptorSkipped": "; ".join(p.message for p in errors)}
-        node = import_bytes(encode_descriptor(doc), cid_version=self.cid_version, sink=sink)
+        node = self.profile.import_bytes(encode_descriptor(doc), sink)
         return {"descriptor": node.cid.encode()}
 
     def _pin(self, root: Cid) -> None:
@@ -445,8 +455,14 @@ class IpfsNodeTarget:
             "head": multihash_to_str(plan.head),
             "objects": objects,
             "dirBlocks": dir_blocks,
+            **self._profile_extra(),
         }
         self.states.save(saved.evolve(extra=extra))
+
+    def _profile_extra(self) -> dict[str, Any]:
+        """How this target's CIDs are made, as publish state records it."""
+        tag = self.profile.state_tag
+        return {"cidVersion": self.cid_version, **({"cidProfile": tag} if tag else {})}
 
     # -- step 6 -------------------------------------------------------------------------
 
@@ -633,3 +649,10 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
     facts = _record_facts(name, record, mode)
     target.states.save(state.evolve(record=facts))
     return RepublishResult(dataset_id, str(name), value, record.sequence, record.expires_at, mode)
+
+
+def _same_profile(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two state entries made their CIDs the same way (``cidVersion``, ``cidProfile``)."""
+    return a.get("cidVersion", 1) == b.get("cidVersion", 1) and a.get("cidProfile") == b.get(
+        "cidProfile"
+    )

@@ -404,9 +404,18 @@ def import_bytes(
     cid_version: int = 1,
     raw_leaves: bool | None = None,
     sink: BlockSink | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    max_links: int = DEFAULT_MAX_LINKS,
 ) -> FileNode:
     """Import an in-memory byte string as a file (convenience for small objects)."""
-    return import_file(io.BytesIO(data), cid_version=cid_version, raw_leaves=raw_leaves, sink=sink)
+    return import_file(
+        io.BytesIO(data),
+        cid_version=cid_version,
+        raw_leaves=raw_leaves,
+        sink=sink,
+        chunk_size=chunk_size,
+        max_links=max_links,
+    )
 
 
 _BATCH: Final = 4  # chunks per hashing job: one thread handoff per MiB, not per chunk
@@ -585,6 +594,7 @@ def import_tree(
     max_links: int = DEFAULT_MAX_LINKS,
     hamt_threshold: int = HAMT_SHARDING_THRESHOLD,
     estimation: SizeEstimation = "links",
+    fanout: int = DEFAULT_FANOUT,
     on_entry: Callable[[str, Entry], object] | None = None,
     threads: int | None = None,
 ) -> DirNode:
@@ -637,6 +647,7 @@ def import_tree(
             sink=sink,
             hamt_threshold=hamt_threshold,
             estimation=estimation,
+            fanout=fanout,
         )
 
     root = os.fspath(path)

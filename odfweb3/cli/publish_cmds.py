@@ -15,7 +15,10 @@ from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.target import PublishTarget
 
-__all__ = ["DRIVE_PASSWORD_ENV", "register"]
+__all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
+
+# Kubo's UnixFS import profiles (adapters/ipfs/cid_profile.py PROFILES; a unit test checks).
+CID_PROFILE_NAMES = ("unixfs-v0-2015", "legacy-cid-v0", "unixfs-v1-2025")
 
 DRIVE_PASSWORD_ENV = "ODFWEB3_DRIVE_PASSWORD"  # --arfs-private: the drive password
 
@@ -46,6 +49,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan; send nothing")
     p.add_argument(
         "--cid-version", type=int, choices=(0, 1), default=None, help="IPFS CID version (default 1)"
+    )
+    p.add_argument(
+        "--cid-profile",
+        choices=CID_PROFILE_NAMES,
+        default=None,
+        metavar="NAME",
+        help="ipfs/car: Kubo's UnixFS import profile, so `ipfs add -r` under the same profile "
+        "gives the same CIDs: unixfs-v1-2025 (CIDv1, raw leaves, 1 MiB chunks, 1024 links) or "
+        "unixfs-v0-2015 (= --cid-version 0); default: config ipfs.cid_profile, else CIDv1 with "
+        "Kubo's default 256 KiB chunks and 174 links",
     )
     p.add_argument("--wallet", type=Path, default=None, help="Arweave JWK wallet file")
     p.add_argument(
@@ -197,11 +210,14 @@ def _publish_one(
 ) -> PublishOutcome:
     """Open the target and publish one dataset (warnings on stderr); the caller reports."""
     from odfweb3.adapters import TargetOptions, open_target
+    from odfweb3.adapters.ipfs.cid_profile import profile_for
     from odfweb3.cli.keys_cmds import sealer_for_publish
 
     cid_version = args.cid_version
     if cid_version is None:
-        cid_version = int(ctx.config.get("ipfs", "cid_version", default=1))
+        configured = ctx.config.get("ipfs", "cid_version")
+        cid_version = None if configured is None else int(configured)
+    profile = profile_for(args.cid_profile or ctx.config.get("ipfs", "cid_profile"), cid_version)
     password = _drive_password(args, ctx)
     # An ArFS private drive is encrypted end to end: it satisfies `sensitive: true`.
     sealer = None if password is not None else sealer_for_publish(ctx, dataset, args.encrypt)
@@ -209,7 +225,8 @@ def _publish_one(
         to or args.to,
         ctx.config,
         TargetOptions(
-            cid_version=cid_version,
+            cid_version=profile.cid_version,
+            cid_profile=profile.name,
             wallet=args.wallet or ctx.config.arweave_wallet,
             unpin_previous=args.unpin_previous,
             sealer=sealer,
