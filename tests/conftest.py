@@ -1,8 +1,9 @@
 """Session fixtures for the real test nodes, usable by tests anywhere under tests/.
 
-`ipfs_node`: js-ipfs 0.66.1 started by the session (or the external node named by
-ODFWEB3_IPFS_API / ODFWEB3_IPFS_GATEWAY, e.g. a Kubo from kubo-docker). `arlocal`: a fresh arlocal
-gateway. Both need `make nodes`; a missing install fails the tests that use them (never a skip).
+`ipfs_node`: Kubo v0.43.1 (built by `make gonodes`) started by the session with `--offline` (or
+the external node named by ODFWEB3_IPFS_API / ODFWEB3_IPFS_GATEWAY, e.g. kubo-docker). `arlocal`:
+a fresh arlocal gateway (`make nodes`). A missing install fails the tests that use them (never a
+skip). Tests that need two connected Kubo nodes start their own (tests/support/kubo.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.nodes import ArlocalNode, IpfsNode, external_ipfs, start_arlocal, start_js_ipfs
+from tests.support.kubo import start_kubo
+from tests.support.nodes import ArlocalNode, IpfsNode, external_ipfs, start_arlocal
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +27,7 @@ def ipfs_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IpfsNode]:
             raise pytest.UsageError("ODFWEB3_IPFS_API is set: set ODFWEB3_IPFS_GATEWAY too")
         yield external_ipfs(api, gateway)
         return
-    with start_js_ipfs(tmp_path_factory.mktemp("jsipfs")) as node:
+    with start_kubo(tmp_path_factory.mktemp("kubo")) as node:
         yield node
 
 

@@ -434,6 +434,11 @@ class IpfsNodeTarget:
                 return
             except BackendRejected as exc:
                 if exc.status not in (404, 405):
+                    # Kubo refuses pin/update when the new root is already pinned ("'to' cid
+                    # was already recursively pinned": a resumed publish pinned it before it
+                    # was interrupted). Pinned is what we want; anything else is an error.
+                    if exc.status == 500 and self.client.has_pin(root):
+                        return
                     raise
         self.client.pin_add(root)
 

@@ -1,4 +1,4 @@
-"""Resolve, pull and verify over the real test nodes (js-ipfs gateway + RPC, arlocal).
+"""Resolve, pull and verify over the real test nodes (Kubo gateway + RPC, arlocal).
 
 Never skipped: the session fixtures start the nodes. Lies are told by a loopback proxy in
 front of the real node (tests/support/lying_proxy.py): flipped bytes, another dataset's
@@ -27,10 +27,10 @@ from odfweb3.cli.main import main
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import (
-    BackendRejected,
     BackendUnavailable,
     ConflictError,
     HashMismatch,
+    NotFound,
     ReplicaMismatch,
 )
 from odfweb3.odf.builder import append_blocks, create_root_dataset
@@ -135,7 +135,13 @@ def test_resolve_pull_verify_on_both_networks(tmp_path, ipfs_node, arlocal, caps
     assert any("verified locally" in n for n in by_name.notes)
     ((_, by_cid),) = resolve_ref(f"ipfs://{ipfs.upload.locator}", env.config)
     assert (by_cid.dataset_id, by_cid.head, by_cid.sequence) == (did, head, None)
-    assert any("verified against CIDs (RPC block/get)" in n for n in by_cid.notes)
+    # Kubo's gateway is trustless: raw blocks, each hashed against its CID.
+    assert any("verified against CIDs (gateway raw blocks)" in n for n in by_cid.notes)
+    with lying_proxy(ipfs_node.gateway_url) as plain:
+        plain.deserialized_only = True  # a gateway without ?format=raw: RPC block/get instead
+        ((_, via_rpc),) = resolve_ref(f"ipfs://{ipfs.upload.locator}", env.with_gateway(plain.url))
+        assert (via_rpc.dataset_id, via_rpc.head) == (did, head)
+        assert any("verified against CIDs (RPC block/get)" in n for n in via_rpc.notes)
     ((_, by_ar),) = resolve_ref(f"ar://{record_id}", env.config)
     assert (by_ar.dataset_id, by_ar.head) == (did, head)
     assert by_ar.locator == f"ar://{ar.state.locator}"
@@ -223,6 +229,7 @@ def test_gateway_serving_another_dataset_is_caught(tmp_path, ipfs_node) -> None:
     dest = tmp_path / "dest"
     with lying_proxy(ipfs_node.gateway_url) as proxy:
         proxy.rewrite = (f"/ipfs/{a.upload.locator}/", f"/ipfs/{b.upload.locator}/")
+        proxy.deserialized_only = True  # no raw blocks: the swap is only seen by the record
         # A gateway-only reader (no raw blocks): the signed _odf.head catches the swap.
         access = ipfs_access(env.with_gateway(proxy.url))
         access.rpc_blocks = False
@@ -240,7 +247,8 @@ def test_gateway_serving_another_dataset_is_caught(tmp_path, ipfs_node) -> None:
             f"ipfs://{a.upload.locator}", ipfs_access(env.with_gateway(proxy.url))
         )
         assert replica.head() == a.plan.head
-        with pytest.raises(BackendRejected, match="/blocks/"):
+        # Kubo answers 404 for the path missing under the swapped root (js-ipfs: 500).
+        with pytest.raises(NotFound, match="/blocks/"):
             pull_dataset(replica, dest)
         assert snapshot(dest) == {}
 
@@ -263,12 +271,25 @@ def test_replayed_older_ipns_record_is_refused(tmp_path, ipfs_node) -> None:
     with pytest.raises(RecordExpired, match="expired"):
         resolve_ref(ref, env.config, now=lambda: later)
     before = snapshot(dest)
-    with lying_proxy(ipfs_node.api_url) as proxy:
+    # The gateway replays (Kubo's gateway serves ?format=ipns-record, read first).
+    with lying_proxy(ipfs_node.gateway_url) as proxy:
         proxy.replay_record = old_record
         with pytest.raises(ReplicaMismatch, match=r"served sequence 0 .* sequence 1 was seen"):
-            resolve_ref(ref, env.with_api(proxy.url))
+            resolve_ref(ref, env.with_gateway(proxy.url))
         with pytest.raises(ReplicaMismatch, match="replayed"):
-            pull_dataset(open_replica(ref, env.with_api(proxy.url)), dest)
+            pull_dataset(open_replica(ref, env.with_gateway(proxy.url)), dest)
+    # A gateway without records; the RPC API replays.
+    with lying_proxy(ipfs_node.gateway_url) as plain, lying_proxy(ipfs_node.api_url) as proxy:
+        plain.deserialized_only = True
+        proxy.replay_record = old_record
+        liar = Config(
+            data={**env.with_api(proxy.url).data, "ipfs": {"api": proxy.url, "gateway": plain.url}},
+            home=env.config.home,
+        )
+        with pytest.raises(ReplicaMismatch, match=r"served sequence 0 .* sequence 1 was seen"):
+            resolve_ref(ref, liar)
+        with pytest.raises(ReplicaMismatch, match="replayed"):
+            pull_dataset(open_replica(ref, liar), dest)
     assert snapshot(dest) == before
 
 

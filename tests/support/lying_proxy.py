@@ -1,15 +1,19 @@
 """A loopback HTTP proxy in front of a real node or gateway that can be told to lie.
 
 Used by the integration tests to play a dishonest or failing gateway/RPC API, with the real
-js-ipfs node behind it (a fault a real node cannot be made to produce; the node itself is
+Kubo node behind it (a fault a real node cannot be made to produce; the node itself is
 never replaced). Every request is forwarded to ``upstream`` (GET and POST, body and query
 kept, redirects followed upstream so the client never bypasses the proxy). Faults:
 
 - ``flip``: a path substring; the first byte of matching answers is XOR-ed with 0x01;
 - ``rewrite``: ``(old, new)`` replaced in the request path before forwarding (serve another
   dataset's root under this one's path);
-- ``replay_record``: raw IPNS record bytes answered for RPC ``dht/get`` / ``routing/get``
-  (an older, validly signed record replayed);
+- ``replay_record``: raw IPNS record bytes answered for RPC ``dht/get`` / ``routing/get`` /
+  ``name/get`` and for the gateway's ``?format=ipns-record`` (an older, validly signed record
+  replayed);
+- ``deserialized_only``: the ``format=`` query and ``Accept: application/vnd.*`` headers are
+  dropped before forwarding, so the real gateway answers as a gateway without trustless
+  responses does (the file or a directory listing instead of raw blocks, CARs, records);
 - ``fail_after``: ``(substring, n)``; after ``n`` matching requests, each further one has its
   connection closed without an answer (an interrupted transfer).
 
@@ -41,6 +45,7 @@ class LyingProxy:
         self.rewrite: tuple[str, str] | None = None
         self.replay_record: bytes | None = None
         self.fail_after: tuple[str, int] | None = None
+        self.deserialized_only = False
         self.requests: list[str] = []
         self._matched = 0
         self._lock = threading.Lock()
@@ -51,6 +56,7 @@ class LyingProxy:
     def honest(self) -> None:
         """Stop lying and failing."""
         self.flip = self.rewrite = self.replay_record = self.fail_after = None
+        self.deserialized_only = False
         self._matched = 0
 
     def count(self, part: str) -> int:
@@ -68,13 +74,29 @@ class LyingProxy:
                     return  # no answer at all: the client sees a dropped connection
         if self.rewrite is not None:
             path = path.replace(*self.rewrite)
-        if self.replay_record is not None and ("/dht/get" in path or "/routing/get" in path):
-            line = {"Extra": base64.b64encode(self.replay_record).decode(), "Type": 5}
-            self._answer(h, 200, "application/json", (json.dumps(line) + "\n").encode())
-            return
+        if self.replay_record is not None:
+            if "/dht/get" in path or "/routing/get" in path:
+                line = {"Extra": base64.b64encode(self.replay_record).decode(), "Type": 5}
+                self._answer(h, 200, "application/json", (json.dumps(line) + "\n").encode())
+                return
+            if "/name/get" in path:
+                self._answer(h, 200, "application/vnd.ipfs.ipns-record", self.replay_record)
+                return
+            if path.startswith("/ipns/") and "format=ipns-record" in path:
+                self._answer(h, 200, "application/vnd.ipfs.ipns-record", self.replay_record)
+                return
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else None
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_HEADERS}
+        if self.deserialized_only:
+            headers = {
+                k: v
+                for k, v in headers.items()
+                if not (k.lower() == "accept" and "application/vnd." in v)
+            }
+            base, _, query = path.partition("?")
+            kept = [q for q in query.split("&") if q and not q.startswith("format=")]
+            path = base + ("?" + "&".join(kept) if kept else "")
         r = self._client.request(method, self.upstream + path, content=body, headers=headers)
         data = r.content
         if self.flip is not None and self.flip in path and data:
