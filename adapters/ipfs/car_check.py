@@ -5,11 +5,22 @@ CID), checks that the DAG under the root is complete across them, reads
 ``refs/head`` through the DAG, and verifies the IPNS record: signature, name
 binding, expiry, ``Value = /ipfs/<root>``, and its ``_odf`` head and dataset ID.
 With a chain walker, the whole metadata chain can be read back from the CARs.
+
+The directory is untrusted input (issue 16 item 4): every file ``publish.json`` names
+(CARs, the record, the key envelope's CAR) must be a plain relative path to a regular
+file inside the directory (no absolute path, no ``..``, no symlink anywhere on the way:
+no ``/dev/zero``, FIFO or file elsewhere), and every read is bounded before anything is
+parsed or any signature checked: ``publish.json`` :data:`MAX_SUMMARY_SIZE`, the record
+:data:`~.ipns.MAX_RECORD_SIZE`, ``refs/head`` :data:`MAX_HEAD_SIZE` (through the DAG, with
+the block budget of :mod:`.unixfs_reader`), blocks the ODF block limit, objects the size
+their block records.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,10 +32,91 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 
 from .car import iter_car
 from .cid import Cid
-from .ipns import IpnsRecord, verify_record
+from .ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
 from .unixfs_reader import iter_dag, list_directory, read_file, resolve_path
 
-__all__ = ["CarDirCheck", "CarDirReplica", "CarIndex", "check_car_dir"]
+__all__ = [
+    "MAX_HEAD_SIZE",
+    "MAX_SUMMARY_SIZE",
+    "CarDirCheck",
+    "CarDirReplica",
+    "CarIndex",
+    "check_car_dir",
+    "confined_file",
+    "read_bounded",
+]
+
+#: ``publish.json`` (it lists every object: ~200 bytes each, so ~300,000 objects).
+MAX_SUMMARY_SIZE = 64 << 20
+#: ``refs/head``: a multibase hash, or its ciphertext in an encrypted publish.
+MAX_HEAD_SIZE = 256
+
+
+def confined_file(out_dir: Path, value: object, what: str) -> Path:
+    """``out_dir / value`` when ``value`` names a regular file inside ``out_dir``.
+
+    A remote value never chooses a local path: ``value`` must be a relative path without
+    ``..`` or empty parts, and no component below ``out_dir`` may be a symlink.
+
+    Raises:
+        FormatError: an unsafe name; NotFound: no such file.
+    """
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise FormatError(f"{out_dir}/publish.json: {what} is not a file name")
+    parts = value.split("/")
+    if value.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise FormatError(
+            f"{out_dir}/publish.json: {what} {value[:200]!r} is not a plain relative path "
+            "inside the directory; refusing to read it"
+        )
+    path = out_dir
+    for i, part in enumerate(parts):
+        path = path / part
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            raise NotFound(f"{path}: {what} listed in publish.json but missing") from None
+        except OSError as exc:
+            raise FormatError(f"{path}: {what} cannot be read ({exc.strerror})") from None
+        last = i == len(parts) - 1
+        if stat.S_ISLNK(st.st_mode) or not (
+            stat.S_ISREG(st.st_mode) if last else stat.S_ISDIR(st.st_mode)
+        ):
+            raise FormatError(
+                f"{path}: {what} is not a regular file inside {out_dir} (a symlink, device or "
+                "directory); refusing to read it"
+            )
+    return path
+
+
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of the regular file ``path``, refused above ``limit`` before reading.
+
+    Opened without following a symlink and without blocking (a FIFO is refused, not
+    waited on).
+
+    Raises:
+        NotFound: missing. FormatError: not a regular file, or larger than ``limit``.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise NotFound(f"{path}: {what} missing") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: {what} cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"{path}: {what} is not a regular file; refusing to read it")
+        if st.st_size > limit:
+            raise FormatError(
+                f"{path}: {what} is {st.st_size} bytes, more than the {limit} allowed"
+            )
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise FormatError(f"{path}: {what} is more than the {limit} bytes allowed")
+    return data
 
 
 class CarIndex:
@@ -77,9 +169,10 @@ class CarDirCheck:
         """The objects and ``refs/head`` are ciphertext (decrypt with the dataset's keys)."""
         return self.key_envelope is not None
 
-    def read_path(self, path: str) -> bytes:
-        """Read a file of the published layout (verified)."""
-        return b"".join(read_file(resolve_path(self.root, path, self.index.get), self.index.get))
+    def read_path(self, path: str, *, max_size: int = MAX_BLOCK_SIZE) -> bytes:
+        """Read a file of the published layout (verified, at most ``max_size`` bytes)."""
+        cid = resolve_path(self.root, path, self.index.get)
+        return b"".join(read_file(cid, self.index.get, max_size=max_size))
 
     def iter_layout(self, folder: str) -> Iterator[str]:
         """Names in one folder of the published layout."""
@@ -94,6 +187,7 @@ class CarDirReplica:
         self.name = name
         self.out_dir = out_dir
         self._folders: dict[str, dict[str, Cid]] = {}
+        self._broken: dict[str, FormatError] = {}
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """The signed record's ``_odf.inputs`` (dataset ID -> locator, issue 11).
@@ -111,8 +205,9 @@ class CarDirReplica:
         if self.out_dir is not None and (self.out_dir / "inputs").is_dir():
             for summary in sorted((self.out_dir / "inputs").glob("*/publish.json")):
                 try:
-                    name = json.loads(summary.read_text("utf-8")).get("ipnsName")
-                except (OSError, ValueError, AttributeError):
+                    text = read_bounded(summary, MAX_SUMMARY_SIZE, "publish.json")
+                    name = json.loads(text).get("ipnsName")
+                except (OSError, ValueError, AttributeError, RecursionError, NotFound):
                     continue
                 if isinstance(name, str):
                     local[f"ipns://{name}"] = f"car:{summary.parent}"
@@ -120,9 +215,17 @@ class CarDirReplica:
 
     def _cid_of(self, kind: ObjectKind, mh: bytes) -> Cid:
         folder = LAYOUT_DIRS[kind]
+        if folder in self._broken:
+            raise self._broken[folder]  # a hostile folder is walked once, not once per object
         if folder not in self._folders:
             get = self.check.index.get
-            self._folders[folder] = list_directory(resolve_path(self.check.root, folder, get), get)
+            try:
+                self._folders[folder] = list_directory(
+                    resolve_path(self.check.root, folder, get), get
+                )
+            except FormatError as exc:
+                self._broken[folder] = exc
+                raise
         try:
             return self._folders[folder][multihash_to_str(mh)]
         except KeyError:
@@ -142,7 +245,7 @@ class CarDirReplica:
 
     def sealed_head(self) -> bytes:
         """The raw bytes of ``refs/head`` (ciphertext in an encrypted publish)."""
-        return self.check.read_path("refs/head")
+        return self.check.read_path("refs/head", max_size=MAX_HEAD_SIZE)
 
     def key_envelope(self) -> bytes | None:
         """The published key envelope of an encrypted publish, else None."""
@@ -162,29 +265,36 @@ def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
     """
     summary = out_dir / "publish.json"
     try:
-        doc = json.loads(summary.read_text("utf-8"))
-    except FileNotFoundError:
+        text = read_bounded(summary, MAX_SUMMARY_SIZE, "publish.json")
+    except NotFound:
         raise NotFound(f"{out_dir}: no publish.json; publish with --to car:{out_dir}") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{summary}: not JSON ({exc.msg})") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"{summary}: not JSON ({str(exc)[:100]})") from None
     try:
         root = Cid.decode(str(doc["root"]))
         head = multihash_from_str(str(doc["head"]))
         name = str(doc["record"]["name"])
-        record_file = out_dir / str(doc["record"]["file"])
-        cars = [out_dir / str(c) for c in doc["extra"]["cars"]]
+        record_file = confined_file(out_dir, doc["record"]["file"], "the IPNS record")
+        listed = doc["extra"]["cars"]
+        if not isinstance(listed, list):
+            raise TypeError("extra.cars")
+        cars = [confined_file(out_dir, c, "a CAR file") for c in listed]
         dataset_id = str(doc["datasetId"])
         envelope = doc.get("keyEnvelope")
         key_envelope = Cid.decode(str(envelope)) if envelope else None
-    except (KeyError, TypeError) as exc:
-        raise FormatError(f"{summary}: missing field {exc}") from None
-    for car in cars:
-        if not car.is_file():
-            raise NotFound(f"{car}: listed in publish.json but missing")
-    side = doc["extra"].get("keyEnvelopeCar") if key_envelope is not None else None
-    index = CarIndex(cars + ([out_dir / str(side)] if side else []))
-    reachable = sum(1 for _ in iter_dag(root, index.get))
-    served_head = b"".join(read_file(resolve_path(root, "refs/head", index.get), index.get))
+        side = doc["extra"].get("keyEnvelopeCar") if key_envelope is not None else None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise FormatError(f"{summary}: missing or mistyped field {exc}") from None
+    if side:
+        cars.append(confined_file(out_dir, side, "the key envelope's CAR"))
+    # Bounded before any signature check: the record is small by spec.
+    raw_record = read_bounded(record_file, MAX_RECORD_SIZE, "the IPNS record")
+    index = CarIndex(cars)
+    reachable = sum(1 for _ in iter_dag(root, index.get, max_blocks=index.blocks))
+    head_cid = resolve_path(root, "refs/head", index.get)
+    served_head = b"".join(read_file(head_cid, index.get, max_size=MAX_HEAD_SIZE))
     if key_envelope is not None:
         # Encrypted: refs/head is ciphertext; the head comes from the signed record below
         # and is checked against the decrypted refs/head by the decrypting replica.
@@ -194,10 +304,6 @@ def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
             f"{out_dir}: refs/head in the DAG is {served_head[:80]!r}, "
             f"publish.json says {multihash_to_str(head)}"
         )
-    try:
-        raw_record = record_file.read_bytes()
-    except FileNotFoundError:
-        raise NotFound(f"{record_file}: IPNS record missing") from None
     record = verify_record(raw_record, name, now or datetime.now(UTC))
     if record.value_text != f"/ipfs/{root.encode()}":
         raise ReplicaMismatch(f"{record_file}: points at {record.value_text}, not /ipfs/{root}")

@@ -5,6 +5,23 @@ its CID before it is parsed (verify on read), so a lying node or a corrupt CAR
 can make a read fail but never return wrong bytes. Directories may be plain or
 HAMT-sharded (link names carry a 2-hex-digit bucket prefix; entries are found by
 listing the shards, so no hash function is needed to read).
+
+Budgets (issue 16 item 5): a DAG can describe far more than it holds (one 1 MiB leaf
+linked a million times; empty leaves nested 4,000 deep three times; a HAMT whose shards
+all link to one sub-shard). Every walk counts the blocks it visits and the bytes it
+produces and stops at a budget derived from what the object may be:
+
+- a file: at most ``max_size`` bytes (the size the naming ODF block records, the ODF
+  block limit, or 256 bytes for ``refs/head``) and at most :func:`file_block_budget`
+  blocks for that size (one block per KiB of content, plus :data:`FILE_BLOCK_SLACK`);
+  the root's UnixFS ``filesize`` is checked against ``max_size`` before any leaf is read,
+  and a file node is decoded once per walk however often it is linked. Repeated leaves
+  are legitimate in a file (a run of zeros is one chunk linked many times), so repeats
+  are allowed but counted;
+- a directory: at most :data:`MAX_DIR_ENTRIES` entries; a HAMT sub-shard linked twice,
+  an entry name found twice, or a shard deeper than its hash allows is refused (a
+  canonical HAMT never has any of these);
+- :func:`iter_dag`: each distinct block once, at most ``max_blocks``.
 """
 
 from __future__ import annotations
@@ -16,12 +33,36 @@ from odfweb3.errors import FormatError, NotFound
 
 from .cid import CODEC_DAG_PB, CODEC_RAW, Cid
 from .dagpb import PBNode, decode_pbnode
-from .unixfs_data import DataType, decode_unixfs_data
+from .unixfs_data import DataType, UnixFSData, decode_unixfs_data
 
-__all__ = ["BlockGetter", "iter_dag", "list_directory", "read_file", "resolve_path"]
+__all__ = [
+    "FILE_BLOCK_SLACK",
+    "MAX_DIR_ENTRIES",
+    "MAX_FILE_BLOCKS",
+    "BlockGetter",
+    "file_block_budget",
+    "iter_dag",
+    "list_directory",
+    "read_file",
+    "resolve_path",
+]
 
 BlockGetter = Callable[[Cid], bytes]
 _MAX_DEPTH: Final = 64
+#: Blocks a file DAG may have beyond one per KiB of content (root, interior nodes).
+FILE_BLOCK_SLACK: Final = 64
+#: Blocks a file of unknown size may have (4 Mi: 1 TiB in Kubo's 256 KiB chunks).
+MAX_FILE_BLOCKS: Final = 1 << 22
+#: Entries a directory listing may hold (ODF folders: one per block, file or checkpoint).
+MAX_DIR_ENTRIES: Final = 1 << 20
+
+
+def file_block_budget(max_size: int | None) -> int:
+    """Blocks a UnixFS file of at most ``max_size`` bytes may take: one per KiB (a chunker
+    far finer than any real one: Kubo's default is 256 KiB) plus :data:`FILE_BLOCK_SLACK`."""
+    if max_size is None:
+        return MAX_FILE_BLOCKS
+    return min(MAX_FILE_BLOCKS, FILE_BLOCK_SLACK + 2 * (max_size // 1024 + 1))
 
 
 def _verified(get: BlockGetter, cid: Cid) -> bytes:
@@ -36,12 +77,13 @@ def _node(get: BlockGetter, cid: Cid) -> PBNode:
     return decode_pbnode(_verified(get, cid), where=str(cid))
 
 
-def iter_dag(root: Cid, get: BlockGetter) -> Iterator[Cid]:
+def iter_dag(root: Cid, get: BlockGetter, *, max_blocks: int | None = None) -> Iterator[Cid]:
     """Yield every CID reachable from ``root`` once, verifying each block (completeness check).
 
     Raises:
         NotFound: a block is missing (``get`` raises it).
         HashMismatch: a block does not match its CID.
+        FormatError: more than ``max_blocks`` distinct blocks.
     """
     seen: set[bytes] = set()
     stack = [root]
@@ -50,6 +92,8 @@ def iter_dag(root: Cid, get: BlockGetter) -> Iterator[Cid]:
         if cid.raw in seen:
             continue
         seen.add(cid.raw)
+        if max_blocks is not None and len(seen) > max_blocks:
+            raise FormatError(f"/ipfs/{root}: more than the {max_blocks} blocks expected")
         if cid.codec == CODEC_RAW:
             _verified(get, cid)
         else:
@@ -58,27 +102,68 @@ def iter_dag(root: Cid, get: BlockGetter) -> Iterator[Cid]:
         yield cid
 
 
-def list_directory(cid: Cid, get: BlockGetter, _depth: int = 0) -> dict[str, Cid]:
-    """Entries of a UnixFS directory (plain or HAMT), name -> CID."""
-    if _depth > _MAX_DEPTH:
-        raise FormatError(f"{cid}: HAMT deeper than {_MAX_DEPTH} levels")
+def list_directory(
+    cid: Cid, get: BlockGetter, *, max_entries: int = MAX_DIR_ENTRIES
+) -> dict[str, Cid]:
+    """Entries of a UnixFS directory (plain or HAMT), name -> CID.
+
+    Raises:
+        FormatError: not a directory; more than ``max_entries`` entries; a HAMT that a
+            canonical builder cannot produce (a sub-shard linked twice, a name twice,
+            deeper than its hash bits allow, a prefix of the wrong width).
+    """
     node = _node(get, cid)
     meta = decode_unixfs_data(node.data or b"", where=str(cid))
     if meta.type == DataType.DIRECTORY:
-        return {link.name.decode("utf-8", "surrogateescape"): link.cid for link in node.links}
-    if meta.type == DataType.HAMT_SHARD:
-        out: dict[str, Cid] = {}
-        for link in node.links:
-            name = link.name.decode("utf-8", "surrogateescape")
-            if len(name) < 2:
-                raise FormatError(f"{cid}: HAMT link name {name!r} lacks its bucket prefix")
-            child = link.cid
-            if len(name) == 2:  # a sub-shard
-                out.update(list_directory(child, get, _depth + 1))
-            else:
-                out[name[2:]] = child
+        if len(node.links) > max_entries:
+            raise FormatError(f"{cid}: more than the {max_entries} directory entries allowed")
+        out = {link.name.decode("utf-8", "surrogateescape"): link.cid for link in node.links}
+        if len(out) != len(node.links):
+            raise FormatError(f"{cid}: a directory with two entries of the same name")
         return out
+    if meta.type == DataType.HAMT_SHARD:
+        return _list_hamt(cid, node, meta.fanout, get, max_entries)
     raise FormatError(f"{cid}: not a directory (UnixFS type {meta.type})")
+
+
+def _list_hamt(
+    root: Cid, node: PBNode, fanout: int | None, get: BlockGetter, max_entries: int
+) -> dict[str, Cid]:
+    """A HAMT's entries, each shard expanded at most once (boxo ``hamt`` layout)."""
+    if fanout is None or fanout < 2 or fanout & (fanout - 1) or fanout > 1024:
+        raise FormatError(f"{root}: HAMT fanout {fanout} is not a power of two up to 1024")
+    width = len(f"{fanout - 1:X}")
+    max_depth = min(_MAX_DEPTH, -(-64 // (fanout.bit_length() - 1)))  # 64 hash bits
+    out: dict[str, Cid] = {}
+    seen = {root.raw}
+    stack: list[tuple[Cid, PBNode, int]] = [(root, node, 0)]
+    while stack:
+        cid, shard, depth = stack.pop()
+        for link in shard.links:
+            name = link.name.decode("utf-8", "surrogateescape")
+            if len(name) < width:
+                raise FormatError(f"{cid}: HAMT link name {name!r} lacks its bucket prefix")
+            if len(name) == width:  # a sub-shard
+                if link.cid.raw in seen:
+                    raise FormatError(f"{root}: HAMT sub-shard {link.cid} linked twice")
+                if depth + 1 >= max_depth:
+                    raise FormatError(f"{root}: HAMT deeper than its {max_depth} levels")
+                seen.add(link.cid.raw)
+                if len(seen) > max_entries:
+                    raise FormatError(f"{root}: more HAMT shards than the entries allowed")
+                child = _node(get, link.cid)
+                meta = decode_unixfs_data(child.data or b"", where=str(link.cid))
+                if meta.type != DataType.HAMT_SHARD or meta.fanout != fanout:
+                    raise FormatError(f"{link.cid}: a HAMT sub-shard that is not one")
+                stack.append((link.cid, child, depth + 1))
+                continue
+            entry = name[width:]
+            if entry in out:
+                raise FormatError(f"{root}: HAMT entry {entry!r} found twice")
+            out[entry] = link.cid
+            if len(out) > max_entries:
+                raise FormatError(f"{root}: more than the {max_entries} directory entries allowed")
+    return out
 
 
 def resolve_path(root: Cid, path: str, get: BlockGetter) -> Cid:
@@ -98,23 +183,54 @@ def resolve_path(root: Cid, path: str, get: BlockGetter) -> Cid:
     return cid
 
 
-def read_file(cid: Cid, get: BlockGetter, *, max_size: int | None = None) -> Iterator[bytes]:
+def read_file(
+    cid: Cid, get: BlockGetter, *, max_size: int | None = None, max_blocks: int | None = None
+) -> Iterator[bytes]:
     """Stream the content of a UnixFS file (raw leaves or dag-pb), verified block by block.
 
     Args:
-        max_size: refuse to yield more than this many bytes in total.
+        max_size: refuse to yield more than this many bytes in total (and a root whose
+            UnixFS ``filesize`` says more).
+        max_blocks: refuse to visit more blocks (default :func:`file_block_budget`).
+
+    Raises:
+        FormatError: over a budget, or not a file.
     """
+    budget = file_block_budget(max_size) if max_blocks is None else max_blocks
     total = 0
+    visited = 0
+    nodes: dict[bytes, tuple[PBNode, UnixFSData]] = {}  # file nodes decoded once per walk
     stack = [cid]
     while stack:
         current = stack.pop()
+        visited += 1
+        if visited > budget:
+            raise FormatError(
+                f"/ipfs/{cid}: more than the {budget} blocks a file of "
+                f"{'unknown size' if max_size is None else f'{max_size} bytes'} may have"
+            )
         if current.codec == CODEC_RAW:
             chunk = _verified(get, current)
         else:
-            node = _node(get, current)
-            meta = decode_unixfs_data(node.data or b"", where=str(current))
+            cached = nodes.get(current.raw)
+            if cached is None:
+                pb = _node(get, current)
+                cached = (pb, decode_unixfs_data(pb.data or b"", where=str(current)))
+                if pb.links:
+                    nodes[current.raw] = cached
+            node, meta = cached
             if meta.type not in (DataType.FILE, DataType.RAW):
                 raise FormatError(f"{current}: not a file (UnixFS type {meta.type})")
+            if (
+                current is cid
+                and max_size is not None
+                and meta.filesize is not None
+                and meta.filesize > max_size
+            ):
+                raise FormatError(
+                    f"/ipfs/{cid}: says it holds {meta.filesize} bytes, more than the "
+                    f"{max_size} expected"
+                )
             if node.links:
                 stack.extend(link.cid for link in reversed(node.links))
                 chunk = meta.data or b""
