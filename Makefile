@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Test nodes (js-ipfs, arlocal) and the independent npm implementations used as oracles.
+# npm test node (arlocal) and the independent npm implementations used as oracles.
 $(NODES_STAMP): $(wildcard $(NODES)/*/package.json) $(wildcard $(NODES)/*/package-lock.json)
 	bash $(NODES)/install.sh
 	touch $(NODES_STAMP)

@@ -61,9 +61,9 @@ def node(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, str]]:
         yield args.api, args.gateway
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.support.nodes import start_js_ipfs
+    from tests.support.kubo import start_kubo
 
-    with start_js_ipfs(tmp / "jsipfs") as n:
+    with start_kubo(tmp / "kubo") as n:
         yield n.api_url, n.gateway_url
 
 

@@ -1,12 +1,12 @@
 """Publish, resolve and pull through a faulty network (tests/support/fault_proxy.py).
 
-The proxy sits between odfweb3 and the session's real nodes (js-ipfs, arlocal) and breaks
+The proxy sits between odfweb3 and the session's real nodes (Kubo, arlocal) and breaks
 20 % of the requests (resets, held connections past the client's short timeout, 5xx,
 truncated answers, cut uploads, slow trickles), from a seeded RNG. Each operation either
 completes through its retries or fails with an :class:`OdfWeb3Error`; after every attempt,
 checked straight against the node (no proxy):
 
-- the name never points at incomplete content: the name's root is pinned (js-ipfs pins only
+- the name never points at incomplete content: the name's root is pinned (Kubo pins only
   a complete DAG), is the root we compute locally for the head it claims, and every file of
   that head reads back byte for byte; on Arweave the latest record's manifest serves a
   complete, verified dataset (pulled and checked);

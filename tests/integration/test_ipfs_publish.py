@@ -1,6 +1,6 @@
-"""Publishing to a live IPFS node (the session's js-ipfs, or a Kubo via ODFWEB3_IPFS_API).
+"""Publishing to a live IPFS node (the session's Kubo, or another via ODFWEB3_IPFS_API).
 
-Never skipped in CI: the `ipfs_node` fixture starts `jsipfs daemon --offline`. Each test uses
+Never skipped in CI: the `ipfs_node` fixture starts Kubo (tests/support/kubo.py). Each test uses
 its own keystore (so its own IPNS name) and state directory. Checks go through the node
 itself (block/stat, pin/ls, resolve, its record) and its HTTP gateway.
 """

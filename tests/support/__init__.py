@@ -1,3 +1,3 @@
-"""Test support: real test nodes (js-ipfs, arlocal) and npm oracles, installed by `make nodes`."""
+"""Test support: real test nodes (Kubo: `make gonodes`; arlocal and npm oracles: `make nodes`)."""
 
 __all__: list[str] = []

@@ -1,33 +1,15 @@
-"""Start and stop the real test nodes: js-ipfs 0.66.1 and arlocal (DESIGN.md section 7).
+"""Start and stop the real test nodes: arlocal here, Kubo in tests/support/kubo.py.
 
-Both are installed by `make nodes` (tests/nodes/install.sh) under tests/nodes/*/node_modules.
-Each node runs in its own temp directory on free 127.0.0.1 ports, with its output captured to a
-log file whose path (and tail) appears in every start-up failure. Processes run in their own
-session and get SIGKILL from the kernel if the test process dies (PR_SET_PDEATHSIG), so a
-crashed or killed pytest leaves no daemon behind; a normal stop is SIGTERM, then SIGKILL.
+arlocal is installed by `make nodes` (tests/nodes/install.sh) under tests/nodes/arlocal; Kubo is
+built by `make gonodes` (tools/go_nodes.sh). Each node runs in its own temp directory on free
+127.0.0.1 ports, with its output captured to a log file whose path (and tail) appears in every
+start-up failure. Processes run in their own session and get SIGKILL from the kernel if the test
+process dies (PR_SET_PDEATHSIG), so a crashed or killed pytest leaves no daemon behind; a normal
+stop is SIGTERM, then SIGKILL. `IpfsNode` is what every IPFS test sees: a started Kubo
+(`tests.support.kubo.KuboNode`) or an external node (`external_ipfs`, e.g. kubo-docker).
 
-js-ipfs 0.66.1 (ipfs-core 0.18.1) HTTP RPC, as seen here (full record: docs/jsipfs-notes.md):
-
-- ``/api/v0/version`` -> ``{"Version": "0.18.1", "Repo": "12", "ipfs-core": ...}``; Kubo answers
-  with ``Golang``/``System`` instead: that is how `detect_kind` tells them apart.
-- Every multipart part must carry a Content-Type header (else 500 "No content-type in multipart
-  part"); the field name is ignored.
-- ``block/put``: js-ipfs ignores Kubo's ``cid-codec``; it takes ``format`` (dag-pb default, raw,
-  dag-cbor), ``mhtype`` (sha2-256 default; no sha3-256), ``version``. CIDv0 answers are base58btc,
-  CIDv1 base32. ``block/stat?arg=`` -> ``{"Key", "Size"}``; for an absent block it never answers
-  (even offline) unless given ``timeout=2s`` (then 500 "request timed out").
-- ``dag/import``: multipart, any field name; answers one JSON line per root,
-  ``{"Root": {"Cid": {"/": ...}, "PinErrorMsg": ...}}``; roots pinned unless ``pin-roots=false``.
-- ``pin/add|rm?arg=`` -> ``{"Pins": [...]}`` (base58btc unless ``cid-base``); ``pin/ls`` ->
-  ``{"Keys": {cid: {"Type": ...}}}``.
-- ``key/list`` (not Kubo's ``key/ls``) -> ``{"Keys": [{"Name", "Id"}]}``; ``key/gen``;
-  ``key/import?arg=NAME&password=...&pem=...`` takes a password-encrypted PEM, not Kubo's
-  multipart libp2p-protobuf file.
-- ``name/publish?arg=/ipfs/CID&key=NAME&allow-offline=true`` works offline; ``name/resolve``.
-- No ``routing/*`` and no ``name/put`` (404); ``dht/put?arg=/ipns/<name>`` stores any bytes
-  unvalidated (garbage broke the name); ``dht/get`` returns the record base64 in ``Extra``.
-- The gateway (separate port) serves ``/ipfs/<cid>/<path>`` and ``/ipns/<name>/<path>``; a missing
-  path is a 500, a directory without trailing slash a 301; no ipns-record / CAR responses.
+js-ipfs 0.66.1 was the IPFS test node until issue 17; what was learnt about it is kept in
+docs/jsipfs-notes.md.
 
 arlocal 1.1.66 (full record: docs/arlocal-notes.md): ``GET /info`` (readiness, ``height``),
 ``GET /mint/{addr}/{winston}``, ``GET /mine/{n}``, ``GET /wallet/{addr}/balance``.
@@ -37,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import signal
 import socket
@@ -62,14 +43,12 @@ __all__ = [
     "free_port",
     "require_installed",
     "start_arlocal",
-    "start_js_ipfs",
 ]
 
 NODES_DIR = Path(__file__).resolve().parents[1] / "nodes"
-JSIPFS_BIN = NODES_DIR / "jsipfs" / "node_modules" / ".bin" / "jsipfs"
 ARLOCAL_BIN = NODES_DIR / "arlocal" / "node_modules" / ".bin" / "arlocal"
 
-# Generous: on a loaded 2-core CI machine `jsipfs init` alone took 15 s here.
+# Generous: a loaded 2-core CI machine is slow to start node processes.
 INIT_TIMEOUT = 180.0
 READY_TIMEOUT = 180.0
 STOP_TIMEOUT = 15.0
@@ -89,8 +68,8 @@ def require_installed(*paths: Path) -> None:
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise NodesNotInstalled(
-            f"test node binaries missing ({', '.join(missing)}): run `make nodes` "
-            "(bash tests/nodes/install.sh) first"
+            f"test node binaries missing ({', '.join(missing)}): run `make nodes gonodes` "
+            "(tests/nodes/install.sh, tools/go_nodes.sh) first"
         )
 
 
@@ -267,89 +246,6 @@ def external_ipfs(api_url: str, gateway_url: str) -> IpfsNode:
     except httpx.HTTPError as exc:
         raise NodeStartError(f"external IPFS node at {api} does not answer: {exc}") from exc
     return IpfsNode(api, gateway_url.rstrip("/"), detect_kind(r.json()))
-
-
-def _configure_js_ipfs(repo: Path, api_port: int, gw_port: int, grpc_port: int) -> None:
-    """Loopback-only, offline-friendly config, written straight into the repo's JSON config."""
-    path = repo / "config"
-    cfg = json.loads(path.read_text())
-    cfg["Addresses"].update(
-        {
-            "API": f"/ip4/127.0.0.1/tcp/{api_port}",
-            "Gateway": f"/ip4/127.0.0.1/tcp/{gw_port}",
-            # js-ipfs also starts a gRPC-over-websocket server (default port 5003).
-            "RPC": f"/ip4/127.0.0.1/tcp/{grpc_port}",
-            "Swarm": [],  # no listeners: the daemon runs --offline anyway
-            "Announce": [],
-            "Delegates": [],
-        }
-    )
-    cfg["Bootstrap"] = []
-    cfg.setdefault("Discovery", {})
-    cfg["Discovery"]["MDNS"] = {"Enabled": False, "Interval": 10}
-    cfg["Discovery"]["webRTCStar"] = {"Enabled": False}
-    path.write_text(json.dumps(cfg, indent=2))
-
-
-@contextlib.contextmanager
-def start_js_ipfs(workdir: Path) -> Iterator[IpfsNode]:
-    """`jsipfs init` a repo in `workdir`, run `jsipfs daemon --offline`, stop it on exit."""
-    require_installed(JSIPFS_BIN)
-    workdir.mkdir(parents=True, exist_ok=True)
-    repo = workdir / "repo"
-    log_path = workdir / "jsipfs.log"
-    env = {"IPFS_PATH": str(repo), "IPFS_MONITORING": "", "DEBUG": ""}
-    init = NodeProcess(
-        "jsipfs init", [str(JSIPFS_BIN), "init", "--emptyRepo"], log_path, env, cwd=workdir
-    )
-    init.start()
-    assert init.proc is not None
-    try:
-        code = init.proc.wait(timeout=INIT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        init.stop()
-        raise init.failure(f"did not finish in {INIT_TIMEOUT:.0f} s") from None
-    if code != 0:
-        raise init.failure("failed")
-
-    daemon: NodeProcess | None = None
-    try:
-        for attempt in range(1, START_ATTEMPTS + 1):
-            api_port, gw_port, grpc_port = free_port(), free_port(), free_port()
-            _configure_js_ipfs(repo, api_port, gw_port, grpc_port)
-            daemon = NodeProcess(
-                "jsipfs daemon",
-                [str(JSIPFS_BIN), "daemon", "--offline"],
-                log_path,
-                env,
-                cwd=workdir,
-            )
-            daemon.start()
-            api_url = f"http://127.0.0.1:{api_port}"
-            try:
-                daemon.wait_until(
-                    _answers("POST", f"{api_url}/api/v0/version"), READY_TIMEOUT, "/api/v0/version"
-                )
-                break
-            except NodeStartError:
-                daemon.stop()
-                if attempt < START_ATTEMPTS and _port_in_use(daemon):
-                    continue
-                raise
-        node = IpfsNode(
-            api_url=api_url,
-            gateway_url=f"http://127.0.0.1:{gw_port}",
-            kind="js-ipfs",
-            repo_path=repo,
-            log_path=log_path,
-        )
-        assert daemon is not None
-        if detect_kind(node.version()) != "js-ipfs":  # another process on our port?
-            raise daemon.failure(f"{api_url} is not our js-ipfs")
-        yield node
-    finally:
-        if daemon is not None:
-            daemon.stop()
 
 
 # ---------------------------------------------------------------- Arweave
