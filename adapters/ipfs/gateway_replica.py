@@ -89,6 +89,7 @@ __all__ = [
 RAW_BLOCK_TYPE: Final = "application/vnd.ipld.raw"
 RECORD_TYPE: Final = "application/vnd.ipfs.ipns-record"
 MAX_DNSLINK_HOPS: Final = 32  # DNSLink: recursion limit
+_MAX_DNSLINK_PATH: Final = 1024  # a node's answer to resolve/dns: a path, never more
 MAX_HEAD_SIZE: Final = 256
 MAX_DESCRIPTOR_SIZE: Final = 1 << 20
 MAX_ENVELOPE_SIZE: Final = 4 << 20
@@ -288,22 +289,34 @@ class SequenceMemory:
 
 
 def node_dns_lookup(client: KuboClient) -> DnsTxtLookup:
-    """A DNSLink TXT lookup through the node's RPC ``dns`` (no resolver of our own).
+    """A DNSLink TXT lookup through the node (no resolver of our own).
 
-    The node answers the *path* the domain's DNSLink names; it is returned as the one TXT
-    string ``dnslink=<path>`` so that :func:`parse_dnslink` treats every lookup alike.
+    The node resolves one step: RPC ``resolve /ipns/<domain>`` with ``recursive=false``
+    (Kubo: ``ipfs dns`` was removed in 0.26, ``ipfs resolve`` replaces it and uses the node's
+    ``DNS.Resolvers``); a node without that answer for domains (404/405, e.g. older js-ipfs)
+    is asked with the old RPC ``dns``. The node answers the *path* the domain's DNSLink names;
+    it is returned as the one TXT string ``dnslink=<path>`` so that :func:`parse_dnslink`
+    treats every lookup alike (and checks it: the node's answer is not trusted more than DNS).
     """
 
     def lookup(name: str) -> Sequence[str]:
         domain = name.removeprefix("_dnslink.")
         try:
-            data = client.call_json("dns", [domain], {"recursive": False})
+            try:
+                data = client.call_json("resolve", [f"/ipns/{domain}"], {"recursive": False})
+            except BackendRejected as exc:
+                if exc.status not in (404, 405):
+                    raise
+                data = client.call_json("dns", [domain], {"recursive": False})
         except BackendRejected as exc:
             raise ResolutionError(
-                f"DNSLink {domain}: the node could not resolve it ({exc.detail})"
+                f"DNSLink {domain}: the node could not resolve it ({exc.detail}); check the "
+                f"TXT record at _dnslink.{domain} and the node's DNS settings"
             ) from exc
         path = data.get("Path") if isinstance(data, dict) else None
-        return [f"dnslink={path}"] if isinstance(path, str) and path else []
+        if not isinstance(path, str) or len(path) > _MAX_DNSLINK_PATH:
+            return []
+        return [f"dnslink={path}"] if path else []
 
     return lookup
 

@@ -60,6 +60,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "unixfs-v0-2015 (= --cid-version 0); default: config ipfs.cid_profile, else CIDv1 with "
         "Kubo's default 256 KiB chunks and 174 links",
     )
+    p.add_argument(
+        "--dnslink",
+        default=None,
+        metavar="DOMAIN",
+        help="ipfs/car: print the DNS TXT record that makes ipns://DOMAIN resolve to the "
+        "dataset's IPNS name (_dnslink.DOMAIN TXT \"dnslink=/ipns/NAME\"); the domain's owner "
+        "sets it",
+    )
     p.add_argument("--wallet", type=Path, default=None, help="Arweave JWK wallet file")
     p.add_argument(
         "--unpin-previous",
@@ -172,6 +180,8 @@ def _winston(text: str) -> int:
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
     if args.batch and args.flush:
         raise UsageError("--batch queues an update, --flush posts the queue: use one of them")
+    if args.dnslink is not None:
+        _check_dnslink(args)
     if args.flush:
         return _flush(args, ctx)
     if args.dataset is None:
@@ -195,8 +205,44 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
             ),
         )
         return 0
-    ctx.out.result(_to_json(outcome), lambda: _human(outcome))
+    data, text = _to_json(outcome), _human(outcome)
+    link = _dnslink(args, outcome)
+    if link is not None:
+        data["dnslink"] = link.to_json()
+        text += (
+            f"\n  dnslink      {link.zone_line()}\n"
+            f"               (set this TXT record at {link.host}; then ipns://{link.domain} "
+            "resolves to this name)"
+        )
+    ctx.out.result(data, lambda: text)
     return 0
+
+
+def _check_dnslink(args: argparse.Namespace) -> None:
+    """``--dnslink DOMAIN``: a domain name, on a target that publishes an IPNS name."""
+    from odfweb3.adapters.ipfs.dnslink import check_domain
+
+    check_domain(args.dnslink)
+    if args.to.partition(":")[0] not in ("ipfs", "car"):
+        raise UsageError(
+            f"--dnslink needs an IPNS name: publish --to ipfs or car:DIR, not {args.to}"
+        )
+    if args.batch or args.flush or args.with_inputs:
+        raise UsageError(
+            "--dnslink works with a single publish (no --batch, --flush, --with-inputs)"
+        )
+
+
+def _dnslink(args: argparse.Namespace, outcome: PublishOutcome) -> Any:
+    """The DNSLink TXT record for the name just published, if ``--dnslink`` asked for it."""
+    if args.dnslink is None or outcome.state is None:
+        return None
+    from odfweb3.adapters.ipfs.dnslink import dnslink_record
+
+    name = outcome.state.record.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    return dnslink_record(args.dnslink, name)
 
 
 def _publish_one(
