@@ -4,26 +4,35 @@ Every error odfweb3 raises on purpose is an :class:`OdfWeb3Error`; anything else
 escaping the library is a bug. Adapters translate foreign exceptions (httpx,
 node replies, ``cryptography``) once, at the edge, with ``raise ... from exc``.
 The CLI turns an ``OdfWeb3Error`` into one line on stderr and the exit code
-given by its ``exit_code`` attribute::
+given by its ``exit_code`` attribute; one code per meaning, the same in every
+command (``tests/unit/hostile/test_exit_codes.py`` checks this tree against the
+classes, the CLI's table and docs/security.md)::
 
-    OdfWeb3Error                         exit 2 (unless said otherwise)
-    ├── UsageError                       bad arguments or configuration   exit 64
-    │   └── ConfigError                  odfweb3.yaml or ODFWEB3_* invalid
-    ├── FormatError (ValueError)         malformed block, CAR, record, bundle, manifest
-    ├── IntegrityError                   bytes are not what their hash says
-    │   ├── HashMismatch(expected, actual)
-    │   └── ChainBroken                  the metadata chain breaks a rule
-    ├── ValidationFailed                 a dataset failed validation (carries the violations)
-    ├── NotFound                         an object, ref, key or record is missing
-    ├── ResolutionError                  a name could not be resolved to a head
-    ├── ConflictError                    target head does not descend / lost a race
-    ├── CryptoError
-    │   ├── DecryptionError
-    │   └── SignatureError
-    ├── ReplicaMismatch                  replicas disagree
-    └── BackendError                     raised by adapters only
-        ├── BackendUnavailable           cannot reach the node or gateway
-        └── BackendRejected(status, detail)
+    OdfWeb3Error                         other odfweb3 error                  exit 2
+    ├── UsageError                       bad arguments, unusable DEST         exit 64
+    │   └── ConfigError                  odfweb3.yaml or ODFWEB3_* invalid    exit 78
+    ├── FormatError (ValueError)         malformed block, CAR, record, JSON   exit 65
+    ├── IntegrityError                   corrupt: not what its hash says      exit 65
+    │   ├── HashMismatch(expected, actual)                                    exit 65
+    │   ├── ChainBroken                  the metadata chain breaks a rule     exit 65
+    │   └── ReplicaMismatch              a replica contradicts its record     exit 65
+    ├── ValidationFailed                 a dataset failed validation          exit 1
+    ├── NotFound                         object, ref, key or record missing   exit 66
+    ├── ResolutionError                  a name did not resolve to a head     exit 2
+    ├── ConflictError                    target head does not descend         exit 75
+    ├── LocalIOError                     local disk: full, read-only, denied  exit 74
+    ├── CryptoError                                                           exit 2
+    │   ├── DecryptionError              wrong key, or ciphertext altered     exit 2
+    │   └── SignatureError               a forged or broken signature         exit 65
+    └── BackendError                     raised by adapters only              exit 69
+        ├── BackendUnavailable           cannot reach the node or gateway     exit 69
+        └── BackendRejected(status, detail)                                   exit 69
+
+Not an exception: exit 70 is a bug (anything that is not an ``OdfWeb3Error``, reported
+by the CLI in one line), 130 an interrupt. Corrupt data — bytes that do not parse, do
+not match their hash, break the chain rules, or contradict their signed record — is
+exit 65 in every command; :func:`is_corruption` tells it apart from a replica that is
+merely unreachable, and ``verify`` reports it as the status ``corrupt``.
 
 Messages are one line: what failed, where, and what to do. They never contain key
 material.
@@ -43,6 +52,7 @@ __all__ = [
     "FormatError",
     "HashMismatch",
     "IntegrityError",
+    "LocalIOError",
     "NotFound",
     "OdfWeb3Error",
     "ReplicaMismatch",
@@ -50,6 +60,7 @@ __all__ = [
     "SignatureError",
     "UsageError",
     "ValidationFailed",
+    "is_corruption",
 ]
 
 
@@ -139,13 +150,23 @@ class DecryptionError(CryptoError):
 
 
 class SignatureError(CryptoError):
-    """A signature does not verify against the key it claims."""
+    """A signature does not verify against the key it claims (forged or corrupt data)."""
+
+    exit_code = 65
 
 
-class ReplicaMismatch(OdfWeb3Error):
-    """Two replicas of a dataset disagree."""
+class ReplicaMismatch(IntegrityError):
+    """A replica contradicts itself or its signed record (e.g. serves another head).
 
-    exit_code = 1
+    Two replicas that merely differ are not an error: ``verify`` reports them as
+    ``behind`` / ``ahead`` / ``diverged`` (exit 1).
+    """
+
+
+class LocalIOError(OdfWeb3Error):
+    """A local file could not be written or read: disk full, read-only, permission denied."""
+
+    exit_code = 74
 
 
 class BackendError(OdfWeb3Error):
@@ -170,3 +191,12 @@ class BackendRejected(BackendError):
         super().__init__(message)
         self.status = status
         self.detail = detail
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Whether ``exc`` says the data itself is bad (exit 65, ``verify`` status ``corrupt``).
+
+    Malformed bytes, a hash or chain-rule failure, a record contradicted by the content,
+    a forged signature. Not: a missing object, an unreachable node, a wrong key.
+    """
+    return isinstance(exc, FormatError | IntegrityError | SignatureError)

@@ -6,19 +6,23 @@ Conventions every subcommand follows:
   ``-q`` nothing but errors; progress bars (bytes and rate) on a terminal.
 - ``--config FILE``: settings (see :mod:`odfweb3.config`); ``ODFWEB3_*`` overrides.
 - Errors: one line on stderr, ``odfweb3: error: <what failed>: <where>; <what to do>``,
-  no traceback; anything that is not an :class:`~odfweb3.errors.OdfWeb3Error` is a
-  bug and does show one.
+  no traceback. A local disk failure that escaped its writer (no space, read-only,
+  permission) is one line and exit 74; anything else that is not an
+  :class:`~odfweb3.errors.OdfWeb3Error` is a bug: one line, exit 70 (``-vv`` adds the
+  traceback).
 
 Exit codes:
 
 ====  =====================================================================
 0     success (for ``validate``/``verify``: everything checked is fine)
-1     the check ran and found problems (invalid dataset, replicas differ)
-2     other odfweb3 error
-64    usage error (bad arguments)
-65    bad data: malformed input or integrity failure (hash mismatch, broken chain)
+1     the check ran and found differences (invalid dataset; replicas behind, ahead, diverged)
+2     other odfweb3 error (for ``verify``: a replica unreachable)
+64    usage error (bad arguments, a destination that cannot be written safely)
+65    bad or corrupt data (malformed, hash mismatch, broken chain, forged record)
 66    not found (dataset, object, key, record)
 69    backend unavailable or rejected the request (node, gateway)
+70    internal error: a bug in odfweb3 (one line; ``-vv`` shows the traceback)
+74    local I/O error (disk full, read-only file system, permission denied)
 75    conflict: target head does not descend from ours, or a concurrent publish won
 78    configuration error (odfweb3.yaml, ODFWEB3_*)
 130   interrupted (Ctrl-C)
@@ -29,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import os
 import re
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +49,15 @@ from odfweb3.cli.output import Output
 from odfweb3.config import Config, load_config
 from odfweb3.errors import OdfWeb3Error, UsageError
 
-__all__ = ["Context", "build_parser", "main", "suggest"]
+__all__ = ["EXIT_INTERNAL", "EXIT_LOCAL_IO", "Context", "build_parser", "main", "suggest"]
+
+EXIT_INTERNAL = 70  # sysexits EX_SOFTWARE: a bug
+EXIT_LOCAL_IO = 74  # sysexits EX_IOERR, as odfweb3.errors.LocalIOError
+
+# OSErrors that are the local disk's doing, whatever raised them.
+_LOCAL_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM}
+)
 
 
 @dataclass
@@ -188,9 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="odfweb3",
         description="Publish ODF datasets to IPFS and Arweave; resolve, pull and verify them.",
         parents=[common],
-        epilog="Exit codes: 0 ok, 1 check found problems, 2 error, 64 usage, 65 bad data, "
-        "66 not found, 69 backend, 75 conflict, 78 config, 130 interrupted. Without a "
-        "command, odfweb3 prints this help and exits 0 (as ipfs does).",
+        epilog="Exit codes: 0 ok, 1 check found differences, 2 error, 64 usage, 65 bad or "
+        "corrupt data, 66 not found, 69 backend, 70 bug, 74 local I/O, 75 conflict, 78 config, "
+        "130 interrupted. Without a command, odfweb3 prints this help and exits 0 (as ipfs "
+        "does).",
     )
     parser.add_argument("-V", "--version", action="version", version=f"odfweb3 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -243,8 +258,31 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno not in _LOCAL_ERRNOS:
+            return _internal(exc, out)
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(
+            f"odfweb3: error: {where}{exc.strerror or exc}; free space or fix permissions "
+            "and run again (nothing was half-written)\n"
+        )
+        return EXIT_LOCAL_IO
+    except Exception as exc:  # the last resort: one line, never a traceback
+        return _internal(exc, out)
     sys.stdout.flush()
     return code
+
+
+def _internal(exc: BaseException, out: Output) -> int:
+    """A bug: one line (the traceback only at ``-vv``), exit 70."""
+    text = " ".join(str(exc).split())[:300]
+    sys.stderr.write(
+        f"odfweb3: internal error: {type(exc).__name__}: {text}; this is a bug in odfweb3, "
+        "please report it (run with -vv for the traceback)\n"
+    )
+    if out.verbosity >= 2:
+        traceback.print_exception(exc, file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def entry() -> None:  # pragma: no cover - console script shim

@@ -20,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
@@ -30,7 +32,7 @@ from odfweb3.errors import UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
 from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
-from odfweb3.odf.layout import DatasetReader, DatasetWriter
+from odfweb3.odf.layout import DatasetReader, DatasetWriter, local_io_error
 from odfweb3.odf.model import (
     AddData,
     Checkpoint,
@@ -178,8 +180,36 @@ def create_root_dataset(
             the CLI passes a fresh one unless ``--seed`` is given).
     """
     root = Path(path)
-    if root.exists() and any(root.iterdir()):
-        raise UsageError(f"{root}: directory is not empty; choose a new directory")
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise UsageError(f"{root}: exists and is not an empty directory; choose a new directory")
+    # Built in a temporary sibling and renamed into place at the end: a failure (a full
+    # disk, Ctrl-C) leaves no half-written dataset to block the next run (issue 16 item 11).
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    except OSError as exc:
+        raise local_io_error(exc, root.parent) from None
+    try:
+        built = _build_root(work, blocks, data_bytes, seed, description, progress, fsync, keypair)
+        os.replace(work, root)  # onto an absent or empty directory
+    except BaseException as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise local_io_error(exc, root) from None
+        raise
+    return replace(built, path=root)
+
+
+def _build_root(
+    root: Path,
+    blocks: int,
+    data_bytes: int,
+    seed: int,
+    description: str,
+    progress: ProgressFn | None,
+    fsync: bool,
+    keypair: DatasetKeyPair | None,
+) -> BuiltDataset:
     keypair = keypair or example_keypair(seed)
     app = _ChainAppender(DatasetWriter(root, fsync=fsync), random.Random(seed))
     app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.ROOT))

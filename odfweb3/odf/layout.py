@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
-from odfweb3.errors import FormatError, NotFound
+from odfweb3.errors import FormatError, LocalIOError, NotFound
 from odfweb3.odf.multihash import SHA3_256, multihash_from_str, multihash_to_str
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "DatasetReader",
     "DatasetWriter",
     "ObjectKind",
+    "local_io_error",
     "object_relpath",
 ]
 
@@ -264,6 +265,14 @@ class DatasetReader:
                 yield multihash_from_str(name)
 
 
+def local_io_error(exc: OSError, where: Path) -> LocalIOError:
+    """One line for a failed local write: where, why (no space, read-only...), what to do."""
+    return LocalIOError(
+        f"{where}: cannot write ({exc.strerror or exc}); free space or fix permissions and "
+        "run again: the file being written was removed, nothing else changed"
+    )
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -287,7 +296,10 @@ class DatasetWriter:
 
     def _atomic_write(self, rel: str, chunks: Iterator[bytes] | bytes) -> Path:
         dest = self.root / rel
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
+        except OSError as exc:
+            raise local_io_error(exc, dest.parent) from None
         try:
             with os.fdopen(fd, "wb") as f:
                 if isinstance(chunks, bytes):
@@ -299,9 +311,11 @@ class DatasetWriter:
                 if self._fsync:
                     os.fsync(f.fileno())
             os.replace(tmp, dest)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise local_io_error(exc, dest.parent) from None
             raise
         if self._fsync:
             _fsync_dir(dest.parent)
@@ -315,7 +329,10 @@ class DatasetWriter:
         """Stream bytes into a new object, named by their SHA3-256 multihash; return it."""
         folder = self.root / LAYOUT_DIRS[kind]
         h = hashlib.sha3_256()
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        except OSError as exc:
+            raise local_io_error(exc, folder) from None
         try:
             with os.fdopen(fd, "wb") as f:
                 for chunk in chunks:
@@ -326,9 +343,11 @@ class DatasetWriter:
                     os.fsync(f.fileno())
             mh = bytes((SHA3_256, 32)) + h.digest()
             os.replace(tmp, self.root / object_relpath(kind, mh))
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise local_io_error(exc, folder) from None
             raise
         if self._fsync:
             _fsync_dir(folder)

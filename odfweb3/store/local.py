@@ -1,14 +1,29 @@
-"""A dataset directory on local disk as an ObjectStore and RefStore."""
+"""A dataset directory on local disk as an ObjectStore and RefStore.
+
+The directory is a *destination* (``pull DEST``): odfweb3 follows no symbolic link
+inside it and writes only regular files under real directories (issue 16 item 12). A
+link, or a directory where a file belongs (``refs/head``, an object), is refused with
+one line (:class:`~odfweb3.errors.UsageError`) before anything is read or written;
+DEST itself may be a link the user chose, but not a regular file.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from odfweb3.errors import ConflictError, FormatError, HashMismatch, NotFound
-from odfweb3.odf.layout import DatasetReader, DatasetWriter, ObjectKind, object_relpath
+from odfweb3.errors import ConflictError, FormatError, HashMismatch, NotFound, UsageError
+from odfweb3.odf.layout import (
+    LAYOUT_DIRS,
+    DatasetReader,
+    DatasetWriter,
+    ObjectKind,
+    local_io_error,
+    object_relpath,
+)
 from odfweb3.odf.multihash import (
     multihash_from_str,
     multihash_to_str,
@@ -17,11 +32,73 @@ from odfweb3.odf.multihash import (
     verify_bytes,
 )
 
-__all__ = ["WORK_DIR", "LocalStore"]
+__all__ = ["WORK_DIR", "LocalStore", "check_destination"]
 
 # odfweb3's scratch space inside a dataset directory (lock file, staged downloads); never
 # part of the ODF layout, never published.
 WORK_DIR = ".odfweb3"
+_MAX_REF_SIZE = 4096
+
+# What odfweb3 may write inside a destination, and what each must be when present.
+_DIRS = (*LAYOUT_DIRS.values(), "refs", WORK_DIR, f"{WORK_DIR}/incoming")
+_FILES = ("refs/head", f"{WORK_DIR}/lock")
+
+
+def _unusable(root: Path, rel: str, what: str) -> UsageError:
+    return UsageError(
+        f"{root}: {rel} is {what}; odfweb3 writes only real files and directories inside "
+        "a destination: remove it, or choose another directory"
+    )
+
+
+def _kind(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(st.st_mode):
+        return "a directory"
+    if stat.S_ISREG(st.st_mode):
+        return "a regular file"
+    return "a special file"
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None  # a parent is a file: reported for the parent
+
+
+def check_destination(root: str | os.PathLike[str]) -> None:
+    """Refuse a destination odfweb3 cannot write safely, touching nothing.
+
+    DEST (absent is fine) must be a directory; inside it, the layout folders, the
+    work directory and its staging area must be real directories and ``refs/head`` and
+    the lock file regular files, when present. Objects are checked one by one as they
+    are looked up (:meth:`LocalStore.has`).
+
+    Raises:
+        UsageError: DEST is not a directory, or something inside it is a link or the
+            wrong kind of file.
+    """
+    dest = Path(root)
+    try:
+        st = os.stat(dest)  # DEST itself may be a link the user chose
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"{dest}: cannot be used as a destination ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{dest}: is {_kind(st)}, not a directory; give a dataset directory")
+    for rel in _DIRS:
+        sub = _lstat(dest / rel)
+        if sub is not None and not stat.S_ISDIR(sub.st_mode):
+            raise _unusable(dest, rel, _kind(sub))
+    for rel in _FILES:
+        sub = _lstat(dest / rel)
+        if sub is not None and not stat.S_ISREG(sub.st_mode):
+            raise _unusable(dest, rel, _kind(sub))
 
 
 class LocalStore:
@@ -33,11 +110,24 @@ class LocalStore:
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root)
+        check_destination(self.root)
         self._writer = DatasetWriter(self.root, fsync=fsync)
         self._reader = DatasetReader(self.root.resolve())
+        check_destination(self.root)  # the folders just made, in case of a race
 
     def has(self, kind: ObjectKind, mh: bytes) -> bool:
-        return self._reader.has(kind, mh)
+        """Whether the object is stored: a regular file (a link or a folder is refused).
+
+        Raises:
+            UsageError: the object's path is a link, a directory or a special file.
+        """
+        rel = object_relpath(kind, mh)
+        st = _lstat(self.root / rel)
+        if st is None:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            raise _unusable(self.root, rel, _kind(st))
+        return True
 
     def get(self, kind: ObjectKind, mh: bytes) -> bytes:
         data = self._reader.path_of(kind, mh).read_bytes()
@@ -56,8 +146,12 @@ class LocalStore:
         rel = object_relpath(kind, mh)
         tmp_name = f".incoming-{os.getpid()}-{mh[2:10].hex()}"
         tmp = self.root / os.path.dirname(rel) / tmp_name
+        if _lstat(tmp) is not None:
+            tmp.unlink()  # a leftover of an interrupted run (never followed if a link)
         try:
-            with open(tmp, "wb") as f:
+            # O_EXCL | O_NOFOLLOW: a name planted meanwhile is never written through.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
                 for chunk in hashing():
                     f.write(chunk)
                 f.flush()
@@ -66,6 +160,8 @@ class LocalStore:
             if actual != mh:
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)
             os.replace(tmp, self.root / rel)
+        except OSError as exc:
+            raise local_io_error(exc, self.root / os.path.dirname(rel)) from None
         finally:
             if tmp.exists():
                 tmp.unlink()
@@ -79,16 +175,40 @@ class LocalStore:
 
     @staticmethod
     def _read_ref(path: Path) -> bytes | None:
-        if not path.is_file():
+        st = _lstat(path)
+        if st is None:
             return None
+        if not stat.S_ISREG(st.st_mode):
+            raise _unusable(path.parent.parent, f"refs/{path.name}", _kind(st))
+        # A ref is a short hash: read a bounded prefix, whatever the file's size.
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            return multihash_from_str(path.read_text("ascii"))
-        except (UnicodeDecodeError, FormatError) as exc:
-            raise FormatError(f"{path}: not a multibase hash") from exc
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
+        try:
+            raw = os.read(fd, _MAX_REF_SIZE + 1)
+        finally:
+            os.close(fd)
+        if len(raw) > _MAX_REF_SIZE:
+            raise FormatError(f"{path}: larger than {_MAX_REF_SIZE} bytes, not a hash")
+        try:
+            return multihash_from_str(raw.decode("ascii"))
+        except (UnicodeDecodeError, FormatError):
+            raise FormatError(f"{path}: not a multibase hash") from None
 
     @classmethod
     def read_head(cls, root: Path) -> bytes | None:
-        """``refs/head`` of the dataset at ``root``, without creating anything there."""
+        """``refs/head`` of the dataset at ``root``, without creating anything there.
+
+        Raises:
+            UsageError: ``root`` is not usable as a destination (see
+                :func:`check_destination`).
+            FormatError: ``refs/head`` does not hold a hash.
+        """
+        check_destination(root)
         return cls._read_ref(root / "refs" / "head")
 
     def get_ref(self, name: str) -> bytes | None:

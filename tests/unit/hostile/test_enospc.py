@@ -1,0 +1,102 @@
+"""Issue 16 item 11: a full disk while pulling, publishing or writing an example.
+
+The disk is filled for real: a 512 KiB tmpfs mounted for the test (the suite runs as
+root here). Where mounting is not permitted the same ENOSPC is injected instead, by
+making ``os.fsync`` fail with it (every odfweb3 writer fsyncs before its rename): the
+fixture says which one ran. Each case: one line, exit 74, DEST's previous head intact,
+no half-written example left to block a rerun.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from odfweb3.cli.main import main
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.validate import validate_dataset
+from odfweb3.pull import pull_dataset
+from odfweb3.replica import LocalReplica
+
+_SIZE = 512 * 1024
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={_SIZE}", "tmpfs", str(mnt)],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
+    if not mounted:  # fault injection: the first fsync past _SIZE bytes written fails
+        real_fsync = os.fsync
+
+        def fsync(fd: int) -> None:
+            if os.fstat(fd).st_size > _SIZE // 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    try:
+        yield mnt
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _run(capsys, tmp: Path, *argv: str) -> tuple[int, str, str]:
+    env = {"ODFWEB3_KEYSTORE": str(tmp / "keys"), "HOME": str(tmp)}
+    env["ODFWEB3_STATE_DIR"] = str(tmp / "state")
+    code = main(list(argv), env=env)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_pull_onto_a_full_disk_keeps_the_old_head(small_disk: Path, tmp_path: Path, capsys):
+    src = create_root_dataset(tmp_path / "src", blocks=2, data_bytes=2000, seed=7).path
+    dest = small_disk / "dest"
+    pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
+    old = DatasetReader.open(dest).head()
+    append_blocks(src, 2, data_bytes=2 * _SIZE)
+    code, out, err = _run(capsys, tmp_path, "pull", str(src), str(dest))
+    assert code == 74, (out, err)
+    assert err.count("\n") == 1 and "No space left on device" in err, err
+    assert DatasetReader.open(dest).head() == old
+    assert validate_dataset(dest, deep=True).ok
+
+
+def test_example_onto_a_full_disk_leaves_nothing_behind(small_disk: Path, tmp_path, capsys):
+    target = small_disk / "ex"
+    args = ["example", str(target), "--blocks", "2"]
+    code, out, err = _run(capsys, tmp_path, *args, "--data-bytes", str(2 * _SIZE))
+    assert code == 74, (out, err)
+    assert err.count("\n") == 1 and "No space left on device" in err, err
+    assert list(small_disk.iterdir()) == []  # no half-written dataset, no temp dir
+    code, out, err = _run(capsys, tmp_path, *args, "--data-bytes", "4000")  # rerun works
+    assert code == 0, err
+    assert validate_dataset(target, deep=True).ok
+
+
+def test_publish_onto_a_full_disk_is_one_line(small_disk: Path, tmp_path: Path, capsys):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2 * _SIZE, seed=8).path
+    out_dir = small_disk / "out"
+    code, out, err = _run(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out_dir}")
+    assert code == 74, (out, err)
+    assert err.count("\n") == 1 and "No space left on device" in err, err
+    assert not (out_dir / "publish.json").exists()
+    state = tmp_path / "state"
+    assert not state.exists() or not any(
+        json.loads(p.read_text()).get("head") for p in state.rglob("*.json")
+    )
