@@ -86,8 +86,11 @@ def pull_dataset(
     parallel: int = 8,
     force: bool = False,
     progress: ProgressFn | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> PullResult:
     """Pull ``replica`` into the dataset directory ``dest`` (created if absent).
+
+    ``on_total`` gets the bytes to fetch once the chain is read; ``progress`` each chunk.
 
     Raises:
         ConflictError: ``dest`` holds a head that is not in the replica's chain (unless
@@ -131,6 +134,8 @@ def pull_dataset(
     store = LocalStore(dest_path)
     objects = [o for o in iter_objects(entries) if o.kind != "block"]
     missing = [o for o in objects if not store.has(o.kind, o.hash)]
+    if on_total is not None:
+        on_total(sum(o.size or 0 for o in missing))
     # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are
     # verified: a lying replica leaves DEST as it was; an interrupted pull resumes from the
     # staged objects.

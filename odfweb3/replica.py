@@ -7,7 +7,7 @@ can make a read fail but never slip in other bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from odfweb3.errors import HashMismatch, IntegrityError
@@ -36,13 +36,20 @@ class Replica(Protocol):
         ...
 
 
-def read_object_verified(replica: Replica, obj: DatasetObject) -> int:
-    """Stream an object from a replica, checking size and hash; return its size."""
+def read_object_verified(
+    replica: Replica, obj: DatasetObject, progress: Callable[[int], None] | None = None
+) -> int:
+    """Stream an object from a replica, checking size and hash; return its size.
+
+    ``progress`` is called with the length of each chunk read (progress bars).
+    """
     hasher = new_hasher(obj.hash[0])
     n = 0
     for chunk in replica.stream_object(obj.kind, obj.hash, obj.size):
         hasher.update(chunk)
         n += len(chunk)
+        if progress is not None:
+            progress(len(chunk))
         if obj.size is not None and n > obj.size:
             raise IntegrityError(
                 f"{replica.name}: {obj.path} is larger than the {obj.size} bytes recorded"

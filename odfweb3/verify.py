@@ -17,7 +17,7 @@ every data file and checkpoint (or ``sample`` of them). Exit status of the CLI:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -70,8 +70,8 @@ class ReplicaReport:
         head = multihash_to_str(self.head)[:20] + "…" if self.head else "-"
         text = {
             "identical": "identical",
-            "behind": f"behind by {self.blocks} block(s)",
-            "ahead": f"ahead by {self.blocks} block(s)",
+            "behind": f"behind by {self.blocks} block{'' if self.blocks == 1 else 's'}",
+            "ahead": f"ahead by {self.blocks} block{'' if self.blocks == 1 else 's'}",
             "diverged": f"diverged (common ancestor: block #{self.common_ancestor})"
             if self.common_ancestor is not None
             else "diverged (no common ancestor)",
@@ -89,8 +89,14 @@ def compare_replica(
     deep: bool = False,
     sample: int | None = None,
     rng: random.Random | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> ReplicaReport:
-    """Compare ``replica`` with the reference chain (verified, head first)."""
+    """Compare ``replica`` with the reference chain (verified, head first).
+
+    With ``deep``, ``on_total`` gets the bytes about to be re-hashed and ``progress``
+    each chunk read (progress bars).
+    """
     try:
         head = replica.head()
     except OdfWeb3Error as exc:
@@ -127,9 +133,11 @@ def compare_replica(
         objs = [o for o in iter_objects(walked) if o.kind != "block"]
         if sample is not None and sample < len(objs):
             objs = (rng or random.Random()).sample(objs, sample)
+        if on_total is not None:
+            on_total(sum(o.size or 0 for o in objs))
         for obj in objs:
             try:
-                nbytes += read_object_verified(replica, obj)
+                nbytes += read_object_verified(replica, obj, progress)
                 checked += 1
             except OdfWeb3Error as exc:
                 problems.append(str(exc))

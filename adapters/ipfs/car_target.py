@@ -115,6 +115,7 @@ class CarTarget:
         self.clock = clock
         self._written: list[str] = []
         self._locked = False
+        self._unchanged = False
         self._seen_head: bytes | None = None
 
     @property
@@ -155,10 +156,39 @@ class CarTarget:
         self._lock()
         try:
             self._check_unchanged(view)
+            if self._nothing_new(plan, view):
+                # Issue 20: same head, same record content: write nothing, and keep the
+                # record at its sequence (no new CAR, no re-signed record, no publish.json).
+                assert view.state is not None
+                self._unchanged = True
+                return UploadResult(
+                    locator=str(view.state.locator),
+                    objects=view.state.objects,
+                    extra=dict(view.state.extra),
+                    summary={"note": "nothing new: no CAR written, record unchanged"},
+                )
             return self._upload(plan, reader, view, progress)
         except BaseException:
             self._unlock()  # nothing of ours is visible: let the next publisher in
             raise
+
+    def _nothing_new(self, plan: PublishPlan, view: RemoteView) -> bool:
+        """The directory holds this head with a complete record saying what we would say."""
+        state = view.state
+        if not plan.is_noop or state is None or state.head != plan.head or self.sealer:
+            return False
+        if state.extra.get("pending") or not state.record.get("file"):
+            return False
+        if not (self.out_dir / str(state.record["file"])).is_file():
+            return False
+        try:  # a record past half its lifetime is renewed (sequence + 1) even so
+            expires = datetime.fromisoformat(str(state.record.get("validity")))
+        except ValueError:
+            return False
+        if expires - self.clock() < self.lifetime / 2:
+            return False
+        asked = plan.record_extra.get("inputs")
+        return not asked or {str(k): str(v) for k, v in asked.items()} == state.extra.get("inputs")
 
     def _upload(
         self,
@@ -282,6 +312,8 @@ class CarTarget:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
         try:
             self._check_unchanged(view)
+            if self._unchanged and view.state is not None:
+                return view.state
             return self._commit(plan, upload, view)
         except BaseException:
             self._unlock()
@@ -339,6 +371,10 @@ class CarTarget:
 
     def save(self, state: PublishState) -> None:
         """Write ``publish.json`` last: the state plus a human-facing summary."""
+        if self._unchanged:  # nothing new: publish.json stays as it was
+            self._unchanged = False
+            self._unlock()
+            return
         doc = state.to_json()
         side = [state.extra.get("descriptorCar"), state.extra.get("keyEnvelopeCar")]
         cars = [*state.extra.get("cars", []), *filter(None, side)]

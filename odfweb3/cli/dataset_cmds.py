@@ -7,6 +7,7 @@ import secrets
 from typing import Any
 
 from odfweb3.cli.output import format_bytes
+from odfweb3.cli.text import key_values, plural, shown_path
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
@@ -144,7 +145,7 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
     out.result(
         data,
         lambda: (
-            f"wrote {built.path}: {built.blocks} blocks, "
+            f"wrote {shown_path(built.path)}: {plural(built.blocks, 'block')}, "
             f"{format_bytes(built.data_bytes)} new data\nhead {multihash_to_str(built.head)}"
         ),
     )
@@ -167,24 +168,32 @@ def _inspect(args: argparse.Namespace, ctx: Any) -> int:
     js = s.to_json() | {"path": str(reader.root)}
 
     def human() -> str:
-        lines = [
-            f"dataset    {s.dataset_id}",
-            f"kind       {js['kind']}",
-            f"head       {multihash_to_str(s.head)}",
-            f"blocks     {s.blocks}",
-            f"data       {s.data_files} files, {format_bytes(s.data_bytes)}, {s.records} records",
-            f"checkpts   {s.checkpoints} files, {format_bytes(s.checkpoint_bytes)}",
-            f"watermark  {s.watermark.isoformat() if s.watermark else '-'}",
-            f"created    {s.created.isoformat()}",
-            f"modified   {s.modified.isoformat()}",
+        items: list[tuple[str, object]] = [
+            ("path", shown_path(reader.root)),
+            ("dataset", s.dataset_id),
+            ("kind", js["kind"]),
+            ("head", multihash_to_str(s.head)),
+            ("blocks", s.blocks),
+            (
+                "data",
+                f"{plural(s.data_files, 'file')}, {format_bytes(s.data_bytes)} "
+                f"({s.data_bytes} bytes), {plural(s.records, 'record')}",
+            ),
+            (
+                "checkpoints",
+                f"{plural(s.checkpoints, 'file')}, {format_bytes(s.checkpoint_bytes)} "
+                f"({s.checkpoint_bytes} bytes)",
+            ),
+            ("watermark", s.watermark.isoformat() if s.watermark else "-"),
+            ("created", s.created.isoformat()),
+            ("modified", s.modified.isoformat()),
         ]
         if s.info is not None:
-            lines.append(f"info       {s.info.description or ''}")
-            if s.info.keywords:
-                lines.append(f"keywords   {', '.join(s.info.keywords)}")
+            items.append(("info", s.info.description))
+            items.append(("keywords", ", ".join(s.info.keywords or ())))
         if s.license is not None:
-            lines.append(f"license    {s.license.spdx_id or s.license.short_name or ''}")
-        return "\n".join(lines)
+            items.append(("license", s.license.spdx_id or s.license.short_name))
+        return "\n".join(key_values(items, indent=""))
 
     ctx.out.result(js, human)
     return 0
@@ -192,6 +201,12 @@ def _inspect(args: argparse.Namespace, ctx: Any) -> int:
 
 def _validate(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
+    if out.verbosity >= 1:
+        for entry in walk_chain(DatasetReader.open(args.path)):  # head first
+            kind = type(entry.block.event).__name__
+            out.debug(
+                f"block {entry.block.sequence_number:>4} {multihash_to_str(entry.hash)} {kind}"
+            )
     with out.progress("validating", None) as bar:
         report = validate_dataset(
             args.path,
@@ -203,16 +218,16 @@ def _validate(args: argparse.Namespace, ctx: Any) -> int:
 
     def human() -> str:
         head = multihash_to_str(report.head) if report.head else "-"
-        lines = [f"{report.path}: head {head}, {report.blocks} blocks"]
+        lines = [f"{shown_path(report.path)}: head {head}, {plural(report.blocks, 'block')}"]
         if report.deep:
             lines.append(
-                f"checked {report.objects_checked} data files and checkpoints, "
-                f"{format_bytes(report.bytes_hashed)} hashed"
+                f"checked {plural(report.objects_checked, 'object')} (data files, checkpoints), "
+                f"{format_bytes(report.bytes_hashed)} ({report.bytes_hashed} bytes) hashed"
             )
         if report.ok:
             lines.append("valid")
         else:
-            lines.append(f"INVALID: {len(report.violations)} problem(s)")
+            lines.append(f"INVALID: {plural(len(report.violations), 'problem')}")
             lines.extend(f"  {v}" for v in report.violations)
         return "\n".join(lines)
 

@@ -64,5 +64,5 @@ def _describe(args: argparse.Namespace, ctx: Any) -> int:
             return turtle
         return json.dumps(doc, indent=2, ensure_ascii=False)
 
-    ctx.out.result(data, human)
+    ctx.out.result(data, human, product=True)
     return 1 if errors else 0

@@ -231,7 +231,7 @@ def _identity_list(args: argparse.Namespace, ctx: Any) -> int:
 def _identity_export(args: argparse.Namespace, ctx: Any) -> int:
     pub = IdentityStore(ctx.config.keystore_dir).public_key(args.name)
     data = {"name": args.name, "publicKey": encode_public_key(pub), "id": fingerprint(pub)}
-    ctx.out.result(data, lambda: str(data["publicKey"]))
+    ctx.out.result(data, lambda: str(data["publicKey"]), product=True)
     return 0
 
 

@@ -3,7 +3,7 @@
 Conventions every subcommand follows:
 
 - ``--json``: exactly one JSON document on stdout; ``-v`` more detail on stderr,
-  ``-q`` nothing but errors; progress bars (bytes and rate) on a terminal.
+  ``-q`` nothing but errors; progress bars (total, %, rate, ETA) on a terminal only.
 - ``--config FILE``: settings (see :mod:`odfweb3.config`); ``ODFWEB3_*`` overrides.
 - Errors: one line on stderr, ``odfweb3: error: <what failed>: <where>; <what to do>``,
   no traceback. A local disk failure that escaped its writer (no space, read-only,

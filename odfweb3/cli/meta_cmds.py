@@ -46,6 +46,7 @@ def _version(args: argparse.Namespace, ctx: Any) -> int:
     ctx.out.result(
         {"version": __version__, "python": platform.python_version()},
         f"odfweb3 {__version__}",
+        product=True,
     )
     return 0
 
@@ -55,7 +56,7 @@ def _completion(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.main import build_parser
 
     script = render(build_parser(), args.shell)
-    ctx.out.result({"shell": args.shell, "script": script}, script)
+    ctx.out.result({"shell": args.shell, "script": script}, script, product=True)
     return 0
 
 
@@ -64,5 +65,5 @@ def _man(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.manpage import render
 
     page = render(build_parser())
-    ctx.out.result({"man": page}, page)
+    ctx.out.result({"man": page}, page, product=True)
     return 0

@@ -1,8 +1,10 @@
 """How the CLI talks: human text or ``--json``, verbosity, and progress bars.
 
 Human output goes to stdout; diagnostics and progress to stderr. With ``--json``
-stdout carries exactly one JSON document per command. Progress bars are drawn
-only on a terminal and never with ``--json`` or ``-q``.
+stdout carries exactly one JSON document per command. Progress bars (total, percent,
+rate, ETA) are drawn only when stderr is a terminal, and never with ``--json`` or
+``-q``. ``-q`` prints nothing but errors (and what a command exists to print: a
+script, a page, an address); ``-v`` adds what was checked, sent and skipped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["Output", "Progress", "format_bytes"]
+__all__ = ["Output", "Progress", "format_bytes", "format_duration"]
 
 
 def format_bytes(n: float) -> str:
@@ -26,51 +28,80 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
+def format_duration(seconds: float) -> str:
+    """``0:07``, ``12:34``, ``1:02:03``: an ETA or an elapsed time."""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 @dataclass
 class Progress:
-    """A one-line progress bar with bytes, rate and (when the total is known) percent."""
+    """A one-line progress bar: total, percent, bytes, rate and ETA once the total is known.
+
+    Drawn on ``stream`` only when ``enabled`` (a terminal, not ``--json``, not ``-q``);
+    otherwise it only counts, so callers never check.
+    """
 
     label: str
     total: int | None
     stream: TextIO
     enabled: bool
     done: int = 0
-    _start: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+    _start: float = -1.0
     _last_draw: float = 0.0
+    _drawn: bool = False
+
+    def __post_init__(self) -> None:
+        self._start = self.clock()
 
     def advance(self, n: int) -> None:
         """Count ``n`` more bytes; redraws at most ten times a second."""
         self.done += n
-        now = time.monotonic()
+        now = self.clock()
         if self.enabled and now - self._last_draw >= 0.1:
             self._last_draw = now
             self._draw(now)
 
-    def _draw(self, now: float) -> None:
+    def line(self, now: float) -> str:
+        """The bar's text at time ``now`` (no control characters)."""
         elapsed = max(now - self._start, 1e-9)
         rate = self.done / elapsed
         if self.total:
-            pct = min(100.0, 100.0 * self.done / self.total)
+            frac = min(1.0, self.done / self.total)
             width = 24
-            fill = int(width * pct / 100)
+            fill = int(width * frac)
             bar = "#" * fill + "-" * (width - fill)
-            text = (
-                f"\r{self.label} [{bar}] {pct:5.1f}% {format_bytes(self.done)}"
-                f"/{format_bytes(self.total)} {format_bytes(rate)}/s"
+            left = self.total - self.done
+            if left <= 0:
+                eta = f"in {format_duration(elapsed)}"
+            elif rate > 0:
+                eta = f"ETA {format_duration(left / rate)}"
+            else:
+                eta = "ETA -:--"
+            return (
+                f"{self.label} [{bar}] {100 * frac:5.1f}% {format_bytes(self.done)}"
+                f"/{format_bytes(self.total)} {format_bytes(rate)}/s {eta}"
             )
-        else:
-            text = f"\r{self.label} {format_bytes(self.done)} {format_bytes(rate)}/s"
-        self.stream.write(text + "\x1b[K")
+        return f"{self.label} {format_bytes(self.done)} {format_bytes(rate)}/s"
+
+    def _draw(self, now: float) -> None:
+        self.stream.write("\r" + self.line(now) + "\x1b[K")
         self.stream.flush()
+        self._drawn = True
 
     def set_total(self, total: int) -> None:
-        """Set the total once it is known."""
+        """Set the total once it is known (redraws: the bar appears even before bytes move)."""
         self.total = total
+        if self.enabled:
+            self._draw(self.clock())
 
     def close(self) -> None:
-        """Draw the final state and end the line."""
-        if self.enabled:
-            self._draw(time.monotonic())
+        """Draw the final state and end the line (nothing if nothing was ever drawn)."""
+        if self.enabled and (self._drawn or self.done):
+            self._draw(self.clock())
             self.stream.write("\n")
             self.stream.flush()
 
@@ -90,8 +121,14 @@ class Output:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
 
-    def result(self, data: Any, human: Callable[[], str] | str) -> None:
-        """Print the command's result: ``data`` as JSON, or the human text."""
+    def result(self, data: Any, human: Callable[[], str] | str, *, product: bool = False) -> None:
+        """Print the command's result: ``data`` as JSON, or the human text.
+
+        ``-q`` hides the human text unless it is the ``product`` the command exists to
+        print (a completion script, the man page, an address, a descriptor).
+        """
+        if not self.json_mode and self.verbosity < 0 and not product:
+            return
         if self.json_mode:
             json.dump(data, self.out, indent=2, sort_keys=False, default=str)
             self.out.write("\n")

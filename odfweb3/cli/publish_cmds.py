@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from odfweb3.cli.output import format_bytes
+from odfweb3.cli.output import format_bytes, format_duration
+from odfweb3.cli.text import key_values, plural, shown_target
 from odfweb3.errors import UsageError
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
+from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.target import PublishTarget
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
@@ -200,7 +204,7 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
         ctx.out.result(
             _to_json(outcome) | {"queued": entry.to_json()},
             lambda: (
-                f"{outcome.plan}\nqueued ({len(entry.heads)} update(s) waiting); "
+                f"{_human(outcome)}\nqueued ({plural(len(entry.heads), 'update')} waiting); "
                 f"post them as one upload with: odfweb3 publish --flush --to {args.to}"
             ),
         )
@@ -285,7 +289,15 @@ def _publish_one(
         ),
     )
     out = ctx.out
+    started = time.monotonic()
     with out.progress("publishing", None) as bar:
+
+        def planned(plan: PublishPlan) -> None:
+            for line in _plan_detail(plan):
+                out.debug(line)
+            if plan.send_bytes and not dry_run:
+                bar.set_total(plan.send_bytes)
+
         outcome = publish_dataset(
             dataset,
             target,
@@ -294,7 +306,9 @@ def _publish_one(
             progress=bar.advance,
             sealer=sealer,
             record_extra=record_extra,
+            on_plan=planned,
         )
+    out.debug(f"{target.name}: done in {format_duration(time.monotonic() - started)}")
     for note in outcome.notes:
         out.warn(note)
     if outcome.plan.forced:
@@ -448,14 +462,32 @@ def _flush(args: argparse.Namespace, ctx: Any) -> int:
     ctx.out.result(
         {"flushed": [e.to_json() | {"publish": _to_json(o)} for e, o in flushed]},
         lambda: "\n".join(
-            f"{_human(o)}\n  (covers {len(e.heads)} queued update(s))" for e, o in flushed
+            f"{_human(o)}\n  (covers {plural(len(e.heads), 'queued update')})" for e, o in flushed
         ),
     )
     return 0
 
 
+def _plan_detail(plan: PublishPlan) -> list[str]:
+    """``-v``: every object the plan sends, and what it skips."""
+    lines = [f"plan: {plan.relation}, {plural(plan.new_blocks, 'new block')}"]
+    lines += [f"  send {o.kind:<10} {o.path}  {format_bytes(o.size or 0)}" for o in plan.send]
+    skipped = len(plan.objects) - len(plan.send)
+    if skipped:
+        lines.append(f"  skip {plural(skipped, 'object')} the target already has")
+    return lines
+
+
+def _nothing_new(o: PublishOutcome) -> bool:
+    return o.plan.is_noop
+
+
 def _to_json(o: PublishOutcome) -> dict[str, Any]:
-    data: dict[str, Any] = {"plan": o.plan.to_json(), "dryRun": o.state is None}
+    data: dict[str, Any] = {
+        "plan": o.plan.to_json(),
+        "dryRun": o.state is None,
+        "nothingNew": _nothing_new(o),
+    }
     if o.upload is not None:
         data["locator"] = o.upload.locator
         data["bytesSent"] = o.upload.bytes_sent
@@ -465,17 +497,56 @@ def _to_json(o: PublishOutcome) -> dict[str, Any]:
     return data
 
 
+def _plan_lines(plan: PublishPlan) -> list[tuple[str, object]]:
+    remote = multihash_to_str(plan.remote_head) if plan.remote_head else "nothing"
+    forced = ", FORCED" if plan.forced else ""
+    return [
+        ("local head", multihash_to_str(plan.head)),
+        ("target has", f"{remote} ({plan.relation}{forced})"),
+        (
+            "send",
+            f"{len(plan.send)} of {plural(len(plan.objects), 'object')}, "
+            f"{format_bytes(plan.send_bytes)} of {format_bytes(plan.total_bytes)} "
+            f"({plural(plan.new_blocks, 'new block')})",
+        ),
+    ]
+
+
 def _human(o: PublishOutcome) -> str:
-    lines = [str(o.plan)]
+    """What a publish did, in aligned ``key value`` lines (no None, human sizes)."""
+    plan = o.plan
+    target = shown_target(plan.target)
+    header = f"publish {plan.dataset_id} -> {target}"
     if o.state is None:
-        lines.append("dry run: nothing sent")
-        return "\n".join(lines)
+        return "\n".join([header, *key_values(_plan_lines(plan)), "dry run: nothing sent"])
     assert o.upload is not None
-    lines.append(f"  root         {o.upload.locator}")
-    lines.append(f"  sent         {format_bytes(o.upload.bytes_sent)}")
-    shown: dict[str, object] = {}
+    if _nothing_new(o):
+        record = o.state.record
+        seq = record.get("sequence")
+        kept = "record unchanged" if o.upload.summary.get("note") else "record renewed"
+        where = f" (sequence {seq})" if seq is not None else ""
+        return f"{header}\nnothing new: {target} already has head " + (
+            f"{multihash_to_str(plan.head)}; {kept}{where}"
+        )
+    items: list[tuple[str, object]] = [*_plan_lines(plan), ("root", o.upload.locator)]
+    items.append(("bytesSent", o.upload.bytes_sent))
+    shown = {k for k, _ in items}
     for k, v in (*o.upload.summary.items(), *o.state.record.items()):
         if k not in shown:  # summary and record may repeat a fact (record id, manifest)
-            shown[k] = v
-            lines.append(f"  {k:<12} {v}")
-    return "\n".join(lines)
+            shown.add(k)
+            items.append((k, v))
+    return "\n".join([header, *key_values(items), *_import_lines(plan.target)])
+
+
+def _import_lines(target: str) -> list[str]:
+    """car:DIR: the exact commands that load it into a node, in order (from publish.json)."""
+    if not target.startswith("car:"):
+        return []
+    try:
+        doc = json.loads((Path(target[len("car:") :]) / "publish.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    commands = doc.get("import") if isinstance(doc, dict) else None
+    if not isinstance(commands, list):
+        return []
+    return ["import into a node (in this order):", *(f"  {c}" for c in commands)]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import Any
 
 from odfweb3.cli.keys_cmds import PASSPHRASE_ENV
-from odfweb3.cli.output import format_bytes
+from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
+from odfweb3.cli.text import plural, shown_path
 from odfweb3.errors import OdfWeb3Error, UsageError
 from odfweb3.lineage_verify import (
     chain_resolvers,
@@ -260,7 +262,18 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
         except OdfWeb3Error as exc:
             reports.append(ReplicaReport(ref, "unreachable", error=str(exc)))
             continue
-        reports.append(compare_replica(entries, replica, deep=args.deep, sample=args.sample))
+        started = time.monotonic()
+        with ctx.out.progress(f"verifying {ref}", None) as bar:
+            report = compare_replica(
+                entries,
+                replica,
+                deep=args.deep,
+                sample=args.sample,
+                progress=bar.advance,
+                on_total=bar.set_total,
+            )
+        reports.append(report)
+        _verify_detail(ctx, ref, report, time.monotonic() - started)
     code = 0 if all(r.ok for r in reports) else 1
     if any(r.status == "unreachable" for r in reports):
         code = 2
@@ -272,6 +285,18 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     }
     ctx.out.result(data, lambda: "\n".join(r.describe() for r in reports))
     return code
+
+
+def _verify_detail(ctx: Any, ref: str, report: ReplicaReport, seconds: float) -> None:
+    """``-v``: what was compared and checked for one replica."""
+    head = multihash_to_str(report.head) if report.head else "-"
+    ctx.out.debug(f"{ref}: head {head} ({report.status})")
+    if report.objects_checked or report.bytes_checked:
+        ctx.out.debug(
+            f"  re-hashed {plural(report.objects_checked, 'object')}, "
+            f"{format_bytes(report.bytes_checked)}, and every block against the chain rules"
+        )
+    ctx.out.debug(f"  in {format_duration(seconds)}")
 
 
 def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
@@ -321,16 +346,32 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
         ),
         passphrase_file=args.passphrase_file,
     )
+    started = time.monotonic()
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(
-            replica, args.dest, parallel=args.parallel, force=args.force, progress=bar.advance
+            replica,
+            args.dest,
+            parallel=args.parallel,
+            force=args.force,
+            progress=bar.advance,
+            on_total=bar.set_total,
         )
-    ctx.out.result(
-        result.to_json(),
-        lambda: (
-            f"{result.dest}: head {multihash_to_str(result.head)}\n"
-            f"  {result.new_blocks} new blocks, {result.objects_fetched} objects fetched "
+    up_to_date = result.new_blocks == 0 and result.objects_fetched == 0
+    previous = multihash_to_str(result.previous_head) if result.previous_head else "nothing"
+    ctx.out.debug(f"{args.ref} -> {shown_path(result.dest)}: was {previous}")
+    ctx.out.debug(f"  in {format_duration(time.monotonic() - started)}")
+
+    def human() -> str:
+        dest = shown_path(result.dest)
+        head = multihash_to_str(result.head)
+        if up_to_date:
+            return f"{dest}: already up to date (head {head})"
+        return (
+            f"{dest}: head {head}\n"
+            f"  {plural(result.new_blocks, 'new block')}, "
+            f"{plural(result.objects_fetched, 'object')} fetched "
             f"({format_bytes(result.bytes_fetched)}), {result.objects_present} already present"
-        ),
-    )
+        )
+
+    ctx.out.result(result.to_json() | {"upToDate": up_to_date}, human)
     return 0

@@ -226,7 +226,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 f"  published  {row['publishedHead'] or '-'}",
                 f"  root       {row['root'] or '-'}",
                 f"  name       {row['name'] or '-'}",
-                f"  sequence   {row['sequence']} ({row['mode'] or '-'})",
+                f"  sequence   {_dash(row['sequence'])}"
+                + (f" ({row['mode']})" if row["mode"] else ""),
                 f"  expires    {text}",
             ]
             node = row["node"]
@@ -248,6 +249,11 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
 
     ctx.out.result({"targets": rows, "warnings": warnings}, human)
     return 0
+
+
+def _dash(value: object) -> str:
+    """A value for human output: ``-`` for a missing one, never ``None``."""
+    return "-" if value is None else str(value)
 
 
 def _republish(args: argparse.Namespace, ctx: Any) -> int:

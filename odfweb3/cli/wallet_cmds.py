@@ -77,7 +77,7 @@ def _address(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters.arweave.wallet import load_wallet
 
     address = load_wallet(args.path).address
-    ctx.out.result({"path": str(args.path), "address": address}, address)
+    ctx.out.result({"path": str(args.path), "address": address}, address, product=True)
     return 0
 
 

@@ -75,6 +75,7 @@ def publish_dataset(
     progress: ProgressFn | None = None,
     sealer: Sealer | None = None,
     record_extra: Mapping[str, Any] | None = None,
+    on_plan: Callable[[PublishPlan], None] | None = None,
 ) -> PublishOutcome:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
@@ -89,6 +90,7 @@ def publish_dataset(
             ``sealer`` attribute) and the key belongs to this dataset.
         record_extra: extra facts for the name record (``inputs``: dataset ID -> locator of
             each input, issue 11), carried in the plan (``plan.record_extra``).
+        on_plan: called with the plan before anything is sent (progress totals, ``-v``).
     """
     reader = DatasetReader.open(path)
     entries, dataset_id = load_verified_chain(reader)  # 1
@@ -111,6 +113,8 @@ def publish_dataset(
     )
     if record_extra:
         plan = dataclasses.replace(plan, record_extra=dict(record_extra))
+    if on_plan is not None:
+        on_plan(plan)
     if dry_run:
         return PublishOutcome(plan, view, notes=view.notes)
     upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4

@@ -3,12 +3,14 @@
 import json
 import os
 import shutil
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from odfweb3.adapters.ipfs.car import iter_car
 from odfweb3.adapters.ipfs.car_check import check_car_dir
 from odfweb3.adapters.ipfs.car_target import CarTarget
+from odfweb3.adapters.ipfs.ipns import DEFAULT_LIFETIME
 from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ConflictError, HashMismatch, IntegrityError
@@ -58,10 +60,17 @@ def test_full_then_incremental(tmp_path, keystore):
     assert summary["ipnsName"].startswith("k51") and summary["sequence"] == 1
     assert any("dag import" in line for line in summary["import"])
 
-    # Nothing new: a third publish sends no objects but refreshes the record.
+    # Nothing new: a third publish sends no objects and leaves every file as it was
+    # (issue 20: the record stays at its sequence)...
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
     third = publish_dataset(ds, CarTarget(out, keystore))
     assert third.plan.relation == "same" and not third.plan.send
-    assert check_car_dir(out).record.sequence == 2
+    assert third.state.record["sequence"] == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # ...until the record is past half its lifetime: then it is renewed, sequence + 1.
+    later = datetime.now(UTC) + DEFAULT_LIFETIME / 2 + timedelta(minutes=1)
+    publish_dataset(ds, CarTarget(out, keystore, clock=lambda: later))
+    assert json.loads((out / "publish.json").read_text())["sequence"] == 2
 
 
 def test_unchanged_files_are_not_read_again(tmp_path, keystore):

@@ -1,0 +1,77 @@
+"""Small pieces of human output shared by the commands (issue 20, item 12).
+
+- :func:`plural`: ``1 block``, ``2 blocks`` (never ``1 blocks`` or ``block(s)``);
+- :func:`shown_path`: one path style everywhere: relative to the working directory
+  when under it, else absolute;
+- :func:`key_values`: aligned ``key  value`` lines that skip empty values (no ``None``)
+  and put a human size beside each raw byte count.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from odfweb3.cli.output import format_bytes
+
+__all__ = ["key_values", "plural", "shown_path", "shown_target"]
+
+_IRREGULAR = {"entry": "entries", "copy": "copies"}
+
+
+def plural(n: int, noun: str) -> str:
+    """``n`` and ``noun``, pluralised when ``n`` is not 1 (``"3 new blocks"``)."""
+    if n == 1:
+        return f"{n} {noun}"
+    head, _, last = noun.rpartition(" ")
+    many = _IRREGULAR.get(last, last + "s")
+    return f"{n} {head + ' ' if head else ''}{many}"
+
+
+def shown_path(path: str | os.PathLike[str], cwd: Path | None = None) -> str:
+    """A local path as the CLI prints it: relative to ``cwd`` when under it, else absolute."""
+    absolute = Path(path).absolute()
+    base = (cwd or Path.cwd()).absolute()
+    try:
+        rel = absolute.relative_to(base)
+    except ValueError:
+        return str(absolute)
+    return str(rel) if str(rel) != "." else "."
+
+
+def shown_target(name: str, cwd: Path | None = None) -> str:
+    """A target or replica name with its local directory in :func:`shown_path` style."""
+    kind, sep, arg = name.partition(":")
+    if sep and kind in ("car", "bundle") and arg:
+        return f"{kind}:{shown_path(arg, cwd)}"
+    return name
+
+
+def _is_byte_count(key: str, value: object) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and ("bytes" in key.lower() or key.lower() == "size")
+    )
+
+
+def key_values(items: Iterable[tuple[str, object]], indent: str = "  ") -> list[str]:
+    """Aligned ``key value`` lines; None and empty values are left out, sizes made human."""
+    kept = [(k, v) for k, v in items if v is not None and v != "" and v != [] and v != {}]
+    width = max((len(k) for k, _ in kept), default=0)
+    lines = []
+    for key, value in kept:
+        if _is_byte_count(key, value):
+            assert isinstance(value, int)
+            text = f"{value} ({format_bytes(value)})"
+        elif isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, dict):
+            text = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            text = ", ".join(str(v) for v in value)
+        else:
+            text = str(value)
+        lines.append(f"{indent}{key:<{width}}  {text}")
+    return lines

@@ -1,0 +1,163 @@
+"""Human output, -q / -v and progress bars (issue 20, items 4, 5 and 12)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from odfweb3.cli.main import main
+from odfweb3.cli.output import Output, Progress, format_duration
+from odfweb3.cli.text import key_values, plural, shown_path
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv), env=env)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_line_has_total_percent_rate_and_eta():
+    clock = _Clock()
+    bar = Progress("pulling", 4 << 20, io.StringIO(), enabled=False, clock=clock)
+    clock.now += 2
+    bar.advance(1 << 20)
+    line = bar.line(clock.now)
+    assert "[######------------------]" in line and " 25.0% " in line
+    assert "1.0 MiB/4.0 MiB" in line and "512.0 KiB/s" in line and line.endswith("ETA 0:06")
+    bar.advance(3 << 20)
+    assert bar.line(clock.now).endswith("100.0% 4.0 MiB/4.0 MiB 2.0 MiB/s in 0:02")
+    unknown = Progress("validating", None, io.StringIO(), enabled=False, clock=clock)
+    unknown.advance(2048)
+    assert unknown.line(clock.now + 1) == "validating 2.0 KiB 2.0 KiB/s"
+    assert format_duration(3725) == "1:02:05" and format_duration(7) == "0:07"
+
+
+def test_progress_draws_only_when_enabled():
+    err = io.StringIO()
+    with Output(err=err).progress("x", 10) as bar:  # StringIO is not a terminal
+        bar.advance(10)
+    assert err.getvalue() == ""
+    stream = io.StringIO()
+    with Progress("x", 10, stream, enabled=True) as bar:
+        bar.advance(10)
+    assert stream.getvalue().startswith("\rx [") and stream.getvalue().endswith("\n")
+
+
+def test_text_helpers():
+    assert plural(1, "new block") == "1 new block" and plural(0, "file") == "0 files"
+    assert plural(2, "entry") == "2 entries"
+    assert shown_path("/a/b/c", Path("/a")) == "b/c" and shown_path("/x/y", Path("/a")) == "/x/y"
+    lines = key_values([("name", "k51"), ("prevUpload", None), ("carBytes", 2048), ("ok", True)])
+    assert lines == ["  name      k51", "  carBytes  2048 (2.0 KiB)", "  ok        yes"]
+
+
+def test_quiet_prints_nothing_but_what_a_command_exists_to_print(cli):
+    assert cli("example", "ds", "--blocks", "1", "-q") == (0, "", "")
+    assert cli("validate", "ds", "--deep", "-q") == (0, "", "")
+    assert cli("-q", "publish", "ds", "--to", "car:out") == (0, "", "")
+    assert cli("pull", "car:out", "copy", "-q") == (0, "", "")
+    assert cli("verify", "ds", "--against", "car:out", "-q") == (0, "", "")
+    code, out, _ = cli("completion", "bash", "-q")
+    assert code == 0 and "complete -o filenames -F _odfweb3 odfweb3" in out
+    code, out, _ = cli("version", "-q")
+    assert out.startswith("odfweb3 ")
+    code, out, _ = cli("inspect", "ds", "-q", "--json")  # --json is asked for: always printed
+    assert json.loads(out)["blocks"] == 4
+
+
+def test_verbose_adds_what_was_checked_sent_and_skipped(cli):
+    cli("example", "ds", "--blocks", "2", "-q")
+    code, _, err = cli("validate", "ds", "-v")
+    assert code == 0 and "block    0 " in err and " Seed" in err and " AddData" in err
+    code, _, err = cli("publish", "ds", "--to", "car:out", "-v")
+    assert code == 0 and "plan: new, 5 new blocks" in err and "  send data" in err
+    cli("example", "ds", "--append", "1", "-q")
+    code, _, err = cli("publish", "ds", "--to", "car:out", "-v")
+    assert "plan: ahead, 1 new block\n" in err and "objects the target already has" in err
+    code, _, err = cli("verify", "ds", "--against", "car:out", "--deep", "-v")
+    assert code == 0 and "re-hashed 6 objects" in err
+    code, _, err = cli("pull", "car:out", "copy", "-v")
+    assert code == 0 and "car:out -> copy: was nothing" in err
+    # Without -v none of it.
+    code, _, err = cli("validate", "ds")
+    assert err == ""
+
+
+def test_human_output_has_no_none_right_plurals_one_path_style(cli, tmp_path):
+    outputs = []
+    for argv in (
+        ("example", "ds", "--blocks", "1"),
+        ("inspect", "ds"),
+        ("validate", "ds", "--deep"),
+        ("publish", "ds", "--to", "car:out"),
+        ("publish", "ds", "--to", "car:out"),
+        ("pull", "car:out", "copy"),
+        ("pull", "car:out", "copy"),
+        ("verify", "ds", "--against", "car:out", "--deep"),
+        ("status", "--offline"),
+    ):
+        code, out, err = cli(*argv)
+        assert code == 0, (argv, err)
+        outputs.append(out)
+    text = "".join(outputs)
+    assert "None" not in text
+    assert "1 blocks" not in text and "1 files" not in text and "(s)" not in text
+    assert str(tmp_path) not in text  # one style: relative to the working directory
+    assert outputs[0].startswith("wrote ds: 4 blocks")
+    assert "data         1 file, 64.0 KiB (65536 bytes)" in outputs[1]
+    assert "  carBytes" in outputs[3] and " KiB)" in outputs[3]
+    assert "import into a node (in this order):\n  ipfs dag import " in outputs[3]
+    assert "ipfs routing put --allow-offline /ipns/" in outputs[3]
+    # Aligned keys: every value starts in the same column.
+    rows = [line for line in outputs[3].splitlines()[1:] if line.startswith("  ")][:8]
+    starts = {len(line) - len(line[2:].split("  ", 1)[1].lstrip()) for line in rows}
+    assert len(starts) == 1, rows
+    assert "nothing new: car:out already has head" in outputs[4]
+    assert "record unchanged (sequence 0)" in outputs[4]
+    assert outputs[5].startswith("copy: head ") and "4 new blocks" in outputs[5]
+    assert outputs[6].startswith("copy: already up to date (head ")
+
+
+def test_a_no_op_republish_to_car_changes_nothing(cli, tmp_path):
+    cli("example", "ds", "--blocks", "1", "-q")
+    assert cli("publish", "ds", "--to", "car:out")[0] == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    code, out, _ = cli("publish", "ds", "--to", "car:out", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["nothingNew"] is True and doc["record"]["sequence"] == 0
+    after = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    assert after == before  # no new CAR, record file and publish.json as they were
+    cli("example", "ds", "--append", "1", "-q")
+    code, out, _ = cli("publish", "ds", "--to", "car:out", "--json")
+    assert json.loads(out)["record"]["sequence"] == 1 and json.loads(out)["nothingNew"] is False
+
+
+def test_a_no_op_republish_to_bundle_says_nothing_new(cli, tmp_path):
+    cli("example", "ds", "--blocks", "1", "-q")
+    assert cli("wallet", "new", "w.json", "-q")[0] == 0
+    to = ("--to", "bundle:ar", "--wallet", "w.json")
+    code, out, err = cli("publish", "ds", *to)
+    assert code == 0, err
+    assert "None" not in out and "bundle" in out
+    code, out, _ = cli("publish", "ds", *to)
+    assert "nothing new: bundle:ar already has head" in out and "record unchanged" in out
+    assert len(list((tmp_path / "ar").glob("*.bundle"))) == 1
