@@ -491,9 +491,13 @@ def open_replica(
     kind, _, arg = ref.partition(":")
     if kind == "car" and arg:
         from .ipfs.car_check import CarDirReplica, check_car_dir
+        from .ipfs.gateway_replica import SequenceMemory
 
         out_dir = Path(arg).expanduser()
-        return CarDirReplica(check_car_dir(out_dir), ref, out_dir)
+        # The replay memory is the one IPNS names read online use (issue 16 item 13): an
+        # offline copy of an older record is refused once a newer one has been seen.
+        memory = SequenceMemory(config.state_dir / "ipns-seen.json")
+        return CarDirReplica(check_car_dir(out_dir, memory=memory), ref, out_dir)
     if kind == "ar" and arg.startswith("//"):
         from .arweave.gateway import ArweaveGateway
         from .arweave.replica import open_ar_replica

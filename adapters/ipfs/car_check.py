@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from odfweb3.errors import FormatError, NotFound, ReplicaMismatch
 from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
@@ -41,6 +42,7 @@ __all__ = [
     "CarDirCheck",
     "CarDirReplica",
     "CarIndex",
+    "RecordMemory",
     "check_car_dir",
     "confined_file",
     "read_bounded",
@@ -255,13 +257,28 @@ class CarDirReplica:
         return b"".join(read_file(cid, self.check.index.get, max_size=MAX_BLOCK_SIZE))
 
 
-def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
+class RecordMemory(Protocol):
+    """The highest IPNS record seen per name (:class:`.gateway_replica.SequenceMemory`)."""
+
+    def check(self, name: str, record: IpnsRecord, *, source: str = ...) -> None: ...
+
+    def remember(self, name: str, record: IpnsRecord) -> None: ...
+
+
+def check_car_dir(
+    out_dir: Path, *, now: datetime | None = None, memory: RecordMemory | None = None
+) -> CarDirCheck:
     """Verify everything an offline publish wrote to ``out_dir``.
+
+    With a ``memory``, a record older than one already seen for the name (online or in
+    another ``car:DIR``), or a different one with the same sequence, is refused like an
+    online replay; an accepted record is remembered once everything checked out.
 
     Raises:
         NotFound / FormatError / HashMismatch / SignatureError / RecordExpired:
             what is missing or wrong, naming the file.
-        ReplicaMismatch: the pieces disagree (record vs root vs refs/head).
+        ReplicaMismatch: the pieces disagree (record vs root vs refs/head), or the
+            record is a replay.
     """
     summary = out_dir / "publish.json"
     try:
@@ -314,6 +331,9 @@ def check_car_dir(out_dir: Path, *, now: datetime | None = None) -> CarDirCheck:
             f"{record_file}: _odf says {record.odf.dataset_id} at {record.odf.head}, "
             f"the CARs hold {dataset_id} at {multihash_to_str(head)}"
         )
+    if memory is not None:
+        memory.check(name, record, source=f"{out_dir} (car:DIR)")
+        memory.remember(name, record)
     return CarDirCheck(
         dataset_id,
         root,

@@ -248,11 +248,11 @@ class SequenceMemory:
             raise FormatError(f"{self.path}: not JSON ({exc}); delete it to start over") from None
         return data if isinstance(data, dict) else {}
 
-    def check(self, name: str, record: IpnsRecord) -> None:
+    def check(self, name: str, record: IpnsRecord, *, source: str = "the node or gateway") -> None:
         """Refuse a record older than, or conflicting with, one seen before.
 
         Raises:
-            ReplicaMismatch: a replayed or equivocating record.
+            ReplicaMismatch: a replayed or equivocating record (``source`` served it).
         """
         seen = self._load().get(name)
         if not isinstance(seen, dict):
@@ -260,9 +260,9 @@ class SequenceMemory:
         seq = int(seen.get("sequence", -1))
         if record.sequence < seq:
             raise ReplicaMismatch(
-                f"ipns://{name}: the node or gateway served sequence {record.sequence} "
+                f"ipns://{name}: {source} served sequence {record.sequence} "
                 f"({record.value_text}) but sequence {seq} was seen before: an older record "
-                "replayed; try another node or gateway"
+                "replayed; use a newer copy (another node, gateway or directory)"
             )
         if record.sequence == seq and record.value_text != seen.get("value"):
             raise ReplicaMismatch(

@@ -121,9 +121,15 @@ def _huge_record(out: Path, keys: Keystore, world: dict[str, object]) -> None:
 
 def _visible(root: Path) -> dict[str, str]:
     """Everything under ``root`` but pull's empty housekeeping folders (``DEST/.odfweb3``:
-    its lock and staging area, emptied again on failure)."""
+    its lock and staging area, emptied again on failure) and the replay memory (a record
+    whose signature checked out is remembered even when the content then fails)."""
     snap = tree_snapshot(root)
-    return {k: v for k, v in snap.items() if not (".odfweb3" in k.split("/") and v == "dir")}
+    return {
+        k: v
+        for k, v in snap.items()
+        if not (".odfweb3" in k.split("/") and v == "dir")
+        and k not in ("state", "state/ipns-seen.json")  # a validly signed record is remembered
+    }
 
 
 ATTACKS: dict[str, tuple[Callable[..., None], str]] = {
@@ -148,13 +154,13 @@ def test_hostile_car_dir_is_refused_in_one_line_bounded(
     assert isinstance(base, Path)
     env = world["env"]
     assert isinstance(env, dict)
+    env = {**env, "ODFWEB3_STATE_DIR": str(tmp_path / "state")}
     out = tmp_path / "out"
     shutil.copytree(base / "honest", out, symlinks=True)
     dest = tmp_path / "dest"
     shutil.copytree(base / "ancestor", dest)
     forge(out, Keystore(base / "keys"), world)
     before = _visible(tmp_path)
-    state = tree_snapshot(base / "state")
     for args in (
         ["pull", f"car:{out}", str(dest)],
         ["verify", str(dest), "--against", f"car:{out}", "--deep"],
@@ -173,7 +179,6 @@ def test_hostile_car_dir_is_refused_in_one_line_bounded(
         assert "Traceback" not in said
         assert run.peak_rss_mb < MAX_RSS_MB and run.seconds < MAX_SECONDS, run.summary()
         assert _visible(tmp_path) == before  # DEST intact, nothing written beside it
-        assert tree_snapshot(base / "state") == state
 
 
 # -- the readers' budgets, directly -------------------------------------------------------------
@@ -232,3 +237,36 @@ def test_directory_entry_budget() -> None:
     assert len(list_directory(folder, _getter(blocks))) == 10
     with pytest.raises(FormatError, match="directory entries"):
         list_directory(folder, _getter(blocks), max_entries=9)
+
+
+# -- replay of an older offline publish (issue 16 item 13, replay part) ---------------------------
+
+
+def test_older_car_dir_after_a_newer_record_is_refused_like_a_replay(tmp_path: Path) -> None:
+    """Before: ``pull car:OLD`` was accepted (exit 0) after a newer record of the same name
+    had been seen; the replay memory was consulted for ``ipns://`` only."""
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=4).path
+    env = {
+        "HOME": str(tmp_path),
+        "ODFWEB3_KEYSTORE": str(tmp_path / "keys"),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
+    }
+    out = tmp_path / "out"
+    assert run_cli(["publish", str(ds), "--to", f"car:{out}", "-q"], env=env).code == 0
+    shutil.copytree(out, tmp_path / "old")  # the attacker keeps this copy (sequence 0)
+    append_blocks(ds, 1, data_bytes=1000, seed=5)
+    assert run_cli(["publish", str(ds), "--to", f"car:{out}", "-q"], env=env).code == 0
+    newer = run_cli(["pull", f"car:{out}", str(tmp_path / "d1"), "-q"], env=env)
+    assert newer.code == 0, newer.summary()  # sequence 1 seen and remembered
+    seen = (tmp_path / "state" / "ipns-seen.json").read_text("utf-8")
+    dest = tmp_path / "d2"
+    shutil.copytree(ds, dest)
+    before = _visible(dest)
+    run = run_cli(["pull", f"car:{tmp_path / 'old'}", str(dest)], env=env)
+    assert run.code == 1, run.summary()  # ReplicaMismatch, as for an online replay
+    assert len(run.lines) == 1 and "an older record replayed" in run.stderr, run.summary()
+    assert "(car:DIR) served sequence 0" in run.stderr
+    assert _visible(dest) == before
+    assert (tmp_path / "state" / "ipns-seen.json").read_text("utf-8") == seen
+    again = run_cli(["pull", f"car:{out}", str(tmp_path / "d3"), "-q"], env=env)
+    assert again.code == 0, again.summary()  # the newest copy is still accepted
