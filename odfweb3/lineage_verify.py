@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Final, Literal
 
-from odfweb3.errors import FormatError, OdfWeb3Error
+from odfweb3.errors import FormatError, OdfWeb3Error, ResolutionError
 from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.lineage import (
@@ -53,11 +53,13 @@ from odfweb3.odf.validate import check_chain_rules
 from odfweb3.replica import Replica, read_object_verified
 
 __all__ = [
+    "NETWORK_LOCATORS",
     "InputReport",
     "InputResolver",
     "InputStatus",
     "LineageReport",
     "chain_resolvers",
+    "is_network_locator",
     "replica_dataset_id",
     "resolver_from_records",
     "resolver_from_replicas",
@@ -208,6 +210,17 @@ def resolver_from_replicas(replicas: Iterable[Replica]) -> InputResolver:
     return lambda did: by_id.get(_canonical(did))
 
 
+#: The locators a record read from the network may name (issue 16 item 10): a local one
+#: (``car:/abs/path``, a directory) would let a publisher make the verifier open its files.
+NETWORK_LOCATORS: Final = ("ipns://", "ipfs://", "ar://", "did:odf:")
+
+
+def is_network_locator(locator: str) -> bool:
+    """Whether ``locator`` is a network reference (``ipns://``, ``ipfs://``, ``ar://``,
+    ``did:odf:``), the only kind a record may name."""
+    return locator.startswith(NETWORK_LOCATORS)
+
+
 def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) -> InputResolver:
     """A resolver following the inputs maps of resolution records (issue 11).
 
@@ -215,8 +228,15 @@ def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) 
     record's ``_odf.inputs`` or its Arweave upload record's ``inputs``) names where each
     input lives; each input opened through ``open_ref`` adds its own map, so the inputs
     of inputs resolve from the derivative's name alone.
+
+    The record's author chose those locators: only network references are followed
+    (:data:`NETWORK_LOCATORS`); any other is refused with one line naming it, and the
+    input is reported unreachable (issue 16 item 10). A replica the user opened from a
+    directory may say where a network locator's dataset sits in that directory
+    (``local_inputs()``: locator -> ``car:PATH``, e.g. ``OUT_DIR/inputs/*``).
     """
     known: dict[str, str] = {}
+    local: dict[str, str] = {}
 
     def learn(r: Replica) -> None:
         get = getattr(r, "lineage_inputs", None)
@@ -224,6 +244,10 @@ def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) 
             return
         try:
             inputs = get()
+            here = getattr(r, "local_inputs", None)
+            if here is not None:
+                for k, v in here().items():
+                    local.setdefault(str(k), str(v))
         except OdfWeb3Error:
             return
         for did, locator in inputs.items():
@@ -235,7 +259,13 @@ def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) 
         locator = known.get(_canonical(did))
         if locator is None:
             return None
-        found = open_ref(locator)
+        if not is_network_locator(locator):
+            raise ResolutionError(
+                f"the record names {locator[:120]!r} for input {did}: a record may only name "
+                "ipns://, ipfs://, ar:// or did:odf: locators; give the input's replica "
+                "yourself with --input DID=REF or --inputs-from"
+            )
+        found = open_ref(local.get(locator, locator))
         learn(found)
         return found
 

@@ -96,6 +96,11 @@ class DecryptingReplica:
         get = getattr(self.inner, "lineage_inputs", None)
         return dict(get()) if callable(get) else {}
 
+    def local_inputs(self) -> Mapping[str, str]:
+        """The inner replica's local stand-ins for network locators (a ``car:DIR``'s)."""
+        get = getattr(self.inner, "local_inputs", None)
+        return dict(get()) if callable(get) else {}
+
     def read_block(self, mh: bytes) -> bytes:
         """A block's plaintext (the chain walk checks its hash)."""
         path = f"blocks/{multihash_to_str(mh)}"

@@ -192,17 +192,25 @@ class CarDirReplica:
         self._broken: dict[str, FormatError] = {}
 
     def lineage_inputs(self) -> Mapping[str, str]:
-        """The signed record's ``_odf.inputs`` (dataset ID -> locator, issue 11).
+        """The signed record's ``_odf.inputs`` (dataset ID -> locator, issue 11), as signed.
 
-        Offline, an ``ipns://NAME`` cannot be resolved: when ``publish --with-inputs`` wrote
-        the input next to this one (``OUT_DIR/inputs/*`` whose ``publish.json`` names the
-        same IPNS name), the locator becomes that directory (``car:PATH``); else it is
-        returned as recorded.
+        The record's author chose these: :func:`odfweb3.lineage_verify.resolver_from_records`
+        follows network references only (issue 16 item 10).
         """
         odf = self.check.record.odf
         raw = odf.extra.get("inputs") if odf is not None else None
         if not isinstance(raw, Mapping):
             return {}
+        return {str(k): str(v) for k, v in raw.items()}
+
+    def local_inputs(self) -> Mapping[str, str]:
+        """Network locator -> ``car:PATH`` of the inputs published next to this one.
+
+        Offline, an ``ipns://NAME`` cannot be resolved: when ``publish --with-inputs`` wrote
+        the input next to this one (``OUT_DIR/inputs/*`` whose ``publish.json`` names the
+        same IPNS name), that directory stands for the name. The paths come from the
+        directory the user gave (``OUT_DIR``), never from the record.
+        """
         local: dict[str, str] = {}
         if self.out_dir is not None and (self.out_dir / "inputs").is_dir():
             for summary in sorted((self.out_dir / "inputs").glob("*/publish.json")):
@@ -213,7 +221,7 @@ class CarDirReplica:
                     continue
                 if isinstance(name, str):
                     local[f"ipns://{name}"] = f"car:{summary.parent}"
-        return {str(k): local.get(str(v), str(v)) for k, v in raw.items()}
+        return local
 
     def _cid_of(self, kind: ObjectKind, mh: bytes) -> Cid:
         folder = LAYOUT_DIRS[kind]

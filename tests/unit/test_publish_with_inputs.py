@@ -64,11 +64,13 @@ def test_car_dir_publish_with_inputs_then_verify_lineage_from_the_name_alone(
     assert record.odf is not None and record.odf.dataset_id == X
     assert dict(record.odf.extra["inputs"]) == names == doc["inputs"]
 
-    # Offline, the car: replica maps each ipns:// name to the input's directory.
+    # Offline, the car: replica maps each ipns:// name to the input's directory (found in
+    # the directory the user gave, not named by the record: issue 16 item 10).
     replica = CarDirReplica(check_car_dir(out), f"car:{out}", out)
-    assert replica.lineage_inputs() == {
-        A: f"car:{out / 'inputs' / 'a'}",
-        B: f"car:{out / 'inputs' / 'b'}",
+    assert replica.lineage_inputs() == names
+    assert {replica.local_inputs()[names[d]] for d in (A, B)} == {
+        f"car:{out / 'inputs' / 'a'}",
+        f"car:{out / 'inputs' / 'b'}",
     }
 
     code, stdout, err = run(capsys, tmp_path, "verify", f"car:{out}", "--lineage", "--json")
