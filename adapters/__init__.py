@@ -155,7 +155,7 @@ def open_ipfs_target(
         raise UsageError(f"--to ipfs:{url}: give the node's RPC API as http://HOST:PORT")
     timeout = float(config.get("ipfs", "timeout", default=60.0))
     return IpfsNodeTarget(
-        KuboClient(url, timeout=timeout),
+        KuboClient(url, settings=config.network, timeout=timeout),
         Keystore(config.keystore_dir),
         StateStore(config.state_dir),
         gateway_url=config.ipfs_gateway,
@@ -198,7 +198,7 @@ def open_arweave_target(
     if max_cost is None:
         max_cost = config.get("arweave", "max_cost_winston")
     return GatewayTarget(
-        ArweaveGateway(url),
+        ArweaveGateway(url, settings=config.network),
         load_wallet(wallet),
         StateStore(config.state_dir),
         max_cost=max_cost,
@@ -224,8 +224,8 @@ def ipfs_access(
     from .ipfs.kubo import KuboClient
 
     access = IpfsAccess(
-        IpfsGateway(config.ipfs_gateway),
-        KuboClient(config.ipfs_api, timeout=30.0, retries=1),
+        IpfsGateway(config.ipfs_gateway, settings=config.network),
+        KuboClient(config.ipfs_api, settings=config.network, retries=1),
         dns=dns,
         memory=SequenceMemory(config.state_dir / "ipns-seen.json"),
         trustless=trustless,
@@ -235,20 +235,19 @@ def ipfs_access(
     return access
 
 
-def _arweave_claims(ref: str, config: Config) -> tuple[Replica, NameClaims]:
-    from .arweave.arfs import tag_value
+def _arweave_claims(
+    ref: str, config: Config, owner: str | None = None
+) -> tuple[Replica, NameClaims]:
     from .arweave.gateway import ArweaveGateway
     from .arweave.replica import open_ar_replica
-    from .arweave.resolve import item_tags, lookup_items
 
-    gateway = ArweaveGateway(config.arweave_gateway)
-    replica = open_ar_replica(gateway, ref)
-    item_id = ref.removeprefix("ar://").strip("/")
-    tags = item_tags(lookup_items(gateway, [item_id]).get(item_id) or {})
+    gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
+    # The record's signature is checked there: its dataset ID and head are the signer's.
+    replica = open_ar_replica(gateway, ref, expected_owner=owner)
     head = replica.expected_head
     return replica, NameClaims(
         locator=f"ar://{replica.manifest_id}",
-        dataset_id=tag_value(tags, "ODF-Dataset-Id"),
+        dataset_id=replica.dataset_id,
         head=multihash_from_str(head) if head else None,
         notes=(f"read through {gateway.url}; every block and object re-hashed",),
     )
@@ -270,7 +269,7 @@ def _did_candidates(
         (f"ipns://{name}", lambda: open_ipns_name(f"ipns://{name}", access, name))
     ]
     skipped: list[str] = []
-    gateway = ArweaveGateway(config.arweave_gateway)
+    gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
     if owner is None:
         state = StateStore(config.state_dir).load(did, f"arweave:{gateway.url}")
         known = state.extra.get("owner") if state is not None else None
@@ -285,14 +284,14 @@ def _did_candidates(
 
         try:
             latest = find_latest_upload(gateway, owner, did)
-        except BackendError as exc:
+        except (BackendError, ResolutionError) as exc:
             skipped.append(f"Arweave {gateway.url}: {exc}")
             latest = None
         if latest is None:
             skipped.append(f"Arweave {gateway.url}: no upload of {did} by {owner}")
         else:
             ref = f"ar://{latest.id}"
-            out.append((ref, lambda: _arweave_claims(ref, config)))
+            out.append((ref, lambda: _arweave_claims(ref, config, owner)))
     return out, skipped
 
 
@@ -321,7 +320,9 @@ def read_key_envelope(src: str, config: Config) -> bytes:
         from .arweave.gateway import ArweaveGateway
 
         item = src.removeprefix("ar://").strip("/")
-        return ArweaveGateway(config.arweave_gateway).get_data(item, limit=MAX_ENVELOPE_SIZE)
+        return ArweaveGateway(config.arweave_gateway, settings=config.network).get_data(
+            item, limit=MAX_ENVELOPE_SIZE
+        )
     if "://" in src:
         raise UsageError(f"--key-envelope {src}: give a file, ipfs://CID or ar://ID")
     path = Path(src).expanduser()
@@ -502,7 +503,9 @@ def open_replica(
         from .arweave.gateway import ArweaveGateway
         from .arweave.replica import open_ar_replica
 
-        ar_replica = open_ar_replica(ArweaveGateway(config.arweave_gateway), ref)
+        ar_replica = open_ar_replica(
+            ArweaveGateway(config.arweave_gateway, settings=config.network), ref
+        )
         if ar_replica.arfs_private:
             return _open_private_drive(ar_replica, config, wallet, drive_password)
         return ar_replica

@@ -36,6 +36,7 @@ import jsonschema
 import yaml
 
 from odfweb3.errors import ConfigError
+from odfweb3.transport.settings import NetworkSettings
 
 __all__ = [
     "DEFAULT_ARWEAVE_GATEWAY",
@@ -105,6 +106,11 @@ class Config:
         """Path of the JWK wallet, if configured."""
         w = self.get("arweave", "wallet")
         return Path(w).expanduser() if w else None
+
+    @property
+    def network(self) -> NetworkSettings:
+        """Budgets of the network clients (``network:``; docs/security.md)."""
+        return NetworkSettings.from_config(self.get("network"))
 
     @property
     def keystore_dir(self) -> Path:

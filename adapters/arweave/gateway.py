@@ -5,12 +5,14 @@ Only what odfweb3 needs (DESIGN.md sections 2 and 5): ``GET /tx_anchor``,
 small), ``POST /chunk`` (larger data, one chunk at a time with its Merkle proof),
 ``GET /tx/{id}`` and ``/tx/{id}/status``, ``GET /{id}`` and ``GET /{manifest}/{path}``
 (data, through path manifests) and ``POST /graphql``. Every request goes through
-:meth:`ArweaveGateway._send`, which:
+:meth:`ArweaveGateway._send` and the shared HTTP layer (:mod:`odfweb3.transport.http`), which:
 
 - retries *idempotent* requests (every GET, GraphQL, ``/chunk``, and ``/tx`` re-posts:
   a transaction's id is fixed by its signature, so posting it twice is harmless) on
-  connection errors, timeouts and 5xx answers, with exponential backoff and full jitter;
-- translates failures ONCE, here: :class:`~odfweb3.errors.BackendUnavailable` when the
+  connection errors, timeouts, 429 and 5xx answers, with exponential backoff and full jitter;
+- bounds every answer in size (each read names its limit; bodies gathered in a
+  ``bytearray``, not ``bytes +=``: issue 16 item 7) and in time (``network.deadline_s``);
+- translates failures once: :class:`~odfweb3.errors.BackendUnavailable` when the
   gateway cannot be reached, :class:`~odfweb3.errors.BackendRejected` naming the gateway,
   the endpoint, the HTTP status and the gateway's own message otherwise. HTTP 410 on
   ``POST /tx`` says "insufficient balance" (arweave-js and arlocal both use 410 for a
@@ -27,7 +29,6 @@ stored by offset and proof); see docs/arweave.md for arlocal, which stores a dup
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -37,7 +38,9 @@ from typing import Any, BinaryIO, Final
 
 import httpx
 
-from odfweb3.errors import BackendRejected, BackendUnavailable, FormatError, NotFound
+from odfweb3.errors import BackendRejected, FormatError, NotFound
+from odfweb3.transport.http import Answer, HttpClient, one_line
+from odfweb3.transport.settings import NetworkSettings
 
 from .b64 import b64url_decode
 from .merkle import ChunkTree
@@ -45,6 +48,7 @@ from .tx import Transaction, iter_chunk_uploads, to_json
 
 __all__ = [
     "INLINE_LIMIT",
+    "MAX_STREAM",
     "WINSTON_PER_AR",
     "ArweaveGateway",
     "ChunkProgress",
@@ -54,8 +58,8 @@ __all__ = [
 
 WINSTON_PER_AR: Final = 10**12
 INLINE_LIMIT: Final = 256 * 1024  # arweave-js posts data inline up to one chunk
-_MAX_DETAIL: Final = 300
-_RETRY_STATUSES: Final = frozenset({500, 502, 503, 504, 429})
+#: The most bytes :meth:`ArweaveGateway.stream_data` reads when the caller names no size.
+MAX_STREAM: Final = 64 << 30
 
 
 def format_winston(winston: int) -> str:
@@ -64,16 +68,14 @@ def format_winston(winston: int) -> str:
     return f"{winston} winston ({ar:.12f} AR)"
 
 
-def _one_line(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat[:_MAX_DETAIL] + ("…" if len(flat) > _MAX_DETAIL else "")
+_one_line = one_line
 
 
 def _gateway_message(body: bytes) -> str:
     """The gateway's message: ``error``/``msg``/``message`` of a JSON body, else the text."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return _one_line(body.decode("utf-8", "replace"))
     if isinstance(data, dict):
         for key in ("error", "msg", "message", "errors"):
@@ -128,8 +130,9 @@ class ArweaveGateway:
 
     Args:
         url: the gateway base, e.g. ``https://arweave.net`` or ``http://127.0.0.1:1984``.
-        timeout: seconds to wait for connect and for each read/write.
-        retries: extra attempts for idempotent requests.
+        settings: budgets (per-read timeout, deadline, retries; ``network:`` in the config).
+        timeout: seconds to wait for connect and for each read/write (overrides ``settings``).
+        retries: extra attempts for idempotent requests (overrides ``settings``).
         backoff: first backoff in seconds (doubles each attempt, full jitter).
         inline_limit: largest data posted inline in ``POST /tx``; larger goes by ``/chunk``.
         transport: an httpx transport (fault tests only).
@@ -140,25 +143,40 @@ class ArweaveGateway:
         self,
         url: str,
         *,
-        timeout: float = 120.0,
-        retries: int = 3,
-        backoff: float = 0.25,
+        settings: NetworkSettings | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        backoff: float | None = None,
         inline_limit: int = INLINE_LIMIT,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.url = url.rstrip("/")
-        self.retries = retries
-        self.backoff = backoff
-        self.inline_limit = inline_limit
-        self.calls = 0
-        self._sleep = sleep
-        self._rng = random.Random()
-        self._http = httpx.Client(
-            base_url=self.url,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            transport=transport,
+        base = settings or NetworkSettings()
+        self.settings = replace(
+            base,
+            timeout_s=base.timeout_s if timeout is None else timeout,
+            retries=base.retries if retries is None else retries,
+            backoff_s=base.backoff_s if backoff is None else backoff,
         )
+        self.retries = self.settings.retries
+        self.backoff = self.settings.backoff_s
+        self.inline_limit = inline_limit
+        self._http = HttpClient(
+            self.url,
+            service=f"Arweave gateway {self.url}",
+            hint="check that the gateway runs and ODFWEB3_ARWEAVE_GATEWAY / arweave.gateway "
+            "points at it",
+            settings=self.settings,
+            reject=self._rejected,
+            transport=transport,
+            sleep=sleep,
+        )
+
+    @property
+    def calls(self) -> int:
+        """Requests sent so far (retries included)."""
+        return self._http.attempts
 
     def __repr__(self) -> str:
         return f"ArweaveGateway({self.url!r})"
@@ -173,13 +191,10 @@ class ArweaveGateway:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the one place requests are made and errors translated ---------------------------
+    # -- the one place requests are made (odfweb3.transport.http) -------------------------
 
     def _where(self, endpoint: str) -> str:
         return f"gateway {self.url} {endpoint}"
-
-    def _delay(self, attempt: int) -> float:
-        return float(self._rng.uniform(0, self.backoff * (2**attempt)))
 
     @contextmanager
     def _send(
@@ -191,52 +206,25 @@ class ArweaveGateway:
         body: bytes | None = None,
         idempotent: bool = True,
         ok: frozenset[int] = frozenset(),
-    ) -> Iterator[httpx.Response]:
-        """Send one request (with retries); yield the streamed response.
+    ) -> Iterator[Answer]:
+        """Send one request (with retries); yield the streamed answer.
 
         ``endpoint`` is the route shape named in messages (``/tx/{id}/status``); statuses
         in ``ok`` are handed to the caller instead of raising.
         """
-        attempt = 0
-        while True:
-            self.calls += 1
-            try:
-                request = self._http.build_request(
-                    method,
-                    path,
-                    content=body,
-                    headers={"content-type": "application/json"} if body is not None else None,
-                )
-                response = self._http.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if idempotent and attempt < self.retries:
-                    self._sleep(self._delay(attempt))
-                    attempt += 1
-                    continue
-                kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "unreachable"
-                raise BackendUnavailable(
-                    f"Arweave {self._where(endpoint)} {kind} ({type(exc).__name__}); check that "
-                    "the gateway runs and ODFWEB3_ARWEAVE_GATEWAY / arweave.gateway points at it"
-                ) from exc
-            try:
-                status = response.status_code
-                if status >= 400 and status not in ok:
-                    try:
-                        raw = response.read()
-                    except httpx.TransportError:
-                        raw = b""
-                    if idempotent and status in _RETRY_STATUSES and attempt < self.retries:
-                        response.close()
-                        self._sleep(self._delay(attempt))
-                        attempt += 1
-                        continue
-                    raise self._rejected(method, endpoint, status, _gateway_message(raw))
-                yield response
-                return
-            finally:
-                response.close()
+        with self._http.request(
+            method,
+            path,
+            endpoint=endpoint,
+            content=body,
+            headers={"content-type": "application/json"} if body is not None else None,
+            idempotent=idempotent,
+            ok=ok,
+        ) as answer:
+            yield answer
 
-    def _rejected(self, method: str, endpoint: str, status: int, detail: str) -> BackendRejected:
+    def _rejected(self, method: str, endpoint: str, status: int, raw: bytes) -> BackendRejected:
+        detail = _gateway_message(raw)
         if status == 410 and endpoint == "/tx":
             hint = "insufficient balance (or the transaction was refused): fund the wallet"
         elif status in (404, 405) and method == "POST":
@@ -255,29 +243,15 @@ class ArweaveGateway:
     def _read(
         self, method: str, path: str, endpoint: str, limit: int, **kw: Any
     ) -> tuple[int, bytes]:
-        try:
-            with self._send(method, path, endpoint=endpoint, **kw) as response:
-                data = b""
-                for block in response.iter_bytes():
-                    data += block
-                    if len(data) > limit:
-                        raise BackendRejected(
-                            f"Arweave {self._where(endpoint)} answered more than {limit} bytes; "
-                            "is this an Arweave gateway?",
-                            response.status_code,
-                            "answer too large",
-                        )
-                return response.status_code, data
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"Arweave {self._where(endpoint)} dropped the answer ({type(exc).__name__}); retry"
-            ) from exc
+        """``(status, body)``, the body at most ``limit`` bytes."""
+        with self._send(method, path, endpoint=endpoint, **kw) as answer:
+            return answer.status, answer.read(limit)
 
     def _json(self, method: str, path: str, endpoint: str, **kw: Any) -> Any:
         _, data = self._read(method, path, endpoint, 16 << 20, **kw)
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise BackendRejected(
                 f"Arweave {self._where(endpoint)} answered something that is not JSON: "
                 f"{_one_line(data[:200].decode('utf-8', 'replace'))}",
@@ -428,7 +402,7 @@ class ArweaveGateway:
             return None
         try:
             doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return None  # "Pending" on some gateways
         return doc if isinstance(doc, dict) else None
 
@@ -443,18 +417,15 @@ class ArweaveGateway:
             raise NotFound(f"Arweave {self._where('/' + path)}: not found (404)")
         return data
 
-    def stream_data(self, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-        """Stream ``GET /{path}`` (unverified; the caller hashes what it keeps)."""
-        try:
-            with self._send("GET", f"/{path}", endpoint="/{id}[/{path}]", ok=frozenset({404})) as r:
-                if r.status_code == 404:
-                    raise NotFound(f"Arweave {self._where('/' + path)}: not found (404)")
-                yield from r.iter_bytes(chunk_size)
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"Arweave {self._where('/' + path)} dropped the answer ({type(exc).__name__}); "
-                "retry"
-            ) from exc
+    def stream_data(
+        self, path: str, chunk_size: int = 1 << 20, *, limit: int = MAX_STREAM
+    ) -> Iterator[bytes]:
+        """Stream ``GET /{path}``, at most ``limit`` bytes (unverified; the caller hashes
+        what it keeps and passes the size it expects as ``limit`` when it knows it)."""
+        with self._send("GET", f"/{path}", endpoint="/{id}[/{path}]", ok=frozenset({404})) as r:
+            if r.status == 404:
+                raise NotFound(f"Arweave {self._where('/' + path)}: not found (404)")
+            yield from r.iter_bytes(limit, chunk_size)
 
     def graphql(self, query: str, variables: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /graphql``; returns ``data``.

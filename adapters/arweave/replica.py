@@ -41,10 +41,11 @@ from odfweb3.odf.multihash import (
 )
 
 from .arfs import tag_value
-from .gateway import ArweaveGateway
+from .gateway import MAX_STREAM, ArweaveGateway
+from .item_check import proof_of
 from .manifest import MANIFEST_CONTENT_TYPE
 from .record import UploadRecord, decode_record
-from .resolve import item_tags, lookup_items
+from .resolve import item_tags, lookup_items, verify_item
 
 __all__ = ["MAX_BLOCK_SIZE", "ArweaveReplica", "open_ar_replica"]
 
@@ -165,7 +166,11 @@ class ArweaveReplica:
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
         n = 0
-        for chunk in self.gateway.stream_data(f"{self.manifest_id}/{object_relpath(kind, mh)}"):
+        path = f"{self.manifest_id}/{object_relpath(kind, mh)}"
+        # The transport's limit sits one read above the size the verified chain names, so
+        # the check below is what reports a longer object; nothing is buffered either way.
+        limit = MAX_STREAM if size is None else size + (2 << 20)
+        for chunk in self.gateway.stream_data(path, limit=limit):
             n += len(chunk)
             if size is not None and n > size:
                 raise ReplicaMismatch(
@@ -174,11 +179,19 @@ class ArweaveReplica:
             yield chunk
 
 
-def open_ar_replica(gateway: ArweaveGateway, ref: str) -> ArweaveReplica:
+def open_ar_replica(
+    gateway: ArweaveGateway, ref: str, *, expected_owner: str | None = None
+) -> ArweaveReplica:
     """Open ``ar://<id>``: an upload record id or a path manifest id.
 
+    An upload record's signature is checked before anything in it is used
+    (:func:`.resolve.verify_item`): its owner (``expected_owner`` when given), its tags
+    (``ODF-Manifest``, ``ODF-Head``) and its body are the signer's, not the gateway's.
+
     Raises:
-        ResolutionError: the id is neither, or the gateway does not know it.
+        ResolutionError: the id is neither, the gateway does not know it, or the record
+            is signed by someone other than ``expected_owner``.
+        SignatureError: the record's signature does not verify (a forged record).
     """
     item_id = ref.removeprefix("ar://").strip("/")
     if len(item_id) != _ID_LENGTH:
@@ -187,16 +200,28 @@ def open_ar_replica(gateway: ArweaveGateway, ref: str) -> ArweaveReplica:
     if node is None:
         raise ResolutionError(f"{ref}: {gateway.url} does not know that id")
     tags = item_tags(node)
-    manifest = tag_value(tags, "ODF-Manifest")
-    if manifest is not None:
+    if tag_value(tags, "ODF-Manifest") is not None:
         try:
             body = gateway.get_data(item_id, limit=_MAX_RECORD_SIZE)
-            record = decode_record(tags, body, f"{ref}: upload record")
-        except (NotFound, FormatError) as exc:
+        except NotFound as exc:
+            raise ResolutionError(f"{ref}: cannot read the upload record ({exc})") from exc
+        item = verify_item(
+            gateway,
+            item_id,
+            proof_of(node),
+            tags,
+            body,
+            expected_owner=expected_owner,
+            where=f"{ref}: upload record",
+        )
+        manifest = tag_value(item.tags, "ODF-Manifest")
+        try:
+            record = decode_record(item.tags, item.data, f"{ref}: upload record")
+        except FormatError as exc:
             raise ResolutionError(f"{ref}: cannot read the upload record ({exc})") from exc
         return ArweaveReplica(
             gateway,
-            manifest,
+            str(manifest),
             ref,
             record.head,
             key_envelope_id=record.key_envelope,
@@ -204,7 +229,7 @@ def open_ar_replica(gateway: ArweaveGateway, ref: str) -> ArweaveReplica:
             inputs=record.inputs,
             record=record,
             record_id=item_id,
-            owner=str((node.get("owner") or {}).get("address", "")),
+            owner=item.owner,
         )
     if tag_value(tags, "Content-Type") == MANIFEST_CONTENT_TYPE:
         return ArweaveReplica(gateway, item_id, ref, None)

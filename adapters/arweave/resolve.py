@@ -39,10 +39,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from odfweb3.errors import FormatError, NotFound, ResolutionError
+from odfweb3.errors import FormatError, NotFound, ResolutionError, SignatureError
 
 from .arfs import APP_NAME
 from .gateway import ArweaveGateway
+from .item_check import (
+    ItemProof,
+    VerifiedItem,
+    proof_of,
+    verify_data_item_proof,
+    verify_transaction_item,
+)
 from .record import RecordTags, UploadRecord, decode_record, parse_record_tags
 from .tags import Tag
 
@@ -56,13 +63,20 @@ __all__ = [
     "find_latest_upload",
     "item_tags",
     "lookup_items",
+    "verify_item",
     "walk_uploads",
 ]
 
 PAGE_SIZE: Final = 10
 _MAX_PAGES: Final = 20
+MAX_RECORD_SIZE: Final = 64 << 20
 
-_NODE_FIELDS = "id owner { address } tags { name value } block { height timestamp }"
+# signature, owner key, recipient and anchor: what the item's signature is checked with
+# (.item_check); owner address, tags and block are only the gateway's word until then.
+_NODE_FIELDS = (
+    "id signature anchor recipient owner { address key } tags { name value }"
+    " block { height timestamp }"
+)
 
 _BY_DATASET = (
     "query($owners: [String!], $dataset: String!, $app: String!, $first: Int, $after: String) {"
@@ -87,6 +101,7 @@ class Upload:
         facts: what the record's tags say.
         tags: the raw tags.
         height: block height, None while pending.
+        proof: what GraphQL gave to check the item's signature with (None: nothing).
     """
 
     id: str
@@ -94,6 +109,7 @@ class Upload:
     facts: RecordTags
     tags: tuple[Tag, ...]
     height: int | None
+    proof: ItemProof | None = None
 
     @property
     def pending(self) -> bool:
@@ -142,7 +158,7 @@ def _as_upload(node: Any, owner: str, dataset_id: str) -> Upload | None:
         return None  # not a record (the descriptor, a malformed item)
     if facts.dataset_id != dataset_id:
         return None
-    return Upload(str(node["id"]), owner, facts, tags, _height(node))
+    return Upload(str(node["id"]), owner, facts, tags, _height(node), proof_of(node))
 
 
 def _pages(
@@ -247,10 +263,25 @@ def competing_winner(uploads: Sequence[Upload], ours: Upload) -> Upload | None:
 
 
 def find_latest_upload(
-    gateway: ArweaveGateway, owner: str, dataset_id: str, *, page_size: int = PAGE_SIZE
+    gateway: ArweaveGateway,
+    owner: str,
+    dataset_id: str,
+    *,
+    page_size: int = PAGE_SIZE,
+    verify: bool = True,
 ) -> Upload | None:
-    """The newest upload record of ``dataset_id`` by ``owner``, or None (see the module doc)."""
-    return choose_latest(collect_uploads(gateway, owner, dataset_id, page_size=page_size))
+    """The newest upload record of ``dataset_id`` by ``owner``, or None (see the module doc).
+
+    With ``verify`` (readers), the chosen record's signature is checked
+    (:func:`fetch_record`): owner and tags are then the publisher's, not the gateway's.
+
+    Raises:
+        ResolutionError / SignatureError: the gateway's latest record is forged.
+    """
+    latest = choose_latest(collect_uploads(gateway, owner, dataset_id, page_size=page_size))
+    if latest is not None and verify:
+        fetch_record(gateway, latest)
+    return latest
 
 
 def lookup_items(gateway: ArweaveGateway, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -294,6 +325,7 @@ def walk_uploads(gateway: ArweaveGateway, latest: Upload) -> list[Upload]:
         prev = _as_upload(node, latest.owner, latest.facts.dataset_id)
         if prev is None:
             raise ResolutionError(f"{where}: not an upload record of {latest.facts.dataset_id}")
+        fetch_record(gateway, prev)  # its tags and owner are the signer's, or it is refused
         if current.facts.prev_head != prev.facts.head:
             raise ResolutionError(
                 f"{where}: ODF-Prev-Head {current.facts.prev_head} is not that upload's "
@@ -311,16 +343,73 @@ def walk_uploads(gateway: ArweaveGateway, latest: Upload) -> list[Upload]:
     return chain
 
 
+def verify_item(
+    gateway: ArweaveGateway,
+    item_id: str,
+    proof: ItemProof | None,
+    tags: Sequence[Tag],
+    data: bytes,
+    *,
+    expected_owner: str | None,
+    where: str,
+) -> VerifiedItem:
+    """The item's owner, tags and data as its signature proves them (issue 16 item 2).
+
+    Tried as an ANS-104 data item from GraphQL's ``proof`` fields and ``tags``; if that does
+    not verify, as an L1 transaction from ``GET /tx/{id}``. See :mod:`.item_check`.
+
+    Raises:
+        SignatureError: neither verifies (a forged or altered item).
+        ResolutionError: validly signed by someone other than ``expected_owner``.
+    """
+    failure: SignatureError | None = None
+    if proof is not None:
+        try:
+            return verify_data_item_proof(
+                item_id, proof, tags, data, expected_owner=expected_owner, where=where
+            )
+        except SignatureError as exc:
+            failure = exc
+    header = gateway.get_tx_header(item_id)
+    if isinstance(header, dict) and str(header.get("format")) == "2":
+        return verify_transaction_item(
+            item_id, header, data, expected_owner=expected_owner, where=where
+        )
+    raise failure or SignatureError(
+        f"{where}: {gateway.url} gives no signature for it (GraphQL signature, owner key) "
+        "and no transaction header; it cannot be verified: try another gateway"
+    )
+
+
 def fetch_record(gateway: ArweaveGateway, upload: Upload) -> UploadRecord:
-    """The record's body (``GET /{id}``), checked against its tags.
+    """The record's body (``GET /{id}``), its signature checked, then checked against its tags.
+
+    The signature (:func:`verify_item`) proves the owner, the tags and the body are the
+    publisher's (``upload.owner``); a gateway's forgery is refused here.
 
     Raises:
         ResolutionError: the gateway does not serve it, or body and tags disagree.
+        SignatureError: the record's signature does not verify (a forged record).
     """
+    where = f"upload record {upload.id}"
     try:
-        body = gateway.get_data(upload.id, limit=64 << 20)
-        return decode_record(upload.tags, body, f"upload record {upload.id}")
-    except (NotFound, FormatError) as exc:
+        body = gateway.get_data(upload.id, limit=MAX_RECORD_SIZE)
+    except NotFound as exc:
+        raise ResolutionError(
+            f"{gateway.url}: cannot read upload record {upload.id}: {exc}"
+        ) from exc
+    item = verify_item(
+        gateway,
+        upload.id,
+        upload.proof,
+        upload.tags,
+        body,
+        expected_owner=upload.owner,
+        where=where,
+    )
+    try:
+        return decode_record(item.tags, item.data, where)
+    except FormatError as exc:
         raise ResolutionError(
             f"{gateway.url}: cannot read upload record {upload.id}: {exc}"
         ) from exc

@@ -41,7 +41,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -64,6 +64,8 @@ from odfweb3.errors import (
 from odfweb3.odf.layout import MAX_BLOCK_SIZE, ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, verify_bytes
 from odfweb3.resolve import NameClaims
+from odfweb3.transport.http import Answer, HttpClient
+from odfweb3.transport.settings import NetworkSettings
 
 from .cid import CODEC_RAW, Cid
 from .ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
@@ -94,6 +96,10 @@ MAX_HEAD_SIZE: Final = 256
 MAX_DESCRIPTOR_SIZE: Final = 1 << 20
 MAX_ENVELOPE_SIZE: Final = 4 << 20
 _BLOCK_CACHE_BYTES: Final = 64 << 20
+#: The most bytes a gateway stream reads when the caller names no size.
+MAX_STREAM: Final = 64 << 30
+_GATEWAY_RETRY: Final = frozenset({429, 502, 503, 504})
+_ANY_STATUS: Final = frozenset(range(100, 600))
 
 #: The TXT strings of a DNS name (``_dnslink.example.org``); tests pass their own answers.
 DnsTxtLookup = Callable[[str], Sequence[str]]
@@ -102,22 +108,37 @@ DnsTxtLookup = Callable[[str], Sequence[str]]
 class IpfsGateway:
     """An IPFS HTTP gateway, read-only (GET), its answers unverified here.
 
+    Requests go through the shared HTTP layer (:mod:`odfweb3.transport.http`): bounded in
+    size (every read names its limit) and time (``network.deadline_s``), retried on 429,
+    502, 503 and 504 (not 500: js-ipfs answers 500 for a missing path).
+
     Args:
         url: the gateway base, e.g. ``http://127.0.0.1:8080``.
-        timeout: seconds for connect and each read.
+        settings: budgets (``network:`` in the config).
+        timeout: seconds for connect and each read (overrides ``settings``).
         transport: an httpx transport (fault tests only).
     """
 
     def __init__(
-        self, url: str, *, timeout: float = 60.0, transport: httpx.BaseTransport | None = None
+        self,
+        url: str,
+        *,
+        settings: NetworkSettings | None = None,
+        timeout: float | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
-        self._http = httpx.Client(
-            base_url=self.url,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            transport=transport,
+        base = settings or NetworkSettings()
+        self.settings = base if timeout is None else replace(base, timeout_s=timeout)
+        self._http = HttpClient(
+            self.url,
+            service=f"IPFS gateway {self.url}",
+            hint="check ODFWEB3_IPFS_GATEWAY / ipfs.gateway and retry",
+            settings=self.settings,
+            retry=lambda status, body: status in _GATEWAY_RETRY,
             follow_redirects=True,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
+            max_connections=64,
+            transport=transport,
         )
         self._raw: bool | None = None
         self._records: bool | None = None
@@ -129,51 +150,47 @@ class IpfsGateway:
         """Close the connection pool."""
         self._http.close()
 
-    def _fail(self, path: str, response: httpx.Response) -> NotFound | BackendRejected:
+    def _fail(self, path: str, status: int) -> NotFound | BackendRejected:
         where = f"IPFS gateway {self.url}{path}"
-        if response.status_code in (404, 410):
-            return NotFound(f"{where}: not found ({response.status_code})")
+        if status in (404, 410):
+            return NotFound(f"{where}: not found ({status})")
         # js-ipfs answers 500 for a missing path below a directory (docs/jsipfs-notes.md).
         return BackendRejected(
-            f"{where}: HTTP {response.status_code}; the gateway lacks it or failed (see its log)",
-            response.status_code,
+            f"{where}: HTTP {status}; the gateway lacks it or failed (see its log)",
+            status,
             "gateway error",
         )
 
     @contextlib.contextmanager
     def _send(
         self, path: str, headers: dict[str, str] | None = None, *, follow: bool = True
-    ) -> Iterator[httpx.Response]:
-        try:
-            request = self._http.build_request("GET", path, headers=headers)
-            response = self._http.send(request, stream=True, follow_redirects=follow)
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"IPFS gateway {self.url}{path} unreachable ({type(exc).__name__}); check "
-                "ODFWEB3_IPFS_GATEWAY / ipfs.gateway and retry"
-            ) from exc
-        try:
-            yield response
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"IPFS gateway {self.url}{path} dropped the answer ({type(exc).__name__}); retry"
-            ) from exc
-        finally:
-            response.close()
+    ) -> Iterator[Answer]:
+        """``GET path``; every status is handed over (the caller decides)."""
+        with self._http.request(
+            "GET",
+            path,
+            endpoint=path.split("?")[0],
+            headers=headers,
+            ok=_ANY_STATUS,
+            follow_redirects=follow,
+        ) as answer:
+            yield answer
 
     def fetch(self, path: str, *, limit: int) -> bytes:
         """``GET path``: at most ``limit`` bytes (more is a FormatError)."""
         with self._send(path) as r:
-            if r.status_code != 200:
-                raise self._fail(path, r)
+            if r.status != 200:
+                raise self._fail(path, r.status)
             return _read_limited(r, limit, f"{self.url}{path}")
 
-    def stream(self, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-        """Stream ``GET path`` (the caller bounds and hashes)."""
+    def stream(
+        self, path: str, chunk_size: int = 1 << 20, *, limit: int = MAX_STREAM
+    ) -> Iterator[bytes]:
+        """Stream ``GET path``, at most ``limit`` bytes (the caller hashes)."""
         with self._send(path) as r:
-            if r.status_code != 200:
-                raise self._fail(path, r)
-            yield from r.iter_bytes(chunk_size)
+            if r.status != 200:
+                raise self._fail(path, r.status)
+            yield from r.iter_bytes(limit, chunk_size)
 
     def raw_block(self, cid: Cid) -> bytes | None:
         """A raw block (trustless gateway), or None when the gateway serves none."""
@@ -181,12 +198,12 @@ class IpfsGateway:
             return None
         path = f"/ipfs/{cid.encode()}?format=raw"
         with self._send(path, {"Accept": RAW_BLOCK_TYPE}, follow=False) as r:
-            kind = r.headers.get("content-type", "").split(";")[0].strip()
-            if r.status_code != 200 or kind != RAW_BLOCK_TYPE:
+            kind = r.content_type()
+            if r.status != 200 or kind != RAW_BLOCK_TYPE:
                 if self._raw is None:
                     self._raw = False  # js-ipfs: 301 to a listing, or the file itself
                     return None
-                raise self._fail(path, r)
+                raise self._fail(path, r.status)
             self._raw = True
             return _read_limited(r, MAX_BLOCK_SIZE, f"{self.url}{path}")
 
@@ -196,29 +213,31 @@ class IpfsGateway:
             return None
         path = f"/ipns/{name}?format=ipns-record"
         with self._send(path, {"Accept": RECORD_TYPE}, follow=False) as r:
-            kind = r.headers.get("content-type", "").split(";")[0].strip()
-            if r.status_code != 200 or kind != RECORD_TYPE:
-                if kind != RECORD_TYPE and r.status_code != 404:
+            kind = r.content_type()
+            if r.status != 200 or kind != RECORD_TYPE:
+                if kind != RECORD_TYPE and r.status != 404:
                     self._records = False  # js-ipfs: ignores the Accept header
                 return None
             self._records = True
             return _read_limited(r, MAX_RECORD_SIZE, f"{self.url}{path}")
 
 
-def _read_limited(response: httpx.Response, limit: int, where: str) -> bytes:
-    out = bytearray()
-    for chunk in response.iter_bytes():
-        out += chunk
-        if len(out) > limit:
-            raise FormatError(f"{where}: answer is longer than the {limit} bytes expected")
-    return bytes(out)
+def _read_limited(answer: Answer, limit: int, where: str) -> bytes:
+    try:
+        return answer.read(limit)
+    except BackendRejected as exc:
+        if exc.detail != "answer too large":
+            raise
+        raise FormatError(f"{where}: answer is longer than the {limit} bytes expected") from None
 
 
 def _rpc_block_getter(client: KuboClient) -> BlockGetter:
     def get(cid: Cid) -> bytes:
         try:
             # js-ipfs waits for the network for an absent block: always bound it.
-            return client.call("block/get", [cid.encode()], {"timeout": "10s"})
+            return client.call(
+                "block/get", [cid.encode()], {"timeout": "10s"}, limit=MAX_BLOCK_SIZE
+            )
         except BackendRejected as exc:
             if exc.status == 500:
                 raise NotFound(f"IPFS node {client.api_url}: has no block {cid}") from exc
@@ -617,7 +636,9 @@ class IpfsReplica:
             yield from read_file(self._cid_of(rel), self.blocks or _no_blocks, max_size=size)
             return
         n = 0
-        for chunk in self.gateway.stream(self._path(rel)):
+        # The transport stops one read past the recorded size; the check below reports it.
+        limit = MAX_STREAM if size is None else size + (2 << 20)
+        for chunk in self.gateway.stream(self._path(rel), limit=limit):
             n += len(chunk)
             if size is not None and n > size:
                 raise ReplicaMismatch(

@@ -2,14 +2,18 @@
 
 Only what odfweb3 needs (DESIGN.md section 4): node detection, ``dag/import`` of a
 CAR streamed from disk, ``block/stat``, pins, key import, IPNS record put/get and
-``name/publish``, ``cat``. Every call goes through :meth:`KuboClient.call`, which:
+``name/publish``, ``cat``. Every call goes through :meth:`KuboClient.call` and the shared
+HTTP layer (:mod:`odfweb3.transport.http`), which:
 
 - sends query ``arg`` values and options (booleans as ``true``/``false``);
 - streams multipart uploads from open files (never loads a CAR into memory);
 - retries *idempotent* calls on connection errors, timeouts and 5xx answers that
   are not a well-formed node error, with exponential backoff and full jitter; a
   node's own error answer (``{"Message": …, "Type": "error"}``) is final;
-- translates failures ONCE, here: :class:`~odfweb3.errors.BackendUnavailable` when
+- bounds every answer: :data:`MAX_ANSWER` bytes for an answer read whole (less where the
+  caller knows better: a block, a record, ``cat``), :data:`MAX_STREAM_ANSWER` for JSON
+  lines, and the operation's deadline (``network.deadline_s``; issue 16 items 8 and 9);
+- translates failures ONCE: :class:`~odfweb3.errors.BackendUnavailable` when
   the node cannot be reached, :class:`~odfweb3.errors.BackendRejected` naming the
   endpoint, the HTTP status and the node's message otherwise. Query strings are
   never put in messages (``key/import`` carries key material in its query on
@@ -43,11 +47,10 @@ import base64
 import io
 import json
 import os
-import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal
 
@@ -57,12 +60,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from odfweb3.errors import BackendRejected, BackendUnavailable, FormatError
+from odfweb3.errors import BackendRejected, FormatError
+from odfweb3.transport.http import Answer, HttpClient
+from odfweb3.transport.settings import NetworkSettings
 
 from .cid import Cid
 from .libp2p_keys import IpnsName, private_key_to_protobuf
 
 __all__ = [
+    "MAX_ANSWER",
+    "MAX_STREAM_ANSWER",
     "KuboClient",
     "NodeInfo",
     "NodeKind",
@@ -75,6 +82,10 @@ ArgValue = str | int | bool
 OpenBody = Callable[[], BinaryIO]
 
 _MAX_DETAIL: Final = 300
+#: The most bytes one RPC answer read whole may have (a block, a record, a key list).
+MAX_ANSWER: Final = 32 << 20
+#: The most bytes of a JSON-lines answer (``dag/import`` roots and stats).
+MAX_STREAM_ANSWER: Final = 256 << 20
 _RETRY_STATUSES: Final = frozenset({500, 502, 503, 504})
 # js-ipfs key import: libp2p-crypto's exporter (ciphers/aes-gcm.js defaults).
 _JS_KEY_SALT: Final = 16
@@ -125,11 +136,16 @@ def _node_message(body: bytes) -> str | None:
     """The node's error message from a ``{"Message", "Type": "error"}`` body, if it is one."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if isinstance(data, dict) and isinstance(data.get("Message"), str):
         return str(data["Message"])
     return None
+
+
+def _retry_status(status: int, body: bytes) -> bool:
+    """5xx answers are retried, except a node's own well-formed error on HTTP 500 (final)."""
+    return status in _RETRY_STATUSES and (_node_message(body) is None or status != 500)
 
 
 def _arg_text(value: ArgValue) -> str:
@@ -159,8 +175,9 @@ class KuboClient:
 
     Args:
         api_url: the RPC API base, e.g. ``http://127.0.0.1:5001``.
-        timeout: seconds to wait for connect and for each read/write.
-        retries: extra attempts for idempotent calls.
+        settings: budgets (per-read timeout, deadline, retries; ``network:`` in the config).
+        timeout: seconds to wait for connect and for each read (overrides ``settings``).
+        retries: extra attempts for idempotent calls (overrides ``settings``).
         backoff: first backoff in seconds (doubles each attempt, full jitter).
         transport: an httpx transport (tests of faults only).
         sleep: the sleep function (tests).
@@ -170,23 +187,34 @@ class KuboClient:
         self,
         api_url: str,
         *,
-        timeout: float = 60.0,
-        retries: int = 3,
-        backoff: float = 0.25,
+        settings: NetworkSettings | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        backoff: float | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api_url = api_url.rstrip("/")
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
+        base = settings or NetworkSettings()
+        self.settings = replace(
+            base,
+            timeout_s=base.timeout_s if timeout is None else timeout,
+            retries=base.retries if retries is None else retries,
+            backoff_s=base.backoff_s if backoff is None else backoff,
+        )
+        self.timeout = self.settings.timeout_s
+        self.retries = self.settings.retries
+        self.backoff = self.settings.backoff_s
         self.stats = RpcStats()
-        self._sleep = sleep
-        self._rng = random.Random()
-        self._http = httpx.Client(
-            base_url=f"{self.api_url}/api/v0/",
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+        self._http = HttpClient(
+            f"{self.api_url}/api/v0/",
+            service=f"IPFS node {self.api_url}",
+            hint="check that the node runs and ODFWEB3_IPFS_API / ipfs.api points at it",
+            settings=self.settings,
+            reject=self._rejected,
+            retry=_retry_status,
             transport=transport,
+            sleep=sleep,
         )
         self._node: NodeInfo | None = None
 
@@ -203,13 +231,25 @@ class KuboClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the one place requests are made and errors translated ---------------------------
+    # -- the one place requests are made (odfweb3.transport.http) -------------------------
 
     def _where(self, endpoint: str) -> str:
         return f"{self.api_url}/api/v0/{endpoint}"
 
-    def _delay(self, attempt: int) -> float:
-        return float(self._rng.uniform(0, self.backoff * (2**attempt)))
+    def _rejected(self, method: str, endpoint: str, status: int, raw: bytes) -> BackendRejected:
+        message = _node_message(raw)
+        detail = _one_line(message if message is not None else raw.decode("utf-8", "replace"))
+        hint = (
+            "this node does not support the endpoint"
+            if status in (404, 405)
+            else "see the node's log"
+        )
+        return BackendRejected(
+            f"IPFS node rejected {self.api_url}{endpoint}: HTTP {status}: "
+            f"{detail or '(no message)'}; {hint}",
+            status,
+            detail,
+        )
 
     @contextmanager
     def _open(
@@ -220,79 +260,31 @@ class KuboClient:
         *,
         idempotent: bool,
         timeout: float | None,
-    ) -> Iterator[httpx.Response]:
-        """Send one call (with retries) and yield the streamed, successful response."""
-        attempt = 0
-        while True:
-            self.stats.count(endpoint)
-            started = time.perf_counter()
-            stream: BinaryIO | None = None
-            try:
-                files = None
-                if body is not None:
-                    stream = body()
-                    files = {"file": ("file", stream, "application/octet-stream")}
-                request = self._http.build_request(
-                    "POST",
-                    endpoint,
-                    params=list(params),
-                    files=files,
-                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
-                    if timeout is not None
-                    else httpx.USE_CLIENT_DEFAULT,
-                )
-                response = self._http.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if stream is not None:
-                    stream.close()
-                if idempotent and attempt < self.retries:
-                    self._sleep(self._delay(attempt))
-                    attempt += 1
-                    self.stats.retries += 1
-                    continue
-                kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "unreachable"
-                raise BackendUnavailable(
-                    f"IPFS node {kind}: {self._where(endpoint)} ({type(exc).__name__}); "
-                    "check that the node runs and ODFWEB3_IPFS_API / ipfs.api points at it"
-                ) from exc
-            if stream is not None:
-                self.stats.bytes_sent += stream.tell()
-                stream.close()
-            try:
-                if response.status_code >= 400:
-                    try:
-                        raw = response.read()
-                    except httpx.TransportError:
-                        raw = b""
-                    message = _node_message(raw)
-                    retry = response.status_code in _RETRY_STATUSES and (
-                        message is None or response.status_code != 500
-                    )
-                    if idempotent and retry and attempt < self.retries:
-                        response.close()
-                        self._sleep(self._delay(attempt))
-                        attempt += 1
-                        self.stats.retries += 1
-                        continue
-                    detail = _one_line(
-                        message if message is not None else raw.decode("utf-8", "replace")
-                    )
-                    hint = (
-                        "this node does not support the endpoint"
-                        if response.status_code in (404, 405)
-                        else "see the node's log"
-                    )
-                    raise BackendRejected(
-                        f"IPFS node rejected {self._where(endpoint)}: HTTP "
-                        f"{response.status_code}: {detail or '(no message)'}; {hint}",
-                        response.status_code,
-                        detail,
-                    )
-                yield response
-                return
-            finally:
-                response.close()
-                self.stats.timed(endpoint, time.perf_counter() - started)
+    ) -> Iterator[Answer]:
+        """Send one call (with retries) and yield the streamed, successful answer."""
+        started = time.perf_counter()
+        retries_before = self._http.retries
+
+        def sent(n: int) -> None:
+            self.stats.bytes_sent += n
+
+        try:
+            with self._http.request(
+                "POST",
+                endpoint,
+                endpoint=f"/api/v0/{endpoint}",
+                params=params,
+                upload=body,
+                idempotent=idempotent,
+                timeout_s=timeout,
+                deadline_s=None if timeout is None else max(timeout, self.settings.deadline_s),
+                on_attempt=lambda: self.stats.count(endpoint),
+                on_sent=sent,
+            ) as answer:
+                yield answer
+        finally:
+            self.stats.retries += self._http.retries - retries_before
+            self.stats.timed(endpoint, time.perf_counter() - started)
 
     def call(
         self,
@@ -303,19 +295,12 @@ class KuboClient:
         body: OpenBody | None = None,
         idempotent: bool = True,
         timeout: float | None = None,
+        limit: int = MAX_ANSWER,
     ) -> bytes:
-        """Call an endpoint and return the whole (small) response body."""
+        """Call an endpoint and return its whole answer, at most ``limit`` bytes."""
         params = self._params(args, options)
-        try:
-            with self._open(
-                endpoint, params, body, idempotent=idempotent, timeout=timeout
-            ) as response:
-                data = response.read()
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"IPFS node dropped the answer of {self._where(endpoint)} "
-                f"({type(exc).__name__}); retry"
-            ) from exc
+        with self._open(endpoint, params, body, idempotent=idempotent, timeout=timeout) as answer:
+            data = answer.read(limit)
         self._check_stream_error(endpoint, data.splitlines()[-1:] if data else [])
         return data
 
@@ -332,7 +317,7 @@ class KuboClient:
             return {}
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise BackendRejected(
                 f"IPFS node answered {self._where(endpoint)} with something that is not JSON: "
                 f"{_one_line(data[:200].decode('utf-8', 'replace'))}; is this a Kubo RPC API?",
@@ -349,45 +334,40 @@ class KuboClient:
         body: OpenBody | None = None,
         idempotent: bool = True,
         timeout: float | None = None,
+        limit: int = MAX_STREAM_ANSWER,
     ) -> Iterator[dict[str, Any]]:
         """Call an endpoint answering JSON lines; yield each object as it arrives.
 
         A line ``{"Message": …, "Type": "error"}`` (how both nodes report an error after
-        the 200 header) raises BackendRejected.
+        the 200 header) raises BackendRejected. At most ``limit`` bytes in all, each line
+        at most 1 MiB.
         """
         params = self._params(args, options)
-        try:
-            with self._open(
-                endpoint, params, body, idempotent=idempotent, timeout=timeout
-            ) as response:
-                for line in response.iter_lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        item = json.loads(line)
-                    except ValueError:
-                        raise BackendRejected(
-                            f"IPFS node answered {self._where(endpoint)} with a line that is "
-                            f"not JSON: {_one_line(line[:200])}",
-                            200,
-                            "not JSON",
-                        ) from None
-                    if not isinstance(item, dict):
-                        continue
-                    self._check_stream_error(endpoint, [line.encode()])
-                    yield item
-                trailer = response.headers.get("X-Stream-Error")
-                if trailer:
+        with self._open(endpoint, params, body, idempotent=idempotent, timeout=timeout) as answer:
+            for raw in answer.iter_lines(limit):
+                line = raw.decode("utf-8", "replace")
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except (ValueError, RecursionError):
                     raise BackendRejected(
-                        f"IPFS node failed during {self._where(endpoint)}: {_one_line(trailer)}",
+                        f"IPFS node answered {self._where(endpoint)} with a line that is "
+                        f"not JSON: {_one_line(line[:200])}",
                         200,
-                        _one_line(trailer),
-                    )
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(
-                f"IPFS node dropped the answer of {self._where(endpoint)} "
-                f"({type(exc).__name__}); retry"
-            ) from exc
+                        "not JSON",
+                    ) from None
+                if not isinstance(item, dict):
+                    continue
+                self._check_stream_error(endpoint, [raw])
+                yield item
+            trailer = answer.headers.get("X-Stream-Error")
+            if trailer:
+                raise BackendRejected(
+                    f"IPFS node failed during {self._where(endpoint)}: {_one_line(trailer)}",
+                    200,
+                    _one_line(trailer),
+                )
 
     def _check_stream_error(self, endpoint: str, lines: Sequence[bytes]) -> None:
         for line in lines:
@@ -395,7 +375,7 @@ class KuboClient:
                 continue
             try:
                 item = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(item, dict) and item.get("Type") == "error" and "Message" in item:
                 detail = _one_line(str(item["Message"]))
@@ -501,7 +481,7 @@ class KuboClient:
 
     def cat(self, path: str, *, max_size: int = 1 << 20) -> bytes:
         """The bytes of a (small) file by IPFS path, at most ``max_size``."""
-        data = self.call("cat", [path], {"length": max_size})
+        data = self.call("cat", [path], {"length": max_size}, limit=max_size + 1024)
         return data[:max_size]
 
     # -- keys and names -----------------------------------------------------------------
@@ -547,7 +527,9 @@ class KuboClient:
         """The raw IPNS record the node holds for ``name`` (unverified), or None."""
         endpoint = "dht/get" if self.node.kind == "js-ipfs" else "routing/get"
         try:
-            data = self.call(endpoint, [f"/ipns/{self.name_arg(name)}"], {"timeout": wait})
+            data = self.call(
+                endpoint, [f"/ipns/{self.name_arg(name)}"], {"timeout": wait}, limit=1 << 20
+            )
         except BackendRejected as exc:
             if exc.status == 500:  # not found (or not found in time)
                 return None

@@ -121,7 +121,9 @@ def _arweave_uploads(ctx: Any, states: list[PublishState], rows: list[dict[str, 
             r for r in rows if r["target"] == state.target and r["datasetId"] == state.dataset_id
         )
         try:
-            with ArweaveGateway(state.target[len("arweave:") :]) as gateway:
+            with ArweaveGateway(
+                state.target[len("arweave:") :], settings=ctx.config.network
+            ) as gateway:
                 row["uploads"] = upload_statuses(gateway, state)
         except OdfWeb3Error as exc:
             row["node"] = {"error": str(exc)}

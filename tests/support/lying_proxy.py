@@ -15,7 +15,10 @@ kept, redirects followed upstream so the client never bypasses the proxy). Fault
   dropped before forwarding, so the real gateway answers as a gateway without trustless
   responses does (the file or a directory listing instead of raw blocks, CARs, records);
 - ``fail_after``: ``(substring, n)``; after ``n`` matching requests, each further one has its
-  connection closed without an answer (an interrupted transfer).
+  connection closed without an answer (an interrupted transfer);
+- ``swaps``: ``(a, b)`` pairs; ``a`` is replaced by ``b`` in the request path and body, and
+  ``b`` by ``a`` in the answer: item ``b`` (or owner ``b``) is served under ``a``'s name, a
+  gateway's forged GraphQL answer built from real items.
 
 ``requests`` lists the paths asked (for counting what a resumed pull fetched again).
 """
@@ -46,6 +49,7 @@ class LyingProxy:
         self.replay_record: bytes | None = None
         self.fail_after: tuple[str, int] | None = None
         self.deserialized_only = False
+        self.swaps: list[tuple[str, str]] = []
         self.requests: list[str] = []
         self._matched = 0
         self._lock = threading.Lock()
@@ -57,6 +61,7 @@ class LyingProxy:
         """Stop lying and failing."""
         self.flip = self.rewrite = self.replay_record = self.fail_after = None
         self.deserialized_only = False
+        self.swaps = []
         self._matched = 0
 
     def count(self, part: str) -> int:
@@ -87,6 +92,9 @@ class LyingProxy:
                 return
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else None
+        for a, b in self.swaps:
+            path = path.replace(a, b)
+            body = body.replace(a.encode(), b.encode()) if body else body
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_HEADERS}
         if self.deserialized_only:
             headers = {
@@ -99,6 +107,8 @@ class LyingProxy:
             path = base + ("?" + "&".join(kept) if kept else "")
         r = self._client.request(method, self.upstream + path, content=body, headers=headers)
         data = r.content
+        for a, b in self.swaps:
+            data = data.replace(b.encode(), a.encode())
         if self.flip is not None and self.flip in path and data:
             data = bytes([data[0] ^ 0x01]) + data[1:]
         self._answer(h, r.status_code, r.headers.get("content-type", ""), data)

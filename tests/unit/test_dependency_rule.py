@@ -54,6 +54,19 @@ def test_core_never_imports_adapters_or_httpx():
             assert not any(m.startswith("odfweb3.adapters") for m in mods), p
 
 
+def test_httpx_is_imported_by_the_transport_and_the_adapters_only():
+    # One HTTP layer (issue 15 item 6): odfweb3/transport/http.py is the only core module
+    # that imports httpx; it depends on nothing in the core but errors and its settings.
+    core = [p for p in files("odfweb3")]
+    users = {p.relative_to(ROOT).as_posix() for p in core if "httpx" in third_party(imports_of(p))}
+    assert users == {"odfweb3/transport/http.py"}, users
+    for p in files("odfweb3/transport"):
+        inner = {m for m in imports_of(p) if m.startswith("odfweb3.") or m.startswith(".")}
+        allowed = ("odfweb3.errors", "odfweb3.transport", ".settings", ".http")
+        assert all(m.startswith(allowed) for m in inner), (p, inner)
+    assert "httpx" not in third_party(imports_of(ROOT / "odfweb3/transport/settings.py"))
+
+
 def test_adapters_do_not_import_each_other():
     for p in files("adapters/ipfs"):
         assert not any("arweave" in m for m in imports_of(p)), p

@@ -1,0 +1,187 @@
+"""The shared HTTP layer against a hostile loopback server (issue 16 items 7-9, issue 15 item 6).
+
+Real sockets, a server that lies (tests/support/hostile_server.py): every read is bounded in
+size and time, retries stop at the deadline, and only odfweb3 errors come out. Timing is
+checked only as "ended long before the attack would" (no tight timing assertions).
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import httpx
+import pytest
+
+from odfweb3.errors import BackendRejected, BackendUnavailable
+from odfweb3.transport.http import HttpClient
+from odfweb3.transport.settings import NetworkSettings
+from tests.support.hostile_server import hostile_server
+
+FAST = NetworkSettings(timeout_s=2.0, deadline_s=3.0, retries=2, backoff_s=0.01)
+
+
+def client(url: str, settings: NetworkSettings = FAST, **kw: object) -> HttpClient:
+    return HttpClient(url, service=f"test server {url}", hint="check it", settings=settings, **kw)  # type: ignore[arg-type]
+
+
+def test_a_dripping_answer_ends_at_the_deadline() -> None:
+    # Item 9: one byte per 0.5 s keeps every read alive; only the deadline ends it.
+    with hostile_server() as s:
+        s.drip("/x", b"y" * 1000, every=0.5)
+        started = time.monotonic()
+        with (
+            pytest.raises(BackendUnavailable, match=r"timed out.*deadline") as err,
+            client(s.url).request("GET", "/x") as answer,
+        ):
+            answer.read(1 << 20)
+        assert time.monotonic() - started < 10  # the drip would take 500 s
+        assert "network.deadline_s" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_silent_server_times_out_per_read_without_retrying_past_the_deadline() -> None:
+    with hostile_server() as s:
+        s.hang("/x", seconds=60, headers_first=False)
+        started = time.monotonic()
+        with (
+            pytest.raises(BackendUnavailable, match="timed out"),
+            client(s.url).request("GET", "/x") as answer,
+        ):
+            answer.read(10)
+        assert time.monotonic() - started < 10
+        assert s.count("/x") <= 3
+
+
+def test_an_endless_answer_is_cut_at_the_limit_without_buffering_it() -> None:
+    # Item 8: a 3 GiB answer to a call that expects at most 1 MiB.
+    with hostile_server() as s:
+        s.endless("/x", length=3 << 30)
+        tracemalloc.start()
+        try:
+            with (
+                pytest.raises(BackendRejected, match="more than 1048576 bytes") as err,
+                client(s.url, NetworkSettings(deadline_s=60)).request("GET", "/x") as a,
+            ):
+                a.read(1 << 20)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert err.value.detail == "answer too large"
+        assert peak < 16 << 20
+        assert s.bytes_sent < 256 << 20  # the client stopped reading early
+
+
+def test_an_announced_huge_length_is_refused_as_it_arrives() -> None:
+    with hostile_server() as s:
+        s.endless("/x", length=3 << 30, announce=True)
+        with (
+            pytest.raises(BackendRejected, match=r"answer|bytes"),
+            client(s.url, NetworkSettings(deadline_s=60)).request("GET", "/x") as a,
+        ):
+            for _ in a.iter_bytes(4096):
+                pass
+
+
+def test_small_pieces_are_gathered_in_linear_time() -> None:
+    # Item 7: 2 MiB in 64-byte pieces (a MockTransport stream: a real socket coalesces them).
+    piece = b"z" * 64
+    n = (2 << 20) // 64
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=_Pieces(piece, n))
+
+    c = client(
+        "http://t.test", NetworkSettings(deadline_s=60), transport=httpx.MockTransport(handler)
+    )
+    started = time.monotonic()
+    with c.request("GET", "/x") as answer:
+        data = answer.read(4 << 20)
+    assert len(data) == 2 << 20
+    assert time.monotonic() - started < 5  # `data += block` took 9 s
+
+
+class _Pieces(httpx.SyncByteStream):
+    def __init__(self, piece: bytes, n: int) -> None:
+        self.piece, self.n = piece, n
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for _ in range(self.n):
+            yield self.piece
+
+
+def test_a_cut_answer_is_backend_unavailable() -> None:
+    with hostile_server() as s:
+        s.cut("/x", b"a" * 10000, after=100)
+        with (
+            pytest.raises(BackendUnavailable, match="dropped the answer"),
+            client(s.url).request("GET", "/x") as a,
+        ):
+            a.read(1 << 20)
+
+
+def test_5xx_is_retried_then_rejected_through_the_callers_wording() -> None:
+    def reject(method: str, endpoint: str, status: int, body: bytes) -> BackendRejected:
+        return BackendRejected(f"custom {method} {endpoint} {status} {body[:9]!r}", status)
+
+    with hostile_server() as s:
+        s.status("/x", 503)
+        with (
+            pytest.raises(BackendRejected, match="custom GET /x 503") as err,
+            client(s.url, reject=reject).request("GET", "/x"),
+        ):
+            pass
+        assert err.value.status == 503 and s.count("/x") == 3
+
+
+def test_non_idempotent_requests_are_not_retried() -> None:
+    with hostile_server() as s:
+        s.status("/x", 503)
+        with (
+            pytest.raises(BackendRejected),
+            client(s.url).request("POST", "/x", content=b"{}", idempotent=False),
+        ):
+            pass
+        assert s.count("/x") == 1
+
+
+def test_unreachable_names_the_service_and_the_hint() -> None:
+    with hostile_server() as s:
+        url = s.url
+    with (
+        pytest.raises(BackendUnavailable, match=r"unreachable.*check it") as err,
+        client(url).request("GET", "/x"),
+    ):
+        pass
+    assert url in str(err.value)
+
+
+def test_a_compressed_answer_is_refused_not_inflated() -> None:
+    import gzip
+
+    with hostile_server() as s:
+        s.serve("/x", gzip.compress(b"\0" * (8 << 20)), headers={"Content-Encoding": "gzip"})
+        with (
+            pytest.raises(BackendRejected, match="Content-Encoding"),
+            client(s.url).request("GET", "/x") as a,
+        ):
+            a.read(1 << 30)
+        assert s.requests[0].headers["accept-encoding"] == "identity"
+
+
+def test_lines_are_bounded() -> None:
+    with hostile_server() as s:
+        s.serve("/x", b'{"a":1}\n{"b":2}\n' + b"x" * 5000)
+        with (
+            client(s.url).request("GET", "/x") as a,
+            pytest.raises(BackendRejected, match="line longer"),
+        ):
+            list(a.iter_lines(1 << 20, max_line=1000))
+        with client(s.url).request("GET", "/x") as a:
+            lines = list(a.iter_lines(1 << 20, max_line=10000))
+        assert lines[:2] == [b'{"a":1}', b'{"b":2}'] and len(lines[2]) == 5000
+
+
+def test_settings_from_config() -> None:
+    s = NetworkSettings.from_config({"deadline_s": 5, "timeout_s": 2, "retries": 0})
+    assert (s.deadline_s, s.timeout_s, s.retries) == (5.0, 2.0, 0)
+    assert NetworkSettings.from_config(None) == NetworkSettings()
