@@ -16,6 +16,7 @@ from odfweb3.errors import UsageError
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
+from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.target import PublishTarget
 
@@ -309,6 +310,10 @@ def _publish_one(
             on_plan=planned,
         )
     out.debug(f"{target.name}: done in {format_duration(time.monotonic() - started)}")
+    if outcome.state is not None:  # status finds offline publishes through this index
+        OfflineIndex(ctx.config.state_dir).remember(
+            outcome.plan.dataset_id, outcome.plan.target, str(Path(dataset).absolute())
+        )
     for note in outcome.notes:
         out.warn(note)
     if outcome.plan.forced:

@@ -14,17 +14,20 @@ it answers, else from the saved state), and warns when a record expires within 2
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from odfweb3.cli.text import key_values, shown_target
 from odfweb3.errors import BackendError, NotFound, OdfWeb3Error, UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model import Seed
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.offline import OfflineEntry, OfflineIndex
 from odfweb3.publish.state import PublishState, StateStore
 
 __all__ = ["EXPIRY_WARNING", "register"]
@@ -39,8 +42,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="what is published where: heads, roots, names, record expiry",
         description="Per target: local head vs published head, root CID, IPNS name, record "
-        "sequence and expiry (asks the node when it answers). Warns when a record expires "
-        "within 24 hours.",
+        "sequence and expiry (asks the node when it answers). Offline targets (car:DIR, "
+        "bundle:DIR) are read from each directory's publish.json. Warns when a record "
+        "expires within 24 hours, and when an offline directory is gone.",
     )
     s.add_argument("dataset", nargs="?", help="dataset directory (default: every dataset)")
     s.add_argument("--offline", action="store_true", help="do not ask the nodes")
@@ -73,15 +77,34 @@ def _dataset_id_of(path: str) -> tuple[str, bytes]:
     return str(DatasetId.from_bytes(seed.dataset_id or b"")), head
 
 
-def _states(ctx: Any, dataset: str | None) -> tuple[list[PublishState], dict[str, bytes]]:
+def _states(
+    ctx: Any, dataset: str | None
+) -> tuple[list[PublishState], dict[str, bytes], list[OfflineEntry], list[str]]:
+    """Saved states (node targets) and offline ones (car:/bundle: publish.json files).
+
+    Returns the states, the local head of ``dataset``, and the offline entries whose
+    directory no longer holds their state, with the reason.
+    """
     store = StateStore(ctx.config.state_dir)
     local: dict[str, bytes] = {}
     states = store.all()
+    lost: list[OfflineEntry] = []
+    reasons: list[str] = []
+    for entry, state, reason in OfflineIndex(ctx.config.state_dir).states():
+        if state is None:
+            lost.append(entry)
+            reasons.append(reason or "")
+        elif "source" not in state.extra and entry.source:
+            states.append(dataclasses.replace(state, extra={**state.extra, "source": entry.source}))
+        else:
+            states.append(state)
     if dataset is not None:
         dataset_id, head = _dataset_id_of(dataset)
         local[dataset_id] = head
         states = [s for s in states if s.dataset_id == dataset_id]
-    return states, local
+        kept = [(e, r) for e, r in zip(lost, reasons, strict=True) if e.dataset_id == dataset_id]
+        lost, reasons = [e for e, _ in kept], [r for _, r in kept]
+    return states, local, lost, reasons
 
 
 def _local_head(state: PublishState, local: dict[str, bytes]) -> bytes | None:
@@ -145,9 +168,11 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
     from odfweb3.adapters.ipfs.node_target import read_node_record
 
-    states, local = _states(ctx, args.dataset)
+    states, local, lost, reasons = _states(ctx, args.dataset)
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
+    for entry, reason in zip(lost, reasons, strict=True):
+        ctx.out.warn(f"{entry.dataset_id} on {entry.target}: {reason}")
     for state in states:
         local_head = _local_head(state, local)
         row: dict[str, Any] = {
@@ -158,6 +183,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "upToDate": local_head is not None and local_head == state.head,
             "root": state.locator,
             "name": state.record.get("name"),
+            "recordId": state.record.get("recordId"),
             "sequence": state.record.get("sequence"),
             "validity": state.record.get("validity"),
             "mode": state.record.get("mode"),
@@ -221,17 +247,26 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 if row["upToDate"]
                 else ("local head unknown" if row["localHead"] is None else "local is newer")
             )
-            lines += [
-                f"{row['datasetId']}",
-                f"  target     {row['target']}",
-                f"  local      {row['localHead'] or '-'} ({state_word})",
-                f"  published  {row['publishedHead'] or '-'}",
-                f"  root       {row['root'] or '-'}",
-                f"  name       {row['name'] or '-'}",
-                f"  sequence   {_dash(row['sequence'])}"
-                + (f" ({row['mode']})" if row["mode"] else ""),
-                f"  expires    {text}",
-            ]
+            sequence = row["sequence"]
+            lines.append(f"{row['datasetId']}")
+            lines += key_values(
+                [
+                    ("target", shown_target(row["target"])),
+                    ("local", f"{row['localHead'] or '-'} ({state_word})"),
+                    ("published", row["publishedHead"] or "-"),
+                    ("root", row["root"] or "-"),
+                    ("name", row["name"]),
+                    ("record", row.get("recordId")),
+                    (
+                        "sequence",
+                        None
+                        if sequence is None
+                        else f"{sequence}" + (f" ({row['mode']})" if row["mode"] else ""),
+                    ),
+                    ("expires", text if row["validity"] else None),
+                ],
+                indent="  ",
+            )
             node = row["node"]
             if isinstance(node, dict) and "error" in node:
                 lines.append(f"  node       unreachable: {node['error']}")
@@ -253,15 +288,10 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _dash(value: object) -> str:
-    """A value for human output: ``-`` for a missing one, never ``None``."""
-    return "-" if value is None else str(value)
-
-
 def _republish(args: argparse.Namespace, ctx: Any) -> int:
     if not args.all and not args.dataset:
         raise UsageError("republish: give a DATASET directory or --all")
-    states, _local = _states(ctx, None if args.all else args.dataset)
+    states, _local, _lost, _reasons = _states(ctx, None if args.all else args.dataset)
     if args.to:
         want = args.to if args.to.startswith("ipfs:") else f"ipfs:{ctx.config.ipfs_api}"
         states = [s for s in states if s.target == want.rstrip("/")]

@@ -1,0 +1,126 @@
+"""Where this machine published offline: the ``car:DIR`` and ``bundle:DIR`` targets.
+
+Offline targets keep their state in ``DIR/publish.json`` (the directory travels with
+its CARs or bundle), so the state directory alone does not know them and ``status``
+said "nothing published yet" after offline publishes (issue 20). This index, one
+small file in the state directory, remembers each (dataset, offline target) once;
+``status`` reads each directory's own ``publish.json`` through it. A directory that
+was moved or deleted is reported, not guessed at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from odfweb3.errors import FormatError, OdfWeb3Error
+from odfweb3.publish.state import PublishState, load_summary_file
+
+__all__ = ["INDEX_NAME", "OFFLINE_KINDS", "OfflineEntry", "OfflineIndex"]
+
+INDEX_NAME: Final = "offline-targets.json"
+OFFLINE_KINDS: Final = ("car", "bundle")
+_MAX_INDEX_BYTES: Final = 4 << 20
+
+
+@dataclass(frozen=True)
+class OfflineEntry:
+    """One offline publish this machine made: its dataset, target (``car:/abs/dir``) and
+    the local dataset directory it was published from."""
+
+    dataset_id: str
+    target: str
+    source: str = ""
+
+    @property
+    def directory(self) -> Path:
+        """The target's output directory."""
+        return Path(self.target.partition(":")[2])
+
+
+class OfflineIndex:
+    """``<state dir>/offline-targets.json``: the offline targets published to from here."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / INDEX_NAME
+
+    def entries(self) -> list[OfflineEntry]:
+        """Every remembered (dataset, target), in the order first published.
+
+        Raises:
+            FormatError: the index is not what :meth:`remember` writes.
+        """
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read(_MAX_INDEX_BYTES + 1)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise FormatError(f"{self.path}: unreadable ({exc.strerror})") from None
+        if len(raw) > _MAX_INDEX_BYTES:
+            raise FormatError(f"{self.path}: larger than 4 MiB; move it away")
+        try:
+            data = json.loads(raw)
+            return [
+                OfflineEntry(str(e["datasetId"]), str(e["target"]), str(e.get("source", "")))
+                for e in data["targets"]
+            ]
+        except (ValueError, KeyError, TypeError):
+            raise FormatError(
+                f"{self.path}: not an offline target index; move it away (status then "
+                "forgets offline publishes until they are published again)"
+            ) from None
+
+    def remember(self, dataset_id: str, target: str, source: str) -> None:
+        """Add (dataset, offline target) or update its source; atomically (temp + rename)."""
+        if target.partition(":")[0] not in OFFLINE_KINDS:
+            return
+        entries = self.entries()
+        entry = OfflineEntry(dataset_id, target, source)
+        if entry in entries:
+            return
+        entries = [e for e in entries if (e.dataset_id, e.target) != (dataset_id, target)]
+        entries.append(entry)
+        doc = {
+            "targets": [
+                {"datasetId": e.dataset_id, "target": e.target, "source": e.source} for e in entries
+            ]
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def states(self) -> Iterator[tuple[OfflineEntry, PublishState | None, str | None]]:
+        """Each entry with the state its directory's ``publish.json`` holds now.
+
+        The state is None with a reason when the directory is gone, holds nothing, or
+        holds another dataset.
+        """
+        for entry in self.entries():
+            summary = entry.directory / "publish.json"
+            try:
+                state, _ = load_summary_file(summary)
+            except OdfWeb3Error as exc:
+                yield entry, None, str(exc)
+                continue
+            if state is None:
+                yield entry, None, f"{summary} is gone (moved or deleted?)"
+            elif state.dataset_id != entry.dataset_id:
+                yield entry, None, f"{summary} now holds {state.dataset_id}"
+            else:
+                yield entry, state, None

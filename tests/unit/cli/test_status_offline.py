@@ -1,0 +1,71 @@
+"""``status`` knows the offline publishes (car:DIR, bundle:DIR) too (issue 20, item 3)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from odfweb3.cli.main import main
+from odfweb3.errors import FormatError
+from odfweb3.publish.offline import INDEX_NAME, OfflineIndex
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv), env=env)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_status_lists_car_and_bundle_publishes(cli, tmp_path):
+    assert cli("status")[1] == "nothing published yet (no publish state)\n"
+    cli("example", "ds", "--blocks", "1", "-q")
+    cli("wallet", "new", "w.json", "-q")
+    assert cli("publish", "ds", "--to", "car:out", "-q")[0] == 0
+    assert cli("publish", "ds", "--to", "bundle:ar", "--wallet", "w.json", "-q")[0] == 0
+    assert cli("publish", "ds", "--to", "car:out", "-q")[0] == 0  # remembered once
+    code, out, err = cli("status", "--json")
+    assert code == 0 and err == ""
+    rows = json.loads(out)["targets"]
+    assert [r["target"] for r in rows] == [f"car:{tmp_path / 'out'}", f"bundle:{tmp_path / 'ar'}"]
+    assert all(r["upToDate"] and r["publishedHead"] == r["localHead"] for r in rows)
+    assert rows[0]["name"].startswith("k51") and rows[0]["sequence"] == 0
+    assert rows[1]["recordId"] and rows[1]["name"] is None
+
+    cli("example", "ds", "--append", "1", "-q")
+    code, out, _ = cli("status", "ds")
+    assert code == 0 and out.count("(local is newer)") == 2
+    assert "  target     car:out\n" in out and "  target     bundle:ar\n" in out
+    assert "None" not in out
+
+    shutil.rmtree(tmp_path / "out")
+    code, out, err = cli("status")
+    assert code == 0 and "target     bundle:ar" in out and "car:out" not in out
+    assert "publish.json is gone (moved or deleted?)" in err
+
+
+def test_a_damaged_index_is_one_line(cli, tmp_path):
+    state = tmp_path / "home" / ".local" / "share" / "odfweb3" / "state"
+    state.mkdir(parents=True)
+    (state / INDEX_NAME).write_text("[1, 2")
+    code, _, err = cli("status")
+    assert code == 65 and err.count("\n") == 1 and INDEX_NAME in err and "move it away" in err
+    with pytest.raises(FormatError):
+        OfflineIndex(state).entries()
+
+
+def test_the_index_ignores_node_targets_and_updates_the_source(tmp_path):
+    index = OfflineIndex(tmp_path)
+    index.remember("did:odf:x", "ipfs:http://127.0.0.1:5001", "/d")
+    assert index.entries() == []
+    index.remember("did:odf:x", "car:/o", "/d1")
+    index.remember("did:odf:x", "car:/o", "/d2")
+    assert [(e.target, e.source) for e in index.entries()] == [("car:/o", "/d2")]
