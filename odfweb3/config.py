@@ -56,6 +56,7 @@ CONFIG_NAME: Final = "odfweb3.yaml"
 ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "ODFWEB3_IPFS_API": ("ipfs", "api"),
     "ODFWEB3_IPFS_GATEWAY": ("ipfs", "gateway"),
+    "ODFWEB3_IPFS_ROUTING": ("ipfs", "routing"),
     "ODFWEB3_ARWEAVE_GATEWAY": ("arweave", "gateway"),
     "ODFWEB3_ARWEAVE_WALLET": ("arweave", "wallet"),
     "ODFWEB3_KEYSTORE": ("keystore",),

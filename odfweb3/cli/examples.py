@@ -27,6 +27,7 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("publish",): (
         "odfweb3 publish ./ds --to car:./out       # offline: CARs + a signed IPNS record",
         "odfweb3 publish ./ds --to ipfs            # the Kubo node of ipfs.api",
+        "odfweb3 publish ./ds --to ipfs --cid-profile unixfs-v1-2025 --dnslink data.example.org",
         "odfweb3 publish ./ds --to bundle:./ar --wallet wallet.json",
         "odfweb3 publish ./ds --to arweave --wallet wallet.json --max-cost 0.5AR",
         "odfweb3 publish ./deriv --to ipfs --with-inputs ./ds",
@@ -55,6 +56,10 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("keys", "rotate"): ("odfweb3 keys rotate ./ds",),
     ("keys", "export"): ("odfweb3 keys export ./ds --out keys.env --passphrase-file pass.txt",),
     ("keys", "import"): ("odfweb3 keys import keys.env --passphrase-file pass.txt",),
+    ("name", "push"): (
+        "odfweb3 name push car:./out --routing http://127.0.0.1:8080   # a Kubo gateway",
+        "odfweb3 name push ./out/k51qzi5uqu5d....ipns-record           # endpoint: ipfs.routing",
+    ),
     ("wallet", "new"): ("odfweb3 wallet new wallet.json",),
     ("wallet", "address"): ("odfweb3 wallet address wallet.json",),
     ("wallet", "balance"): (

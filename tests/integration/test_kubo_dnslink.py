@@ -38,7 +38,7 @@ def world(tmp_path: Path):
         env = {
             "HOME": str(tmp_path),
             "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
-            "ODFWEB3_KEYSTORE_DIR": str(tmp_path / "keys"),
+            "ODFWEB3_KEYSTORE": str(tmp_path / "keys"),
             "ODFWEB3_IPFS_API": node.api_url,
             "ODFWEB3_IPFS_GATEWAY": node.gateway_url,
         }
