@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from odfweb3.errors import FormatError, IntegrityError, ResolutionError, SignatureError
+from odfweb3.errors import FormatError, IntegrityError, ReplicaMismatch, SignatureError
 
 from .ans104 import (
     SIGNATURE_LENGTH,
@@ -104,7 +104,7 @@ def proof_of(node: Any) -> ItemProof | None:
 def _check_owner(owner: bytes, expected_owner: str | None, where: str) -> str:
     address = owner_to_address(owner)
     if expected_owner is not None and address != expected_owner:
-        raise ResolutionError(
+        raise ReplicaMismatch(
             f"{where}: signed by {address}, not by the publisher {expected_owner}; the gateway "
             "served another owner's item under this name"
         )
@@ -133,7 +133,7 @@ def verify_data_item_proof(
 
     Raises:
         SignatureError: the signature does not verify, or the id is not its hash.
-        ResolutionError: the item is validly signed by someone other than ``expected_owner``.
+        ReplicaMismatch: the item is validly signed by someone other than ``expected_owner``.
         FormatError: the fields are not base64url of the right lengths.
     """
     try:
@@ -178,7 +178,7 @@ def verify_transaction_item(
     Raises:
         SignatureError: the signature does not verify, or the id is not its hash.
         IntegrityError: the data is not what the signed ``data_root`` says.
-        ResolutionError: validly signed by someone other than ``expected_owner``.
+        ReplicaMismatch: validly signed by someone other than ``expected_owner``.
     """
     if not isinstance(header, Mapping) or header.get("id") != item_id:
         raise SignatureError(f"{where}: the gateway's transaction header is for another id")

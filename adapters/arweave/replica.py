@@ -189,8 +189,8 @@ def open_ar_replica(
     (``ODF-Manifest``, ``ODF-Head``) and its body are the signer's, not the gateway's.
 
     Raises:
-        ResolutionError: the id is neither, the gateway does not know it, or the record
-            is signed by someone other than ``expected_owner``.
+        ResolutionError: the id is neither, or the gateway does not know it.
+        ReplicaMismatch: the record is signed by someone other than ``expected_owner``.
         SignatureError: the record's signature does not verify (a forged record).
     """
     item_id = ref.removeprefix("ar://").strip("/")

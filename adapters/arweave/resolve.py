@@ -276,7 +276,8 @@ def find_latest_upload(
     (:func:`fetch_record`): owner and tags are then the publisher's, not the gateway's.
 
     Raises:
-        ResolutionError / SignatureError: the gateway's latest record is forged.
+        SignatureError / ReplicaMismatch: the gateway's latest record is forged, or another
+            owner's.
     """
     latest = choose_latest(collect_uploads(gateway, owner, dataset_id, page_size=page_size))
     if latest is not None and verify:
@@ -360,7 +361,7 @@ def verify_item(
 
     Raises:
         SignatureError: neither verifies (a forged or altered item).
-        ResolutionError: validly signed by someone other than ``expected_owner``.
+        ReplicaMismatch: validly signed by someone other than ``expected_owner``.
     """
     failure: SignatureError | None = None
     if proof is not None:

@@ -3,8 +3,9 @@
 Real arlocal, real items, and a loopback proxy that lies with them
 (tests/support/lying_proxy.py ``swaps``): the attacker's validly signed items are served
 under the victim's owner or id. Before, ``resolve did:odf:… --owner X`` and ``pull ar://ID``
-accepted the forged dataset (exit 0). Now each is refused with one line, a documented exit
-code, DEST untouched, in bounded time.
+accepted the forged dataset (exit 0). Now each is refused with one line, exit 65 (a forged
+signature, or a replica contradicting its signed record: docs/security.md), DEST untouched,
+in bounded time.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def test_another_owners_records_named_as_the_publishers_are_refused(capsys, worl
             capsys, w["root"], proxy.url, "resolve", w["did"], "--owner", w["x"].address, "--json"
         )
     line = one_line(err)
-    assert code == 2, out + err
+    assert code == 65, out + err
     assert w["forged_head"] not in out
     assert f"signed by {w['y'].address}, not by the publisher {w['x'].address}" in line
     assert seconds < 60
@@ -136,7 +137,7 @@ def test_the_owner_key_renamed_too_fails_the_signature(capsys, world, arlocal) -
             capsys, w["root"], proxy.url, "resolve", w["did"], "--owner", w["x"].address
         )
     line = one_line(err)
-    assert code == 2, out + err
+    assert code == 65, out + err
     assert "signature does not cover the owner, tags and data served" in line
     assert seconds < 60
 
@@ -152,7 +153,7 @@ def test_another_record_served_under_the_asked_id_is_refused(capsys, world, arlo
             capsys, w["root"], proxy.url, "pull", f"ar://{w['honest_record']}", str(dest)
         )
     line = one_line(err)
-    assert code == 2, out + err
+    assert code == 65, out + err
     assert "id is not SHA-256 of the signature served" in line
     assert list(dest.iterdir()) == []  # nothing written
     assert seconds < 60
