@@ -22,7 +22,7 @@ from odfweb3.adapters.arweave.resolve import find_latest_upload, walk_uploads
 from odfweb3.adapters.arweave.tags import Tag
 from odfweb3.adapters.arweave.tx import new_transaction, sign_transaction
 from odfweb3.adapters.arweave.wallet import Wallet, generate_wallet
-from odfweb3.errors import BackendRejected, ConflictError, UsageError
+from odfweb3.errors import BackendRejected, ConflictError, ResolutionError, UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -165,8 +165,12 @@ def test_spoofed_record_from_another_wallet_is_ignored(
         other_wallet,
     )
     gw.post_tx(tx, inline=True)
-    # the forged item is indexed under the other owner...
-    assert find_latest_upload(gw, other_wallet.address, out.state.dataset_id).id == item.id_b64
+    # the forged item is indexed under the other owner (verify=False: its body is no record,
+    # so a reader verifying it refuses it outright)...
+    spoof = find_latest_upload(gw, other_wallet.address, out.state.dataset_id, verify=False)
+    assert spoof is not None and spoof.id == item.id_b64
+    with pytest.raises(ResolutionError, match="not an odfweb3/upload-record/1 document"):
+        find_latest_upload(gw, other_wallet.address, out.state.dataset_id)
     # ...and ignored for ours; a publish with lost state still rebuilds from ours only
     assert find_latest_upload(gw, wallet.address, out.state.dataset_id).id == genuine.id
     again = publish_dataset(ds, make_target(arlocal, wallet, tmp_path / "fresh-state"))
