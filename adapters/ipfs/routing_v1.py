@@ -18,11 +18,12 @@ message; a GET answer must be ``200`` with the record media type and at most
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
-import httpx
-
-from odfweb3.errors import BackendRejected, BackendUnavailable, UsageError
+from odfweb3.errors import BackendRejected, UsageError
+from odfweb3.transport.http import Answer, HttpClient
+from odfweb3.transport.settings import NetworkSettings
 
 from .ipns import MAX_RECORD_SIZE
 from .libp2p_keys import IpnsName
@@ -39,6 +40,7 @@ __all__ = [
 IPNS_RECORD_TYPE: Final = "application/vnd.ipfs.ipns-record"
 MAX_ERROR_BODY: Final = 4096  # bytes of an error answer read for its message
 _DETAIL: Final = 200  # characters of that message shown
+_ANY_STATUS: Final = frozenset(range(100, 600))
 
 
 def routing_base(url: str) -> str:
@@ -61,26 +63,41 @@ def ipns_url(url: str, name: IpnsName) -> str:
     return f"{routing_base(url)}/routing/v1/ipns/{name}"
 
 
-def _read_bounded(response: httpx.Response, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of the body; None when it is longer."""
-    data = bytearray()
-    for chunk in response.iter_bytes():
-        data += chunk
-        if len(data) > limit:
-            return None
-    return bytes(data)
+def _client(url: str, settings: NetworkSettings | None, timeout: float | None) -> HttpClient:
+    base = routing_base(url)
+    chosen = settings or NetworkSettings()
+    if timeout is not None:
+        chosen = replace(chosen, timeout_s=timeout)
+    return HttpClient(
+        base,
+        service=f"routing endpoint {base}",
+        hint="check the URL and that it runs",
+        settings=chosen,
+        retry=lambda status, body: status in (429, 502, 503, 504),
+    )
 
 
-def _detail(response: httpx.Response) -> str:
-    body = _read_bounded(response, MAX_ERROR_BODY)
-    if body is None:
+def _detail(answer: Answer) -> str:
+    try:
+        body = answer.read(MAX_ERROR_BODY)
+    except BackendRejected:
         return f"(an error body over {MAX_ERROR_BODY} bytes)"
     text = " ".join(body.decode("utf-8", "replace").split())
     return text[:_DETAIL] or "(no message)"
 
 
-def put_ipns_record(url: str, name: IpnsName, record: bytes, *, timeout: float = 30.0) -> None:
+def put_ipns_record(
+    url: str,
+    name: IpnsName,
+    record: bytes,
+    *,
+    timeout: float | None = None,
+    settings: NetworkSettings | None = None,
+) -> None:
     """PUT ``record`` (already verified by the caller) for ``name`` to the endpoint at ``url``.
+
+    Sent through the shared HTTP layer (:mod:`odfweb3.transport.http`: deadline, bounded
+    reads; a PUT of the same record is idempotent, so it is retried).
 
     Raises:
         UsageError: ``url`` is not an http(s) URL; the record is over the size limit.
@@ -90,59 +107,68 @@ def put_ipns_record(url: str, name: IpnsName, record: bytes, *, timeout: float =
     if len(record) > MAX_RECORD_SIZE:
         raise UsageError(f"IPNS record is {len(record)} bytes, over the {MAX_RECORD_SIZE} limit")
     target = ipns_url(url, name)
+    client = _client(url, settings, timeout)
     try:
-        with (
-            httpx.Client(timeout=timeout, follow_redirects=False) as client,
-            client.stream(
-                "PUT", target, content=record, headers={"Content-Type": IPNS_RECORD_TYPE}
-            ) as response,
-        ):
-            if response.status_code in (200, 204):
-                _read_bounded(response, MAX_ERROR_BODY)  # drain a small body, ignore it
+        with client.request(
+            "PUT",
+            f"/routing/v1/ipns/{name}",
+            content=record,
+            headers={"Content-Type": IPNS_RECORD_TYPE},
+            ok=_ANY_STATUS,
+        ) as answer:
+            if answer.status in (200, 204):
+                _detail(answer)  # drain a small body, ignore it
                 return
-            detail = _detail(response)
+            detail = _detail(answer)
             hint = {
                 404: "the endpoint has no /routing/v1 API (Kubo: Gateway.ExposeRoutingAPI)",
                 405: "the endpoint does not accept PUT of IPNS records",
                 400: "the endpoint refused the record as invalid",
                 406: "the endpoint did not accept the record media type",
                 413: "the endpoint refused the record's size",
-            }.get(response.status_code, "see the endpoint's log")
+            }.get(answer.status, "see the endpoint's log")
             raise BackendRejected(
                 f"routing endpoint {target} refused the IPNS record: HTTP "
-                f"{response.status_code}: {detail}; {hint}",
-                response.status_code,
+                f"{answer.status}: {detail}; {hint}",
+                answer.status,
                 detail,
             )
-    except httpx.TransportError as exc:
-        raise BackendUnavailable(
-            f"routing endpoint {target}: {type(exc).__name__}; check the URL and that it runs"
-        ) from None
+    finally:
+        client.close()
 
 
-def get_ipns_record(url: str, name: IpnsName, *, timeout: float = 30.0) -> bytes | None:
+def get_ipns_record(
+    url: str,
+    name: IpnsName,
+    *,
+    timeout: float | None = None,
+    settings: NetworkSettings | None = None,
+) -> bytes | None:
     """The raw record the endpoint serves for ``name`` (unverified!), or None on 404.
 
     Raises:
-        BackendUnavailable: the endpoint cannot be reached.
+        BackendUnavailable: the endpoint cannot be reached or did not answer in time.
         BackendRejected: another status, a wrong media type, or a body over the size limit.
     """
     target = ipns_url(url, name)
+    client = _client(url, settings, timeout)
     try:
-        with (
-            httpx.Client(timeout=timeout, follow_redirects=False) as client,
-            client.stream("GET", target, headers={"Accept": IPNS_RECORD_TYPE}) as response,
-        ):
-            if response.status_code == 404:
+        with client.request(
+            "GET",
+            f"/routing/v1/ipns/{name}",
+            headers={"Accept": IPNS_RECORD_TYPE},
+            ok=_ANY_STATUS,
+        ) as answer:
+            if answer.status == 404:
                 return None
-            if response.status_code != 200:
-                detail = _detail(response)
+            if answer.status != 200:
+                detail = _detail(answer)
                 raise BackendRejected(
-                    f"routing endpoint {target}: HTTP {response.status_code}: {detail}",
-                    response.status_code,
+                    f"routing endpoint {target}: HTTP {answer.status}: {detail}",
+                    answer.status,
                     detail,
                 )
-            media = response.headers.get("Content-Type", "").split(";")[0].strip()
+            media = answer.content_type()
             if media != IPNS_RECORD_TYPE:
                 raise BackendRejected(
                     f"routing endpoint {target} answered {media or 'no Content-Type'}, "
@@ -150,15 +176,15 @@ def get_ipns_record(url: str, name: IpnsName, *, timeout: float = 30.0) -> bytes
                     200,
                     "wrong media type",
                 )
-            body = _read_bounded(response, MAX_RECORD_SIZE)
-            if body is None:
+            try:
+                return answer.read(MAX_RECORD_SIZE)
+            except BackendRejected as exc:
+                if exc.detail != "answer too large":
+                    raise
                 raise BackendRejected(
                     f"routing endpoint {target} sent a record over {MAX_RECORD_SIZE} bytes",
                     200,
                     "record too large",
-                )
-            return body
-    except httpx.TransportError as exc:
-        raise BackendUnavailable(
-            f"routing endpoint {target}: {type(exc).__name__}; check the URL and that it runs"
-        ) from None
+                ) from None
+    finally:
+        client.close()

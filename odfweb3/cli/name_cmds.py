@@ -115,12 +115,14 @@ def _push(args: argparse.Namespace, ctx: Any) -> int:
     name = parse_ipns_name(text)
     raw = _read_record(path)
     ours = verify_record(raw, name)  # signature, name binding, validity: before it leaves
-    timeout = float(ctx.config.get("ipfs", "timeout", default=30.0))
+    timeout = ctx.config.get("ipfs", "timeout")
+    timeout = float(timeout) if timeout is not None else None
+    network = ctx.config.network
     target = ipns_url(str(url), name)
-    put_ipns_record(str(url), name, raw, timeout=timeout)
+    put_ipns_record(str(url), name, raw, timeout=timeout, settings=network)
     served = "not checked"
     if not args.no_check:
-        back = get_ipns_record(str(url), name, timeout=timeout)
+        back = get_ipns_record(str(url), name, timeout=timeout, settings=network)
         if back is None:
             raise BackendRejected(
                 f"{target}: the endpoint accepted the record but does not serve the name; "
