@@ -229,6 +229,8 @@ def ipfs_access(
         dns=dns,
         memory=SequenceMemory(config.state_dir / "ipns-seen.json"),
         trustless=trustless,
+        # issue 16 item 1: off unless the user opts in, by this name, in odfweb3.yaml
+        insecure_unverified_paths=config.get("ipfs", "insecure_unverified_paths") is True,
     )
     if now is not None:
         access.now = now

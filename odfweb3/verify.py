@@ -7,7 +7,10 @@ replica, its head is resolved (verified by the replica's reader), then:
 - ``behind``: its head is in our chain, N blocks before ours;
 - ``ahead``: our head is in its chain, N blocks after ours;
 - ``diverged``: neither; reported with the common ancestor's sequence number;
-- ``unreachable``: it could not be read (the error says why).
+- ``unreachable``: it could not be read (the error says why);
+- ``unverified``: same head, but the replica was read with nothing tying its bytes to its
+  name (``ipfs://CID`` through a gateway serving no raw blocks or CARs, allowed only by the
+  opt-in ``ipfs.insecure_unverified_paths``): it may be anything, so never ``identical``.
 
 ``deep`` walks the replica's whole chain (every block re-hashed) and re-hashes
 every data file and checkpoint (or ``sample`` of them). Exit status of the CLI:
@@ -29,7 +32,7 @@ from odfweb3.replica import Replica, read_object_verified
 
 __all__ = ["ReplicaReport", "Status", "compare_replica"]
 
-Status = Literal["identical", "behind", "ahead", "diverged", "unreachable"]
+Status = Literal["identical", "behind", "ahead", "diverged", "unreachable", "unverified"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class ReplicaReport:
             if self.common_ancestor is not None
             else "diverged (no common ancestor)",
             "unreachable": f"unreachable: {self.error}",
+            "unverified": "UNVERIFIED: same head, but read by path with nothing tying it to its "
+            "CID (ipfs.insecure_unverified_paths)",
         }[self.status]
         deep = f", {self.objects_checked} objects re-hashed" if self.objects_checked else ""
         problems = "".join(f"\n    problem: {p}" for p in self.problems)
@@ -110,6 +115,8 @@ def compare_replica(
         if head in index:
             i = index[head]
             status, blocks = ("identical", 0) if i == 0 else ("behind", i)
+            if status == "identical" and getattr(replica, "unverified", False):
+                status = "unverified"
         else:
             status = "diverged"
             for depth, entry in enumerate(walk_chain(replica.read_block, head)):

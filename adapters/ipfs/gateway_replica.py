@@ -2,12 +2,16 @@
 
 Every node and gateway is untrusted (DESIGN.md section 2). What is checked, and against what:
 
-- **The root and refs/head.** Where raw blocks can be had — a trustless gateway
-  (``?format=raw``, ``Accept: application/vnd.ipld.raw``; Kubo's gateway serves them,
-  js-ipfs 0.66.1's does not, see docs/jsipfs-notes.md) or the RPC ``block/get`` — the path
-  ``<root>/refs/head`` is read block by block, each block checked against its CID
-  (:mod:`.unixfs_reader`). Otherwise the gateway's deserialized answer is used and the
-  resolution says so in a note: then only a signed IPNS record's ``_odf.head`` binds the head.
+- **The root and refs/head.** Where verifiable blocks can be had — a trustless gateway's
+  raw blocks (``?format=raw``, ``Accept: application/vnd.ipld.raw``; Kubo's gateway serves
+  them, js-ipfs 0.66.1's does not, see docs/jsipfs-notes.md), else its one-block CARs
+  (``?format=car&dag-scope=block``, each block verified against its CID), else the RPC
+  ``block/get`` — the path ``<root>/refs/head`` is read block by block, each block checked
+  against its CID (:mod:`.unixfs_reader`). With none of these the read is refused (issue 16
+  item 1: a gateway's deserialized answer is not tied to the CID, so a hostile one could
+  serve any dataset under any CID), unless the loudly named opt-in
+  ``ipfs.insecure_unverified_paths`` is set: then the replica is marked ``unverified`` and
+  no command reports it ``identical``.
 - **Blocks and objects.** By default they are read by path from the gateway
   (``/ipfs/<root>/blocks/<hash>``, ``/data/<hash>``, ...) and checked against their ODF
   hashes, which come from the verified chain (blocks here, objects by the pull /
@@ -37,6 +41,7 @@ Every node and gateway is untrusted (DESIGN.md section 2). What is checked, and 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import tempfile
@@ -67,6 +72,7 @@ from odfweb3.resolve import NameClaims
 from odfweb3.transport.http import Answer, HttpClient
 from odfweb3.transport.settings import NetworkSettings
 
+from .car import iter_car
 from .cid import CODEC_RAW, Cid
 from .ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
 from .kubo import KuboClient
@@ -89,6 +95,7 @@ __all__ = [
 ]
 
 RAW_BLOCK_TYPE: Final = "application/vnd.ipld.raw"
+CAR_TYPE: Final = "application/vnd.ipld.car"
 RECORD_TYPE: Final = "application/vnd.ipfs.ipns-record"
 MAX_DNSLINK_HOPS: Final = 32  # DNSLink: recursion limit
 _MAX_DNSLINK_PATH: Final = 1024  # a node's answer to resolve/dns: a path, never more
@@ -141,6 +148,7 @@ class IpfsGateway:
             transport=transport,
         )
         self._raw: bool | None = None
+        self._car: bool | None = None
         self._records: bool | None = None
 
     def __repr__(self) -> str:
@@ -206,6 +214,33 @@ class IpfsGateway:
                 raise self._fail(path, r.status)
             self._raw = True
             return _read_limited(r, MAX_BLOCK_SIZE, f"{self.url}{path}")
+
+    def car_block(self, cid: Cid) -> bytes | None:
+        """One block from a one-block CAR (``?format=car&dag-scope=block``), verified against
+        ``cid``; None when the gateway serves no CARs.
+
+        Raises:
+            HashMismatch / FormatError: the CAR holds other bytes, or not this block.
+        """
+        if self._car is False:
+            return None
+        path = f"/ipfs/{cid.encode()}?format=car&dag-scope=block"
+        with self._send(path, {"Accept": CAR_TYPE}, follow=False) as r:
+            kind = r.content_type()
+            if r.status != 200 or kind != CAR_TYPE:
+                if self._car is None:
+                    self._car = False  # js-ipfs: the file itself, or a listing
+                    return None
+                raise self._fail(path, r.status)
+            # One block plus the header and one section head.
+            data = _read_limited(r, MAX_BLOCK_SIZE + 4096, f"{self.url}{path}")
+        where = f"{self.url}{path}"
+        _roots, sections = iter_car(io.BytesIO(data), max_section=MAX_BLOCK_SIZE + 1024)
+        for got, block in sections:  # each block re-hashed against its own CID by iter_car
+            if got.multihash == cid.multihash and got.codec == cid.codec:
+                self._car = True
+                return block
+        raise FormatError(f"{where}: the CAR does not hold block {cid}")
 
     def ipns_record(self, name: IpnsName) -> bytes | None:
         """The raw IPNS record (Kubo's gateway), or None when the gateway gives none."""
@@ -376,6 +411,9 @@ class IpfsAccess:
         now: the clock for record expiry.
         trustless: read blocks and objects as CID-verified blocks too, not by path.
         rpc_blocks: use the RPC's ``block/get`` for raw blocks (when the gateway serves none).
+        insecure_unverified_paths: with no verifiable block source, read ``refs/head`` by
+            path anyway (``ipfs.insecure_unverified_paths``); the replica is then marked
+            ``unverified``. Off: such a read is refused.
     """
 
     gateway: IpfsGateway
@@ -385,6 +423,7 @@ class IpfsAccess:
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     trustless: bool = False
     rpc_blocks: bool = True
+    insecure_unverified_paths: bool = False
 
     def block_getter(self, root: Cid) -> tuple[BlockGetter | None, str]:
         """The verified-block source for this root, and how blocks are got (for notes)."""
@@ -395,6 +434,12 @@ class IpfsAccess:
         if data is not None:
             root.verify(data, where=f"{self.gateway.url}: raw block {root}")
             return _gateway_block_getter(self.gateway), "gateway raw blocks"
+        try:
+            data = self.gateway.car_block(root)
+        except (BackendUnavailable, BackendRejected, NotFound):
+            data = None
+        if data is not None:
+            return _gateway_car_getter(self.gateway), "gateway one-block CARs"
         if self.client is not None and self.rpc_blocks:
             try:
                 self.client.node  # noqa: B018 - probes the API once (cached)
@@ -402,6 +447,16 @@ class IpfsAccess:
                 return None, "none"
             return _rpc_block_getter(self.client), "RPC block/get"
         return None, "none"
+
+
+def _gateway_car_getter(gateway: IpfsGateway) -> BlockGetter:
+    def get(cid: Cid) -> bytes:
+        data = gateway.car_block(cid)
+        if data is None:
+            raise NotFound(f"{gateway.url}: serves no CAR of block {cid}")
+        return data
+
+    return get
 
 
 def _gateway_block_getter(gateway: IpfsGateway) -> BlockGetter:
@@ -437,6 +492,7 @@ class IpfsReplica:
         trustless: bool = False,
         key_envelope_cid: Cid | None = None,
         dataset_id: str | None = None,
+        unverified: bool = False,
     ) -> None:
         if key_envelope_cid is not None and expected_head is None:
             raise ResolutionError(
@@ -456,6 +512,9 @@ class IpfsReplica:
         self.trustless = trustless
         self.key_envelope_cid = key_envelope_cid
         self.dataset_id = dataset_id
+        # refs/head read by path with nothing tying it to the root CID (the opt-in
+        # ipfs.insecure_unverified_paths): never reported identical (odfweb3.verify).
+        self.unverified = unverified and blocks is None and expected_head is None
         self.supplied_envelope: bytes | None = None  # --key-envelope (issue 7)
         self.inputs: dict[str, str] = {}  # the signed record's _odf.inputs (issue 11)
         self._cache: dict[bytes, bytes] = {}
@@ -698,14 +757,21 @@ def _open_root(
                 f"{ref}: a sub-path ({sub}) needs raw blocks to be verified; set ipfs.api"
             )
         root = resolve_path(root, sub, blocks)
+    if blocks is None and expected_head is None and not access.insecure_unverified_paths:
+        raise BackendUnavailable(
+            f"{ref}: {access.gateway.url} serves neither raw blocks (?format=raw) nor CARs "
+            "(?format=car) and no RPC API answers, so nothing read could be checked against "
+            f"{root}; use a trustless gateway or set ipfs.api (ipfs.insecure_unverified_paths "
+            "reads it unverified)"
+        )
     if blocks is None:
         notes.append(
-            f"{access.gateway.url} serves no raw blocks and no RPC API is set: refs/head is the "
-            "gateway's deserialized answer"
+            f"{access.gateway.url} serves no raw blocks or CARs and no RPC API is set: "
+            "refs/head is the gateway's deserialized answer"
             + (
                 ", checked against the signed record"
                 if expected_head is not None
-                else ", not bound to the CID; only the chain's hashes are checked"
+                else ", NOT bound to the CID (ipfs.insecure_unverified_paths): UNVERIFIED"
             )
         )
     else:
@@ -726,6 +792,7 @@ def _open_root(
         trustless=access.trustless,
         key_envelope_cid=key_envelope,
         dataset_id=claims.dataset_id if claims else None,
+        unverified=access.insecure_unverified_paths,
     )
     base = claims or NameClaims(locator=f"/ipfs/{root.encode()}")
     return replica, NameClaims(

@@ -28,7 +28,7 @@ from odfweb3.adapters.ipfs.unixfs_reader import (
     read_file,
 )
 from odfweb3.crypto.keystore import Keystore
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, ReplicaMismatch
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from tests.support import hostile_dags as hd
 from tests.support.measure import run_cli, tree_snapshot
@@ -263,7 +263,7 @@ def test_older_car_dir_after_a_newer_record_is_refused_like_a_replay(tmp_path: P
     shutil.copytree(ds, dest)
     before = _visible(dest)
     run = run_cli(["pull", f"car:{tmp_path / 'old'}", str(dest)], env=env)
-    assert run.code == 1, run.summary()  # ReplicaMismatch, as for an online replay
+    assert run.code == ReplicaMismatch.exit_code, run.summary()  # as an online replay
     assert len(run.lines) == 1 and "an older record replayed" in run.stderr, run.summary()
     assert "(car:DIR) served sequence 0" in run.stderr
     assert _visible(dest) == before
