@@ -251,7 +251,17 @@ def _arweave_claims(
         locator=f"ar://{replica.manifest_id}",
         dataset_id=replica.dataset_id,
         head=multihash_from_str(head) if head else None,
-        notes=(f"read through {gateway.url}; every block and object re-hashed",),
+        notes=(
+            f"read through {gateway.url}; every block and object re-hashed",
+            *(
+                (f"upload record signed by {replica.owner} (signature and id checked)",)
+                if replica.record is not None
+                else (
+                    "opened by its path manifest: no signed record binds the head; prefer "
+                    "ar://RECORD or did:odf with --owner",
+                )
+            ),
+        ),
     )
 
 

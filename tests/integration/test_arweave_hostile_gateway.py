@@ -106,6 +106,7 @@ def test_honest_flows_still_verify(capsys, world, arlocal) -> None:
     assert code == 0, err
     results = json.loads(out)["results"]
     assert [r["head"] for r in results] == [w["honest_head"]]
+    assert f"upload record signed by {w['x'].address} (signature and id checked)" in str(results[0])
     dest = w["root"] / "dest-honest"
     code, out, err, _ = run(
         capsys, w["root"], arlocal.url, "pull", f"ar://{w['honest_record']}", str(dest)
