@@ -9,6 +9,8 @@ Target names:
 - ``car:DIR``: offline IPFS publish (CAR files + IPNS record), the embedded default;
 - ``ipfs`` or ``ipfs:http://HOST:PORT``: a live Kubo/js-ipfs node (API from config /
   ``ODFWEB3_IPFS_API`` unless given);
+- ``pinning:NAME[,NAME...]`` or ``pinning`` (``pinning.publish_to``): the ``ipfs`` node, then
+  the Pinning Service API services configured under ``pinning.services``;
 - ``bundle:DIR``: offline Arweave publish (a signed ANS-104 bundle);
 - ``arweave`` or ``arweave:http(s)://HOST``: an Arweave gateway (config /
   ``ODFWEB3_ARWEAVE_GATEWAY`` unless given) with a wallet.
@@ -23,7 +25,7 @@ the RPC API ``ipfs.api`` / ``ODFWEB3_IPFS_API``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -77,6 +79,9 @@ class TargetOptions:
     on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
     # arweave/bundle: an ArFS private drive with this password (never in a repr)
     drive_password: str | None = field(default=None, repr=False)
+    # pinning: where ODFWEB3_PINNING_<NAME>_TOKEN is read (the CLI passes os.environ)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    notify: Callable[[str], None] | None = None  # pinning: status changes, one line each
 
 
 def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
@@ -122,8 +127,12 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
         return open_ipfs_target(config, options, api=arg or None)
     if kind == "arweave":
         return open_arweave_target(config, options, gateway=arg or None)
+    if kind == "pinning":
+        from .ipfs.pinning_config import open_pinning_target
+
+        return open_pinning_target(config, options, arg, open_ipfs_target(config, options))
     raise UsageError(
-        f"unknown target {spec!r}: use car:DIR, ipfs, bundle:DIR or arweave "
+        f"unknown target {spec!r}: use car:DIR, ipfs, pinning:NAME, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"
     )
 

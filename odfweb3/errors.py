@@ -27,6 +27,7 @@ classes, the CLI's table and docs/security.md)::
     └── BackendError                     raised by adapters only              exit 69
         ├── BackendUnavailable           cannot reach the node or gateway     exit 69
         └── BackendRejected(status, detail)                                   exit 69
+            └── BackendAuthError         the service refused our token        exit 77
 
 Not an exception: exit 70 is a bug (anything that is not an ``OdfWeb3Error``, reported
 by the CLI in one line), 130 an interrupt. Corrupt data — bytes that do not parse, do
@@ -41,6 +42,7 @@ material.
 from __future__ import annotations
 
 __all__ = [
+    "BackendAuthError",
     "BackendError",
     "BackendRejected",
     "BackendUnavailable",
@@ -191,6 +193,15 @@ class BackendRejected(BackendError):
         super().__init__(message)
         self.status = status
         self.detail = detail
+
+
+class BackendAuthError(BackendRejected):
+    """A service refused our credentials (HTTP 401/403: a wrong or revoked token).
+
+    Exit 77 (sysexits EX_NOPERM): retrying does not help, a new token does.
+    """
+
+    exit_code = 77
 
 
 def is_corruption(exc: BaseException) -> bool:

@@ -2,6 +2,8 @@
 # Build the Go test nodes from their Go modules (run by `make gonodes`, part of `make test`).
 #
 #   .gonodes/bin/ipfs     Kubo v0.43.1 (github.com/ipfs/kubo/cmd/ipfs)
+#   .gonodes/bin/ipfs-cluster-service, ipfs-cluster-ctl
+#                         IPFS Cluster v1.1.6 (github.com/ipfs-cluster/ipfs-cluster/cmd/...)
 #
 # Layout (all ignored by git): .gonodes/bin/ the binaries, .gonodes/build/<node>/ the writable
 # module copy a build runs in, .gonodes/stamps/<node> the key of the recipe that produced the
@@ -24,7 +26,7 @@ builddir="$gonodes/build"
 stampdir="$gonodes/stamps"
 logdir="$gonodes/logs"
 
-NODES=(kubo)
+NODES=(kubo cluster)
 
 # The module's unpacked source in GOMODCACHE (downloaded through the module proxy if absent).
 module_dir() {
@@ -66,6 +68,28 @@ build_kubo() {
         go build -mod=mod -trimpath -o "$out/ipfs" ./cmd/ipfs
     )
     "$out/ipfs" version --number | grep -qx "${KUBO_VERSION#v}"
+}
+
+# ---------------------------------------------------------------- IPFS Cluster
+#
+# v1.1.6 (2026-05-11) is the newest version the module proxy serves here: its version list
+# (@v/list) answers 403, v1.1.7, v1.1.8 and v1.2.0 answer 403 "not available", v1.1.5 has no
+# checksum-database entry (404). Its go.mod has no replace directive and says `go 1.26`; it
+# builds unmodified. `go install ...@v1.1.6` still fails (it looks the module's deprecation up
+# in the refused version list), so the build runs in a copy of the module like Kubo's.
+CLUSTER_VERSION=v1.1.6
+
+version_cluster() { echo "$CLUSTER_VERSION"; }
+
+build_cluster() {
+    local out="$1" src="$builddir/cluster"
+    module_copy "github.com/ipfs-cluster/ipfs-cluster@$CLUSTER_VERSION" "$src"
+    (
+        cd "$src"
+        go build -mod=mod -trimpath -o "$out/" ./cmd/ipfs-cluster-service ./cmd/ipfs-cluster-ctl
+    )
+    "$out/ipfs-cluster-service" --version | grep -qx "ipfs-cluster-service version ${CLUSTER_VERSION#v}"
+    "$out/ipfs-cluster-ctl" --version | grep -qx "ipfs-cluster-ctl version ${CLUSTER_VERSION#v}"
 }
 
 # ---------------------------------------------------------------- driver

@@ -45,8 +45,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--to",
         required=True,
+        action="append",
         metavar="TARGET",
-        help="car:DIR | ipfs | ipfs:URL | bundle:DIR | arweave | arweave:URL",
+        help="car:DIR | ipfs | ipfs:URL | pinning:NAME | bundle:DIR | arweave | arweave:URL; "
+        "repeat --to pinning:NAME for several pinning services (each reported separately)",
     )
     p.add_argument(
         "--force", action="store_true", help="publish even if the target is not an ancestor"
@@ -182,7 +184,40 @@ def _winston(text: str) -> int:
         ) from None
 
 
+def _combine_to(targets: Sequence[str]) -> str:
+    """One target from the ``--to`` values: several are allowed for pinning services only
+    (``--to pinning:a --to pinning:b`` = ``pinning:a,b``, one node upload, a pin per service)."""
+    if len(targets) == 1:
+        return targets[0]
+    names: list[str] = []
+    for t in targets:
+        kind, _, arg = t.partition(":")
+        if kind != "pinning" or not arg:
+            raise UsageError(
+                "--to given more than once: only for pinning services (--to pinning:A --to "
+                "pinning:B); publish to other targets one at a time"
+            )
+        names.extend(n for n in arg.split(",") if n)
+    return "pinning:" + ",".join(names)
+
+
+def _pin_failures(ctx: Any, outcome: PublishOutcome) -> int:
+    """Report each pinning service that failed (one line each); the exit code (0: none)."""
+    pins = outcome.upload.summary.get("pins") if outcome.upload is not None else None
+    if not isinstance(pins, dict):
+        return 0
+    codes = []
+    for name, result in pins.items():
+        if isinstance(result, dict) and "error" in result:
+            ctx.out.warn(f"pinning service {name} failed: {result['error']}")
+            codes.append(int(result.get("exitCode", 69)))
+    if not codes:
+        return 0
+    return 77 if all(c == 77 for c in codes) else 69
+
+
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
+    args.to = _combine_to(args.to)
     if args.batch and args.flush:
         raise UsageError("--batch queues an update, --flush posts the queue: use one of them")
     if args.dnslink is not None:
@@ -220,7 +255,7 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
             "resolves to this name)"
         )
     ctx.out.result(data, lambda: text)
-    return 0
+    return _pin_failures(ctx, outcome)
 
 
 def _check_dnslink(args: argparse.Namespace) -> None:
@@ -283,6 +318,8 @@ def _publish_one(
             sealer=sealer,
             drive_password=password,
             max_cost=args.max_cost,
+            env=ctx.env,
+            notify=ctx.out.info,
             on_price=lambda winston, size: ctx.out.info(
                 f"price: {winston} winston ({Decimal(winston) / 10**12:.12f} AR) "
                 f"for {format_bytes(size)}; posting"
@@ -536,10 +573,24 @@ def _human(o: PublishOutcome) -> str:
     items: list[tuple[str, object]] = [*_plan_lines(plan), ("root", o.upload.locator)]
     items.append(("bytesSent", o.upload.bytes_sent))
     shown = {k for k, _ in items}
+    pins = o.upload.summary.get("pins")
     for k, v in (*o.upload.summary.items(), *o.state.record.items()):
+        if k == "pins":
+            continue
         if k not in shown:  # summary and record may repeat a fact (record id, manifest)
             shown.add(k)
             items.append((k, v))
+    for name, pin in (pins or {}).items():
+        if "error" in pin:
+            items.append((f"pin {name}", f"FAILED: {pin['error']}"))
+        else:
+            items.append(
+                (
+                    f"pin {name}",
+                    f"{pin['status']} ({pin['update']}, {pin['seconds']} s, "
+                    f"request {pin['requestid']})",
+                )
+            )
     return "\n".join([header, *key_values(items), *_import_lines(plan.target)])
 
 

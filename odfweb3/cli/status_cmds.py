@@ -152,6 +152,46 @@ def _arweave_uploads(ctx: Any, states: list[PublishState], rows: list[dict[str, 
             row["node"] = {"error": str(exc)}
 
 
+def _pinning_pins(
+    ctx: Any, states: list[PublishState], rows: list[dict[str, Any]], online: bool
+) -> None:
+    """Per pinning service (target ``pinning:NAME``): the pin's status, asked of the service
+    (``GET /pins/{requestid}``) unless offline; the saved status otherwise (issue 18)."""
+    for state in states:
+        if not state.target.startswith("pinning:"):
+            continue
+        row = next(
+            r for r in rows if r["target"] == state.target and r["datasetId"] == state.dataset_id
+        )
+        service = state.target[len("pinning:") :]
+        pin: dict[str, Any] = {
+            "service": service,
+            "requestid": state.extra.get("requestid"),
+            "status": state.extra.get("status"),
+            "endpoint": state.extra.get("endpoint"),
+            "live": False,
+        }
+        row["pin"] = pin
+        if not online or not pin["requestid"]:
+            continue
+        try:
+            from odfweb3.adapters.ipfs.pinning_config import load_service
+
+            if service not in (ctx.config.get("pinning", "services", default={}) or {}):
+                pin["error"] = f"service {service} is no longer in the configuration"
+                continue
+            svc = load_service(ctx.config, service, ctx.env)
+            with svc.client:
+                got = svc.client.get(str(pin["requestid"]), timeout=svc.client.timeout)
+        except OdfWeb3Error as exc:
+            pin["error"] = str(exc)
+            continue
+        if got is None:
+            pin.update(status="gone", live=True)
+        else:
+            pin.update(status=got.status, live=True, cid=got.cid, reason=got.reason or None)
+
+
 def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
     if not validity:
         return "-", False
@@ -219,6 +259,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             row["validity"] = seen.record.expires_at.isoformat()
     if not args.offline:
         _arweave_uploads(ctx, states, rows)
+    _pinning_pins(ctx, states, rows, online=not args.offline)
     warnings = 0
     for row in rows:
         text, soon = _expiry_text(row["validity"], now)
@@ -276,6 +317,16 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 lines.append(f"  envelope   {row['keyEnvelope']} (encrypted: --key-envelope)")
             if row["pending"]:
                 lines.append("  pending    an interrupted publish: run publish again")
+            pin = row.get("pin")
+            if pin:
+                if "error" in pin:
+                    lines.append(f"  pin        {pin['status'] or '-'} (saved; {pin['error']})")
+                else:
+                    how = "asked the service" if pin["live"] else "saved"
+                    why = f": {pin['reason']}" if pin.get("reason") else ""
+                    lines.append(
+                        f"  pin        {pin['status']}{why} ({how}; request {pin['requestid']})"
+                    )
             for u in row.get("uploads") or []:
                 where = f"block {u['height']}, {u['confirmations']} confirmations"
                 lines.append(

@@ -1,0 +1,416 @@
+"""IPFS Pinning Service API client (spec v1.0.0: ``ipfs-pinning-service.yaml`` of
+ipfs/pinning-services-api-spec).
+
+Endpoints used (all with ``Authorization: Bearer <token>``):
+
+- ``GET /pins?limit=1``: the token check done before anything is uploaded;
+- ``POST /pins`` (a ``Pin``: ``cid``, ``name`` <= 255 chars, ``origins`` <= 20 multiaddrs,
+  ``meta`` string map) -> ``PinStatus`` (spec: 202; IPFS Cluster answers 200);
+- ``GET /pins/{requestid}`` -> ``PinStatus``; 404 -> gone;
+- ``POST /pins/{requestid}`` (replace: remove + add in one call) -> ``PinStatus``;
+- ``DELETE /pins/{requestid}`` -> 202 (404 is taken as already gone).
+
+A ``PinStatus`` is ``requestid``, ``status`` (``queued`` | ``pinning`` | ``pinned`` | ``failed``),
+``created``, ``pin`` (the ``Pin``), ``delegates`` (spec: 1-20 multiaddrs; IPFS Cluster sends
+``[]``) and ``info`` (string map; ``info.status_details`` carries the reason of a failure).
+Errors are a ``Failure``: ``{"error": {"reason": ..., "details": ...}}``.
+
+Every answer is hostile until checked: at most :data:`MAX_ANSWER` bytes are read, the JSON must
+have the spec's shape, the ``pin.cid`` of an answer to our add or replace must be the CID we
+asked for, a ``requestid`` must be 1-256 URL-safe characters (it goes into a URL path). Texts
+from the service (reasons) are cut to one line of 200 characters and never contain the token.
+Each call is bounded by ``timeout``; :meth:`PinningClient.wait` by its deadline. The token is
+never logged, never in a message, never in a ``repr``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+
+from odfweb3.errors import BackendAuthError, BackendRejected, BackendUnavailable, FormatError
+
+__all__ = [
+    "MAX_ANSWER",
+    "STATUSES",
+    "PinFailed",
+    "PinStatus",
+    "PinningAuthError",
+    "PinningClient",
+    "decode_pin_status",
+    "encode_pin",
+]
+
+MAX_ANSWER: Final = 1 << 20  # bytes of one answer
+STATUSES: Final = ("queued", "pinning", "pinned", "failed")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._~:=+-]{1,256}$")
+_MAX_MAP = 1000  # PinMeta / StatusInfo: maxProperties 1000
+_MAX_ORIGINS = 20  # Origins: maxItems 20
+_MAX_NAME = 255  # Pin.name: maxLength 255
+
+
+class PinningAuthError(BackendAuthError):
+    """The service refused the token (401/403): exit 77 (EX_NOPERM)."""
+
+
+class PinFailed(BackendRejected):
+    """The service reported the pin ``failed`` (its reason in the message)."""
+
+
+@dataclass(frozen=True)
+class PinStatus:
+    """A checked ``PinStatus``."""
+
+    requestid: str
+    status: str
+    cid: str
+    name: str | None = None
+    created: str = ""
+    meta: Mapping[str, str] = field(default_factory=dict)
+    origins: tuple[str, ...] = ()
+    delegates: tuple[str, ...] = ()
+    info: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def reason(self) -> str:
+        """Why the service says it is in this state (``info.status_details``), if it says."""
+        return self.info.get("status_details", "")
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    cleaned = "".join(ch if ch.isprintable() else " " for ch in text)
+    cleaned = " ".join(cleaned.split())
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+def _string_map(value: Any, what: str, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > _MAX_MAP:
+        raise FormatError(f"{where}: {what} is not a map of at most {_MAX_MAP} strings")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise FormatError(f"{where}: {what} has a non-string key or value")
+        out[k] = v
+    return out
+
+
+def _string_list(value: Any, what: str, where: str, limit: int) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > limit:
+        raise FormatError(f"{where}: {what} is not a list of at most {limit} strings")
+    if not all(isinstance(v, str) for v in value):
+        raise FormatError(f"{where}: {what} holds a non-string")
+    return tuple(value)
+
+
+def decode_pin_status(data: Any, where: str) -> PinStatus:
+    """Check a decoded ``PinStatus`` JSON object against the spec's schema (pure).
+
+    Raises:
+        FormatError: a missing or mistyped field, an unknown status, an unusable requestid.
+    """
+    if not isinstance(data, dict):
+        raise FormatError(f"{where}: answer is not a PinStatus object")
+    rid = data.get("requestid")
+    if not isinstance(rid, str) or not _REQUEST_ID.match(rid):
+        raise FormatError(f"{where}: PinStatus.requestid missing or not 1-256 URL-safe characters")
+    status = data.get("status")
+    if status not in STATUSES:
+        raise FormatError(
+            f"{where}: PinStatus.status {_one_line(repr(status), 40)} is not one of "
+            + ", ".join(STATUSES)
+        )
+    pin = data.get("pin")
+    if not isinstance(pin, dict) or not isinstance(pin.get("cid"), str):
+        raise FormatError(f"{where}: PinStatus.pin.cid missing")
+    name = pin.get("name")
+    if name is not None and not isinstance(name, str):
+        raise FormatError(f"{where}: PinStatus.pin.name is not a string")
+    created = data.get("created", "")
+    if not isinstance(created, str):
+        raise FormatError(f"{where}: PinStatus.created is not a string")
+    return PinStatus(
+        requestid=rid,
+        status=str(status),
+        cid=str(pin["cid"]),
+        name=name,
+        created=created,
+        meta=_string_map(pin.get("meta"), "pin.meta", where),
+        origins=_string_list(pin.get("origins"), "pin.origins", where, _MAX_ORIGINS),
+        delegates=_string_list(data.get("delegates"), "delegates", where, _MAX_ORIGINS),
+        info=_string_map(data.get("info"), "info", where),
+    )
+
+
+def encode_pin(
+    cid: str,
+    *,
+    name: str | None = None,
+    origins: Sequence[str] = (),
+    meta: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The ``Pin`` request body (pure); refuses what the spec forbids."""
+    body: dict[str, Any] = {"cid": cid}
+    if name is not None:
+        if len(name) > _MAX_NAME:
+            raise ValueError(f"pin name longer than {_MAX_NAME} characters")
+        body["name"] = name
+    if origins:
+        body["origins"] = list(dict.fromkeys(origins))[:_MAX_ORIGINS]
+    if meta:
+        if len(meta) > _MAX_MAP:
+            raise ValueError(f"more than {_MAX_MAP} meta entries")
+        body["meta"] = dict(meta)
+    return body
+
+
+class PinningClient:
+    """One Pinning Service API endpoint with its access token.
+
+    Args:
+        service: the service's name in the configuration (for messages).
+        endpoint: the API base, e.g. ``https://api.pinata.cloud/psa``.
+        token: the access token (never shown).
+        timeout: seconds for connect and for each read of one call.
+        transport: an httpx transport (tests of faults only).
+        clock, sleep: time functions (tests).
+    """
+
+    def __init__(
+        self,
+        service: str,
+        endpoint: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.service = service
+        self.endpoint = endpoint.rstrip("/")
+        self._token = token
+        self.timeout = timeout
+        self._clock = clock
+        self._sleep = sleep
+        self._http = httpx.Client(
+            base_url=self.endpoint,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            transport=transport,
+            headers={"Authorization": f"Bearer {token}"},
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"PinningClient({self.service!r}, {self.endpoint!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> PinningClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------- transport
+
+    def _where(self, method: str, path: str) -> str:
+        return f"pinning service {self.service} ({method} {self.endpoint}{path})"
+
+    def _clean(self, text: str) -> str:
+        line = _one_line(text)
+        return line.replace(self._token, "<token>") if self._token else line
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, Any]:
+        """One call: (status, decoded JSON or None). Raises on transport errors and 4xx/5xx
+        other than 404."""
+        where = self._where(method, path)
+        t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
+        try:
+            with self._http.stream(
+                method,
+                path,
+                json=body,
+                params=params,
+                timeout=httpx.Timeout(t, connect=min(t, 10.0)),
+            ) as r:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in r.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_ANSWER:
+                        raise FormatError(
+                            f"{where}: answer larger than {MAX_ANSWER} bytes; not a Pinning "
+                            "Service API answer"
+                        )
+                    chunks.append(chunk)
+                status = r.status_code
+        except httpx.TimeoutException:
+            raise BackendUnavailable(
+                f"{where}: no answer within {t:.0f} s; check the endpoint or raise the "
+                "service's timeout_s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(
+                f"{where}: cannot reach the service ({type(exc).__name__}); check the endpoint"
+            ) from None
+        raw = b"".join(chunks)
+        data: Any = None
+        if raw.strip():
+            try:
+                data = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                data = None
+        if status in (401, 403):
+            raise PinningAuthError(
+                f"{where}: the service refused the access token (HTTP {status}"
+                f"{self._reason_suffix(data)}); check the token file or ODFWEB3_PINNING_* "
+                "variable",
+                status,
+                self._reason(data),
+            )
+        if status == 404 or status < 300:
+            return status, data
+        raise BackendRejected(
+            f"{where}: HTTP {status}{self._reason_suffix(data)}", status, self._reason(data)
+        )
+
+    def _reason(self, data: Any) -> str:
+        """``Failure.error.reason`` (+ ``details``), cleaned."""
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            err = data["error"]
+            parts = [err.get("reason"), err.get("details")]
+            return self._clean(": ".join(p for p in parts if isinstance(p, str) and p))
+        return ""
+
+    def _reason_suffix(self, data: Any) -> str:
+        reason = self._reason(data)
+        return f": {reason}" if reason else ""
+
+    def _status(self, method: str, path: str, data: Any, cid: str | None) -> PinStatus:
+        where = self._where(method, path)
+        st = decode_pin_status(data, where)
+        if cid is not None and st.cid != cid:
+            raise FormatError(
+                f"{where}: the service answered for CID {self._clean(st.cid)}, not {cid}; "
+                "refusing its answer"
+            )
+        return st
+
+    # -------------------------------------------------------------- operations
+
+    def check_auth(self, timeout: float | None = None) -> None:
+        """``GET /pins?limit=1``: raises PinningAuthError for a refused token."""
+        status, data = self._request("GET", "/pins", params={"limit": "1"}, timeout=timeout)
+        if status == 404 or not isinstance(data, dict) or "results" not in data:
+            raise FormatError(
+                f"{self._where('GET', '/pins')}: not a Pinning Service API (no PinResults); "
+                "check the endpoint"
+            )
+
+    def add(self, body: Mapping[str, Any], timeout: float | None = None) -> PinStatus:
+        """``POST /pins``."""
+        status, data = self._request("POST", "/pins", body=body, timeout=timeout)
+        if status == 404:
+            raise BackendRejected(f"{self._where('POST', '/pins')}: HTTP 404", 404)
+        return self._status("POST", "/pins", data, str(body["cid"]))
+
+    def replace(
+        self, requestid: str, body: Mapping[str, Any], timeout: float | None = None
+    ) -> PinStatus:
+        """``POST /pins/{requestid}``: the new pin replaces the old one in one call."""
+        path = self._path(requestid)
+        status, data = self._request("POST", path, body=body, timeout=timeout)
+        if status == 404:
+            raise BackendRejected(f"{self._where('POST', path)}: HTTP 404 (no such pin)", 404)
+        return self._status("POST", path, data, str(body["cid"]))
+
+    def get(self, requestid: str, timeout: float | None = None) -> PinStatus | None:
+        """``GET /pins/{requestid}``; None when the service does not know it (404)."""
+        path = self._path(requestid)
+        status, data = self._request("GET", path, timeout=timeout)
+        if status == 404:
+            return None
+        return self._status("GET", path, data, None)
+
+    def remove(self, requestid: str, timeout: float | None = None) -> bool:
+        """``DELETE /pins/{requestid}``; False when it was already gone (404)."""
+        status, _ = self._request("DELETE", self._path(requestid), timeout=timeout)
+        return status != 404
+
+    @staticmethod
+    def _path(requestid: str) -> str:
+        if not _REQUEST_ID.match(requestid):
+            raise FormatError(f"requestid {_one_line(requestid, 40)!r} is not URL-safe")
+        return f"/pins/{requestid}"
+
+    def wait(
+        self,
+        requestid: str,
+        cid: str,
+        *,
+        deadline: float,
+        on_status: Callable[[PinStatus], None] = lambda st: None,
+        first: PinStatus | None = None,
+    ) -> PinStatus:
+        """Poll ``GET /pins/{requestid}`` until ``pinned`` or ``failed`` (returned), or the
+        deadline (``clock()`` value) passes.
+
+        Raises:
+            BackendUnavailable: the deadline passed (the pin may still complete later).
+            BackendRejected: the pin vanished (404) while waiting.
+        """
+        delay = 0.2
+        st = first
+        last = None
+        while True:
+            if st is not None:
+                if st.status != last:
+                    on_status(st)
+                    last = st.status
+                if st.status in ("pinned", "failed"):
+                    return st
+            left = deadline - self._clock()
+            if left <= 0:
+                seen = st.status if st is not None else "no answer"
+                raise BackendUnavailable(
+                    f"pinning service {self.service}: {cid} not pinned before the deadline "
+                    f"(last status: {seen}); the service may still finish it: run "
+                    "odfweb3 status later, or raise deadline_s"
+                )
+            self._sleep(min(delay, left))
+            delay = min(delay * 1.5, 5.0)
+            left = deadline - self._clock()
+            if left <= 0:
+                continue
+            got = self.get(requestid, timeout=left)
+            if got is None:
+                raise BackendRejected(
+                    f"pinning service {self.service}: pin request {requestid} for {cid} "
+                    "disappeared while waiting (404)",
+                    404,
+                )
+            if got.cid != cid:
+                raise FormatError(
+                    f"pinning service {self.service}: pin request {requestid} now names CID "
+                    f"{self._clean(got.cid)}, not {cid}; refusing its answer"
+                )
+            st = got
