@@ -23,6 +23,10 @@ Choices this module makes, each visible in the document:
   of the whole dataset, so the descriptor pins exactly one state.
 - ``hasPart`` lists the paths of embedded attachments (``SetAttachments``, e.g. a README).
 - ``relation`` holds the ``ipfs://``, ``ipns://`` and ``ar://`` locators where given.
+- ``creator`` is the ``publisher`` of ``odfweb3.yaml``; without ``publisher.name`` it is the
+  publisher's own identity as a ``foaf:Agent`` named ``ipns://NAME`` (the key signing the
+  IPNS record) or ``Arweave address ADDRESS`` (the wallet signing the upload), so every
+  publish carries a descriptor.
 
 :func:`validate_descriptor` checks the document like a SHACL shape and says how to fix each
 problem; :func:`to_turtle` writes the same graph as Turtle with a small serializer driven by the
@@ -161,6 +165,7 @@ def build_descriptor(
     locators: Mapping[str, str] | None = None,
     *,
     title: str | None = None,
+    identity: str | None = None,
 ) -> dict[str, Any]:
     """Build the descriptor of a dataset from its verified chain.
 
@@ -171,6 +176,10 @@ def build_descriptor(
         locators: where the dataset is published, by scheme: ``ipfs`` (root CID), ``ipns``
             (name) and ``ar`` (path manifest id); bare ids or full ``scheme://`` URIs.
         title: overrides the title derived from the ``SetInfo`` description.
+        identity: the publisher's own identity (``ipns://NAME`` of the key that signs the
+            record, or ``Arweave address ADDRESS`` of the wallet that signs the upload);
+            the creator's name when ``publisher.name`` is not set, so a descriptor is
+            always complete (issue 20).
 
     Returns:
         The JSON-LD document (fields left out when the chain does not say them; see
@@ -198,8 +207,11 @@ def build_descriptor(
         doc["subject"] = keywords
     if summary.license is not None:
         doc.update(_license_fields(summary.license))
-    if publisher:
-        doc["creator"] = _agent(publisher)
+    creator = _agent(publisher) if publisher else None
+    if identity and (creator is None or not creator.get("name")):
+        creator = {**(creator or {"type": "foaf:Agent"}), "name": identity}
+    if creator is not None:
+        doc["creator"] = creator
     doc["created"] = summary.created.isoformat()
     doc["modified"] = summary.modified.isoformat()
     doc["format"] = ODF_SPEC_URL

@@ -99,18 +99,26 @@ class _Descriptor:
     """
 
     def __init__(
-        self, entries: list[ChainEntry], publisher: Mapping[str, Any] | None, app_version: str
+        self,
+        entries: list[ChainEntry],
+        publisher: Mapping[str, Any] | None,
+        app_version: str,
+        owner_address: str,
     ) -> None:
         self.entries = entries
         self.publisher = publisher
         self.app_version = app_version
-        doc = build_descriptor(entries, publisher)
+        # Without publisher.name the creator is the signing wallet (issue 20).
+        self.identity = f"Arweave address {owner_address}"
+        doc = build_descriptor(entries, publisher, identity=self.identity)
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         self.valid = not errors
         self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
 
     def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
-        doc = build_descriptor(self.entries, self.publisher, {"ar": manifest_id})
+        doc = build_descriptor(
+            self.entries, self.publisher, {"ar": manifest_id}, identity=self.identity
+        )
         tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
         return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
 
@@ -174,7 +182,7 @@ def sign_publish_bundle(
         drive_key = derive_drive_key(wallet, bundle_plan.drive.drive_id, drive_password)
     if sealer is None and drive_key is None:
         chain = list(plan.chain) or list(walk_chain(reader, plan.head))
-        desc = _Descriptor(chain, publisher, app_version)
+        desc = _Descriptor(chain, publisher, app_version, wallet.address)
         after = desc.item if desc.valid else None
     else:
         after = None

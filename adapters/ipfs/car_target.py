@@ -291,7 +291,9 @@ class CarTarget:
             public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
         )
         entries = list(plan.chain) or list(walk_chain(reader, plan.head))
-        doc = build_descriptor(entries, self.publisher, {"ipfs": root, "ipns": str(name)})
+        doc = build_descriptor(
+            entries, self.publisher, {"ipfs": root, "ipns": str(name)}, identity=f"ipns://{name}"
+        )
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         if errors:
             return {"descriptorSkipped": "; ".join(p.message for p in errors)}

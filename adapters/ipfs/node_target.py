@@ -417,7 +417,12 @@ class IpfsNodeTarget:
             public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
         )
         # plan.chain is the chain publish_dataset already verified: no second walk.
-        doc = build_descriptor(list(plan.chain), self.publisher, {"ipfs": root, "ipns": str(name)})
+        doc = build_descriptor(
+            list(plan.chain),
+            self.publisher,
+            {"ipfs": root, "ipns": str(name)},
+            identity=f"ipns://{name}",
+        )
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         if errors:
             return {"descriptorSkipped": "; ".join(p.message for p in errors)}

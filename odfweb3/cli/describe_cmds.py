@@ -6,9 +6,12 @@ import argparse
 import json
 from typing import Any
 
+from odfweb3.crypto.keystore import Keystore
 from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
-from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model import Seed
 
 __all__ = ["register"]
 
@@ -21,9 +24,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="print the dataset's discovery descriptor (Dublin Core + FOAF, JSON-LD or Turtle)",
         description="Build the JSON-LD descriptor published beside the dataset: title, "
         "description and keywords from SetInfo, license from SetLicense, creator from "
-        "publisher in odfweb3.yaml, dates from the Seed and the head, the head hash and the "
-        "given locators; check it like a SHACL shape. Exit status 1 when a required field is "
-        "missing (each problem says how to set it).",
+        "publisher in odfweb3.yaml (without publisher.name: the IPNS name that signs the "
+        "dataset's record, as a foaf:Agent), dates from the Seed and the head, the head hash "
+        "and the given locators; check it like a SHACL shape. Exit status 1 when a required "
+        "field is missing (each problem says how to set it).",
     )
     p.add_argument("dataset", help="dataset directory")
     p.add_argument(
@@ -39,12 +43,34 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_describe)
 
 
+def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> str:
+    """Who publishes, when publisher.name is not set: the IPNS name the record is signed by.
+
+    ``--ipns NAME`` if given; else the name of this keystore's key for the dataset (the
+    one ``publish --to car:DIR`` / ``ipfs`` signs with); else the dataset ID's own key.
+    """
+    if args.ipns:
+        name = str(args.ipns)
+        return name if name.startswith("ipns://") else f"ipns://{name}"
+    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+
+    seed = entries[-1].block.event
+    did = DatasetId.from_bytes(seed.dataset_id or b"") if isinstance(seed, Seed) else None
+    if did is None:
+        return ""
+    keystore = Keystore(ctx.config.keystore_dir)
+    raw = public_key_bytes(keystore.load(str(did))) if keystore.has(str(did)) else did.public_key
+    return f"ipns://{IpnsName.from_public_key(raw)}"
+
+
 def _describe(args: argparse.Namespace, ctx: Any) -> int:
     reader = DatasetReader.open(args.dataset)
     entries = list(walk_chain(reader))
     locators = {k: v for k in ("ipfs", "ipns", "ar") if (v := getattr(args, k))}
     publisher = ctx.config.get("publisher")
-    doc = build_descriptor(entries, publisher, locators, title=args.title)
+    doc = build_descriptor(
+        entries, publisher, locators, title=args.title, identity=_identity(args, ctx, entries)
+    )
     problems = validate_descriptor(doc)
     errors = [p for p in problems if p.severity == "error"]
     turtle = to_turtle(doc) if args.format == "ttl" else None
@@ -62,7 +88,9 @@ def _describe(args: argparse.Namespace, ctx: Any) -> int:
     def human() -> str:
         if turtle is not None:
             return turtle
-        return json.dumps(doc, indent=2, ensure_ascii=False)
+        # The content first; the (long, always the same) @context after it.
+        content = {k: v for k, v in doc.items() if k != "@context"}
+        return json.dumps(content | {"@context": doc["@context"]}, indent=2, ensure_ascii=False)
 
     ctx.out.result(data, human, product=True)
     return 1 if errors else 0

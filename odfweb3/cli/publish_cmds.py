@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import key_values, plural, shown_target
@@ -351,6 +351,7 @@ def _publish_one(
         OfflineIndex(ctx.config.state_dir).remember(
             outcome.plan.dataset_id, outcome.plan.target, str(Path(dataset).absolute())
         )
+        _suggest_publisher_name(ctx)
     for note in outcome.notes:
         out.warn(note)
     if outcome.plan.forced:
@@ -361,6 +362,30 @@ def _publish_one(
             "with name/publish (no _odf fields; resolvers read refs/head)"
         )
     return outcome
+
+
+PUBLISHER_HINT: Final = "hints/publisher-name"
+
+
+def _suggest_publisher_name(ctx: Any) -> None:
+    """Say once (per state directory) how to name the descriptor's creator (issue 20).
+
+    Without ``publisher.name`` the descriptor names the publisher by its key (IPNS name
+    or Arweave address); a person or organisation is friendlier.
+    """
+    publisher = ctx.config.get("publisher") or {}
+    if isinstance(publisher, dict) and publisher.get("name"):
+        return
+    marker = Path(ctx.config.state_dir) / PUBLISHER_HINT
+    if marker.exists() or ctx.out.verbosity < 0 or ctx.out.json_mode:
+        return
+    ctx.out.info(
+        "hint: the descriptor names its creator by your key (IPNS name or Arweave address); "
+        "set publisher.name (and publisher.type: Person or Organization) in odfweb3.yaml to "
+        "name a person or organisation. (Said once.)"
+    )
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
 
 
 def _declared_inputs(dataset: str) -> tuple[str, set[str]]:

@@ -62,17 +62,40 @@ def test_describe_jsonld_and_turtle(capsys, tmp_path):
     assert data["turtle"].startswith("@prefix ")
 
 
-def test_describe_without_publisher_says_how_to_fix(capsys, tmp_path):
+def test_describe_without_publisher_names_the_ipns_key_content_first(capsys, tmp_path):
+    # Issue 20: the creator defaults to the publisher's own identity; describe exits 0.
     env, cfg, ds = setup(tmp_path, publisher=False)
     capsys.readouterr()
     code, out, err = run(capsys, "describe", ds, "--config", cfg, env=env)
-    assert code == 1
-    assert "creator missing: set publisher.name in odfweb3.yaml" in err
-    assert "creator" not in json.loads(out)
-    code, out, _ = run(capsys, "describe", ds, "--config", cfg, "--json", env=env)
-    data = json.loads(out)
-    assert code == 1 and data["valid"] is False
-    assert {p["field"] for p in data["problems"]} == {"creator"}
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["creator"]["type"] == "foaf:Agent"
+    assert doc["creator"]["name"].startswith("ipns://k51")
+    # The content first, the @context after it.
+    assert out.startswith('{\n  "id": "did:odf:') and list(doc)[-1] == "@context"
+    g_json = rdflib.Graph().parse(data=out, format="json-ld")
+    code, ttl, _ = run(capsys, "describe", ds, "--config", cfg, "--format", "ttl", env=env)
+    assert code == 0 and isomorphic(rdflib.Graph().parse(data=ttl, format="turtle"), g_json)
+    # The same name publish --to car: signs the record with.
+    code, out, _ = run(
+        capsys, "publish", ds, "--config", cfg, "--to", f"car:{tmp_path / 'out'}", "--json", env=env
+    )
+    assert code == 0 and doc["creator"]["name"] == f"ipns://{json.loads(out)['record']['name']}"
+    code, out, _ = run(capsys, "describe", ds, "--config", cfg, "--ipns", "k51abc", env=env)
+    assert json.loads(out)["creator"]["name"] == "ipns://k51abc"
+
+
+def test_publish_suggests_publisher_name_once(capsys, tmp_path):
+    env, cfg, ds = setup(tmp_path, publisher=False)
+    capsys.readouterr()
+    hints = []
+    for out_dir in ("o1", "o2"):
+        code, _, err = run(
+            capsys, "publish", ds, "--config", cfg, "--to", f"car:{tmp_path / out_dir}", env=env
+        )
+        assert code == 0
+        hints.append(err.count("set publisher.name"))
+    assert hints == [1, 0]
 
 
 def test_describe_missing_dataset_is_not_found(capsys, tmp_path):

@@ -60,22 +60,24 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     record1 = first.state.record["recordId"]
     bundle1 = out / f"{record1}.bundle"
     items1 = read_bundle(bundle1)
-    # objects' data, their metadata, refs/head data + metadata, drive + 5 folders, manifest, record
-    assert len(items1) == 2 * n_objects + 2 + 6 + 2
+    # objects' data, their metadata, refs/head data + metadata, drive + 5 folders, manifest,
+    # descriptor (its creator the wallet: no publisher configured, issue 20), record
+    assert len(items1) == 2 * n_objects + 2 + 6 + 3
     assert kinds(items1)[2 * n_objects :] == [
         "text/plain",
         "file",
         "drive",
         *["folder"] * 5,
         "application/x.arweave-manifest+json",
+        "application/ld+json",
         "application/json",
     ]
     assert items1[-1].id_b64 == record1
     record = decode_record(items1[-1].tags, items1[-1].data)
     assert record.prev_upload is None and record.prev_head is None
     assert record.head == multihash_to_str(first.plan.head)
-    assert items1[-2].id_b64 == record.manifest_id == first.upload.locator
-    manifest = decode_manifest(items1[-2].data)
+    assert items1[-3].id_b64 == record.manifest_id == first.upload.locator
+    manifest = decode_manifest(items1[-3].data)
     by_id = {i.id_b64: i.data for i in items1}
     check_manifest_covers_dataset(ds, dict(manifest.paths), by_id)
     assert all(pid in by_id for pid in manifest.paths.values())
@@ -113,6 +115,7 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
         "text/plain",
         "file",
         "application/x.arweave-manifest+json",
+        "application/ld+json",
         "application/json",
     ]
     record2 = decode_record(items2[-1].tags, items2[-1].data)
@@ -121,7 +124,7 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert record2.drive == record.drive
     assert set(record2.added) == {o.path for o in second.plan.send} | {"refs/head"}
     assert record2.added["refs/head"].file_id == record.added["refs/head"].file_id  # revision
-    manifest2 = decode_manifest(items2[-2].data)
+    manifest2 = decode_manifest(items2[-3].data)
     all_items = by_id | {i.id_b64: i.data for i in items2}
     check_manifest_covers_dataset(ds, dict(manifest2.paths), all_items)
     old_paths = set(manifest.paths) - {"refs/head"}
@@ -303,9 +306,11 @@ def test_descriptor_item_between_manifest_and_record(tmp_path: Path, fixed_walle
     assert validate_descriptor(doc) == []
     assert decode_record(record.tags, record.data).manifest_id == manifest.id_b64
 
-    # No publisher configured: no descriptor item, and the summary says how to fix it.
+    # No publisher configured: the creator is the signing wallet's address (issue 20).
     out2 = tmp_path / "out2"
     outcome = publish_dataset(ds, BundleTarget(out2, fixed_wallet))
     items = read_bundle(out2 / f"{outcome.state.record['recordId']}.bundle")
-    assert "application/ld+json" not in kinds(items)
-    assert "publisher.name" in outcome.upload.summary["descriptorSkipped"]
+    assert "descriptorSkipped" not in outcome.upload.summary
+    [plain] = [i for i in items if tags_of(i).get("Content-Type") == "application/ld+json"]
+    creator = decode_descriptor(plain.data)["creator"]
+    assert creator == {"type": "foaf:Agent", "name": f"Arweave address {fixed_wallet.address}"}

@@ -191,8 +191,17 @@ def test_descriptor_published_beside_the_dataset(tmp_path, keystore):
     summary = json.loads((out / "publish.json").read_text())
     assert summary["descriptor"] == desc_cid and car.name in summary["import"][0]
 
-    # Without a publisher the descriptor is invalid: left out, and the output says why.
+    # Without a publisher the creator is the publisher's own IPNS name (issue 20): the
+    # descriptor is still published.
     out2 = tmp_path / "out2"
     outcome = publish_dataset(ds, CarTarget(out2, keystore))
-    assert "publisher.name" in outcome.upload.summary["descriptorSkipped"]
-    assert "descriptor" not in check_car_dir(out2).record.odf.extra
+    assert "descriptorSkipped" not in outcome.upload.summary
+    check2 = check_car_dir(out2)
+    plain_cid = check2.record.odf.extra["descriptor"]
+    with open(out2 / outcome.upload.summary["descriptorCar"], "rb") as f:
+        roots, blocks = iter_car(f)
+        [(_, plain_bytes)] = list(blocks)
+    assert [r.encode() for r in roots] == [plain_cid]
+    plain = decode_descriptor(plain_bytes)
+    assert plain["creator"] == {"type": "foaf:Agent", "name": f"ipns://{check2.name}"}
+    assert validate_descriptor(plain) == []
