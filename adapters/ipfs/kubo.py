@@ -15,11 +15,14 @@ HTTP layer (:mod:`odfweb3.transport.http`), which:
   lines, and the operation's deadline (``network.deadline_s``; issue 16 items 8 and 9);
 - translates failures ONCE: :class:`~odfweb3.errors.BackendUnavailable` when
   the node cannot be reached, :class:`~odfweb3.errors.BackendRejected` naming the
-  endpoint, the HTTP status and the node's message otherwise. Query strings are
-  never put in messages (``key/import`` carries key material in its query on
-  js-ipfs).
+  endpoint, the HTTP status and the node's message otherwise, with what to do for each
+  refusal Kubo is known to give (:data:`KUBO_REFUSALS`); a ``name/put`` refused for its
+  sequence is a :class:`~odfweb3.errors.ConflictError` (another publisher moved the
+  name). Query strings are never put in messages (``key/import`` carries key material
+  in its query on js-ipfs).
 
-Node differences handled here (tested against js-ipfs 0.66.1, documented for Kubo):
+Node differences handled here (Kubo v0.43.1 is the suite's node, docs/kubo-notes.md; js-ipfs
+0.66.1 was until issue 17, docs/jsipfs-notes.md, and is now covered by unit tests only):
 
 =========================  ===========================  ==============================
 need                       Kubo                         js-ipfs 0.66.1
@@ -27,9 +30,14 @@ need                       Kubo                         js-ipfs 0.66.1
 detect                     ``version`` has ``Golang``   ``version`` has ``ipfs-core``
 CIDs in answers            base32 CIDv1                 base58btc (``zdj7…``): compare
                                                         as bytes (:class:`.cid.Cid`)
-put a pre-signed record    ``routing/put``              ``dht/put`` (kept in the local
-                           (``allow-offline``)          datastore when offline)
-get the raw record         ``routing/get`` → ``Extra``  ``dht/get`` → ``Extra``
+put a pre-signed record    ``name/put`` (Kubo ≥ 0.40:   ``dht/put`` (kept in the local
+                           checks signature, size,      datastore when offline)
+                           sequence); older Kubo (404):
+                           ``routing/put``; both with
+                           ``allow-offline``
+get the raw record         ``name/get`` (raw bytes);    ``dht/get`` → ``Extra``
+                           404: ``routing/get`` →
+                           ``Extra``
 import a key               multipart protobuf           ``pem`` query: PBKDF2 + AES-GCM
                            (``libp2p-protobuf-          blob (libp2p-crypto exporter)
                            cleartext``)
@@ -47,6 +55,7 @@ import base64
 import io
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,14 +69,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from odfweb3.errors import BackendRejected, FormatError
+from odfweb3.errors import BackendRejected, ConflictError, FormatError
 from odfweb3.transport.http import Answer, HttpClient
 from odfweb3.transport.settings import NetworkSettings
 
 from .cid import Cid
+from .ipns import MAX_RECORD_SIZE
 from .libp2p_keys import IpnsName, private_key_to_protobuf
 
 __all__ = [
+    "KUBO_REFUSALS",
     "MAX_ANSWER",
     "MAX_STREAM_ANSWER",
     "KuboClient",
@@ -92,6 +103,52 @@ _JS_KEY_SALT: Final = 16
 _JS_KEY_NONCE: Final = 12
 _JS_KEY_ITERATIONS: Final = 32767
 _JS_KEY_LENGTH: Final = 16
+
+# Kubo's own refusals on the paths odfweb3 uses (seen on Kubo v0.43.1, docs/kubo-notes.md):
+# a substring of the node's message -> what to do. The first match is used.
+KUBO_REFUSALS: Final[tuple[tuple[str, str], ...]] = (
+    (
+        "is not pinned",
+        "the node does not pin it (unpinned or garbage-collected): publish again to re-send "
+        "and pin it",
+    ),
+    (
+        "was not recursively pinned",
+        "the previous root is not pinned on the node: publish again (it pins the new root)",
+    ),
+    (
+        "not found locally",
+        "the node lacks the block: publish again (it re-sends what is missing) or use the "
+        "node that has it",
+    ),
+    (
+        "context deadline exceeded",
+        "the node did not find it in time: check that the node (or a peer it is connected "
+        "to) has the content, then retry",
+    ),
+    (
+        "must be run in online mode",
+        "the node runs with --offline, which cannot read records: restart it with "
+        "`ipfs daemon` (no bootstrap peers needed)",
+    ),
+    (
+        "record exceeds maximum size",
+        "the IPNS record is over the 10 KiB limit of the IPNS spec: publish with fewer "
+        "--with-inputs entries",
+    ),
+    (
+        "no key by the given name",
+        "the key is not in the node's keystore: publish again (odfweb3 imports it)",
+    ),
+    (
+        "routing: not found",
+        "the node knows no record for this name: publish it first, or connect the node to "
+        "the publisher's node",
+    ),
+)
+_SEQUENCE_REFUSAL: Final = re.compile(
+    r"existing IPNS record has sequence (\d+) (?:>=|\\u003e=) new record sequence (\d+)"
+)
 
 
 @dataclass(frozen=True)
@@ -148,10 +205,26 @@ def _retry_status(status: int, body: bytes) -> bool:
     return status in _RETRY_STATUSES and (_node_message(body) is None or status != 500)
 
 
+def _refusal_hint(detail: str) -> str:
+    """What to do about a node's refusal (:data:`KUBO_REFUSALS`), else the node's log."""
+    for needle, hint in KUBO_REFUSALS:
+        if needle in detail:
+            return hint
+    return "see the node's log"
+
+
 def _arg_text(value: ArgValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _raise_unless_missing(exc: BackendRejected) -> None:
+    """Return for a 500 that means "not found" (or not found in time); raise anything else
+    (a 500 "must be run in online mode" is not an absent record)."""
+    if exc.status == 500 and "must be run in online mode" not in exc.detail:
+        return
+    raise exc
 
 
 def jsipfs_key_blob(key: Ed25519PrivateKey, password: str) -> str:
@@ -217,6 +290,8 @@ class KuboClient:
             sleep=sleep,
         )
         self._node: NodeInfo | None = None
+        self._name_put: bool | None = None  # None: not tried yet; False: 404 (Kubo < 0.40)
+        self._name_get: bool | None = None
 
     def __repr__(self) -> str:
         return f"KuboClient({self.api_url!r})"
@@ -242,7 +317,7 @@ class KuboClient:
         hint = (
             "this node does not support the endpoint"
             if status in (404, 405)
-            else "see the node's log"
+            else _refusal_hint(detail)
         )
         return BackendRejected(
             f"IPFS node rejected {self.api_url}{endpoint}: HTTP {status}: "
@@ -442,7 +517,8 @@ class KuboClient:
         return any(Cid.decode(k).raw == cid.raw for k in keys)
 
     def dag_import(self, car: Path, *, timeout: float | None = 3600.0) -> list[Cid]:
-        """Import a CAR file (streamed from disk, never pinning its roots); return roots seen.
+        """Import a CAR file (streamed from disk, never pinning its roots); return roots seen
+        (Kubo reports none with ``pin-roots=false``: callers check the root with ``block/stat``).
 
         Retried on connection errors: content addressing makes a repeat harmless.
         """
@@ -511,29 +587,78 @@ class KuboClient:
     def record_put(self, name: IpnsName, record: bytes) -> str:
         """Store a pre-signed IPNS record on the node; return the endpoint used.
 
-        Kubo: ``routing/put`` (``allow-offline``); js-ipfs: ``dht/put`` (kept in its
-        local datastore when offline). Raises BackendRejected (404) where neither exists.
+        Kubo ≥ 0.40: ``name/put`` (the node checks signature, size and that the sequence is
+        higher than its current record's; an identical record is accepted); older Kubo
+        answers 404 for it: ``routing/put``. Both with ``allow-offline`` (stored even with
+        no peer to push to). js-ipfs: ``dht/put``.
+
+        Raises:
+            ConflictError: the node holds a record with a sequence >= ours.
+            BackendRejected: any other refusal (404 where no endpoint exists).
         """
-        endpoint = "dht/put" if self.node.kind == "js-ipfs" else "routing/put"
+        if self.node.kind == "js-ipfs":
+            self.call("dht/put", [f"/ipns/{name.peer_id}"], body=lambda: io.BytesIO(record))
+            return "dht/put"
+        if self._name_put is not False:
+            try:
+                self.call(
+                    "name/put",
+                    [str(name)],
+                    {"allow-offline": True},
+                    body=lambda: io.BytesIO(record),
+                )
+                self._name_put = True
+                return "name/put"
+            except BackendRejected as exc:
+                if exc.status not in (404, 405):
+                    raise self._sequence_conflict(exc, name) or exc from None
+                self._name_put = False  # Kubo < 0.40
         self.call(
-            endpoint,
-            [f"/ipns/{self.name_arg(name)}"],
-            {"allow-offline": True} if endpoint == "routing/put" else None,
+            "routing/put",
+            [f"/ipns/{name}"],
+            {"allow-offline": True},
             body=lambda: io.BytesIO(record),
         )
-        return endpoint
+        return "routing/put"
+
+    def _sequence_conflict(self, exc: BackendRejected, name: IpnsName) -> ConflictError | None:
+        found = _SEQUENCE_REFUSAL.search(exc.detail)
+        if found is None:
+            return None
+        return ConflictError(
+            f"{self._where('name/put')}: the node holds sequence {found.group(1)} for {name}, "
+            f"ours is {found.group(2)}: another publisher moved the name; run odfweb3 status, "
+            "then publish again"
+        )
 
     def record_get(self, name: IpnsName, *, wait: str = "5s") -> bytes | None:
-        """The raw IPNS record the node holds for ``name`` (unverified), or None."""
+        """The raw IPNS record the node holds for ``name`` (unverified, at most 10 KiB), or
+        None when the node finds none (in ``wait``).
+
+        Kubo ≥ 0.40: ``name/get`` (the raw record); older Kubo (404): ``routing/get``
+        (base64 in ``Extra``); js-ipfs: ``dht/get``.
+        """
+        if self.node.kind == "kubo" and self._name_get is not False:
+            try:
+                data = self.call("name/get", [str(name)], {"timeout": wait}, limit=MAX_RECORD_SIZE)
+                self._name_get = True
+                return data or None
+            except BackendRejected as exc:
+                if exc.status not in (404, 405):
+                    _raise_unless_missing(exc)
+                    return None
+                self._name_get = False
         endpoint = "dht/get" if self.node.kind == "js-ipfs" else "routing/get"
         try:
             data = self.call(
-                endpoint, [f"/ipns/{self.name_arg(name)}"], {"timeout": wait}, limit=1 << 20
+                endpoint,
+                [f"/ipns/{self.name_arg(name)}"],
+                {"timeout": wait},
+                limit=1 << 20,  # base64 in JSON lines, maybe repeated
             )
         except BackendRejected as exc:
-            if exc.status == 500:  # not found (or not found in time)
-                return None
-            raise
+            _raise_unless_missing(exc)
+            return None
         for line in data.splitlines():
             try:
                 item = json.loads(line)

@@ -79,7 +79,7 @@ def test_first_then_incremental_publish(tmp_path, env, client, ipfs_node):
     assert root1 == import_tree(ds).cid  # = ipfs add -r --cid-version=1
     rec = first.state.record
     assert rec["sequence"] == 0 and rec["extension"] is True
-    assert rec["mode"] in ("routing/put", "dht/put")
+    assert rec["mode"] == "name/put"  # Kubo >= 0.40 checks signature, size, sequence
     # The node serves our record; it verifies and carries _odf.
     seen = read_node_record(client, env.name(first.plan.dataset_id))
     assert seen.record.value_text == f"/ipfs/{root1}"
@@ -291,9 +291,9 @@ def test_key_import_and_name_publish_fallback(tmp_path, env, client):
 
 
 def test_pre_signed_record_put_through_the_nodes_own_endpoint(tmp_path, env, client):
-    # Kubo stores a pre-signed record with routing/put, js-ipfs with dht/put; either way
-    # the node then serves our bytes (not a record it signed itself).
-    expected = "dht/put" if client.node.kind == "js-ipfs" else "routing/put"
+    # Kubo >= 0.40 stores a pre-signed record with name/put; the node then serves our bytes
+    # (not a record it signed itself).
+    expected = "name/put"
     key = env.keystore.load_or_generate("did:odf:test-routing-put")
     name = IpnsName.from_public_key(public_key_bytes(key))
     value = "/ipfs/bafkqaaa"

@@ -14,6 +14,8 @@ kept, redirects followed upstream so the client never bypasses the proxy). Fault
 - ``deserialized_only``: the ``format=`` query and ``Accept: application/vnd.*`` headers are
   dropped before forwarding, so the real gateway answers as a gateway without trustless
   responses does (the file or a directory listing instead of raw blocks, CARs, records);
+- ``not_found``: path substrings answered ``404 page not found`` as Kubo does for a command
+  it does not have (an older node: e.g. ``/api/v0/name/put`` before Kubo 0.40);
 - ``fail_after``: ``(substring, n)``; after ``n`` matching requests, each further one has its
   connection closed without an answer (an interrupted transfer);
 - ``swaps``: ``(a, b)`` pairs; ``a`` is replaced by ``b`` in the request path and body, and
@@ -50,6 +52,7 @@ class LyingProxy:
         self.fail_after: tuple[str, int] | None = None
         self.deserialized_only = False
         self.swaps: list[tuple[str, str]] = []
+        self.not_found: tuple[str, ...] = ()
         self.requests: list[str] = []
         self._matched = 0
         self._lock = threading.Lock()
@@ -62,6 +65,7 @@ class LyingProxy:
         self.flip = self.rewrite = self.replay_record = self.fail_after = None
         self.deserialized_only = False
         self.swaps = []
+        self.not_found = ()
         self._matched = 0
 
     def count(self, part: str) -> int:
@@ -79,6 +83,12 @@ class LyingProxy:
                     return  # no answer at all: the client sees a dropped connection
         if self.rewrite is not None:
             path = path.replace(*self.rewrite)
+        if any(part in path for part in self.not_found):
+            length = int(h.headers.get("content-length") or 0)
+            if length:
+                h.rfile.read(length)
+            self._answer(h, 404, "text/plain; charset=utf-8", b"404 page not found\n")
+            return
         if self.replay_record is not None:
             if "/dht/get" in path or "/routing/get" in path:
                 line = {"Extra": base64.b64encode(self.replay_record).decode(), "Type": 5}

@@ -82,3 +82,14 @@ def test_kubo_version_is_the_same_in_the_build_script_and_the_test_support():
     built = re.search(r"^KUBO_VERSION=v(\S+)$", script, re.M)
     assert built, "tools/go_nodes.sh has no KUBO_VERSION=vX.Y.Z line"
     assert built.group(1) == KUBO_VERSION
+
+
+def test_compose_runs_the_kubo_release_the_suite_builds_and_tests():
+    from tests.support.kubo import KUBO_VERSION
+
+    assert kubo_service()["image"] == f"ipfs/kubo:v{KUBO_VERSION}"
+    text = (ROOT / "container-init.d" / "001-odfweb3.sh").read_text("utf-8")
+    # Kubo >= 0.38 refuses to start with Reprovider.* fields: the strategy lives in Provide.
+    assert "ipfs config Provide.Strategy pinned" in text
+    assert "ipfs config Reprovider.Strategy" not in text
+    assert "ipfs config --json Reprovider '{}'" in text

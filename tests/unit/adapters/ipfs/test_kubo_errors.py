@@ -1,7 +1,8 @@
 """Kubo RPC client: error translation and retries for faults a real node cannot be made to produce.
 
 httpx.MockTransport stands in for the wire here ONLY to inject 5xx, timeouts and garbage;
-everything a real node does is tested against js-ipfs in tests/integration/test_ipfs_publish.py.
+everything a real node does is tested against Kubo in tests/integration (test_kubo_rpc.py lists
+each endpoint); js-ipfs, no longer a test node, keeps its dialect checked here only.
 """
 
 import base64
@@ -219,10 +220,12 @@ def test_jsipfs_key_blob_decrypts_to_the_libp2p_protobuf_key():
 
 
 def test_record_get_reads_base64_extra_and_none_when_missing():
+    # A Kubo older than 0.40: no name/get (404), routing/get from then on.
     record = b"\x0a\x03abc"
     line = json.dumps({"ID": "", "Type": 5, "Extra": base64.b64encode(record).decode()})
     script = Script(
         httpx.Response(200, json=KUBO_VERSION),
+        httpx.Response(404, text="404 page not found"),
         httpx.Response(200, text=line + "\n"),
         node_error(500, "routing: not found"),
     )
@@ -233,3 +236,37 @@ def test_record_get_reads_base64_extra_and_none_when_missing():
     assert c.record_get(name) == record
     assert script.requests[-1].url.path == "/api/v0/routing/get"
     assert c.record_get(name) is None
+
+
+def test_record_put_falls_back_to_routing_put_on_a_kubo_without_name_put():
+    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+
+    script = Script(
+        httpx.Response(200, json=KUBO_VERSION),
+        httpx.Response(404, text="404 page not found"),
+        httpx.Response(200, json={"ID": "", "Type": 5, "Extra": ""}),
+    )
+    c, _ = client(script)
+    name = IpnsName.from_public_key(public_key_bytes(Ed25519PrivateKey.generate()))
+    assert c.record_put(name, b"record") == "routing/put"
+    assert [r.url.path for r in script.requests[1:]] == ["/api/v0/name/put", "/api/v0/routing/put"]
+    assert c.record_put(name, b"record") == "routing/put"  # 404 remembered: no second try
+    assert script.requests[-1].url.path == "/api/v0/routing/put"
+    assert script.requests[-1].url.params["allow-offline"] == "true"
+
+
+def test_record_get_bounds_the_answer_and_refuses_an_offline_node():
+    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+    name = IpnsName.from_public_key(public_key_bytes(Ed25519PrivateKey.generate()))
+    script = Script(
+        httpx.Response(200, json=KUBO_VERSION), httpx.Response(200, content=b"x" * 20000)
+    )
+    c, _ = client(script)
+    with pytest.raises(BackendRejected, match="more than 10240 bytes"):
+        c.record_get(name)
+    offline = "this action must be run in online mode, try running 'ipfs daemon' first"
+    script = Script(httpx.Response(200, json=KUBO_VERSION), node_error(500, offline))
+    c, _ = client(script)
+    with pytest.raises(BackendRejected, match="restart it with `ipfs daemon`") as info:
+        c.record_get(name)
+    assert "\n" not in str(info.value)
