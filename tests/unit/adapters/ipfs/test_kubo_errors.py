@@ -257,6 +257,7 @@ def test_record_put_falls_back_to_routing_put_on_a_kubo_without_name_put():
 
 def test_record_get_bounds_the_answer_and_refuses_an_offline_node():
     from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+
     name = IpnsName.from_public_key(public_key_bytes(Ed25519PrivateKey.generate()))
     script = Script(
         httpx.Response(200, json=KUBO_VERSION), httpx.Response(200, content=b"x" * 20000)
