@@ -15,6 +15,8 @@ record is refused locally.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +87,11 @@ def _read_record(path: Path) -> bytes:
     from odfweb3.adapters.ipfs.ipns import MAX_RECORD_SIZE
 
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: a FIFO put in place of the record must not hang us; then regular only.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise UsageError(f"{path}: not a regular file; give the .ipns-record file")
             data = f.read(MAX_RECORD_SIZE + 1)
     except FileNotFoundError:
         raise NotFound(f"{path}: no such record file") from None

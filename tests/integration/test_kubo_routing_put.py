@@ -9,6 +9,7 @@ the same endpoint must return our exact bytes, and the name then resolves throug
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import httpx
@@ -133,7 +134,11 @@ def test_push_refusals_are_one_line(capsys, tmp_path, env, kubo):
     code, _, err = run(capsys, env, "name", "push", str(bad), "--routing", kubo.gateway_url)
     assert code != 0 and err.count("\n") == 1 and "Traceback" not in err, err
 
+    fifo = tmp_path / "fifo" / rec.name
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
     cases = [
+        ([str(fifo), "--routing", kubo.gateway_url], 64, "not a regular file"),
         (["car:" + str(out_dir)], 64, "no routing endpoint"),  # no --routing, no config
         (["car:" + str(out_dir), "--routing", "ftp://x"], 64, "give an http(s) URL"),
         (["car:" + str(tmp_path / "nowhere"), "--routing", kubo.gateway_url], 66, "publish.json"),
