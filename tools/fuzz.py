@@ -10,12 +10,21 @@ finding: the input is saved under ``fuzz-findings/<parser>/`` and counted.
     .venv/bin/python tools/fuzz.py -n 20000 car    # fewer, one parser
 
 Prints one line per parser: inputs, seconds, inputs/s, findings (and the exception types).
+
+The IPFS readers run with their budgets on (issue 16 item 5): ``dag_walk`` and ``hamt``
+take a mutated root node whose CID is computed from the mutated bytes (so the walk gets
+past the hash check and into the structure) above a store of valid blocks (a multi-level
+file, a sharded directory, an amplifying DAG); ``car_dir`` and ``car_dir_summary`` read a
+whole ``car:DIR`` publish whose CAR or ``publish.json`` is the mutated input. An input that
+takes longer than ``--slow`` seconds (default 2) is a finding too: a budget that does not
+bound time.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import hashlib
 import io
 import os
@@ -123,6 +132,65 @@ def _envelope(data: bytes) -> object:
     return decode_envelope(data)
 
 
+def _walk_budget() -> int:
+    return 1 << 20  # bytes a fuzzed file may produce (the budgets derive blocks from it)
+
+
+def _dag_walk(data: bytes) -> object:
+    """A mutated dag-pb file or directory node: read as a file, listed as a directory and
+    walked whole, each with its budget on (each step's own errors are expected)."""
+    from odfweb3.adapters.ipfs.cid import Cid
+    from odfweb3.adapters.ipfs.unixfs_reader import iter_dag, list_directory, read_file
+    from odfweb3.errors import OdfWeb3Error
+
+    store, _ = _dag_store()
+    root = Cid.of_block(data, codec=0x70)
+    get = _getter({**store, root.raw: data})
+    out: list[int] = []
+    with contextlib.suppress(OdfWeb3Error):
+        out.append(sum(len(c) for c in read_file(root, get, max_size=_walk_budget())))
+    with contextlib.suppress(OdfWeb3Error):
+        out.append(len(list_directory(root, get, max_entries=4096)))
+    out.append(sum(1 for _ in iter_dag(root, get, max_blocks=len(store) + 1)))
+    return out
+
+
+def _hamt(data: bytes) -> object:
+    """A mutated HAMT root shard above valid sub-shards, listed, budgets on."""
+    from odfweb3.adapters.ipfs.cid import Cid
+    from odfweb3.adapters.ipfs.unixfs_reader import list_directory
+
+    store, _ = _dag_store()
+    root = Cid.of_block(data, codec=0x70)
+    return len(list_directory(root, _getter({**store, root.raw: data}), max_entries=4096))
+
+
+def _car_dir(data: bytes) -> object:
+    """A whole offline publish whose one CAR file is ``data``."""
+    out, doc = _car_dir_seed()
+    (out / doc["extra"]["cars"][0]).write_bytes(data)
+    (out / "publish.json").write_bytes(_car_dir_files()["publish.json"])
+    return _read_car_dir(out)
+
+
+def _car_dir_summary(data: bytes) -> object:
+    """A whole offline publish whose ``publish.json`` is ``data``."""
+    out, doc = _car_dir_seed()
+    (out / doc["extra"]["cars"][0]).write_bytes(_car_dir_files()[doc["extra"]["cars"][0]])
+    (out / "publish.json").write_bytes(data)
+    return _read_car_dir(out)
+
+
+def _read_car_dir(out: Path) -> object:
+    from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
+    from odfweb3.odf.chain import iter_objects, walk_chain
+    from odfweb3.replica import read_object_verified
+
+    replica = CarDirReplica(check_car_dir(out), f"car:{out}", out)
+    entries = list(walk_chain(replica.read_block, replica.head()))
+    return sum(read_object_verified(replica, o) for o in iter_objects(entries) if o.kind != "block")
+
+
 def _config(data: bytes) -> object:
     from odfweb3.config import load_config
 
@@ -133,7 +201,9 @@ def _config(data: bytes) -> object:
 
 # The YAML config parser runs ~1,500 inputs/s (file + PyYAML + JSON Schema per input): a million
 # takes over 10 minutes, so it gets a tenth of the count (docs/security.md, Fuzzing).
-CAPS: dict[str, int] = {"config": 100_000}
+# The car:DIR readers (a whole publish written and checked per input) run 400-800 inputs/s:
+# a tenth too.
+CAPS: dict[str, int] = {"config": 100_000, "car_dir": 100_000, "car_dir_summary": 100_000}
 
 PARSERS: dict[str, Parser] = {
     "block": _block,
@@ -151,7 +221,15 @@ PARSERS: dict[str, Parser] = {
     "sealed": _sealed,
     "envelope": _envelope,
     "config": _config,
+    "dag_walk": _dag_walk,
+    "hamt": _hamt,
+    "car_dir": _car_dir,
+    "car_dir_summary": _car_dir_summary,
 }
+
+#: Mutations per parser in the test suite's smoke run (tests/unit/test_fuzz_decoders.py):
+#: the car:DIR readers write and check a whole publish per input.
+SMOKE: dict[str, int] = {"car_dir": 300, "car_dir_summary": 300}
 
 
 # -- seeds: valid inputs made with our own encoders ------------------------------------------
@@ -183,6 +261,81 @@ def _dataset() -> Path:
     from odfweb3.odf.builder import create_root_dataset
 
     return create_root_dataset(_tmp() / "ds", blocks=4, data_bytes=3000, seed=5, fsync=False).path
+
+
+def _getter(store: dict[bytes, bytes]) -> Callable[[object], bytes]:
+    from odfweb3.errors import NotFound
+
+    def get(cid: object) -> bytes:
+        try:
+            return store[cid.raw]  # type: ignore[attr-defined]
+        except KeyError:
+            raise NotFound(f"fuzz: no block {cid}") from None
+
+    return get
+
+
+@cache
+def _dag_store() -> tuple[dict[bytes, bytes], tuple[bytes, ...]]:
+    """Valid blocks: the dataset imported with tiny chunks, 3 links per node and every
+    directory sharded at fanout 16 (multi-level files, sub-shards), plus an amplifying file
+    (64 x 64 links to one 1 KiB leaf) and a HAMT whose shard links one sub-shard 16 times.
+    Returns the store and the seed roots (file nodes and shards with links)."""
+    from odfweb3.adapters.ipfs.cid import Cid
+    from odfweb3.adapters.ipfs.dagpb import PBLink, decode_pbnode, encode_pbnode
+    from odfweb3.adapters.ipfs.unixfs import import_tree
+    from odfweb3.adapters.ipfs.unixfs_data import DataType, UnixFSData, encode_unixfs_data
+
+    store: dict[bytes, bytes] = {}
+    import_tree(
+        _dataset(),
+        sink=lambda cid, data: store.__setitem__(cid.raw, bytes(data)),
+        chunk_size=512,
+        max_links=3,
+        hamt_threshold=1,
+        fanout=16,
+        threads=1,
+    )
+
+    def put(data: bytes, codec: int = 0x70) -> bytes:
+        cid = Cid.of_block(data, codec=codec)
+        store[cid.raw] = data
+        return data
+
+    leaf = Cid.of_block(put(b"\0" * 1024, 0x55), codec=0x55)
+    file_meta = encode_unixfs_data(UnixFSData(type=DataType.FILE))
+    inner = put(encode_pbnode([PBLink(leaf, b"", 1024)] * 64, file_meta))
+    amplifier = put(encode_pbnode([PBLink(Cid.of_block(inner, codec=0x70))] * 64, file_meta))
+    shard_meta = encode_unixfs_data(
+        UnixFSData(type=DataType.HAMT_SHARD, data=b"\xff\xff", hash_type=0x22, fanout=16)
+    )
+    sub = put(encode_pbnode([PBLink(leaf, b"0name")], shard_meta))
+    sub_cid = Cid.of_block(sub, codec=0x70)
+    bomb = put(encode_pbnode([PBLink(sub_cid, f"{i:X}".encode()) for i in range(16)], shard_meta))
+    roots = [d for d in store.values() if _ok(decode_pbnode, d) and decode_pbnode(d).links]
+    return store, (amplifier, bomb, *roots[:12])
+
+
+@cache
+def _car_dir_seed() -> tuple[Path, dict[str, object]]:
+    """An honest car:DIR publish of the fuzz dataset (re-written before each input)."""
+    import json
+
+    from odfweb3.adapters.ipfs.car_target import CarTarget
+    from odfweb3.crypto.keystore import Keystore
+    from odfweb3.publish.execute import publish_dataset
+
+    out = _tmp() / "car-dir"
+    publish_dataset(_dataset(), CarTarget(out, Keystore(_tmp() / "keys")))
+    doc = json.loads((out / "publish.json").read_text("utf-8"))
+    return out, doc
+
+
+@cache
+def _car_dir_files() -> dict[str, bytes]:
+    out, doc = _car_dir_seed()
+    names = ["publish.json", *doc["extra"]["cars"]]  # type: ignore[index]
+    return {n: (out / n).read_bytes() for n in names}
 
 
 def _blocks() -> list[bytes]:
@@ -297,6 +450,21 @@ def _seeds(name: str) -> tuple[bytes, ...]:
         ring = KeyRing.new("did:odf:fed01" + "ab" * 32)
         sealed = env.add_recipient(env.new_envelope(ring), ring, env.x25519_recipient(pub))
         return (env.encode_envelope(sealed),)
+    if name in ("dag_walk", "hamt"):
+        from odfweb3.adapters.ipfs.dagpb import decode_pbnode
+        from odfweb3.adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
+
+        _, roots = _dag_store()
+        shard = DataType.HAMT_SHARD
+        kinds = [(r, decode_unixfs_data(decode_pbnode(r).data or b"").type) for r in roots]
+        if name == "hamt":
+            return tuple(r for r, t in kinds if t == shard)
+        return tuple(r for r, t in kinds if t != shard)
+    if name == "car_dir":
+        _out, doc = _car_dir_seed()
+        return (_car_dir_files()[doc["extra"]["cars"][0]],)  # type: ignore[index]
+    if name == "car_dir_summary":
+        return (_car_dir_files()["publish.json"],)
     if name == "config":
         return (
             b"ipfs:\n  api: http://127.0.0.1:5001\narweave:\n  gateway: http://127.0.0.1:1984\n",
@@ -355,8 +523,12 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 # -- the run ------------------------------------------------------------------------------------
 
 
-def fuzz_one(name: str, count: int, seed: int, findings: Path) -> tuple[float, Counter[str]]:
-    """Run ``count`` mutated inputs through parser ``name``; return (seconds, finding types)."""
+def fuzz_one(
+    name: str, count: int, seed: int, findings: Path, slow: float = 2.0
+) -> tuple[float, Counter[str]]:
+    """Run ``count`` mutated inputs through parser ``name``; return (seconds, finding types).
+
+    An input that parses (or fails) in more than ``slow`` seconds is a finding too."""
     from odfweb3.errors import OdfWeb3Error
 
     parse = PARSERS[name]
@@ -366,12 +538,17 @@ def fuzz_one(name: str, count: int, seed: int, findings: Path) -> tuple[float, C
     started = time.perf_counter()
     for _ in range(count):
         data = mutate(rng, rng.choice(seeds)) if rng.random() < 0.97 else rng.randbytes(64)
+        kind = ""
+        began = time.perf_counter()
         try:
             parse(data)
         except OdfWeb3Error:
             pass
         except Exception as exc:
             kind = f"{type(exc).__name__}: {str(exc)[:60]}"
+        if not kind and time.perf_counter() - began > slow:
+            kind = f"Slow: over {slow} s (a budget that does not bound time)"
+        if kind:
             if found[kind] < 3:
                 out = findings / name
                 out.mkdir(parents=True, exist_ok=True)
@@ -387,13 +564,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", "--count", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
+    ap.add_argument("--slow", type=float, default=2.0, help="seconds one input may take")
     args = ap.parse_args(argv)
     names = args.parsers or list(PARSERS)
     total = 0
     print(f"# odfweb3 fuzz: {args.count} inputs per parser, seed {args.seed}, {os.cpu_count()} cpu")
     for name in names:
         count = min(args.count, CAPS.get(name, args.count))
-        seconds, found = fuzz_one(name, count, args.seed, args.findings)
+        seconds, found = fuzz_one(name, count, args.seed, args.findings, args.slow)
         total += sum(found.values())
         rate = count / seconds if seconds else 0.0
         detail = "; ".join(f"{k} x{v}" for k, v in found.most_common(5)) or "none"
