@@ -339,6 +339,18 @@ def check_car_dir(
             f"{record_file}: _odf says {record.odf.dataset_id} at {record.odf.head}, "
             f"the CARs hold {dataset_id} at {multihash_to_str(head)}"
         )
+    # The key envelope is the one the signed record names, not whatever publish.json says
+    # (a substituted envelope could wrap someone else's key for the reader; issue 16 item 6).
+    signed = record.odf.extra.get("keyEnvelope")
+    if signed is not None and not isinstance(signed, str):
+        raise FormatError(f"{record_file}: the record's _odf.keyEnvelope is not a CID string")
+    signed_cid = Cid.decode(signed, where=f"{record_file}: _odf.keyEnvelope") if signed else None
+    if signed_cid != key_envelope:
+        raise ReplicaMismatch(
+            f"{summary}: keyEnvelope is {key_envelope.encode() if key_envelope else 'absent'}, "
+            f"the signed record names {signed_cid.encode() if signed_cid else 'none'}; "
+            "this directory was altered: publish again or get it from the publisher"
+        )
     if memory is not None:
         memory.check(name, record, source=f"{out_dir} (car:DIR)")
         memory.remember(name, record)
