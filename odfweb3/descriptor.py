@@ -45,6 +45,7 @@ from importlib import resources
 from typing import Any, Final, Literal
 
 from odfweb3.errors import FormatError
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.chain import ChainEntry, iter_objects
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.model import SetAttachments, SetLicense
@@ -78,6 +79,8 @@ ODF_SPEC_URL: Final = (
 #: Locator keys accepted by :func:`build_descriptor`, in the order they appear in ``relation``.
 LOCATOR_SCHEMES: Final = ("ipfs", "ipns", "ar")
 _TITLE_MAX: Final = 120
+# What a reader parses at most (every reader also bounds its fetch; issue 16 item 11).
+MAX_DESCRIPTOR_BYTES: Final = 4 << 20
 _AGENT_TYPES: Final = {"Person": "foaf:Person", "Organization": "foaf:Organization"}
 # ANS-104: a tag value holds at most 3072 bytes (names 1024).
 _TAG_VALUE_MAX: Final = 3072
@@ -473,10 +476,7 @@ def decode_descriptor(data: bytes, expected: bytes | None = None) -> dict[str, A
     """
     if expected is not None:
         verify_bytes(data, expected, "descriptor")
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"descriptor is not UTF-8 JSON ({exc}); expected JSON-LD") from None
+    doc = load_foreign_json(data, what="descriptor", max_bytes=MAX_DESCRIPTOR_BYTES)
     if not isinstance(doc, dict) or "@context" not in doc:
         raise FormatError("descriptor is not a JSON-LD object with an @context")
     return doc

@@ -67,6 +67,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from odfweb3.crypto.keys import KEY_SIZE, ContentKey, KeyRing
 from odfweb3.errors import DecryptionError, FormatError, UsageError
+from odfweb3.foreign_json import load_foreign_json
 
 __all__ = [
     "DEFAULT_SCRYPT_N",
@@ -107,6 +108,7 @@ SCRYPT_R: Final = 8
 SCRYPT_P: Final = 1
 MAX_RECIPIENTS: Final = 1000
 MAX_PASSPHRASE_RECIPIENTS: Final = 4
+MAX_ENVELOPE_BYTES: Final = 4 << 20  # 10,000 wrapped entries take ~2.3 MB
 _MAX_WRAPPED: Final = 10_000
 PUBLIC_KEY_PREFIX: Final = "odf-x25519-pub:"
 _WRAP_INFO: Final = b"odfweb3/v1/x25519-wrap"
@@ -481,10 +483,7 @@ def decode_envelope(data: bytes) -> Envelope:
     Raises:
         FormatError: not a version-1 odfweb3 key envelope, or inconsistent.
     """
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise FormatError("key envelope: not JSON") from exc
+    doc = load_foreign_json(data, what="key envelope", max_bytes=MAX_ENVELOPE_BYTES)
     doc = _obj(doc, "document")
     if doc.get("format") != ENVELOPE_FORMAT:
         raise FormatError(f"key envelope: format is not {ENVELOPE_FORMAT!r}")

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, NotFound
+from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 STATE_VERSION: Final = 1
+# publish.json / a state file: a CAR list and a few hashes; bounded like any foreign JSON
+# (a bundle:DIR or car:DIR may come from someone else).
+MAX_STATE_SIZE: Final = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -133,26 +137,22 @@ def load_summary_file(path: Path) -> tuple[PublishState | None, dict[str, Any]]:
         FormatError: the file is unreadable or not a publish state.
     """
     try:
-        raw = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
+        raw = read_foreign_json_file(path, max_bytes=MAX_STATE_SIZE, expect=dict)
+    except NotFound:
         return None, {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{path}: unreadable ({exc}); move it away to publish afresh") from None
+    except FormatError as exc:
+        raise FormatError(f"{exc}; move it away to publish afresh") from None
     return PublishState.from_json(raw, str(path)), raw
 
 
 def load_state_file(path: Path) -> PublishState | None:
     """Read state, or None when there is none."""
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
+        data = read_foreign_json_file(path, max_bytes=MAX_STATE_SIZE, expect=dict)
+    except NotFound:
         return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            f"{path}: publish state is not JSON ({exc.msg}); delete it to rebuild from the network"
-        ) from None
+    except FormatError as exc:
+        raise FormatError(f"{exc}; delete it to rebuild from the network") from None
     return PublishState.from_json(data, str(path))
 
 
