@@ -130,7 +130,8 @@ def open_target(spec: str, config: Config, options: TargetOptions | None = None)
     if kind == "pinning":
         from .ipfs.pinning_config import open_pinning_target
 
-        return open_pinning_target(config, options, arg, open_ipfs_target(config, options))
+        node = None if config.get("pinning", "via") == "car" else open_ipfs_target(config, options)
+        return open_pinning_target(config, options, arg, node)
     raise UsageError(
         f"unknown target {spec!r}: use car:DIR, ipfs, pinning:NAME, bundle:DIR or arweave "
         "(see odfweb3 publish -h)"

@@ -25,11 +25,13 @@ never logged, never in a message, never in a ``repr``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 import httpx
@@ -202,6 +204,7 @@ class PinningClient:
         self.timeout = timeout
         self._clock = clock
         self._sleep = sleep
+        self._transport = transport
         self._http = httpx.Client(
             base_url=self.endpoint,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
@@ -355,6 +358,81 @@ class PinningClient:
         """``DELETE /pins/{requestid}``; False when it was already gone (404)."""
         status, _ = self._request("DELETE", self._path(requestid), timeout=timeout)
         return status != 404
+
+    def add_car(
+        self,
+        url: str,
+        car: Path,
+        root: str,
+        *,
+        name: str | None = None,
+        meta: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Upload a CAR to IPFS Cluster's REST API (``POST {url}/add?format=car``): the cluster
+        imports its blocks on the allocated peers and pins its root. The answer (JSON lines of
+        ``AddedOutput``, at most :data:`MAX_ANSWER` bytes) must name ``root``.
+
+        Raises:
+            PinningAuthError / BackendRejected / BackendUnavailable: as for the other calls.
+            FormatError: the answer does not name ``root``.
+        """
+        base = url.rstrip("/")
+        where = f"pinning service {self.service} (POST {base}/add?format=car)"
+        params = {"format": "car", "stream-channels": "false", "local": "false"}
+        if name:
+            params["name"] = name
+        for k, v in (meta or {}).items():
+            params[f"meta-{k}"] = v
+        t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
+        try:
+            with (
+                car.open("rb") as f,
+                httpx.Client(
+                    timeout=httpx.Timeout(t, connect=min(t, 10.0)),
+                    transport=self._transport,
+                    headers={"Authorization": f"Bearer {self._token}"},
+                    follow_redirects=False,
+                ) as http,
+            ):
+                files = {"file": (car.name, f, "application/vnd.ipld.car")}
+                r = http.post(f"{base}/add", params=params, files=files)
+                raw = r.content[: MAX_ANSWER + 1]
+        except httpx.TimeoutException:
+            raise BackendUnavailable(f"{where}: no answer within {t:.0f} s") from None
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(
+                f"{where}: cannot reach it ({type(exc).__name__}); check car_endpoint"
+            ) from None
+        if len(raw) > MAX_ANSWER:
+            raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes")
+        data: Any = None
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            data = json.loads(raw) if raw.strip().startswith(b"[") else None
+        if r.status_code in (401, 403):
+            raise PinningAuthError(
+                f"{where}: the service refused the access token (HTTP {r.status_code})",
+                r.status_code,
+            )
+        if r.status_code >= 300:
+            raise BackendRejected(
+                f"{where}: HTTP {r.status_code}: {self._clean(raw.decode('utf-8', 'replace'))}",
+                r.status_code,
+            )
+        lines = data if isinstance(data, list) else []
+        if not lines:
+            for line in raw.splitlines():
+                with contextlib.suppress(ValueError, UnicodeDecodeError):
+                    lines.append(json.loads(line))
+        cids = set()
+        for item in lines:
+            c = item.get("cid") if isinstance(item, dict) else None
+            if isinstance(c, dict):
+                c = c.get("/")
+            if isinstance(c, str):
+                cids.add(c)
+        if root not in cids:
+            raise FormatError(f"{where}: the answer does not name the CAR's root {root}")
 
     @staticmethod
     def _path(requestid: str) -> str:

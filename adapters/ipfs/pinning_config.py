@@ -10,9 +10,11 @@
           deadline_s: 600                      # until pinned (default 3600)
           timeout_s: 30                        # per call (default 30)
           update: auto                         # auto | replace | add-then-remove
+          car_endpoint: http://127.0.0.1:9094  # its REST API: CAR uploads (via: car)
         pinata:
           endpoint: https://api.pinata.cloud/psa   # token: ODFWEB3_PINNING_PINATA_TOKEN
       publish_to: [cluster, pinata]            # what --to pinning (no name) means
+      via: node                                # node (default) | car: no local node
 
 The token comes from ``token_file`` (its first line; refused unless only its owner can read
 it) or else the environment variable ``ODFWEB3_PINNING_<NAME>_TOKEN`` (NAME upper-cased, ``-``
@@ -30,6 +32,7 @@ from odfweb3.config import Config
 from odfweb3.errors import UsageError
 from odfweb3.publish.state import StateStore
 
+from .car_target import CarTarget
 from .pinning import PinningClient
 from .pinning_target import PinningService, PinningTarget
 
@@ -110,16 +113,31 @@ def load_service(config: Config, name: str, env: Mapping[str, str]) -> PinningSe
         client,
         deadline=float(settings.get("deadline_s", 3600.0)),
         update=str(settings.get("update", "auto")),
+        car_endpoint=settings.get("car_endpoint"),
     )
 
 
+def _staging_car_target(config: Config, options: TargetOptions) -> CarTarget:
+    """``pinning.via: car``: the CARs and the record go to STATE_DIR/pinning-car."""
+    from odfweb3.adapters import open_target
+
+    target = open_target(f"car:{config.state_dir / 'pinning-car'}", config, options)
+    assert isinstance(target, CarTarget)
+    return target
+
+
 def open_pinning_target(
-    config: Config, options: TargetOptions, arg: str, node: IpfsNodeTarget
+    config: Config, options: TargetOptions, arg: str, node: IpfsNodeTarget | None
 ) -> PinningTarget:
     """``pinning:NAME[,NAME...]``: the node target plus the named services."""
     services = [load_service(config, n, options.env) for n in service_names(config, arg)]
+    if config.get("pinning", "via", default="node") == "car":
+        base: IpfsNodeTarget | CarTarget = _staging_car_target(config, options)
+    else:
+        assert node is not None
+        base = node
     return PinningTarget(
-        node,
+        base,
         services,
         StateStore(config.state_dir),
         notify=options.notify or (lambda text: None),

@@ -26,6 +26,15 @@ Commit order (DESIGN.md section 2), around the ``ipfs`` target (:mod:`.node_targ
 - ``commit``: the IPNS record, exactly as for ``--to ipfs``.
 - ``save``: the node's state, then one state per service (target ``pinning:NAME``: root,
   head, ``requestid``, status; never the token).
+
+**Without a local node** (``pinning.via: car``): the base target is a ``car:DIR`` in the
+state directory instead of the node. ``upload`` writes the delta CAR there as ``car:DIR``
+does, then sends that CAR to each service's ``car_endpoint`` (IPFS Cluster's REST API
+``POST /add?format=car``, same bearer token, ``name`` and ``meta-*`` as query parameters; the
+answer must name our root), and follows the pin through the Pinning Service API (for IPFS
+Cluster the ``requestid`` is the root CID). The previous root is removed only after the new
+one is pinned. ``commit`` writes the signed IPNS record into that directory (no node to put it
+on: ``odfweb3 name push`` sends it to a delegated routing endpoint).
 """
 
 from __future__ import annotations
@@ -34,15 +43,17 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from odfweb3.errors import BackendError, FormatError, OdfWeb3Error
+from odfweb3.errors import BackendError, BackendRejected, FormatError, OdfWeb3Error, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import RemoteView, UploadResult
 
+from .car_target import CarTarget
 from .node_target import IpfsNodeTarget
 from .pinning import PinFailed, PinningAuthError, PinningClient, PinStatus, encode_pin
 
@@ -72,6 +83,7 @@ class PinningService:
     client: PinningClient
     deadline: float = 3600.0  # seconds from the start of its pin until pinned
     update: str = "auto"
+    car_endpoint: str | None = None  # pinning.via car: where the CAR is uploaded
 
 
 @dataclass
@@ -104,13 +116,14 @@ class _Outcome:
 class PinningTarget:
     """``pinning:NAME,...`` (see the module docstring)."""
 
-    node: IpfsNodeTarget
+    node: IpfsNodeTarget | CarTarget
     services: list[PinningService]
     states: StateStore
     notify: Callable[[str], None] = lambda text: None
     clock: Callable[[], float] = time.monotonic
     outcomes: dict[str, _Outcome] = field(default_factory=dict)
     name: str = ""
+    _car: Path | None = None
 
     def __post_init__(self) -> None:
         self.name = "pinning:" + ",".join(s.name for s in self.services)
@@ -138,6 +151,10 @@ class PinningTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         up = self.node.upload(plan, reader, view, progress)
+        self._car = None
+        if isinstance(self.node, CarTarget):
+            car = up.summary.get("car")
+            self._car = self.node.out_dir / str(car) if car else None
         origins = self._origins()
         head = multihash_to_str(plan.head)
         for svc in self.services:
@@ -146,7 +163,7 @@ class PinningTarget:
             started = self.clock()
             try:
                 outcome = self._pin(svc, plan.dataset_id, head, up.locator, origins)
-            except (BackendError, FormatError) as exc:
+            except (BackendError, FormatError, UsageError) as exc:
                 outcome = _Outcome(error=exc)
             outcome.seconds = self.clock() - started
             self.outcomes[svc.name] = outcome
@@ -194,6 +211,8 @@ class PinningTarget:
 
     def _origins(self) -> list[str]:
         """The node's swarm addresses with its peer ID (``Pin.origins``), at most 20."""
+        if not isinstance(self.node, IpfsNodeTarget):
+            return []
         try:
             ident = self.node.client.call_json("id")
         except OdfWeb3Error:
@@ -231,10 +250,11 @@ class PinningTarget:
             st = client.wait(old.requestid, root, deadline=deadline, on_status=notify, first=old)
             return self._finish(svc, root, st, _Outcome(mode="kept", seen=seen))
         if old is None or old.cid == root:
-            st = client.add(body)
+            st = self._create(svc, body, root)
             st = client.wait(st.requestid, root, deadline=deadline, on_status=notify, first=st)
             return self._finish(svc, root, st, _Outcome(mode="add", seen=seen))
-        mode = svc.update
+        # Without a node there is nothing to replace from: a new CAR, then the old pin goes.
+        mode = "add-then-remove" if isinstance(self.node, CarTarget) else svc.update
         if mode == "auto":
             mode = "add-then-remove" if old.info.get("source") == CLUSTER_SOURCE else "replace"
         if mode == "replace":
@@ -243,7 +263,7 @@ class PinningTarget:
             return self._finish(
                 svc, root, st, _Outcome(mode="replace", replaced=old.requestid, seen=seen)
             )
-        st = client.add(body)
+        st = self._create(svc, body, root)
         st = client.wait(st.requestid, root, deadline=deadline, on_status=notify, first=st)
         outcome = self._finish(svc, root, st, _Outcome(mode="add-then-remove", seen=seen))
         # Only now, with the new root pinned, may the old one go.
@@ -252,6 +272,31 @@ class PinningTarget:
             outcome.replaced = old.requestid
             self.notify(f"{svc.name}: unpinned the previous root {old.cid}")
         return outcome
+
+    def _create(self, svc: PinningService, body: Mapping[str, Any], root: str) -> PinStatus:
+        """A new pin: ``POST /pins`` (with a node), or the CAR to ``car_endpoint`` (without)."""
+        if not isinstance(self.node, CarTarget):
+            return svc.client.add(body)
+        if svc.car_endpoint is None:
+            raise UsageError(
+                f"pinning service {svc.name}: pinning.via is car but the service has no "
+                "car_endpoint (IPFS Cluster: its REST API, e.g. http://HOST:9094)"
+            )
+        if self._car is None:
+            raise UsageError(
+                f"pinning service {svc.name} has no pin for {root} and this publish wrote no "
+                "new CAR (nothing new); publish to it from a node, or after the next update"
+            )
+        meta = body.get("meta") or {}
+        svc.client.add_car(svc.car_endpoint, self._car, root, name=body.get("name"), meta=meta)
+        got = svc.client.get(root)
+        if got is None:
+            raise BackendRejected(
+                f"pinning service {svc.name}: after the CAR upload its Pinning Service API "
+                f"does not know {root} (404); is car_endpoint the same cluster?",
+                404,
+            )
+        return got
 
     def _notifier(
         self, svc: PinningService, root: str, seen: list[str]

@@ -373,3 +373,42 @@ def test_several_services_each_reported_a_hanging_one_bounded(
     code, status, _ = run(capsys, "status", str(dataset), "--config", str(cfg), "--offline")
     targets = {r["target"] for r in status["targets"]}
     assert "pinning:cluster" in targets and "pinning:silent" not in targets
+
+
+def test_without_a_local_node_the_car_is_uploaded_to_the_cluster(
+    tmp_path: Path,
+    dataset: Path,
+    ipfs_cluster: Cluster,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    service = cluster_service(ipfs_cluster, tmp_path, car_endpoint=ipfs_cluster.rest_url)
+    cfg_data = {
+        "keystore": str(tmp_path / "keys"),
+        "state_dir": str(tmp_path / "state"),
+        # No node: nothing listens here, and nothing may be sent to it.
+        "ipfs": {"api": "http://127.0.0.1:9", "gateway": "http://127.0.0.1:9"},
+        "pinning": {"services": {"cluster": service}, "via": "car"},
+    }
+    cfg = tmp_path / "odfweb3.yaml"
+    cfg.write_text(yaml.safe_dump(cfg_data))
+    code, out, err = run(
+        capsys, "publish", str(dataset), "--to", "pinning:cluster", "--config", str(cfg)
+    )
+    assert code == 0, err
+    root = out["locator"]
+    assert out["pins"]["cluster"]["status"] == "pinned"
+    assert pinned_count(ipfs_cluster, root) == 2
+    assert ipfs_cluster.pin(root)["metadata"]["odf_head"] == out["plan"]["head"]
+    staged = tmp_path / "state" / "pinning-car"
+    assert (staged / f"{root}.car").is_file() and list(staged.glob("*.ipns-record"))
+
+    append_blocks(dataset, 1, data_bytes=40_000, fsync=False)
+    code, out2, err = run(
+        capsys, "publish", str(dataset), "--to", "pinning:cluster", "--config", str(cfg)
+    )
+    assert code == 0, err
+    new_root = out2["locator"]
+    assert out2["pins"]["cluster"]["update"] == "add-then-remove"
+    assert out2["pins"]["cluster"]["replaced"] == root
+    assert pinned_count(ipfs_cluster, new_root) == 2
+    assert root not in ipfs_cluster.pinset()
