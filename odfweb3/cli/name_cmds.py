@@ -22,7 +22,7 @@ from typing import Any
 
 from odfweb3.errors import BackendRejected, ConflictError, NotFound, UsageError
 
-__all__ = ["register"]
+__all__ = ["push_record_file", "register"]
 
 _SUFFIX = ".ipns-record"
 
@@ -103,6 +103,37 @@ def _read_record(path: Path) -> bytes:
 
 
 def _push(args: argparse.Namespace, ctx: Any) -> int:
+    url = args.routing or ctx.config.get("ipfs", "routing")
+    if not url:
+        raise UsageError(
+            "name push: no routing endpoint; pass --routing URL or set ipfs.routing "
+            "(ODFWEB3_IPFS_ROUTING)"
+        )
+    path, text = _record_file(args.source)
+    done = push_record_file(ctx, path, text, str(url), check=not args.no_check)
+    ctx.out.result(
+        done,
+        lambda: "\n".join(
+            (
+                f"  name         {done['name']}",
+                f"  sequence     {done['sequence']}",
+                f"  value        {done['value']}",
+                f"  pushed to    {done['endpoint']}",
+                f"  served       {done['served']}",
+            )
+        ),
+    )
+    return 0
+
+
+def push_record_file(
+    ctx: Any, path: Path, name_text: str, url: str, *, check: bool = True
+) -> dict[str, Any]:
+    """Verify the record in ``path`` for the name, PUT it to ``url``, read it back.
+
+    Returns the JSON summary (``name``, ``sequence``, ``value``, ``endpoint``, ``recordBytes``,
+    ``served``). Raises the errors the module docstring lists (one line each).
+    """
     from odfweb3.adapters.ipfs.ipns import verify_record
     from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
     from odfweb3.adapters.ipfs.routing_v1 import (
@@ -111,24 +142,17 @@ def _push(args: argparse.Namespace, ctx: Any) -> int:
         put_ipns_record,
     )
 
-    url = args.routing or ctx.config.get("ipfs", "routing")
-    if not url:
-        raise UsageError(
-            "name push: no routing endpoint; pass --routing URL or set ipfs.routing "
-            "(ODFWEB3_IPFS_ROUTING)"
-        )
-    path, text = _record_file(args.source)
-    name = parse_ipns_name(text)
+    name = parse_ipns_name(name_text)
     raw = _read_record(path)
     ours = verify_record(raw, name)  # signature, name binding, validity: before it leaves
     timeout = ctx.config.get("ipfs", "timeout")
     timeout = float(timeout) if timeout is not None else None
     network = ctx.config.network
-    target = ipns_url(str(url), name)
-    put_ipns_record(str(url), name, raw, timeout=timeout, settings=network)
+    target = ipns_url(url, name)
+    put_ipns_record(url, name, raw, timeout=timeout, settings=network)
     served = "not checked"
-    if not args.no_check:
-        back = get_ipns_record(str(url), name, timeout=timeout, settings=network)
+    if check:
+        back = get_ipns_record(url, name, timeout=timeout, settings=network)
         if back is None:
             raise BackendRejected(
                 f"{target}: the endpoint accepted the record but does not serve the name; "
@@ -151,23 +175,11 @@ def _push(args: argparse.Namespace, ctx: Any) -> int:
                 "served record differs",
             )
         served = "ours (same bytes)"
-    ctx.out.result(
-        {
-            "name": str(name),
-            "sequence": ours.sequence,
-            "value": ours.value_text,
-            "endpoint": target,
-            "recordBytes": len(raw),
-            "served": served,
-        },
-        lambda: "\n".join(
-            (
-                f"  name         {name}",
-                f"  sequence     {ours.sequence}",
-                f"  value        {ours.value_text}",
-                f"  pushed to    {target}",
-                f"  served       {served}",
-            )
-        ),
-    )
-    return 0
+    return {
+        "name": str(name),
+        "sequence": ours.sequence,
+        "value": ours.value_text,
+        "endpoint": target,
+        "recordBytes": len(raw),
+        "served": served,
+    }

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import key_values, plural, shown_target
-from odfweb3.errors import UsageError
+from odfweb3.errors import OdfWeb3Error, UsageError
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
@@ -74,6 +74,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="ipfs/car: print the DNS TXT record that makes ipns://DOMAIN resolve to the "
         "dataset's IPNS name (_dnslink.DOMAIN TXT \"dnslink=/ipns/NAME\"); the domain's owner "
         "sets it",
+    )
+    p.add_argument(
+        "--routing",
+        default=None,
+        metavar="URL",
+        help="car: then push the signed IPNS record to this delegated routing endpoint "
+        "(PUT /routing/v1/ipns/NAME, as odfweb3 name push does)",
     )
     p.add_argument("--wallet", type=Path, default=None, help="Arweave JWK wallet file")
     p.add_argument(
@@ -222,6 +229,13 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
         raise UsageError("--batch queues an update, --flush posts the queue: use one of them")
     if args.dnslink is not None:
         _check_dnslink(args)
+    if args.routing is not None and (
+        not args.to.startswith("car:") or args.batch or args.flush or args.with_inputs
+    ):
+        raise UsageError(
+            "--routing pushes the record of a single offline publish: use it with --to car:DIR "
+            "(a node puts its own records; for queued updates run odfweb3 name push later)"
+        )
     if args.flush:
         return _flush(args, ctx)
     if args.dataset is None:
@@ -254,7 +268,28 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
             f"               (set this TXT record at {link.host}; then ipns://{link.domain} "
             "resolves to this name)"
         )
+    push_failed: OdfWeb3Error | None = None
+    if args.routing is not None and outcome.state is not None:
+        from odfweb3.cli.name_cmds import push_record_file
+
+        name = str(outcome.state.record.get("name", ""))
+        out_dir = args.to[len("car:") :]
+        try:
+            pushed = push_record_file(
+                ctx, Path(out_dir).expanduser() / f"{name}.ipns-record", name, args.routing
+            )
+        except OdfWeb3Error as exc:  # the publish stands; say so, then fail with the push's code
+            push_failed = exc
+            ctx.out.warn(
+                f"published to car:{out_dir}, but pushing the record failed: {exc}; retry with "
+                f"odfweb3 name push car:{out_dir} --routing {args.routing}"
+            )
+        else:
+            data["pushed"] = pushed
+            text += f"\n  pushed to    {pushed['endpoint']} (served: {pushed['served']})"
     ctx.out.result(data, lambda: text)
+    if push_failed is not None:
+        return push_failed.exit_code
     return _pin_failures(ctx, outcome)
 
 

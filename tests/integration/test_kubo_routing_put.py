@@ -149,3 +149,32 @@ def test_push_refusals_are_one_line(capsys, tmp_path, env, kubo):
         code, _, err = run(capsys, env, "name", "push", *argv)
         assert (code, err.count("\n")) == (exit_code, 1) and words in err, (argv, err)
         assert "Traceback" not in err
+
+
+def test_publish_with_routing_pushes_in_one_step(capsys, tmp_path, env, kubo):
+    built = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=300, seed=33)
+    out_dir = tmp_path / "out"
+    code, out, err = run(
+        capsys, env, "--json", "publish", str(built.path), "--to", f"car:{out_dir}",
+        "--routing", kubo.gateway_url,
+    )  # fmt: skip
+    assert code == 0, err
+    done = json.loads(out)
+    name = done["record"]["name"]
+    assert done["pushed"]["served"] == "ours (same bytes)"
+    assert served(kubo, name).content == (out_dir / f"{name}.ipns-record").read_bytes()
+
+    # The endpoint is down: the publish stands (printed), the push failure is a warning line
+    # naming the retry command, and the exit code is the push's.
+    append_blocks(built.path, 1, data_bytes=100, seed=3)
+    code, out, err = run(
+        capsys, env, "publish", str(built.path), "--to", f"car:{out_dir}",
+        "--routing", "http://127.0.0.1:9",
+    )  # fmt: skip
+    assert code == 69 and "root" in out and "Traceback" not in err
+    assert f"odfweb3 name push car:{out_dir} --routing http://127.0.0.1:9" in err
+
+    code, _, err = run(
+        capsys, env, "publish", str(built.path), "--to", "bundle:x", "--routing", kubo.gateway_url
+    )
+    assert code == 64 and "--routing pushes the record of a single offline publish" in err
