@@ -131,7 +131,8 @@ class InputReport:
             "present": f"present in {self.replica}",
             "missing": f"MISSING from {self.replica}: block {_mh(self.missing_block)} "
             f"is not in its chain (replica head {_mh(self.head)})",
-            "unresolvable": "UNRESOLVABLE: no replica known for this dataset ID",
+            "unresolvable": "UNRESOLVABLE: no replica known for this dataset ID; give one "
+            f"with --inputs-from REF or --input {self.dataset_id}=REF",
             "unreachable": f"UNREACHABLE: {self.error}",
             "diverged": f"DIVERGED in {self.replica}: {self.error}",
         }[self.status]

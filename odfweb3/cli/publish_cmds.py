@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from odfweb3.cli.output import format_bytes, format_duration
-from odfweb3.cli.text import key_values, plural, shown_target
+from odfweb3.cli.text import key_values, plural, shown_path, shown_target
 from odfweb3.errors import OdfWeb3Error, UsageError
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
@@ -665,4 +665,5 @@ def _import_lines(target: str) -> list[str]:
     commands = doc.get("import") if isinstance(doc, dict) else None
     if not isinstance(commands, list):
         return []
-    return ["import into a node (in this order):", *(f"  {c}" for c in commands)]
+    where = shown_path(target[len("car:") :])
+    return [f"import into a node (in this order, in {where}):", *(f"  {c}" for c in commands)]

@@ -124,7 +124,7 @@ def test_human_output_has_no_none_right_plurals_one_path_style(cli, tmp_path):
     assert outputs[0].startswith("wrote ds: 4 blocks")
     assert "data         1 file, 64.0 KiB (65536 bytes)" in outputs[1]
     assert "  carBytes" in outputs[3] and " KiB)" in outputs[3]
-    assert "import into a node (in this order):\n  ipfs dag import " in outputs[3]
+    assert "import into a node (in this order, in out):\n  ipfs dag import " in outputs[3]
     assert "ipfs routing put --allow-offline /ipns/" in outputs[3]
     # Aligned keys: every value starts in the same column.
     rows = [line for line in outputs[3].splitlines()[1:] if line.startswith("  ")][:8]
