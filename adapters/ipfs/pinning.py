@@ -37,6 +37,8 @@ from typing import Any, Final
 import httpx
 
 from odfweb3.errors import BackendAuthError, BackendRejected, BackendUnavailable, FormatError
+from odfweb3.transport.http import HttpClient
+from odfweb3.transport.settings import NetworkSettings
 
 __all__ = [
     "MAX_ANSWER",
@@ -50,6 +52,7 @@ __all__ = [
 ]
 
 MAX_ANSWER: Final = 1 << 20  # bytes of one answer
+_ANY_STATUS: Final = frozenset(range(100, 600))
 STATUSES: Final = ("queued", "pinning", "pinned", "failed")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._~:=+-]{1,256}$")
 _MAX_MAP = 1000  # PinMeta / StatusInfo: maxProperties 1000
@@ -185,6 +188,8 @@ class PinningClient:
         timeout: seconds for connect and for each read of one call.
         transport: an httpx transport (tests of faults only).
         clock, sleep: time functions (tests).
+        settings: network budgets (default: ``timeout`` per read, no retries: a POST of a pin
+            is not idempotent, and the caller decides what to repeat).
     """
 
     def __init__(
@@ -197,6 +202,7 @@ class PinningClient:
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        settings: NetworkSettings | None = None,
     ) -> None:
         self.service = service
         self.endpoint = endpoint.rstrip("/")
@@ -205,13 +211,17 @@ class PinningClient:
         self._clock = clock
         self._sleep = sleep
         self._transport = transport
-        self._http = httpx.Client(
-            base_url=self.endpoint,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+        # The shared HTTP layer (odfweb3.transport.http): each call's reads are bounded in
+        # size and its whole exchange in time; the Authorization header never reaches a message.
+        self._http = HttpClient(
+            self.endpoint,
+            service=f"pinning service {service} ({self.endpoint})",
+            hint="check the endpoint",
+            settings=settings or NetworkSettings(timeout_s=timeout, retries=0),
             transport=transport,
-            headers={"Authorization": f"Bearer {token}"},
-            follow_redirects=False,
+            sleep=sleep,
         )
+        self._auth = {"Authorization": f"Bearer {token}"}
 
     def __repr__(self) -> str:
         return f"PinningClient({self.service!r}, {self.endpoint!r})"
@@ -247,40 +257,49 @@ class PinningClient:
         other than 404."""
         where = self._where(method, path)
         t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
+        content = None
+        headers = dict(self._auth)
+        if body is not None:
+            content = json.dumps(body, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json"
         try:
-            with self._http.stream(
+            with self._http.request(
                 method,
                 path,
-                json=body,
-                params=params,
-                timeout=httpx.Timeout(t, connect=min(t, 10.0)),
-            ) as r:
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in r.iter_bytes():
-                    size += len(chunk)
-                    if size > MAX_ANSWER:
-                        raise FormatError(
-                            f"{where}: answer larger than {MAX_ANSWER} bytes; not a Pinning "
-                            "Service API answer"
-                        )
-                    chunks.append(chunk)
-                status = r.status_code
-        except httpx.TimeoutException:
+                endpoint=f"{method} {path}",
+                params=list(params.items()) if params is not None else None,
+                headers=headers,
+                content=content,
+                idempotent=method in ("GET", "DELETE"),
+                ok=_ANY_STATUS,
+                timeout_s=t,
+                deadline_s=t,
+            ) as answer:
+                status = answer.status
+                try:
+                    raw = answer.read(MAX_ANSWER)
+                except BackendRejected as exc:
+                    if exc.detail != "answer too large":
+                        raise
+                    raise FormatError(
+                        f"{where}: answer larger than {MAX_ANSWER} bytes; not a Pinning "
+                        "Service API answer"
+                    ) from None
+        except BackendUnavailable as exc:
+            cause = exc.__cause__  # the httpx error; none when the deadline passed mid-answer
+            if cause is None or isinstance(cause, httpx.TimeoutException):
+                raise BackendUnavailable(
+                    f"{where}: no answer within {t:.0f} s; check the endpoint or raise the "
+                    "service's timeout_s"
+                ) from None
             raise BackendUnavailable(
-                f"{where}: no answer within {t:.0f} s; check the endpoint or raise the "
-                "service's timeout_s"
+                f"{where}: cannot reach the service ({type(cause).__name__}); check the endpoint"
             ) from None
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(
-                f"{where}: cannot reach the service ({type(exc).__name__}); check the endpoint"
-            ) from None
-        raw = b"".join(chunks)
         data: Any = None
         if raw.strip():
             try:
                 data = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 data = None
         if status in (401, 403):
             raise PinningAuthError(
@@ -385,39 +404,58 @@ class PinningClient:
         for k, v in (meta or {}).items():
             params[f"meta-{k}"] = v
         t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
+        settings = NetworkSettings(timeout_s=t, retries=0)
+        # The upload earns time at the minimum rate, like a download: t + size / min_rate.
+        deadline = t + car.stat().st_size / settings.min_rate
+        client = HttpClient(
+            base,
+            service=f"pinning service {self.service} ({base})",
+            hint="check car_endpoint",
+            settings=settings,
+            transport=self._transport,
+        )
         try:
-            with (
-                car.open("rb") as f,
-                httpx.Client(
-                    timeout=httpx.Timeout(t, connect=min(t, 10.0)),
-                    transport=self._transport,
-                    headers={"Authorization": f"Bearer {self._token}"},
-                    follow_redirects=False,
-                ) as http,
-            ):
-                files = {"file": (car.name, f, "application/vnd.ipld.car")}
-                r = http.post(f"{base}/add", params=params, files=files)
-                raw = r.content[: MAX_ANSWER + 1]
-        except httpx.TimeoutException:
-            raise BackendUnavailable(f"{where}: no answer within {t:.0f} s") from None
-        except httpx.HTTPError as exc:
+            with client.request(
+                "POST",
+                "/add",
+                endpoint="POST /add?format=car",
+                params=list(params.items()),
+                headers=dict(self._auth),
+                upload=lambda: car.open("rb"),
+                upload_name=car.name,
+                upload_type="application/vnd.ipld.car",
+                idempotent=False,
+                ok=_ANY_STATUS,
+                deadline_s=deadline,
+            ) as answer:
+                status = answer.status
+                try:
+                    raw = answer.read(MAX_ANSWER)
+                except BackendRejected as exc:
+                    if exc.detail != "answer too large":
+                        raise
+                    raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes") from None
+        except BackendUnavailable as exc:
+            cause = exc.__cause__
+            if cause is None or isinstance(cause, httpx.TimeoutException):
+                raise BackendUnavailable(f"{where}: no answer within {deadline:.0f} s") from None
             raise BackendUnavailable(
-                f"{where}: cannot reach it ({type(exc).__name__}); check car_endpoint"
+                f"{where}: cannot reach it ({type(cause).__name__}); check car_endpoint"
             ) from None
-        if len(raw) > MAX_ANSWER:
-            raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes")
+        finally:
+            client.close()
         data: Any = None
         with contextlib.suppress(ValueError, UnicodeDecodeError):
             data = json.loads(raw) if raw.strip().startswith(b"[") else None
-        if r.status_code in (401, 403):
+        if status in (401, 403):
             raise PinningAuthError(
-                f"{where}: the service refused the access token (HTTP {r.status_code})",
-                r.status_code,
+                f"{where}: the service refused the access token (HTTP {status})",
+                status,
             )
-        if r.status_code >= 300:
+        if status >= 300:
             raise BackendRejected(
-                f"{where}: HTTP {r.status_code}: {self._clean(raw.decode('utf-8', 'replace'))}",
-                r.status_code,
+                f"{where}: HTTP {status}: {self._clean(raw.decode('utf-8', 'replace'))}",
+                status,
             )
         lines = data if isinstance(data, list) else []
         if not lines:

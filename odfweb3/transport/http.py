@@ -287,6 +287,8 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         content: bytes | None = None,
         upload: Callable[[], BinaryIO] | None = None,
+        upload_name: str = "file",
+        upload_type: str = "application/octet-stream",
         idempotent: bool = True,
         ok: frozenset[int] = frozenset(),
         follow_redirects: bool | None = None,
@@ -301,7 +303,7 @@ class HttpClient:
             endpoint: the route shape named in messages (``/tx/{id}/status``); default
                 ``path``.
             upload: opens a file sent as multipart field ``file`` (reopened per attempt,
-                streamed, never loaded whole).
+                streamed, never loaded whole), with ``upload_name`` and ``upload_type``.
             ok: error statuses handed to the caller instead of raising.
             timeout_s / deadline_s: this operation's per-read timeout and deadline, when
                 it needs other budgets than the client's (a long ``dag/import``).
@@ -332,7 +334,7 @@ class HttpClient:
                 files = None
                 if upload is not None:
                     stream = upload()
-                    files = {"file": ("file", stream, "application/octet-stream")}
+                    files = {"file": (upload_name, stream, upload_type)}
                 req = self._http.build_request(
                     method,
                     path,
