@@ -5,12 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ODF=.venv/bin/odfweb3
-OUT=demo-out
+OUT=${ODFWEB3_DEMO_OUT:-demo-out}  # tests point it at a temporary directory
 rm -rf "$OUT"
 mkdir -p "$OUT"
+OUT_ABS=$(cd "$OUT" && pwd)
 # Keys, state and config of the demo stay inside demo-out/, away from the user's own.
-export ODFWEB3_KEYSTORE="$PWD/$OUT/keys" ODFWEB3_STATE_DIR="$PWD/$OUT/state"
-export XDG_CONFIG_HOME="$PWD/$OUT/config"
+export ODFWEB3_KEYSTORE="$OUT_ABS/keys" ODFWEB3_STATE_DIR="$OUT_ABS/state"
+export XDG_CONFIG_HOME="$OUT_ABS/config"
 mkdir -p "$XDG_CONFIG_HOME/odfweb3"
 cat > "$XDG_CONFIG_HOME/odfweb3/odfweb3.yaml" <<'YAML'
 # The publisher named in the discovery descriptor published beside the dataset.
@@ -43,5 +44,26 @@ if $ODF wallet --help >/dev/null 2>&1; then
   $ODF publish "$OUT/dataset" --to "bundle:$OUT/arweave" --wallet "$OUT/throwaway-wallet.json"
 fi
 
-step "done: see $OUT/ (ipfs/publish.json says how to import into a node)"
-ls -l "$OUT/ipfs"
+# What was verified, from the tool's own --json answers (set -e: any failure stopped us above).
+field() { .venv/bin/python -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+HEAD=$($ODF inspect "$OUT/dataset" --json | field 'd["head"]')
+VALID=$($ODF validate "$OUT/dataset" --deep --json)
+BLOCKS=$(field 'd["blocks"]' <<<"$VALID")
+CHECKED=$(field 'd["objectsChecked"]' <<<"$VALID")
+REPLICA=$($ODF verify "$OUT/dataset" --against "car:$OUT/ipfs" --deep --json)
+STATUS=$(field 'd["replicas"][0]["status"]' <<<"$REPLICA")
+REHASHED=$(field 'd["replicas"][0]["objectsChecked"]' <<<"$REPLICA")
+SEQUENCE=$(field 'd["sequence"]' <"$OUT/ipfs/publish.json")
+
+step "done: what this demo verified"
+echo "- $OUT/dataset is valid: $BLOCKS blocks, every block hash and chain rule checked,"
+echo "  $CHECKED data files and checkpoints hashed (validate --deep);"
+echo "- the second publish wrote only the delta (a second, small CAR) and moved the signed"
+echo "  IPNS record to sequence $SEQUENCE;"
+echo "- car:$OUT/ipfs is $STATUS to the local head $HEAD:"
+echo "  its IPNS record checked (signature, name, _odf head), $REHASHED objects re-hashed"
+echo "  from the CARs (verify --deep);"
+if [ -d "$OUT/arweave" ]; then
+  echo "- bundle:$OUT/arweave holds one ANS-104 bundle signed by the throw-away wallet."
+fi
+echo "Files: $OUT/ (ipfs/publish.json lists the commands that import it into a node)."
