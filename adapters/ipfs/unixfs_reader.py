@@ -55,6 +55,7 @@ FILE_BLOCK_SLACK: Final = 64
 MAX_FILE_BLOCKS: Final = 1 << 22
 #: Entries a directory listing may hold (ODF folders: one per block, file or checkpoint).
 MAX_DIR_ENTRIES: Final = 1 << 20
+_HOSTILE: Final = "; the DAG is corrupt or hostile: use another replica"
 
 
 def file_block_budget(max_size: int | None) -> int:
@@ -93,7 +94,7 @@ def iter_dag(root: Cid, get: BlockGetter, *, max_blocks: int | None = None) -> I
             continue
         seen.add(cid.raw)
         if max_blocks is not None and len(seen) > max_blocks:
-            raise FormatError(f"/ipfs/{root}: more than the {max_blocks} blocks expected")
+            raise FormatError(f"/ipfs/{root}: more than the {max_blocks} blocks expected{_HOSTILE}")
         if cid.codec == CODEC_RAW:
             _verified(get, cid)
         else:
@@ -116,10 +117,12 @@ def list_directory(
     meta = decode_unixfs_data(node.data or b"", where=str(cid))
     if meta.type == DataType.DIRECTORY:
         if len(node.links) > max_entries:
-            raise FormatError(f"{cid}: more than the {max_entries} directory entries allowed")
+            raise FormatError(
+                f"{cid}: more than the {max_entries} directory entries allowed{_HOSTILE}"
+            )
         out = {link.name.decode("utf-8", "surrogateescape"): link.cid for link in node.links}
         if len(out) != len(node.links):
-            raise FormatError(f"{cid}: a directory with two entries of the same name")
+            raise FormatError(f"{cid}: a directory with two entries of the same name{_HOSTILE}")
         return out
     if meta.type == DataType.HAMT_SHARD:
         return _list_hamt(cid, node, meta.fanout, get, max_entries)
@@ -145,12 +148,14 @@ def _list_hamt(
                 raise FormatError(f"{cid}: HAMT link name {name!r} lacks its bucket prefix")
             if len(name) == width:  # a sub-shard
                 if link.cid.raw in seen:
-                    raise FormatError(f"{root}: HAMT sub-shard {link.cid} linked twice")
+                    raise FormatError(f"{root}: HAMT sub-shard {link.cid} linked twice{_HOSTILE}")
                 if depth + 1 >= max_depth:
-                    raise FormatError(f"{root}: HAMT deeper than its {max_depth} levels")
+                    raise FormatError(f"{root}: HAMT deeper than its {max_depth} levels{_HOSTILE}")
                 seen.add(link.cid.raw)
                 if len(seen) > max_entries:
-                    raise FormatError(f"{root}: more HAMT shards than the entries allowed")
+                    raise FormatError(
+                        f"{root}: more HAMT shards than the entries allowed{_HOSTILE}"
+                    )
                 child = _node(get, link.cid)
                 meta = decode_unixfs_data(child.data or b"", where=str(link.cid))
                 if meta.type != DataType.HAMT_SHARD or meta.fanout != fanout:
@@ -159,10 +164,12 @@ def _list_hamt(
                 continue
             entry = name[width:]
             if entry in out:
-                raise FormatError(f"{root}: HAMT entry {entry!r} found twice")
+                raise FormatError(f"{root}: HAMT entry {entry!r} found twice{_HOSTILE}")
             out[entry] = link.cid
             if len(out) > max_entries:
-                raise FormatError(f"{root}: more than the {max_entries} directory entries allowed")
+                raise FormatError(
+                    f"{root}: more than the {max_entries} directory entries allowed{_HOSTILE}"
+                )
     return out
 
 
@@ -208,6 +215,7 @@ def read_file(
             raise FormatError(
                 f"/ipfs/{cid}: more than the {budget} blocks a file of "
                 f"{'unknown size' if max_size is None else f'{max_size} bytes'} may have"
+                f"{_HOSTILE}"
             )
         if current.codec == CODEC_RAW:
             chunk = _verified(get, current)
@@ -229,7 +237,7 @@ def read_file(
             ):
                 raise FormatError(
                     f"/ipfs/{cid}: says it holds {meta.filesize} bytes, more than the "
-                    f"{max_size} expected"
+                    f"{max_size} expected{_HOSTILE}"
                 )
             if node.links:
                 stack.extend(link.cid for link in reversed(node.links))
@@ -240,6 +248,6 @@ def read_file(
             chunk = meta.data or b""
         total += len(chunk)
         if max_size is not None and total > max_size:
-            raise FormatError(f"/ipfs/{cid}: larger than the {max_size} bytes expected")
+            raise FormatError(f"/ipfs/{cid}: larger than the {max_size} bytes expected{_HOSTILE}")
         if chunk:
             yield chunk
