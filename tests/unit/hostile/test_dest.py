@@ -135,3 +135,15 @@ def test_an_intact_dest_still_pulls(world) -> None:
     result = pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
     assert result.new_blocks == 2
     assert validate_dataset(dest, deep=True).ok
+
+
+def test_head_linked_to_3gb_costs_nothing(world) -> None:
+    """The 3 GB ``refs/head`` link, in a child process: peak memory and time bounded."""
+    from tests.support.measure import run_cli
+
+    src, dest, outside, tmp = world
+    _link_head_to_huge(src, dest, outside)
+    run = run_cli(["pull", str(src), str(dest)], env={"HOME": str(tmp)}, timeout=60)
+    assert run.code == 64 and len(run.lines) == 1, run.summary()
+    assert "refs/head is a symbolic link" in run.lines[0]
+    assert run.peak_rss_mb < 256 and not run.timed_out, run.summary()
