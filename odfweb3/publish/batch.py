@@ -15,14 +15,12 @@ The queue file lives in the state directory, written atomically.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError
 
 __all__ = ["BatchQueue", "QueuedDataset"]
@@ -72,18 +70,8 @@ class BatchQueue:
             raise FormatError(f"{self.path}: malformed batch queue ({exc})") from None
 
     def _save(self, entries: list[QueuedDataset]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"queued": [e.to_json() for e in entries]}, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        doc = {"queued": [e.to_json() for e in entries]}
+        write_file_atomic(self.path, json.dumps(doc, indent=1).encode("utf-8"))
 
     def add(self, dataset: str, dataset_id: str, target: str, head: str) -> QueuedDataset:
         """Queue ``head`` of a dataset for a target; returns the updated entry."""

@@ -10,15 +10,13 @@ was moved or deleted is reported, not guessed at.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError, OdfWeb3Error
 from odfweb3.publish.state import PublishState, load_summary_file
 
@@ -92,18 +90,7 @@ class OfflineIndex:
                 {"datasetId": e.dataset_id, "target": e.target, "source": e.source} for e in entries
             ]
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_file_atomic(self.path, json.dumps(doc, indent=1).encode("utf-8"))
 
     def states(self) -> Iterator[tuple[OfflineEntry, PublishState | None, str | None]]:
         """Each entry with the state its directory's ``publish.json`` holds now.

@@ -11,15 +11,13 @@ public locators (CIDs, transaction ids) of public objects.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError, NotFound
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -112,20 +110,9 @@ def state_json_text(doc: dict[str, Any]) -> str:
 
 
 def save_state_file(path: Path, state: PublishState) -> None:
-    """Write state atomically (temp file + fsync + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(state_json_text(state.to_json()))
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """Write state atomically (temp file + fsync + rename; see :mod:`odfweb3.atomic_file`)."""
+    text = state_json_text(state.to_json()) + "\n"
+    write_file_atomic(path, text.encode("utf-8"))
 
 
 def load_summary_file(path: Path) -> tuple[PublishState | None, dict[str, Any]]:

@@ -2,18 +2,14 @@
 
 The disk is filled for real: a 512 KiB tmpfs mounted for the test (the suite runs as
 root here). Where mounting is not permitted the same ENOSPC is injected instead, by
-making ``os.fsync`` fail with it (every odfweb3 writer fsyncs before its rename): the
-fixture says which one ran. Each case: one line, exit 74, DEST's previous head intact,
+making ``os.fsync`` fail with it (every odfweb3 writer fsyncs before its rename; see
+``small_disk`` in conftest.py). Each case: one line, exit 74, DEST's previous head intact,
 no half-written example left to block a rerun.
 """
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,36 +20,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.validate import validate_dataset
 from odfweb3.pull import pull_dataset
 from odfweb3.replica import LocalReplica
-
-_SIZE = 512 * 1024
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path, monkeypatch) -> Iterator[Path]:
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    mounted = (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={_SIZE}", "tmpfs", str(mnt)],
-            capture_output=True,
-            check=False,
-        ).returncode
-        == 0
-    )
-    if not mounted:  # fault injection: the first fsync past _SIZE bytes written fails
-        real_fsync = os.fsync
-
-        def fsync(fd: int) -> None:
-            if os.fstat(fd).st_size > _SIZE // 2:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            real_fsync(fd)
-
-        monkeypatch.setattr(os, "fsync", fsync)
-    try:
-        yield mnt
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
+from tests.unit.hostile.conftest import SMALL_DISK_SIZE as _SIZE
 
 
 def _run(capsys, tmp: Path, *argv: str) -> tuple[int, str, str]:
@@ -100,3 +67,24 @@ def test_publish_onto_a_full_disk_is_one_line(small_disk: Path, tmp_path: Path, 
     assert not state.exists() or not any(
         json.loads(p.read_text()).get("head") for p in state.rglob("*.json")
     )
+
+
+def test_state_and_record_files_keep_the_old_content_on_a_full_disk(small_disk: Path) -> None:
+    from odfweb3.atomic_file import write_file_atomic
+    from odfweb3.errors import LocalIOError
+
+    path = small_disk / "publish.json"
+    write_file_atomic(path, b"old")
+    with pytest.raises(LocalIOError, match="No space left on device"):
+        write_file_atomic(path, b"x" * (2 * _SIZE))
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in small_disk.iterdir()] == ["publish.json"]
+
+
+def test_a_directory_where_a_file_belongs_is_one_line(tmp_path: Path) -> None:
+    from odfweb3.atomic_file import write_file_atomic
+    from odfweb3.errors import UsageError
+
+    (tmp_path / "k51.ipns-record").mkdir()
+    with pytest.raises(UsageError, match="is a directory"):
+        write_file_atomic(tmp_path / "k51.ipns-record", b"record")
