@@ -156,6 +156,13 @@ def decode_pin_status(data: Any, where: str) -> PinStatus:
     )
 
 
+def _cluster_params(name: str | None, meta: Mapping[str, str]) -> dict[str, str]:
+    """IPFS Cluster's pin options as query parameters: ``name``, ``meta-KEY``."""
+    params = {"name": name} if name else {}
+    params.update({f"meta-{k}": v for k, v in meta.items()})
+    return params
+
+
 def encode_pin(
     cid: str,
     *,
@@ -378,6 +385,99 @@ class PinningClient:
         status, _ = self._request("DELETE", self._path(requestid), timeout=timeout)
         return status != 404
 
+    def _cluster_call(
+        self, method: str, url: str, params: Mapping[str, str], timeout: float | None
+    ) -> Any:
+        """One IPFS Cluster REST API call through the shared HTTP layer (bounded in time and
+        size; a refused token is exit 77); its decoded JSON."""
+        base, _, path = url.partition("://")
+        host, _, rest = path.partition("/")
+        origin, path = f"{base}://{host}", f"/{rest}"
+        where = f"pinning service {self.service} ({method} {url})"
+        t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
+        client = HttpClient(
+            origin,
+            service=f"pinning service {self.service} ({origin})",
+            hint="check cluster_api",
+            settings=NetworkSettings(timeout_s=t, retries=0),
+            transport=self._transport,
+        )
+        try:
+            with client.request(
+                method,
+                path,
+                params=list(params.items()),
+                headers=dict(self._auth),
+                idempotent=method == "GET",
+                ok=_ANY_STATUS,
+                timeout_s=t,
+                deadline_s=t,
+            ) as answer:
+                code = answer.status
+                try:
+                    raw = answer.read(MAX_ANSWER)
+                except BackendRejected as exc:
+                    if exc.detail != "answer too large":
+                        raise
+                    raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes") from None
+        except BackendUnavailable as exc:
+            cause = exc.__cause__
+            if cause is None or isinstance(cause, httpx.TimeoutException):
+                raise BackendUnavailable(f"{where}: no answer within {t:.0f} s") from None
+            raise BackendUnavailable(
+                f"{where}: cannot reach it ({type(cause).__name__}); check cluster_api"
+            ) from None
+        finally:
+            client.close()
+        if code in (401, 403):
+            raise PinningAuthError(
+                f"{where}: the service refused the access token (HTTP {code})", code
+            )
+        if code >= 300:
+            raise BackendRejected(
+                f"{where}: HTTP {code}: {self._clean(raw.decode('utf-8', 'replace'))}", code
+            )
+        try:
+            return json.loads(raw) if raw.strip() else None
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise FormatError(f"{where}: the answer is not JSON") from None
+
+    def cluster_allocations(self, url: str, cid: str, timeout: float | None = None) -> list[str]:
+        """The peers IPFS Cluster allocated ``cid`` to (REST ``GET /allocations/{cid}``)."""
+        data = self._cluster_call("GET", f"{url.rstrip('/')}/allocations/{cid}", {}, timeout)
+        allocs = data.get("allocations") if isinstance(data, dict) else None
+        if not isinstance(allocs, list) or not all(isinstance(a, str) for a in allocs):
+            raise FormatError(f"pinning service {self.service}: /allocations/{cid}: no peer list")
+        return [a for a in allocs if re.fullmatch(r"[1-9A-HJ-NP-Za-km-z]{20,80}", a)]
+
+    def cluster_pin(
+        self,
+        url: str,
+        cid: str,
+        *,
+        name: str | None,
+        meta: Mapping[str, str],
+        origins: Sequence[str],
+        allocations: Sequence[str],
+        timeout: float | None = None,
+    ) -> None:
+        """Pin ``cid`` through IPFS Cluster's REST API (``POST /pins/{cid}``) on the given
+        peers first (``user-allocations``): where the previous root lives, so only the new
+        blocks move. The answer must name ``cid``."""
+        params = _cluster_params(name, meta)
+        if origins:
+            params["origins"] = ",".join(origins)
+        if allocations:
+            params["user-allocations"] = ",".join(allocations)
+        data = self._cluster_call("POST", f"{url.rstrip('/')}/pins/{cid}", params, timeout)
+        got = data.get("cid") if isinstance(data, dict) else None
+        if isinstance(got, dict):
+            got = got.get("/")
+        if got != cid:
+            raise FormatError(
+                f"pinning service {self.service}: POST /pins/{cid} answered for another CID"
+            )
+
     def add_car(
         self,
         url: str,
@@ -386,6 +486,7 @@ class PinningClient:
         *,
         name: str | None = None,
         meta: Mapping[str, str] | None = None,
+        allocations: Sequence[str] = (),
         timeout: float | None = None,
     ) -> None:
         """Upload a CAR to IPFS Cluster's REST API (``POST {url}/add?format=car``): the cluster
@@ -399,10 +500,9 @@ class PinningClient:
         base = url.rstrip("/")
         where = f"pinning service {self.service} (POST {base}/add?format=car)"
         params = {"format": "car", "stream-channels": "false", "local": "false"}
-        if name:
-            params["name"] = name
-        for k, v in (meta or {}).items():
-            params[f"meta-{k}"] = v
+        params |= _cluster_params(name, meta or {})
+        if allocations:
+            params["user-allocations"] = ",".join(allocations)
         t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
         settings = NetworkSettings(timeout_s=t, retries=0)
         # The upload earns time at the minimum rate, like a download: t + size / min_rate.
@@ -410,7 +510,7 @@ class PinningClient:
         client = HttpClient(
             base,
             service=f"pinning service {self.service} ({base})",
-            hint="check car_endpoint",
+            hint="check cluster_api",
             settings=settings,
             transport=self._transport,
         )
@@ -440,7 +540,7 @@ class PinningClient:
             if cause is None or isinstance(cause, httpx.TimeoutException):
                 raise BackendUnavailable(f"{where}: no answer within {deadline:.0f} s") from None
             raise BackendUnavailable(
-                f"{where}: cannot reach it ({type(cause).__name__}); check car_endpoint"
+                f"{where}: cannot reach it ({type(cause).__name__}); check cluster_api"
             ) from None
         finally:
             client.close()

@@ -10,7 +10,7 @@
           deadline_s: 600                      # until pinned (default 3600)
           timeout_s: 30                        # per call (default 30)
           update: auto                         # auto | replace | add-then-remove
-          car_endpoint: http://127.0.0.1:9094  # its REST API: CAR uploads (via: car)
+          cluster_api: http://127.0.0.1:9094  # its REST API: CAR uploads (via: car)
         pinata:
           endpoint: https://api.pinata.cloud/psa   # token: ODFWEB3_PINNING_PINATA_TOKEN
       publish_to: [cluster, pinata]            # what --to pinning (no name) means
@@ -113,7 +113,7 @@ def load_service(config: Config, name: str, env: Mapping[str, str]) -> PinningSe
         client,
         deadline=float(settings.get("deadline_s", 3600.0)),
         update=str(settings.get("update", "auto")),
-        car_endpoint=settings.get("car_endpoint"),
+        cluster_api=settings.get("cluster_api"),
     )
 
 

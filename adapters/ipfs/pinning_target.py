@@ -15,7 +15,10 @@ Commit order (DESIGN.md section 2), around the ``ipfs`` target (:mod:`.node_targ
   * ``update: replace``: ``POST /pins/{requestid}`` (the spec's replace: one call, the service
     keeps the blocks both roots share and fetches only the new ones);
   * ``update: add-then-remove``: ``POST /pins`` for the new root, wait until ``pinned``, only
-    then ``DELETE`` the old pin: the old root stays pinned until the new one is;
+    then ``DELETE`` the old pin: the old root stays pinned until the new one is. On IPFS
+    Cluster with ``cluster_api`` (its REST API) the new root is pinned through it on the
+    peers that hold the old root (``user-allocations``), so only the new blocks move (the
+    allocator alone would pick the emptiest peers and refetch everything);
   * ``update: auto`` (default): ``replace``, except for IPFS Cluster (its ``PinStatus.info``
     says ``"source": "IPFS cluster API"``), whose replace (v1.1.6) unpins the old root at once
     and then fails the new pin (Kubo ``pin/update``: "datastore: key not found"); see
@@ -29,7 +32,7 @@ Commit order (DESIGN.md section 2), around the ``ipfs`` target (:mod:`.node_targ
 
 **Without a local node** (``pinning.via: car``): the base target is a ``car:DIR`` in the
 state directory instead of the node. ``upload`` writes the delta CAR there as ``car:DIR``
-does, then sends that CAR to each service's ``car_endpoint`` (IPFS Cluster's REST API
+does, then sends that CAR to each service's ``cluster_api`` (IPFS Cluster's REST API
 ``POST /add?format=car``, same bearer token, ``name`` and ``meta-*`` as query parameters; the
 answer must name our root), and follows the pin through the Pinning Service API (for IPFS
 Cluster the ``requestid`` is the root CID). The previous root is removed only after the new
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +86,7 @@ class PinningService:
     client: PinningClient
     deadline: float = 3600.0  # seconds from the start of its pin until pinned
     update: str = "auto"
-    car_endpoint: str | None = None  # pinning.via car: where the CAR is uploaded
+    cluster_api: str | None = None  # pinning.via car: where the CAR is uploaded
 
 
 @dataclass
@@ -94,6 +97,7 @@ class _Outcome:
     mode: str = "add"
     seconds: float = 0.0
     seen: list[str] = field(default_factory=list)  # the statuses followed, in order
+    kept_peers: int = 0  # IPFS Cluster: the new root asked on this many of the old peers
 
     def to_json(self) -> dict[str, Any]:
         if self.error is not None:
@@ -109,6 +113,8 @@ class _Outcome:
         }
         if self.replaced:
             out["replaced"] = self.replaced
+        if self.kept_peers:
+            out["keptPeers"] = self.kept_peers
         return out
 
 
@@ -257,15 +263,24 @@ class PinningTarget:
         mode = "add-then-remove" if isinstance(self.node, CarTarget) else svc.update
         if mode == "auto":
             mode = "add-then-remove" if old.info.get("source") == CLUSTER_SOURCE else "replace"
+        keep: list[str] = []
+        if (
+            mode == "add-then-remove"
+            and svc.cluster_api
+            and old.info.get("source") == CLUSTER_SOURCE
+        ):
+            # Same peers as the previous root: they hold every shared block already.
+            keep = client.cluster_allocations(svc.cluster_api, old.cid)
         if mode == "replace":
             st = client.replace(old.requestid, body)
             st = client.wait(st.requestid, root, deadline=deadline, on_status=notify, first=st)
             return self._finish(
                 svc, root, st, _Outcome(mode="replace", replaced=old.requestid, seen=seen)
             )
-        st = self._create(svc, body, root)
+        st = self._create(svc, body, root, keep)
         st = client.wait(st.requestid, root, deadline=deadline, on_status=notify, first=st)
         outcome = self._finish(svc, root, st, _Outcome(mode="add-then-remove", seen=seen))
+        outcome.kept_peers = len(keep)
         # Only now, with the new root pinned, may the old one go.
         if st.requestid != old.requestid:
             client.remove(old.requestid, timeout=max(1.0, deadline - self.clock()))
@@ -273,14 +288,27 @@ class PinningTarget:
             self.notify(f"{svc.name}: unpinned the previous root {old.cid}")
         return outcome
 
-    def _create(self, svc: PinningService, body: Mapping[str, Any], root: str) -> PinStatus:
-        """A new pin: ``POST /pins`` (with a node), or the CAR to ``car_endpoint`` (without)."""
+    def _create(
+        self, svc: PinningService, body: Mapping[str, Any], root: str, keep: Sequence[str] = ()
+    ) -> PinStatus:
+        """A new pin: ``POST /pins`` (with a node; through the cluster API on ``keep`` peers
+        when given), or the CAR to ``cluster_api`` (without a node)."""
         if not isinstance(self.node, CarTarget):
-            return svc.client.add(body)
-        if svc.car_endpoint is None:
+            if not keep or svc.cluster_api is None:
+                return svc.client.add(body)
+            svc.client.cluster_pin(
+                svc.cluster_api,
+                root,
+                name=body.get("name"),
+                meta=body.get("meta") or {},
+                origins=body.get("origins") or [],
+                allocations=keep,
+            )
+            return self._known(svc, root, "pinning through cluster_api")
+        if svc.cluster_api is None:
             raise UsageError(
                 f"pinning service {svc.name}: pinning.via is car but the service has no "
-                "car_endpoint (IPFS Cluster: its REST API, e.g. http://HOST:9094)"
+                "cluster_api (IPFS Cluster: its REST API, e.g. http://HOST:9094)"
             )
         if self._car is None:
             raise UsageError(
@@ -288,15 +316,30 @@ class PinningTarget:
                 "new CAR (nothing new); publish to it from a node, or after the next update"
             )
         meta = body.get("meta") or {}
-        svc.client.add_car(svc.car_endpoint, self._car, root, name=body.get("name"), meta=meta)
-        got = svc.client.get(root)
-        if got is None:
-            raise BackendRejected(
-                f"pinning service {svc.name}: after the CAR upload its Pinning Service API "
-                f"does not know {root} (404); is car_endpoint the same cluster?",
-                404,
-            )
-        return got
+        svc.client.add_car(
+            svc.cluster_api, self._car, root, name=body.get("name"), meta=meta, allocations=keep
+        )
+        return self._known(svc, root, "the CAR upload")
+
+    def _known(self, svc: PinningService, root: str, after: str) -> PinStatus:
+        """The Pinning Service API's status of a pin just made through the cluster's REST API.
+
+        IPFS Cluster's pinning API answers 404 for a pin its peers have not started tracking
+        yet (status "undefined"): asked again for up to 30 s (bounded by the deadline)."""
+        until = self.clock() + min(30.0, svc.deadline)
+        delay = 0.1
+        while True:
+            got = svc.client.get(root)
+            if got is not None:
+                return got
+            if self.clock() >= until:
+                raise BackendRejected(
+                    f"pinning service {svc.name}: 30 s after {after} its Pinning Service API "
+                    f"still does not know {root} (404); is cluster_api the same cluster?",
+                    404,
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     def _notifier(
         self, svc: PinningService, root: str, seen: list[str]

@@ -122,7 +122,8 @@ def test_publish_pins_on_two_peers_and_update_pins_new_root_before_old_goes(
     publisher: KuboNode,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cfg = make_config(tmp_path, publisher, {"cluster": cluster_service(ipfs_cluster, tmp_path)})
+    service = cluster_service(ipfs_cluster, tmp_path, cluster_api=ipfs_cluster.rest_url)
+    cfg = make_config(tmp_path, publisher, {"cluster": service})
     code, out, err = run(
         capsys, "publish", str(dataset), "--to", "pinning:cluster", "--config", str(cfg)
     )
@@ -172,6 +173,9 @@ def test_publish_pins_on_two_peers_and_update_pins_new_root_before_old_goes(
             samples.append(snap)
             time.sleep(0.05)
 
+    moved_before = sum(
+        int(k.rpc_json("stats/bitswap")["DataReceived"]) for k in ipfs_cluster.kubos()
+    )
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
@@ -188,6 +192,12 @@ def test_publish_pins_on_two_peers_and_update_pins_new_root_before_old_goes(
     pin2 = out2["pins"]["cluster"]
     assert pin2["status"] == "pinned" and pin2["update"] == "add-then-remove"
     assert pin2["replaced"] == root
+    # On the peers that hold the previous root (cluster_api: user-allocations), so only the
+    # new block moves: 50 kB to each of 2 peers, not the 900 kB dataset again.
+    assert pin2["keptPeers"] == 2
+    assert sorted(ipfs_cluster.pin(new_root)["allocations"]) == sorted(allocated["allocations"])
+    moved = sum(int(k.rpc_json("stats/bitswap")["DataReceived"]) for k in ipfs_cluster.kubos())
+    assert moved - moved_before < 400_000, moved - moved_before
     assert samples, "the sampler saw the pinset"
     for snap in samples:
         assert root in snap or snap.get(new_root) == 2, snap  # old gone only after new pinned
@@ -381,7 +391,7 @@ def test_without_a_local_node_the_car_is_uploaded_to_the_cluster(
     ipfs_cluster: Cluster,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    service = cluster_service(ipfs_cluster, tmp_path, car_endpoint=ipfs_cluster.rest_url)
+    service = cluster_service(ipfs_cluster, tmp_path, cluster_api=ipfs_cluster.rest_url)
     cfg_data = {
         "keystore": str(tmp_path / "keys"),
         "state_dir": str(tmp_path / "state"),
