@@ -70,6 +70,12 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 describe ./ds",
         "odfweb3 describe ./ds --format ttl --ipns k51qzi5uqu5d...",
     ),
+    ("log",): ("odfweb3 log ./ds", "odfweb3 log car:./out -n 5", "odfweb3 log ./ds --json"),
+    ("lineage",): (
+        "odfweb3 lineage ./deriv --inputs ./ds",
+        "odfweb3 lineage ./deriv --inputs ./ds --format svg -o lineage.svg",
+        "odfweb3 lineage ./deriv --format mermaid",
+    ),
     ("version",): ("odfweb3 version", "odfweb3 version --json"),
     ("completion",): (
         "odfweb3 completion bash > ~/.local/share/bash-completion/completions/odfweb3",

@@ -1,0 +1,157 @@
+"""``odfweb3 log`` and ``odfweb3 lineage``: a dataset's history and its inputs, to look at."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from odfweb3.cli.output import format_bytes
+from odfweb3.cli.text import plural, shown_target
+from odfweb3.errors import OdfWeb3Error, UsageError
+from odfweb3.history import block_log, lineage_graph, to_dot, to_mermaid, to_svg
+from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model import Seed
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.offline import OfflineIndex
+from odfweb3.publish.state import PublishState, StateStore
+
+__all__ = ["register"]
+
+FORMATS = ("text", "dot", "mermaid", "svg")
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``log`` and ``lineage``."""
+    p = sub.add_parser(
+        "log",
+        parents=[common],
+        help="a dataset's blocks, newest first: event, time, records and bytes added",
+        description="List the blocks of a dataset directory or a replica (car:DIR, ipns://, "
+        "ipfs://, ar://, did:odf:), newest first: sequence number, hash, event, system time, "
+        "and the records and bytes (data + checkpoint) each added. Every block is hash-checked "
+        "on the way.",
+    )
+    p.add_argument("dataset", help="dataset directory or replica reference")
+    p.add_argument("-n", "--limit", type=int, default=None, metavar="N", help="newest N blocks")
+    p.set_defaults(handler=_log)
+
+    p = sub.add_parser(
+        "lineage",
+        parents=[common],
+        help="the derivative graph: inputs, the heads consumed, where each is published",
+        description="Draw a dataset's lineage: the inputs its SetTransform declares, the input "
+        "block its latest ExecuteTransform consumed, and where each dataset is published (from "
+        "this machine's publish state). Inputs given with --inputs are followed to their own "
+        "inputs. Formats: text, dot (Graphviz), mermaid, svg (standalone, opens in a browser).",
+    )
+    p.add_argument("dataset", help="dataset directory or replica reference")
+    p.add_argument(
+        "--inputs",
+        nargs="+",
+        default=[],
+        metavar="REF",
+        help="input datasets (directories or replicas), matched by the ID in their Seed",
+    )
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE", help="write here")
+    p.set_defaults(handler=_lineage)
+
+
+def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
+    """The verified chain of a directory or a replica, head first."""
+    if "://" not in ref and not ref.startswith(("car:", "bundle:", "did:")):
+        return list(walk_chain(DatasetReader.open(ref)))
+    from odfweb3.adapters import open_replica
+
+    replica = open_replica(ref, ctx.config)
+    return list(walk_chain(replica.read_block, replica.head()))
+
+
+def _log(args: argparse.Namespace, ctx: Any) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("log: --limit must be at least 1")
+    entries = block_log(_chain(args.dataset, ctx))
+    shown = entries[: args.limit] if args.limit else entries
+
+    def human() -> str:
+        lines = []
+        for e in shown:
+            added = ""
+            if e.records_added or e.bytes_added:
+                added = f"  +{plural(e.records_added, 'record')}, +{format_bytes(e.bytes_added)}"
+            lines.append(
+                f"#{e.sequence:<4} {multihash_to_str(e.hash)[:20]}…  {e.event:<16} "
+                f"{e.system_time}{added}"
+            )
+        if len(shown) < len(entries):
+            lines.append(f"({plural(len(entries) - len(shown), 'older block')} not shown)")
+        return "\n".join(lines)
+
+    ctx.out.result({"dataset": args.dataset, "blocks": [e.to_json() for e in shown]}, human)
+    return 0
+
+
+def _where(state: PublishState) -> str:
+    place = shown_target(state.target)
+    if state.record.get("name"):
+        return f"{place} (ipns://{state.record['name']})"
+    if state.record.get("recordId"):
+        return f"{place} (ar://{state.record['recordId']})"
+    return place
+
+
+def _published(ctx: Any) -> dict[str, list[str]]:
+    """Where each dataset is published, from this machine's state (node and offline)."""
+    out: dict[str, list[str]] = {}
+    states = StateStore(ctx.config.state_dir).all()
+    try:
+        states += [s for _, s, _ in OfflineIndex(ctx.config.state_dir).states() if s is not None]
+    except OdfWeb3Error as exc:
+        ctx.out.warn(f"offline publishes not shown: {exc}")
+    for state in states:
+        out.setdefault(state.dataset_id, []).append(_where(state))
+    return out
+
+
+def _lineage(args: argparse.Namespace, ctx: Any) -> int:
+    entries = _chain(args.dataset, ctx)
+    inputs: dict[str, tuple[str, list[ChainEntry]]] = {}
+    for ref in args.inputs:
+        chain = _chain(ref, ctx)
+        seed = chain[-1].block.event
+        if isinstance(seed, Seed):
+            inputs[str(DatasetId.from_bytes(seed.dataset_id or b""))] = (ref, chain)
+    graph = lineage_graph(entries, args.dataset, inputs, _published(ctx))
+    if args.format == "dot":
+        text = to_dot(graph)
+    elif args.format == "mermaid":
+        text = to_mermaid(graph)
+    elif args.format == "svg":
+        text = to_svg(graph)
+    else:
+        text = _text(graph)
+    if args.output is not None:
+        args.output.write_text(text, encoding="utf-8")
+        ctx.out.result(
+            {"written": str(args.output), "format": args.format} | graph.to_json(),
+            f"wrote {args.output} ({args.format})",
+        )
+        return 0
+    ctx.out.result(graph.to_json() | {"format": args.format}, text, product=True)
+    return 0
+
+
+def _text(graph: Any) -> str:
+    lines = []
+    for did, node in graph.nodes.items():
+        head = node.head or "not available here"
+        lines.append(f"{node.name}\n  {node.kind} {did}\n  head {head}")
+        lines += [f"  published at {p}" for p in node.published]
+        for e in graph.edges:
+            if e.consumer == did:
+                at = f" up to {e.consumed}" if e.consumed else ""
+                lines.append(f"  <- input {e.alias} ({e.input}){at}")
+    return "\n".join(lines)
