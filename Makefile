@@ -38,7 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check odfweb3 adapters tests tools bench
 
 typecheck: $(STAMP)
-	$(BIN)/mypy odfweb3 adapters
+	$(BIN)/mypy odfweb3 adapters/odfweb3_ipfs adapters/odfweb3_arweave
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/contract

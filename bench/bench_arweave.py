@@ -15,11 +15,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from odfweb3.adapters.arweave.ans104 import iter_bundle
-from odfweb3.adapters.arweave.bundle_target import BundleTarget
-from odfweb3.adapters.arweave.wallet import generate_wallet
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_arweave.formats.ans104 import iter_bundle
+from odfweb3_arweave.publish.bundle_target import BundleTarget
+from odfweb3_arweave.wallet import generate_wallet
 
 
 def measure(out_dir: Path, bundle_name: str, payload_ids: set[str]) -> dict[str, int]:

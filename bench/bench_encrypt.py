@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ensure_dataset, linked_copy, machine, print_table
 
-from odfweb3.adapters.ipfs.car_target import CarTarget
 from odfweb3.crypto.envelope import encode_envelope, new_envelope
 from odfweb3.crypto.keys import KeyRing
 from odfweb3.crypto.keystore import Keystore
@@ -42,6 +41,7 @@ from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import decrypt_stream, encrypt_stream
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.execute import load_verified_chain, publish_dataset
+from odfweb3_ipfs.publish.car_target import CarTarget
 
 GOAL = 0.7
 

@@ -39,10 +39,10 @@ from _common import (
     print_table,
 )
 
-from odfweb3.adapters.ipfs.car_target import CarTarget
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.odf.builder import append_blocks
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
+from odfweb3_ipfs.publish.car_target import CarTarget
 
 GOAL_INCREMENTAL = 0.02
 

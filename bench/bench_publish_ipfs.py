@@ -47,13 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ensure_dataset, linked_copy, machine, print_table
 
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.odf.builder import append_blocks
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 
 LAYOUT = ("blocks", "checkpoints", "data", "refs")
 

@@ -39,18 +39,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ensure_dataset, machine, print_table
 
-from odfweb3.adapters.ipfs.car_target import CarTarget
-from odfweb3.adapters.ipfs.gateway_replica import IpfsAccess, IpfsGateway, open_ipfs_ref
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
-from odfweb3.pull import pull_dataset
-from odfweb3.resolve import resolve_dataset
+from odfweb3.read.claims import resolve_dataset
+from odfweb3.read.pull import pull_dataset
+from odfweb3_ipfs.client.gateway import IpfsGateway
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+from odfweb3_ipfs.read.access import IpfsAccess
+from odfweb3_ipfs.read.names import open_ipfs_ref
 
 LAYOUT = ("blocks", "checkpoints", "data", "refs")
 

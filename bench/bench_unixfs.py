@@ -31,9 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-from odfweb3.adapters.ipfs.car import CarWriter
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.unixfs import DirNode, auto_hash_threads, import_tree
+from odfweb3_ipfs.formats.car import CarWriter
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.publish.unixfs_import import DirNode, auto_hash_threads, import_tree
 
 CHUNK = 262144
 

@@ -19,7 +19,7 @@ from xml.sax.saxutils import escape
 
 from odfweb3.odf.chain import ChainEntry
 from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.model import AddData, ExecuteTransform, Seed, SetInfo, SetTransform
+from odfweb3.odf.model_gen import AddData, ExecuteTransform, Seed, SetInfo, SetTransform
 from odfweb3.odf.multihash import multihash_to_str
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``make diagrams`` runs this and writes ``docs/img/*.svg``; the SVGs are checked in. The
 output is deterministic (fixed coordinates, no timestamps or ids from the clock), so a
-re-run with no change in this file leaves git clean, and ``tests/unit/test_docs.py``
+re-run with no change in this file leaves git clean, and ``tests/hygiene/test_docs.py``
 checks the checked-in files equal what this script draws.
 
 Diagrams:

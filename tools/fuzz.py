@@ -54,68 +54,68 @@ def _block(data: bytes) -> object:
 
 
 def _dagpb(data: bytes) -> object:
-    from odfweb3.adapters.ipfs.dagpb import decode_pbnode
+    from odfweb3_ipfs.formats.dagpb import decode_pbnode
 
     return decode_pbnode(data)
 
 
 def _unixfs(data: bytes) -> object:
-    from odfweb3.adapters.ipfs.unixfs_data import decode_unixfs_data
+    from odfweb3_ipfs.formats.unixfs_data import decode_unixfs_data
 
     return decode_unixfs_data(data)
 
 
 def _car(data: bytes) -> object:
-    from odfweb3.adapters.ipfs.car import iter_car
+    from odfweb3_ipfs.formats.car import iter_car
 
     roots, blocks = iter_car(io.BytesIO(data))
     return roots, sum(1 for _ in blocks)
 
 
 def _ipns(data: bytes) -> object:
-    from odfweb3.adapters.ipfs.ipns import decode_record
+    from odfweb3_ipfs.formats.ipns import decode_record
 
     return decode_record(data)
 
 
 def _dagcbor(data: bytes) -> object:
-    from odfweb3.adapters.ipfs.dagcbor import decode_dagcbor
+    from odfweb3_ipfs.formats.dagcbor import decode_dagcbor
 
     return decode_dagcbor(data)
 
 
 def _cid(data: bytes) -> object:
-    from odfweb3.adapters.ipfs.cid import Cid
+    from odfweb3_ipfs.formats.cid import Cid
 
     return Cid.decode(data.decode("latin-1"))
 
 
 def _ans104_item(data: bytes) -> object:
-    from odfweb3.adapters.arweave.ans104 import decode_data_item
+    from odfweb3_arweave.formats.ans104 import decode_data_item
 
     return decode_data_item(data)
 
 
 def _ans104_bundle(data: bytes) -> object:
-    from odfweb3.adapters.arweave.ans104 import decode_bundle
+    from odfweb3_arweave.formats.ans104 import decode_bundle
 
     return decode_bundle(data)
 
 
 def _ans104_tags(data: bytes) -> object:
-    from odfweb3.adapters.arweave.ans104 import decode_tags
+    from odfweb3_arweave.formats.ans104 import decode_tags
 
     return decode_tags(data)
 
 
 def _manifest(data: bytes) -> object:
-    from odfweb3.adapters.arweave.manifest import decode_manifest
+    from odfweb3_arweave.formats.manifest import decode_manifest
 
     return decode_manifest(data)
 
 
 def _tx_json(data: bytes) -> object:
-    from odfweb3.adapters.arweave.tx import from_json
+    from odfweb3_arweave.formats.tx import from_json
 
     return from_json(data)
 
@@ -139,9 +139,9 @@ def _walk_budget() -> int:
 def _dag_walk(data: bytes) -> object:
     """A mutated dag-pb file or directory node: read as a file, listed as a directory and
     walked whole, each with its budget on (each step's own errors are expected)."""
-    from odfweb3.adapters.ipfs.cid import Cid
-    from odfweb3.adapters.ipfs.unixfs_reader import iter_dag, list_directory, read_file
     from odfweb3.errors import OdfWeb3Error
+    from odfweb3_ipfs.formats.cid import Cid
+    from odfweb3_ipfs.formats.unixfs_reader import iter_dag, list_directory, read_file
 
     store, _ = _dag_store()
     root = Cid.of_block(data, codec=0x70)
@@ -157,8 +157,8 @@ def _dag_walk(data: bytes) -> object:
 
 def _hamt(data: bytes) -> object:
     """A mutated HAMT root shard above valid sub-shards, listed, budgets on."""
-    from odfweb3.adapters.ipfs.cid import Cid
-    from odfweb3.adapters.ipfs.unixfs_reader import list_directory
+    from odfweb3_ipfs.formats.cid import Cid
+    from odfweb3_ipfs.formats.unixfs_reader import list_directory
 
     store, _ = _dag_store()
     root = Cid.of_block(data, codec=0x70)
@@ -182,9 +182,9 @@ def _car_dir_summary(data: bytes) -> object:
 
 
 def _read_car_dir(out: Path) -> object:
-    from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
     from odfweb3.odf.chain import iter_objects, walk_chain
-    from odfweb3.replica import read_object_verified
+    from odfweb3.read.replica import read_object_verified
+    from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 
     replica = CarDirReplica(check_car_dir(out), f"car:{out}", out)
     entries = list(walk_chain(replica.read_block, replica.head()))
@@ -251,7 +251,7 @@ def _content_key() -> object:
 
 @cache
 def _wallet() -> object:
-    from odfweb3.adapters.arweave.wallet import generate_wallet
+    from odfweb3_arweave.wallet import generate_wallet
 
     return generate_wallet()
 
@@ -281,10 +281,10 @@ def _dag_store() -> tuple[dict[bytes, bytes], tuple[bytes, ...]]:
     directory sharded at fanout 16 (multi-level files, sub-shards), plus an amplifying file
     (64 x 64 links to one 1 KiB leaf) and a HAMT whose shard links one sub-shard 16 times.
     Returns the store and the seed roots (file nodes and shards with links)."""
-    from odfweb3.adapters.ipfs.cid import Cid
-    from odfweb3.adapters.ipfs.dagpb import PBLink, decode_pbnode, encode_pbnode
-    from odfweb3.adapters.ipfs.unixfs import import_tree
-    from odfweb3.adapters.ipfs.unixfs_data import DataType, UnixFSData, encode_unixfs_data
+    from odfweb3_ipfs.formats.cid import Cid
+    from odfweb3_ipfs.formats.dagpb import PBLink, decode_pbnode, encode_pbnode
+    from odfweb3_ipfs.formats.unixfs_data import DataType, UnixFSData, encode_unixfs_data
+    from odfweb3_ipfs.publish.unixfs_import import import_tree
 
     store: dict[bytes, bytes] = {}
     import_tree(
@@ -321,9 +321,9 @@ def _car_dir_seed() -> tuple[Path, dict[str, object]]:
     """An honest car:DIR publish of the fuzz dataset (re-written before each input)."""
     import json
 
-    from odfweb3.adapters.ipfs.car_target import CarTarget
     from odfweb3.crypto.keystore import Keystore
     from odfweb3.publish.execute import publish_dataset
+    from odfweb3_ipfs.publish.car_target import CarTarget
 
     out = _tmp() / "car-dir"
     publish_dataset(_dataset(), CarTarget(out, Keystore(_tmp() / "keys")))
@@ -343,7 +343,7 @@ def _blocks() -> list[bytes]:
 
 
 def _dag_blocks() -> list[tuple[object, bytes]]:
-    from odfweb3.adapters.ipfs.unixfs import import_tree
+    from odfweb3_ipfs.publish.unixfs_import import import_tree
 
     out: list[tuple[object, bytes]] = []
     import_tree(_dataset(), sink=lambda cid, data: out.append((cid, data)))
@@ -360,7 +360,7 @@ def _seeds(name: str) -> tuple[bytes, ...]:
     if name == "block":
         return tuple(_blocks())
     if name in ("dagpb", "unixfs"):
-        from odfweb3.adapters.ipfs.dagpb import decode_pbnode
+        from odfweb3_ipfs.formats.dagpb import decode_pbnode
 
         nodes = [d for c, d in _dag_blocks() if getattr(c, "codec", 0x70) == 0x70]
         nodes = [d for d in nodes if _ok(decode_pbnode, d)]
@@ -368,7 +368,7 @@ def _seeds(name: str) -> tuple[bytes, ...]:
             return tuple(nodes[:8])
         return tuple(n.data for n in (decode_pbnode(d) for d in nodes[:8]) if n.data)
     if name == "car":
-        from odfweb3.adapters.ipfs.car import CarWriter
+        from odfweb3_ipfs.formats.car import CarWriter
 
         blocks = _dag_blocks()
         buf = io.BytesIO()
@@ -379,7 +379,7 @@ def _seeds(name: str) -> tuple[bytes, ...]:
     if name in ("ipns", "dagcbor"):
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-        from odfweb3.adapters.ipfs.ipns import OdfExtension, create_record, encode_record
+        from odfweb3_ipfs.formats.ipns import OdfExtension, create_record, encode_record
 
         key = Ed25519PrivateKey.from_private_bytes(bytes(32))
         ext = OdfExtension(dataset_id="did:odf:fed01" + "ab" * 32, head="f1620" + "cd" * 32)
@@ -397,13 +397,13 @@ def _seeds(name: str) -> tuple[bytes, ...]:
     if name == "cid":
         return tuple(str(c).encode() for c, _ in _dag_blocks()[:4])
     if name in ("ans104_item", "ans104_bundle", "ans104_tags"):
-        from odfweb3.adapters.arweave.ans104 import (
+        from odfweb3_arweave.formats.ans104 import (
             create_data_item,
             encode_bundle,
             encode_data_item,
             encode_tags,
         )
-        from odfweb3.adapters.arweave.tags import Tag
+        from odfweb3_arweave.formats.tags import Tag
 
         tags = [Tag.of("App-Name", "odfweb3"), Tag.of("Content-Type", "text/plain")]
         if name == "ans104_tags":
@@ -416,13 +416,13 @@ def _seeds(name: str) -> tuple[bytes, ...]:
             return tuple(encode_data_item(i) for i in items)
         return (encode_bundle(items),)
     if name == "manifest":
-        from odfweb3.adapters.arweave.manifest import PathManifest, encode_manifest
+        from odfweb3_arweave.formats.manifest import PathManifest, encode_manifest
 
         ids = {f"blocks/{i}": "A" * 42 + "BCDE"[i] for i in range(4)}
         return (encode_manifest(PathManifest(paths=ids, index="blocks/0")),)
     if name == "tx_json":
-        from odfweb3.adapters.arweave.tags import Tag
-        from odfweb3.adapters.arweave.tx import new_transaction, sign_transaction, to_json
+        from odfweb3_arweave.formats.tags import Tag
+        from odfweb3_arweave.formats.tx import new_transaction, sign_transaction, to_json
 
         w = _wallet()
         tx = new_transaction(
@@ -451,8 +451,8 @@ def _seeds(name: str) -> tuple[bytes, ...]:
         sealed = env.add_recipient(env.new_envelope(ring), ring, env.x25519_recipient(pub))
         return (env.encode_envelope(sealed),)
     if name in ("dag_walk", "hamt"):
-        from odfweb3.adapters.ipfs.dagpb import decode_pbnode
-        from odfweb3.adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
+        from odfweb3_ipfs.formats.dagpb import decode_pbnode
+        from odfweb3_ipfs.formats.unixfs_data import DataType, decode_unixfs_data
 
         _, roots = _dag_store()
         shard = DataType.HAMT_SHARD

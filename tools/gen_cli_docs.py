@@ -3,7 +3,7 @@
 Walks ``odfweb3.cli.main.build_parser()`` (every subcommand, nested ones included) and
 writes each command's usage, arguments, options and description, then the exit-code
 table parsed from ``odfweb3/cli/main.py``'s docstring. The page is never edited by
-hand: ``make docs`` regenerates it, and ``tests/unit/test_docs.py`` fails when it
+hand: ``make docs`` regenerates it, and ``tests/hygiene/test_docs.py`` fails when it
 differs from what the parser says.
 
 Usage::

@@ -9,7 +9,7 @@ Two jobs, both deterministic (run by ``make schemas`` through tools/gen_schemas.
     upstream comments, field order and types.
 
 ``generate FBS``
-    Parse the subset schema and write ``odfweb3/odf/model.py`` (frozen dataclasses, IntEnums,
+    Parse the subset schema and write ``odfweb3/odf/model_gen.py`` (frozen dataclasses, IntEnums,
     union type aliases) and ``odfweb3/odf/_codec_gen.py`` (straight-line encode/decode functions
     for every table).
 
@@ -439,7 +439,7 @@ from typing import Any
 from flatbuffers.builder import Builder
 
 from odfweb3.errors import FormatError
-from odfweb3.odf import model as m
+from odfweb3.odf import model_gen as m
 from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [

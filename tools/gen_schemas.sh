@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # `make schemas`: regenerate everything derived from the ODF FlatBuffers schema.
 #   1. schemas/odf.fbs          subset of the upstream schema (only if the reference copy exists)
-#   2. odfweb3/odf/_generated/  flatc --python accessors (reference only; checked in, never edited)
-#   3. odfweb3/odf/model.py, odfweb3/odf/_codec_gen.py   our generator (tools/gen_odf_model.py)
+#   2. tests/support/flatc_gen/  flatc --python accessors (reference only; checked in, never edited)
+#   3. odfweb3/odf/model_gen.py, odfweb3/odf/_codec_gen.py   our generator (tools/gen_odf_model.py)
 # flatc comes from Debian's flatbuffers-compiler; it is installed here, never by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 REF=${ODF_REF_FBS:-../shared/ref/opendatafabric.fbs}
-OUT=odfweb3/odf/_generated
+OUT=tests/support/flatc_gen
 
 if [[ -f "$REF" ]]; then
     "$PY" tools/gen_odf_model.py subset "$REF" schemas/odf.fbs
@@ -35,7 +35,7 @@ odfweb3/odf/_codec_gen.py); the tests use them as an independent reader of our b
 PYEOF
 echo "flatc $(flatc --version | awk '{print $3}')" > "$OUT/FLATC_VERSION"
 
-"$PY" tools/gen_odf_model.py generate schemas/odf.fbs odfweb3/odf/model.py odfweb3/odf/_codec_gen.py
-.venv/bin/ruff format --quiet odfweb3/odf/model.py odfweb3/odf/_codec_gen.py
-.venv/bin/ruff check --quiet --fix odfweb3/odf/model.py odfweb3/odf/_codec_gen.py
+"$PY" tools/gen_odf_model.py generate schemas/odf.fbs odfweb3/odf/model_gen.py odfweb3/odf/_codec_gen.py
+.venv/bin/ruff format --quiet odfweb3/odf/model_gen.py odfweb3/odf/_codec_gen.py
+.venv/bin/ruff check --quiet --fix odfweb3/odf/model_gen.py odfweb3/odf/_codec_gen.py
 echo "schemas regenerated"

@@ -11,7 +11,7 @@ from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import Seed
+from odfweb3.odf.model_gen import Seed
 
 __all__ = ["register"]
 
@@ -52,7 +52,7 @@ def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> 
     if args.ipns:
         name = str(args.ipns)
         return name if name.startswith("ipns://") else f"ipns://{name}"
-    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+    from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 
     seed = entries[-1].block.event
     did = DatasetId.from_bytes(seed.dataset_id or b"") if isinstance(seed, Seed) else None

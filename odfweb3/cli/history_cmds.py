@@ -13,7 +13,7 @@ from odfweb3.history import block_log, lineage_graph, to_dot, to_mermaid, to_svg
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import Seed
+from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.state import PublishState, StateStore
@@ -64,7 +64,7 @@ def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
     """The verified chain of a directory or a replica, head first."""
     if "://" not in ref and not ref.startswith(("car:", "bundle:", "did:")):
         return list(walk_chain(DatasetReader.open(ref)))
-    from odfweb3.adapters import open_replica
+    from odfweb3.read.resolve import open_replica
 
     replica = open_replica(ref, ctx.config)
     return list(walk_chain(replica.read_block, replica.head()))

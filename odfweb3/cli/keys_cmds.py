@@ -38,8 +38,8 @@ from odfweb3.crypto.keyfiles import (
 )
 from odfweb3.crypto.sealer import Sealer, encryption_required
 from odfweb3.errors import DecryptionError, NotFound, UsageError
-from odfweb3.replica import Replica
-from odfweb3.sealed_replica import DecryptingReplica, KeyEnvelopeSource
+from odfweb3.read.replica import Replica
+from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource
 
 __all__ = [
     "dataset_id_of",

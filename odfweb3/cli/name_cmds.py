@@ -2,7 +2,7 @@
 
 ``publish --to car:DIR`` writes the signed record ``DIR/<name>.ipns-record``. ``name push``
 sends those exact bytes to a delegated routing endpoint (IPIP-379, ``PUT
-/routing/v1/ipns/{name}``; see :mod:`odfweb3.adapters.ipfs.routing_v1`), then reads the name
+/routing/v1/ipns/{name}``; see :mod:`odfweb3_ipfs.client.routing_v1`), then reads the name
 back from the same endpoint and checks that it serves our record::
 
     odfweb3 name push car:./out --routing http://127.0.0.1:8080
@@ -62,8 +62,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _record_file(source: str) -> tuple[Path, str]:
     """The record file and its IPNS name (text) for ``car:DIR`` or a file path."""
-    from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
     from odfweb3.publish.state import load_summary_file
+    from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
 
     if source.startswith("car:"):
         out = Path(source[4:]).expanduser()
@@ -84,7 +84,7 @@ def _record_file(source: str) -> tuple[Path, str]:
 
 
 def _read_record(path: Path) -> bytes:
-    from odfweb3.adapters.ipfs.ipns import MAX_RECORD_SIZE
+    from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE
 
     try:
         # O_NONBLOCK: a FIFO put in place of the record must not hang us; then regular only.
@@ -134,13 +134,13 @@ def push_record_file(
     Returns the JSON summary (``name``, ``sequence``, ``value``, ``endpoint``, ``recordBytes``,
     ``served``). Raises the errors the module docstring lists (one line each).
     """
-    from odfweb3.adapters.ipfs.ipns import verify_record
-    from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
-    from odfweb3.adapters.ipfs.routing_v1 import (
+    from odfweb3_ipfs.client.routing_v1 import (
         get_ipns_record,
         ipns_url,
         put_ipns_record,
     )
+    from odfweb3_ipfs.formats.ipns import verify_record
+    from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
 
     name = parse_ipns_name(name_text)
     raw = _read_record(path)

@@ -22,7 +22,7 @@ from odfweb3.publish.target import PublishTarget
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
 
-# Kubo's UnixFS import profiles (adapters/ipfs/cid_profile.py PROFILES; a unit test checks).
+# Kubo's UnixFS import profiles (odfweb3_ipfs.publish.cid_profile.PROFILES; a test checks).
 CID_PROFILE_NAMES = ("unixfs-v0-2015", "legacy-cid-v0", "unixfs-v1-2025")
 
 DRIVE_PASSWORD_ENV = "ODFWEB3_DRIVE_PASSWORD"  # --arfs-private: the drive password
@@ -295,10 +295,11 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
 
 def _check_dnslink(args: argparse.Namespace) -> None:
     """``--dnslink DOMAIN``: a domain name, on a target that publishes an IPNS name."""
-    from odfweb3.adapters.ipfs.dnslink import check_domain
+    from odfweb3.backends import DnsLinker, all_backends, backend_for_target
 
-    check_domain(args.dnslink)
-    if args.to.partition(":")[0] not in ("ipfs", "car"):
+    linker = next(b for b in all_backends() if isinstance(b, DnsLinker))
+    linker.check_dnslink_domain(args.dnslink)
+    if not isinstance(backend_for_target(args.to), DnsLinker):
         raise UsageError(
             f"--dnslink needs an IPNS name: publish --to ipfs or car:DIR, not {args.to}"
         )
@@ -312,12 +313,12 @@ def _dnslink(args: argparse.Namespace, outcome: PublishOutcome) -> Any:
     """The DNSLink TXT record for the name just published, if ``--dnslink`` asked for it."""
     if args.dnslink is None or outcome.state is None:
         return None
-    from odfweb3.adapters.ipfs.dnslink import dnslink_record
+    from odfweb3.backends import DnsLinker, backend_for_target
 
-    name = outcome.state.record.get("name")
-    if not isinstance(name, str) or not name:
+    backend = backend_for_target(args.to)
+    if not isinstance(backend, DnsLinker):
         return None
-    return dnslink_record(args.dnslink, name)
+    return backend.dnslink_record(args.dnslink, outcome.state)
 
 
 def _publish_one(
@@ -330,15 +331,20 @@ def _publish_one(
     record_extra: Mapping[str, Any] | None = None,
 ) -> PublishOutcome:
     """Open the target and publish one dataset (warnings on stderr); the caller reports."""
-    from odfweb3.adapters import TargetOptions, open_target
-    from odfweb3.adapters.ipfs.cid_profile import profile_for
+    from odfweb3.backends import TargetOptions, checked_options, open_target
     from odfweb3.cli.keys_cmds import sealer_for_publish
 
     cid_version = args.cid_version
     if cid_version is None:
         configured = ctx.config.get("ipfs", "cid_version")
         cid_version = None if configured is None else int(configured)
-    profile = profile_for(args.cid_profile or ctx.config.get("ipfs", "cid_profile"), cid_version)
+    # The profile is checked whatever the target (a contradiction is refused everywhere).
+    options = checked_options(
+        TargetOptions(
+            cid_version=cid_version,
+            cid_profile=args.cid_profile or ctx.config.get("ipfs", "cid_profile"),
+        )
+    )
     password = _drive_password(args, ctx)
     # An ArFS private drive is encrypted end to end: it satisfies `sensitive: true`.
     sealer = None if password is not None else sealer_for_publish(ctx, dataset, args.encrypt)
@@ -346,8 +352,8 @@ def _publish_one(
         to or args.to,
         ctx.config,
         TargetOptions(
-            cid_version=profile.cid_version,
-            cid_profile=profile.name,
+            cid_version=options.cid_version,
+            cid_profile=options.cid_profile,
             wallet=args.wallet or ctx.config.arweave_wallet,
             unpin_previous=args.unpin_previous,
             sealer=sealer,
@@ -428,7 +434,7 @@ def _declared_inputs(dataset: str) -> tuple[str, set[str]]:
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.identity import DatasetId
     from odfweb3.odf.layout import DatasetReader
-    from odfweb3.odf.model import Seed, SetTransform
+    from odfweb3.odf.model_gen import Seed, SetTransform
 
     declared: set[str] | None = None
     seed_id = ""

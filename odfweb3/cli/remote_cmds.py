@@ -12,19 +12,19 @@ from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 from odfweb3.cli.text import plural, shown_path
 from odfweb3.errors import OdfWeb3Error, UsageError
-from odfweb3.lineage_verify import (
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.read.compare import ReplicaReport, compare_replica
+from odfweb3.read.lineage_check import (
     chain_resolvers,
     resolver_from_records,
     resolver_from_replicas,
     verify_lineage,
 )
-from odfweb3.odf.chain import walk_chain
-from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import LocalReplica, Replica
-from odfweb3.verify import ReplicaReport, compare_replica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import LocalReplica, Replica
 
 __all__ = ["register"]
 
@@ -142,7 +142,7 @@ def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
 
 def _key_envelope(args: argparse.Namespace, ctx: Any, *refs: str) -> bytes | None:
     """The ``--key-envelope`` bytes, if given; refused for references that name their own."""
-    from odfweb3.adapters import read_key_envelope
+    from odfweb3.read.resolve import read_key_envelope
 
     src = getattr(args, "key_envelope", None)
     if not src:
@@ -198,8 +198,8 @@ def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
 
 
 def _resolve(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters import resolve_ref
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.read.resolve import resolve_ref
 
     found = resolve_ref(
         args.ref,
@@ -226,8 +226,8 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _verify(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters import open_replica
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.read.resolve import open_replica
 
     if args.lineage:
         return _verify_lineage(args, ctx)
@@ -300,8 +300,8 @@ def _verify_detail(ctx: Any, ref: str, report: ReplicaReport, seconds: float) ->
 
 
 def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters import open_replica
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.read.resolve import open_replica
 
     if args.dataset is None or args.against:
         raise UsageError("verify --lineage: give one REF and no --against (inputs: --inputs-from)")
@@ -333,8 +333,8 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _pull(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters import open_replica
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.read.resolve import open_replica
 
     replica: Replica = decrypting_replica(
         ctx,

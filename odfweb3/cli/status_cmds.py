@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from odfweb3.cli.text import key_values, shown_target
-from odfweb3.errors import BackendError, NotFound, OdfWeb3Error, UsageError
+from odfweb3.errors import NotFound, OdfWeb3Error, UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import Seed
+from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.offline import OfflineEntry, OfflineIndex
 from odfweb3.publish.state import PublishState, StateStore
@@ -119,37 +119,41 @@ def _local_head(state: PublishState, local: dict[str, bytes]) -> bytes | None:
     return None
 
 
-def _ipfs_targets(ctx: Any, states: list[PublishState]) -> Iterator[tuple[PublishState, Any]]:
-    from odfweb3.adapters import TargetOptions, open_ipfs_target
+def _node_views(ctx: Any, states: list[PublishState], rows: list[dict[str, Any]]) -> None:
+    """Ask each state's backend what its node or gateway holds (records, uploads)."""
+    from odfweb3.backends import all_backends
+
+    for backend in all_backends():
+        mine = [s for s in states if s.target.partition(":")[0] in backend.target_schemes]
+        for state, seen in zip(mine, backend.query_status(mine, ctx.config), strict=True):
+            if seen is None:
+                continue
+            row = next(
+                r
+                for r in rows
+                if r["target"] == state.target and r["datasetId"] == state.dataset_id
+            )
+            if seen.node is not None:
+                row["node"] = seen.node
+            if seen.validity is not None:
+                row["validity"] = seen.validity
+            if seen.uploads is not None:
+                row["uploads"] = seen.uploads
+
+
+def _republishers(ctx: Any, states: list[PublishState]) -> Iterator[tuple[PublishState, Any]]:
+    """Each state whose names can be re-signed, with its backend's republisher (one per target)."""
+    from odfweb3.backends import RepublishingBackend, backend_for_target
 
     opened: dict[str, Any] = {}
     for state in states:
-        if not state.target.startswith("ipfs:"):
+        backend = backend_for_target(state.target)
+        if not isinstance(backend, RepublishingBackend):
             continue
-        api = state.target[len("ipfs:") :]
-        if api not in opened:
-            opened[api] = open_ipfs_target(ctx.config, TargetOptions(), api=api)
-        yield state, opened[api]
-
-
-def _arweave_uploads(ctx: Any, states: list[PublishState], rows: list[dict[str, Any]]) -> None:
-    """Per Arweave upload: pending / confirmed (block height) and confirmations."""
-    from odfweb3.adapters.arweave.gateway import ArweaveGateway
-    from odfweb3.adapters.arweave.gateway_target import upload_statuses
-
-    for state in states:
-        if not state.target.startswith("arweave:"):
-            continue
-        row = next(
-            r for r in rows if r["target"] == state.target and r["datasetId"] == state.dataset_id
-        )
-        try:
-            with ArweaveGateway(
-                state.target[len("arweave:") :], settings=ctx.config.network
-            ) as gateway:
-                row["uploads"] = upload_statuses(gateway, state)
-        except OdfWeb3Error as exc:
-            row["node"] = {"error": str(exc)}
+        if state.target not in opened:
+            opened[state.target] = backend.republisher(state.target, ctx.config)
+        if opened[state.target] is not None:
+            yield state, opened[state.target]
 
 
 def _pinning_pins(
@@ -175,7 +179,7 @@ def _pinning_pins(
         if not online or not pin["requestid"]:
             continue
         try:
-            from odfweb3.adapters.ipfs.pinning_config import load_service
+            from odfweb3_ipfs.publish.pinning_config import load_service
 
             if service not in (ctx.config.get("pinning", "services", default={}) or {}):
                 pin["error"] = f"service {service} is no longer in the configuration"
@@ -205,9 +209,6 @@ def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
 
 
 def _status(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
-    from odfweb3.adapters.ipfs.node_target import read_node_record
-
     states, local, lost, reasons = _states(ctx, args.dataset)
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
@@ -233,32 +234,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
         }
         rows.append(row)
     if not args.offline:
-        for state, target in _ipfs_targets(ctx, states):
-            row = next(
-                r
-                for r in rows
-                if r["target"] == state.target and r["datasetId"] == state.dataset_id
-            )
-            name = state.record.get("name")
-            if not name:
-                continue
-            try:
-                seen = read_node_record(target.client, parse_ipns_name(str(name)))
-            except (BackendError, OdfWeb3Error) as exc:
-                row["node"] = {"error": str(exc)}
-                continue
-            if seen is None:
-                row["node"] = {"record": None}
-                continue
-            row["node"] = {
-                "sequence": seen.record.sequence,
-                "value": seen.record.value_text,
-                "validity": seen.record.expires_at.isoformat(),
-                "expired": seen.expired,
-            }
-            row["validity"] = seen.record.expires_at.isoformat()
-    if not args.offline:
-        _arweave_uploads(ctx, states, rows)
+        _node_views(ctx, states, rows)
     _pinning_pins(ctx, states, rows, online=not args.offline)
     warnings = 0
     for row in rows:
@@ -348,7 +324,7 @@ def _republish(args: argparse.Namespace, ctx: Any) -> int:
         states = [s for s in states if s.target == want.rstrip("/")]
     results: list[dict[str, Any]] = []
     code = 0
-    for state, target in _ipfs_targets(ctx, states):
+    for state, target in _republishers(ctx, states):
         try:
             done = target.republish(state.dataset_id)
         except OdfWeb3Error as exc:

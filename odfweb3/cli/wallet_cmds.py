@@ -11,7 +11,10 @@ import argparse
 import re
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from odfweb3.backends import WalletMaker
 
 __all__ = ["register"]
 
@@ -64,31 +67,30 @@ _ADDRESS = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 def _address_of(text: str) -> str:
     """The address a ``wallet balance`` argument names: a wallet file's, or itself."""
-    from odfweb3.adapters.arweave.wallet import load_wallet
-
     path = Path(text)
     if path.exists() or not _ADDRESS.fullmatch(text):
-        address: str = load_wallet(path).address
-        return address
+        return _wallets().wallet_address(path)
     return text
 
 
-def _address(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters.arweave.wallet import load_wallet
+def _wallets() -> WalletMaker:
+    """The backend that keeps wallets (Arweave), from the registry."""
+    from odfweb3.backends import WalletMaker, all_backends
 
-    address = load_wallet(args.path).address
+    return next(b for b in all_backends() if isinstance(b, WalletMaker))
+
+
+def _address(args: argparse.Namespace, ctx: Any) -> int:
+    address = _wallets().wallet_address(args.path)
     ctx.out.result({"path": str(args.path), "address": address}, address, product=True)
     return 0
 
 
 def _balance(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters.arweave.gateway import WINSTON_PER_AR, ArweaveGateway
-
     address = _address_of(args.wallet)
     url = args.gateway or ctx.config.arweave_gateway
-    with ArweaveGateway(url, timeout=30.0) as gateway:
-        winston = int(gateway.balance(address))
-    ar = Decimal(winston) / Decimal(WINSTON_PER_AR)
+    winston = _wallets().balance(address, url)
+    ar = Decimal(winston) / Decimal(10**12)  # winston per AR
     ctx.out.result(
         {"address": address, "gateway": url, "winston": winston, "ar": f"{ar:.12f}"},
         f"{address}  {ar:.12f} AR  ({winston} winston) on {url}",
@@ -97,7 +99,6 @@ def _balance(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _new(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.adapters.arweave.wallet import generate_wallet, save_wallet
     from odfweb3.errors import ConfigError
 
     path: Path = args.path
@@ -105,11 +106,11 @@ def _new(args: argparse.Namespace, ctx: Any) -> int:
         raise ConfigError(f"wallet file {path} already exists; refusing to overwrite it")
     if not path.parent.is_dir():
         raise ConfigError(f"wallet file {path}: directory {path.parent} does not exist")
+    maker = _wallets()
     ctx.out.info("generating an RSA-4096 key (a few seconds)...")
-    wallet = generate_wallet()
-    save_wallet(wallet, path)
+    address = maker.new_wallet(path)
     ctx.out.result(
-        {"path": str(path), "address": wallet.address},
-        f"wrote {path} (mode 0600)\naddress {wallet.address}",
+        {"path": str(path), "address": address},
+        f"wrote {path} (mode 0600)\naddress {address}",
     )
     return 0

@@ -73,6 +73,7 @@ __all__ = [
     "DEFAULT_SCRYPT_N",
     "ENVELOPE_FORMAT",
     "ENVELOPE_VERSION",
+    "MAX_ENVELOPE_SIZE",
     "MAX_PASSPHRASE_RECIPIENTS",
     "MAX_RECIPIENTS",
     "MAX_SCRYPT_N",
@@ -102,6 +103,7 @@ ENVELOPE_VERSION: Final = 1
 # the oldest it wrote (2**15; still opens), and the fixed r and p. A reader refuses
 # anything costlier before running the KDF (issue 16 item 6).
 DEFAULT_SCRYPT_N: Final = 2**18
+MAX_ENVELOPE_SIZE: Final = 4 << 20  # the largest key envelope read from anywhere
 MIN_SCRYPT_N: Final = 2**15
 MAX_SCRYPT_N: Final = DEFAULT_SCRYPT_N
 SCRYPT_R: Final = 8

@@ -21,7 +21,7 @@ from typing import Any
 from flatbuffers.builder import Builder
 
 from odfweb3.errors import FormatError
-from odfweb3.odf import model as m
+from odfweb3.odf import model_gen as m
 from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [

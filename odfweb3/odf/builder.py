@@ -33,7 +33,7 @@ from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
 from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
 from odfweb3.odf.layout import DatasetReader, DatasetWriter, local_io_error
-from odfweb3.odf.model import (
+from odfweb3.odf.model_gen import (
     AddData,
     Checkpoint,
     DatasetKind,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
 from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
-from odfweb3.odf.model import AddData, ExecuteTransform, MetadataBlock, Seed
+from odfweb3.odf.model_gen import AddData, ExecuteTransform, MetadataBlock, Seed
 from odfweb3.odf.multihash import multihash_to_str
 
 __all__ = [

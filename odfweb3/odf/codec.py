@@ -20,7 +20,7 @@ from flatbuffers.builder import Builder
 
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf import _codec_gen as _gen
-from odfweb3.odf.model import Manifest, MetadataBlock, MetadataEvent
+from odfweb3.odf.model_gen import Manifest, MetadataBlock, MetadataEvent
 
 __all__ = [
     "METADATA_BLOCK_KIND",

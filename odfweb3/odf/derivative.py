@@ -46,7 +46,7 @@ from odfweb3.odf.lineage import (
     input_states,
     load_input_chain,
 )
-from odfweb3.odf.model import (
+from odfweb3.odf.model_gen import (
     Checkpoint,
     DatasetKind,
     DataSlice,

@@ -5,7 +5,7 @@ each input it consumed (``queryInputs``): the half-open block interval
 ``(prevBlockHash, newBlockHash]`` and offset interval ``(prevOffset, newOffset]``
 of the input's chain (ODF spec, "ExecuteTransformInput"; RFC-014 made the start
 points always carried, even across empty intervals). The rules, each reported
-as a :class:`~odfweb3.odf.validate.Violation` under its name:
+as a :class:`~odfweb3.odf.violation.Violation` under its name:
 
 ===========================  =========================================================
 ``transform-sql``            a SetTransform has a normalized SQL transform: no
@@ -46,7 +46,7 @@ from odfweb3.errors import FormatError, UsageError
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import (
+from odfweb3.odf.model_gen import (
     AddData,
     DatasetKind,
     ExecuteTransform,
@@ -57,7 +57,7 @@ from odfweb3.odf.model import (
 )
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
-from odfweb3.odf.validate import Violation
+from odfweb3.odf.violation import Violation
 
 __all__ = [
     "InputChain",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from odfweb3.odf.chain import ChainEntry, iter_objects
 from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.model import AddData, DatasetKind, ExecuteTransform, Seed, SetInfo, SetLicense
+from odfweb3.odf.model_gen import AddData, DatasetKind, ExecuteTransform, Seed, SetInfo, SetLicense
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
 

@@ -40,10 +40,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
+from odfweb3.odf import lineage
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader, ObjectKind
-from odfweb3.odf.model import (
+from odfweb3.odf.model_gen import (
     AddData,
     AddPushSource,
     DatasetKind,
@@ -56,6 +57,7 @@ from odfweb3.odf.model import (
 )
 from odfweb3.odf.multihash import hash_fd, multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
+from odfweb3.odf.violation import Violation
 
 __all__ = [
     "ChainState",
@@ -71,34 +73,6 @@ ProgressFn = Callable[[int], None]
 
 _ROOT_ONLY = (AddData, SetPollingSource, AddPushSource, DisablePollingSource, DisablePushSource)
 _DERIVATIVE_ONLY = (SetTransform, ExecuteTransform)
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule: which, where (block sequence number and hash), and what."""
-
-    rule: str
-    message: str
-    sequence_number: int | None = None
-    block_hash: bytes | None = None
-
-    def __str__(self) -> str:
-        where = ""
-        if self.sequence_number is not None:
-            where = f"block #{self.sequence_number}"
-            if self.block_hash is not None:
-                where += f" ({multihash_to_str(self.block_hash)})"
-            where += ": "
-        return f"{where}[{self.rule}] {self.message}"
-
-    def to_json(self) -> dict[str, object]:
-        """JSON form for ``--json`` output."""
-        return {
-            "rule": self.rule,
-            "message": self.message,
-            "sequenceNumber": self.sequence_number,
-            "blockHash": multihash_to_str(self.block_hash) if self.block_hash else None,
-        }
 
 
 @dataclass(frozen=True)
@@ -494,9 +468,6 @@ def validate_dataset(
         entries.reverse()
         if not violations:
             violations.extend(check_chain_rules(entries))
-            # Derivative rules live in odf.lineage, which imports Violation from here.
-            from odfweb3.odf import lineage
-
             violations.extend(lineage.check_transform_rules(entries))
             if inputs:
                 chains = lineage.load_input_chains(inputs)

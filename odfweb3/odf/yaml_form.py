@@ -10,7 +10,7 @@ ed25519-pub varint ``0xed 0x01`` + 32-byte key); ``ExtraAttributes`` is an objec
 block as compact JSON text with sorted keys, as the reference implementation writes it). Absent
 fields are omitted. A block is ``{kind: MetadataBlock, version: 3, content: {...}}``.
 
-Everything here is schema-driven (:data:`odfweb3.odf.model.SCHEMA_FIELDS`), so every table of
+Everything here is schema-driven (:data:`odfweb3.odf.model_gen.SCHEMA_FIELDS`), so every table of
 the model has a dict form.
 """
 
@@ -26,7 +26,7 @@ import yaml
 from multiformats import multibase
 
 from odfweb3.errors import FormatError
-from odfweb3.odf import model as m
+from odfweb3.odf import model_gen as m
 from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [

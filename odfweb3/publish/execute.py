@@ -26,7 +26,7 @@ from odfweb3.errors import IntegrityError, UsageError
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import Seed
+from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
 from odfweb3.publish.plan import PublishPlan, plan_publish
 from odfweb3.publish.state import PublishState

@@ -35,8 +35,7 @@ from typing import Any, BinaryIO, Final
 import httpx
 
 from odfweb3.errors import BackendRejected, BackendUnavailable, OdfWeb3Error
-
-from .settings import NetworkSettings
+from odfweb3.transport.settings import NetworkSettings
 
 __all__ = [
     "ERROR_BODY_LIMIT",

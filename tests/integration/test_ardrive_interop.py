@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from odfweb3.adapters.arweave.ans104 import decode_bundle
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.gateway_target import GatewayTarget
-from odfweb3.adapters.arweave.manifest import decode_manifest
-from odfweb3.adapters.arweave.wallet import generate_wallet
 from odfweb3.odf.builder import create_root_dataset
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.formats.ans104 import decode_bundle
+from odfweb3_arweave.formats.manifest import decode_manifest
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.wallet import generate_wallet
 from tests.support.oracles import run_oracle
 
 RICH = 10**15  # winston

@@ -12,29 +12,29 @@ from base64 import b64decode
 from dataclasses import replace
 from pathlib import Path
 
-from odfweb3.adapters.arweave.ans104 import BUNDLE_TAGS, create_data_item, encode_bundle
-from odfweb3.adapters.arweave.arfs import tag_value
-from odfweb3.adapters.arweave.arfs_private import (
-    decrypt,
-    derive_drive_key,
-    derive_file_key,
-    private_data_tags,
-)
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.gateway_target import GatewayTarget
-from odfweb3.adapters.arweave.manifest import MANIFEST_CONTENT_TYPE, PathManifest, encode_manifest
-from odfweb3.adapters.arweave.record import AddedFile, encode_record, record_tags
-from odfweb3.adapters.arweave.replica import open_ar_replica
-from odfweb3.adapters.arweave.resolve import item_tags, lookup_items
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.adapters.arweave.tx import new_transaction, sign_transaction
-from odfweb3.adapters.arweave.wallet import generate_wallet, load_wallet, save_wallet
 from odfweb3.cli.main import main
 from odfweb3.errors import DecryptionError, UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS, create_data_item, encode_bundle
+from odfweb3_arweave.formats.arfs import tag_value
+from odfweb3_arweave.formats.arfs_private import (
+    decrypt,
+    derive_drive_key,
+    derive_file_key,
+    private_data_tags,
+)
+from odfweb3_arweave.formats.manifest import MANIFEST_CONTENT_TYPE, PathManifest, encode_manifest
+from odfweb3_arweave.formats.record import AddedFile, encode_record, record_tags
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.formats.tx import new_transaction, sign_transaction
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.read.lookup import item_tags, lookup_items
+from odfweb3_arweave.read.replica import open_ar_replica
+from odfweb3_arweave.wallet import generate_wallet, load_wallet, save_wallet
 from tests.integration.test_arweave_encrypted import RICH, RecordingTransport
 from tests.support.encrypted import make_encrypted_world
 from tests.support.oracles import run_oracle

@@ -12,9 +12,6 @@ import json
 import httpx
 import pytest
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.gateway_target import GatewayTarget
-from odfweb3.adapters.arweave.wallet import Wallet, generate_wallet
 from odfweb3.cli.main import main
 from odfweb3.crypto.envelope import (
     add_recipient,
@@ -31,6 +28,9 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.wallet import Wallet, generate_wallet
 from tests.support.encrypted import make_encrypted_world
 
 RICH = 10**15

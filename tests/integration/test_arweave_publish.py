@@ -14,14 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.ans104 import BUNDLE_TAGS, create_data_item, encode_bundle
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.gateway_target import GatewayTarget, upload_statuses
-from odfweb3.adapters.arweave.replica import open_ar_replica
-from odfweb3.adapters.arweave.resolve import find_latest_upload, walk_uploads
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.adapters.arweave.tx import new_transaction, sign_transaction
-from odfweb3.adapters.arweave.wallet import Wallet, generate_wallet
 from odfweb3.errors import BackendRejected, ConflictError, ResolutionError, UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
@@ -29,7 +21,15 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
-from odfweb3.replica import read_object_verified
+from odfweb3.read.replica import read_object_verified
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS, create_data_item, encode_bundle
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.formats.tx import new_transaction, sign_transaction
+from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
+from odfweb3_arweave.read.lookup import find_latest_upload, walk_uploads
+from odfweb3_arweave.read.replica import open_ar_replica
+from odfweb3_arweave.wallet import Wallet, generate_wallet
 
 RICH = 10**15  # winston: plenty for every test publish
 
@@ -271,8 +271,8 @@ def test_non_descending_head_is_refused(arlocal, wallet, tmp_path) -> None:
 
 
 def test_cli_publish_status_and_wallet_from_env(arlocal, wallet, tmp_path, capsys) -> None:
-    from odfweb3.adapters.arweave.wallet import save_wallet
     from odfweb3.cli.main import main
+    from odfweb3_arweave.wallet import save_wallet
 
     arlocal.mint(wallet.address, RICH)
     wallet_path = tmp_path / "wallet.json"

@@ -8,14 +8,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.replica import open_ar_replica
-from odfweb3.adapters.arweave.wallet import generate_wallet, save_wallet
 from odfweb3.cli.main import main
 from odfweb3.odf.builder import append_blocks, create_root_dataset, example_keypair
 from odfweb3.odf.derivative import append_transform, create_derivative_dataset
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.read.replica import open_ar_replica
+from odfweb3_arweave.wallet import generate_wallet, save_wallet
 
 
 def test_publish_with_inputs_and_verify_the_lineage_from_the_record(

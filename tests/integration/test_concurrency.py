@@ -22,23 +22,23 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.replica import open_ar_replica
-from odfweb3.adapters.arweave.resolve import collect_uploads, find_latest_upload
-from odfweb3.adapters.arweave.wallet import generate_wallet, save_wallet
-from odfweb3.adapters.ipfs.car_check import check_car_dir
-from odfweb3.adapters.ipfs.car_target import LOCK_NAME, head_of_summary
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.node_target import read_node_record
-from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import load_verified_chain
 from odfweb3.publish.state import StateStore
-from odfweb3.pull import pull_dataset
+from odfweb3.read.pull import pull_dataset
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.read.lookup import collect_uploads, find_latest_upload
+from odfweb3_arweave.read.replica import open_ar_replica
+from odfweb3_arweave.wallet import generate_wallet, save_wallet
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.car_target import LOCK_NAME, head_of_summary
+from odfweb3_ipfs.publish.node_target import read_node_record
+from odfweb3_ipfs.publish.unixfs_import import import_tree
+from odfweb3_ipfs.read.car_replica import check_car_dir
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 3
@@ -226,9 +226,9 @@ def test_a_visible_arweave_race_is_settled_with_the_default_config(tmp_path: Pat
     """
     from datetime import UTC, datetime
 
-    from odfweb3.adapters.arweave.gateway_target import GatewayTarget
     from odfweb3.errors import ConflictError
     from odfweb3.publish.execute import publish_dataset
+    from odfweb3_arweave.publish.gateway_target import GatewayTarget
 
     wallet = generate_wallet()
     arlocal.mint(wallet.address, 10**15)

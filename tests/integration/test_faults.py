@@ -25,16 +25,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.gateway_target import GatewayTarget
-from odfweb3.adapters.arweave.replica import open_ar_replica
-from odfweb3.adapters.arweave.resolve import find_latest_upload
-from odfweb3.adapters.arweave.wallet import generate_wallet
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget, _head_of, read_node_record
-from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import OdfWeb3Error
 from odfweb3.odf.builder import append_blocks, create_root_dataset
@@ -42,7 +32,17 @@ from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
-from odfweb3.pull import pull_dataset
+from odfweb3.read.pull import pull_dataset
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.read.lookup import find_latest_upload
+from odfweb3_arweave.read.replica import open_ar_replica
+from odfweb3_arweave.wallet import generate_wallet
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, _head_of, read_node_record
+from odfweb3_ipfs.publish.unixfs_import import import_tree
 from tests.support.fault_proxy import fault_proxy
 
 RATE = 0.2

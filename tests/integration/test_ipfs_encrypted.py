@@ -14,11 +14,6 @@ import json
 import httpx
 import pytest
 
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget, read_node_record
-from odfweb3.adapters.ipfs.unixfs_reader import iter_dag, list_directory, read_file, resolve_path
 from odfweb3.cli.main import main
 from odfweb3.crypto.envelope import (
     add_recipient,
@@ -38,6 +33,11 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.formats.unixfs_reader import iter_dag, list_directory, read_file, resolve_path
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
 from tests.support.encrypted import (
     DATA_MARKER,
     INFO_MARKER,

@@ -11,14 +11,6 @@ import shutil
 import httpx
 import pytest
 
-from odfweb3.adapters.ipfs.car import read_car_header
-from odfweb3.adapters.ipfs.car_target import CarTarget
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.ipns import create_record, encode_record, verify_record
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget, read_node_record
-from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.cli.main import main
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ConflictError, IntegrityError
@@ -29,6 +21,14 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import load_verified_chain, publish_dataset
 from odfweb3.publish.plan import plan_publish
 from odfweb3.publish.state import StateStore
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.car import read_car_header
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.ipns import create_record, encode_record, verify_record
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
+from odfweb3_ipfs.publish.unixfs_import import import_tree
 
 
 @pytest.fixture
@@ -326,9 +326,9 @@ def test_cli_publish_status_republish(tmp_path, ipfs_node, capsys):
 
 
 def test_descriptor_published_beside_the_dataset_and_named_in_the_record(tmp_path, env, client):
-    from odfweb3.adapters import resolve_ref
     from odfweb3.config import load_config
     from odfweb3.descriptor import decode_descriptor
+    from odfweb3.read.resolve import resolve_ref
 
     ds = make_dataset(tmp_path, blocks=3, data_bytes=50_000, seed=23)
     publisher = {"type": "Organization", "name": "Example Lab"}

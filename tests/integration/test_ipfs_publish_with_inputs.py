@@ -4,14 +4,14 @@
 import json
 import shutil
 
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
-from odfweb3.adapters.ipfs.node_target import read_node_record
 from odfweb3.cli.main import main
 from odfweb3.odf.builder import append_blocks, create_root_dataset, example_keypair
 from odfweb3.odf.derivative import create_derivative_dataset
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
+from odfweb3_ipfs.publish.node_target import read_node_record
 
 
 def test_publish_with_inputs_and_verify_the_lineage_from_the_name(tmp_path, ipfs_node, capsys):

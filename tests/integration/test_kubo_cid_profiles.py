@@ -25,17 +25,17 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.cid_profile import PROFILES
-from odfweb3.adapters.ipfs.dagpb import decode_pbnode
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget
-from odfweb3.adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
-from odfweb3.adapters.ipfs.unixfs_reader import list_directory
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.dagpb import decode_pbnode
+from odfweb3_ipfs.formats.unixfs_data import DataType, decode_unixfs_data
+from odfweb3_ipfs.formats.unixfs_reader import list_directory
+from odfweb3_ipfs.publish.cid_profile import PROFILES
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 from tests.support.kubo import KUBO_BIN, KuboNode, kubo_env, start_kubo
 
 BIG = (1 << 30) + (1 << 20) + 7  # > 1024 chunks of 1 MiB

@@ -9,8 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.odf.builder import create_root_dataset
+from odfweb3_ipfs.publish.unixfs_import import import_tree
 from tests.support.kubo import KUBO_BIN, kubo_env, start_kubo
 
 SCRIPT = Path(__file__).resolve().parents[2] / "kubo-docker" / "container-init.d" / "001-odfweb3.sh"

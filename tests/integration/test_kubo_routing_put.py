@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from odfweb3.adapters.ipfs.routing_v1 import IPNS_RECORD_TYPE
 from odfweb3.cli.main import main
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3_ipfs.client.routing_v1 import IPNS_RECORD_TYPE
 from tests.support.kubo import start_kubo
 
 

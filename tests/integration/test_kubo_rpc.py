@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from odfweb3.adapters.ipfs.car import CarWriter, iter_car
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.gateway_replica import IpfsGateway
-from odfweb3.adapters.ipfs.ipns import create_record, encode_record, verify_record
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.unixfs import import_bytes
 from odfweb3.errors import BackendRejected, ConflictError, OdfWeb3Error
+from odfweb3_ipfs.client.gateway import IpfsGateway
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.car import CarWriter, iter_car
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.ipns import create_record, encode_record, verify_record
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.unixfs_import import import_bytes
 from tests.support.lying_proxy import lying_proxy
 from tests.support.nodes import IpfsNode
 

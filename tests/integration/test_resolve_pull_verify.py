@@ -14,15 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters import ipfs_access, open_replica, resolve_ref
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.gateway_target import GatewayTarget
-from odfweb3.adapters.arweave.wallet import generate_wallet
-from odfweb3.adapters.ipfs.gateway_replica import IpfsGateway, open_ipfs_ref
-from odfweb3.adapters.ipfs.ipns import RecordExpired
-from odfweb3.adapters.ipfs.kubo import KuboClient
-from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
-from odfweb3.adapters.ipfs.node_target import IpfsNodeTarget
 from odfweb3.cli.main import main
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
@@ -39,10 +30,21 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import LocalReplica
-from odfweb3.resolve import resolve_dataset
-from odfweb3.verify import compare_replica
+from odfweb3.read.claims import resolve_dataset
+from odfweb3.read.compare import compare_replica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import LocalReplica
+from odfweb3.read.resolve import open_replica, resolve_ref
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.wallet import generate_wallet
+from odfweb3_ipfs.backend import ipfs_access
+from odfweb3_ipfs.client.gateway import IpfsGateway
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.ipns import RecordExpired
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+from odfweb3_ipfs.read.names import open_ipfs_ref
 from tests.support.lying_proxy import lying_proxy
 
 RICH = 10**15

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.wallet import load_wallet
 from odfweb3.cli.main import main
+from odfweb3_arweave.wallet import load_wallet
 
 pytestmark = pytest.mark.integration
 

@@ -23,13 +23,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from odfweb3.adapters.ipfs.car import CarWriter, iter_car
-from odfweb3.adapters.ipfs.cid import CODEC_DAG_PB, CODEC_RAW, Cid
-from odfweb3.adapters.ipfs.dagpb import PBLink, encode_pbnode
-from odfweb3.adapters.ipfs.ipns import OdfExtension, create_record, encode_record
-from odfweb3.adapters.ipfs.unixfs_data import DataType, UnixFSData, encode_unixfs_data
-from odfweb3.adapters.ipfs.unixfs_reader import list_directory, resolve_path
 from odfweb3.crypto.keystore import Keystore
+from odfweb3_ipfs.formats.car import CarWriter, iter_car
+from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid
+from odfweb3_ipfs.formats.dagpb import PBLink, encode_pbnode
+from odfweb3_ipfs.formats.ipns import OdfExtension, create_record, encode_record
+from odfweb3_ipfs.formats.unixfs_data import DataType, UnixFSData, encode_unixfs_data
+from odfweb3_ipfs.formats.unixfs_reader import list_directory, resolve_path
 
 __all__ = [
     "Blocks",

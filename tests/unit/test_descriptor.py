@@ -30,7 +30,7 @@ from odfweb3.odf.builder import create_root_dataset, example_keypair
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import (
+from odfweb3.odf.model_gen import (
     AttachmentEmbedded,
     AttachmentsEmbedded,
     DatasetKind,

@@ -1,13 +1,13 @@
 """tests/support/doh.py (the loopback DNS-over-HTTP responder Kubo's DNS.Resolvers points at)
-and the DNSLink record formatting (adapters/ipfs/dnslink.py)."""
+and the DNSLink record formatting (adapters/odfweb3_ipfs/formats/dnslink.py)."""
 
 import struct
 
 import httpx
 import pytest
 
-from odfweb3.adapters.ipfs.dnslink import check_domain, dnslink_record
 from odfweb3.errors import UsageError
+from odfweb3_ipfs.formats.dnslink import check_domain, dnslink_record
 from tests.support.doh import TYPE_TXT, doh_server, encode_txt_answer, parse_question
 
 

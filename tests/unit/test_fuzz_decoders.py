@@ -25,7 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odfweb3.adapters.arweave.ans104 import (
+from odfweb3.config import load_config
+from odfweb3.errors import OdfWeb3Error
+from odfweb3_arweave.formats.ans104 import (
     decode_bundle,
     decode_data_item,
     decode_tags,
@@ -33,17 +35,15 @@ from odfweb3.adapters.arweave.ans104 import (
     encode_data_item,
     encode_tags,
 )
-from odfweb3.adapters.arweave.manifest import PathManifest, decode_manifest, encode_manifest
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.adapters.ipfs.cid import Cid, decode_uvarint, encode_uvarint
-from odfweb3.adapters.ipfs.unixfs_data import (
+from odfweb3_arweave.formats.manifest import PathManifest, decode_manifest, encode_manifest
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_ipfs.formats.cid import Cid, decode_uvarint, encode_uvarint
+from odfweb3_ipfs.formats.unixfs_data import (
     DataType,
     UnixFSData,
     decode_unixfs_data,
     encode_unixfs_data,
 )
-from odfweb3.config import load_config
-from odfweb3.errors import OdfWeb3Error
 from tools.fuzz import PARSERS, SMOKE, mutate, seeds_for
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -108,8 +108,8 @@ def test_manifest_round_trip(paths, data) -> None:
 @pytest.fixture(scope="module")
 def signed_items():
     """Two real signed data items (RSA-4096 signing is slow: made once)."""
-    from odfweb3.adapters.arweave.ans104 import create_data_item
-    from odfweb3.adapters.arweave.wallet import generate_wallet
+    from odfweb3_arweave.formats.ans104 import create_data_item
+    from odfweb3_arweave.wallet import generate_wallet
 
     wallet = generate_wallet()
     return [

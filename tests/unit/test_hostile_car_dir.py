@@ -20,16 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.unixfs_reader import (
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.errors import FormatError, ReplicaMismatch
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.unixfs_reader import (
     file_block_budget,
     iter_dag,
     list_directory,
     read_file,
 )
-from odfweb3.crypto.keystore import Keystore
-from odfweb3.errors import FormatError, ReplicaMismatch
-from odfweb3.odf.builder import append_blocks, create_root_dataset
 from tests.support import hostile_dags as hd
 from tests.support.measure import run_cli, tree_snapshot
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.ipfs.car import CarWriter, iter_car
-from odfweb3.adapters.ipfs.cid import Cid
 from odfweb3.odf.builder import create_root_dataset
+from odfweb3_ipfs.formats.car import CarWriter, iter_car
+from odfweb3_ipfs.formats.cid import Cid
 from tests.support.hostile_server import HostileServer, hostile_server
 from tests.support.measure import run_cli, tree_snapshot
 

@@ -34,11 +34,6 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.arweave.replica import ArweaveReplica
-from odfweb3.adapters.ipfs.car_check import check_car_dir
-from odfweb3.adapters.ipfs.car_target import CarTarget
-from odfweb3.adapters.ipfs.ipns import OdfExtension, create_record, encode_record
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import IntegrityError, OdfWeb3Error, ReplicaMismatch
 from odfweb3.odf.builder import append_blocks, create_root_dataset
@@ -46,8 +41,13 @@ from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader, object_relpath
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import read_object_verified
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import read_object_verified
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.read.replica import ArweaveReplica
+from odfweb3_ipfs.formats.ipns import OdfExtension, create_record, encode_record
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.read.car_replica import check_car_dir
 
 # -- records that disagree with the content (car:DIR, checked offline) ------------------------
 

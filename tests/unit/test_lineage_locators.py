@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
-from odfweb3.adapters.ipfs.car_target import CarTarget
 from odfweb3.cli.main import main
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ResolutionError
-from odfweb3.lineage_verify import is_network_locator, resolver_from_records
 from odfweb3.odf.builder import example_keypair
 from odfweb3.publish.execute import publish_dataset
+from odfweb3.read.lineage_check import is_network_locator, resolver_from_records
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 
 from .odf.lineage_helpers import make_lineage
 

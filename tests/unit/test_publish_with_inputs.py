@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from odfweb3.adapters.arweave.ans104 import iter_bundle
-from odfweb3.adapters.arweave.record import decode_record, encode_record
-from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
 from odfweb3.cli.main import main
-from odfweb3.lineage_verify import resolver_from_records, verify_lineage
 from odfweb3.odf.builder import example_keypair
 from odfweb3.odf.derivative import derivative_keypair
+from odfweb3.read.lineage_check import resolver_from_records, verify_lineage
+from odfweb3_arweave.formats.ans104 import iter_bundle
+from odfweb3_arweave.formats.record import decode_record, encode_record
+from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 
 from .adapters.arweave.conftest import FIXED_WALLET_PATH
 from .odf.lineage_helpers import chain_of, make_lineage

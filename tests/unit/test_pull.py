@@ -10,8 +10,8 @@ from odfweb3.cli.main import main
 from odfweb3.errors import ConflictError, IntegrityError, OdfWeb3Error
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.validate import validate_dataset
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import LocalReplica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import LocalReplica
 
 
 def cli(capsys, tmp_path, *argv):

@@ -13,12 +13,12 @@ import shutil
 
 import pytest
 
-from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
 from odfweb3.cli.main import main
 from odfweb3.crypto.keyfiles import IdentityStore
 from odfweb3.errors import DecryptionError
-from odfweb3.pull import pull_dataset
-from odfweb3.sealed_replica import DecryptingReplica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.sealed_replica import DecryptingReplica
+from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from tests.support.encrypted import make_encrypted_world
 
 

@@ -1,4 +1,4 @@
-"""odfweb3.resolve: claims checked against what a replica serves (local datasets as replicas)."""
+"""odfweb3.read.claims: claims checked against what a replica serves (local datasets)."""
 
 import pytest
 
@@ -8,8 +8,7 @@ from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.replica import LocalReplica
-from odfweb3.resolve import (
+from odfweb3.read.claims import (
     NameClaims,
     check_claims,
     describe_chain,
@@ -17,6 +16,7 @@ from odfweb3.resolve import (
     resolve_dataset,
     seed_dataset_id,
 )
+from odfweb3.read.replica import LocalReplica
 
 
 @pytest.fixture

@@ -1,18 +1,18 @@
-"""odfweb3.resolve for encrypted publishes (issue 7): decrypted and checked, or claims only."""
+"""odfweb3.read.claims for encrypted publishes (issue 7): decrypted and checked, or claims only."""
 
 from __future__ import annotations
 
 import pytest
 
-from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
 from odfweb3.cli.main import main
 from odfweb3.errors import ReplicaMismatch, ResolutionError
 from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.resolve import NameClaims, resolve_dataset, resolve_sealed
-from odfweb3.sealed_replica import DecryptingReplica
+from odfweb3.read.claims import NameClaims, resolve_dataset, resolve_sealed
+from odfweb3.read.sealed_replica import DecryptingReplica
+from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from tests.support.encrypted import make_encrypted_world
 
 

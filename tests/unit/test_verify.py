@@ -52,8 +52,8 @@ def test_tampered_car_is_unreachable_with_reason(capsys, tmp_path):
 
 
 def test_ipns_name_follows_from_example_dataset_id(capsys, tmp_path):
-    from odfweb3.adapters.ipfs.libp2p_keys import ipns_name_for_public_key
     from odfweb3.odf.identity import DatasetId
+    from odfweb3_ipfs.formats.libp2p_keys import ipns_name_for_public_key
 
     ds = tmp_path / "ds"
     code, text, _ = run(capsys, tmp_path, "example", str(ds), "--json")
@@ -66,7 +66,7 @@ def test_ipns_name_follows_from_example_dataset_id(capsys, tmp_path):
 
 
 def test_configured_publisher_puts_descriptor_beside_the_dataset(capsys, tmp_path):
-    from odfweb3.adapters.ipfs.car_check import check_car_dir
+    from odfweb3_ipfs.read.car_replica import check_car_dir
 
     cfg = tmp_path / "odfweb3.yaml"
     cfg.write_text("publisher:\n  name: Example Org\n  homepage: https://example.org\n")

@@ -5,22 +5,22 @@ import shutil
 
 import pytest
 
-from odfweb3.adapters.ipfs.car_check import CarDirReplica, check_car_dir
-from odfweb3.adapters.ipfs.car_target import CarTarget
 from odfweb3.cli.main import main
 from odfweb3.crypto.keystore import Keystore
-from odfweb3.lineage_verify import (
-    chain_resolvers,
-    replica_dataset_id,
-    resolver_from_replicas,
-    verify_lineage,
-)
 from odfweb3.odf.builder import append_blocks, example_keypair
 from odfweb3.odf.derivative import create_derivative_dataset, derivative_keypair
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
-from odfweb3.replica import LocalReplica
+from odfweb3.read.lineage_check import (
+    chain_resolvers,
+    replica_dataset_id,
+    resolver_from_replicas,
+    verify_lineage,
+)
+from odfweb3.read.replica import LocalReplica
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 
 from .odf.lineage_helpers import chain_of, make_lineage
 

@@ -4,9 +4,9 @@ import json
 import shutil
 from pathlib import Path
 
-from odfweb3.adapters.arweave.ans104 import iter_bundle
 from odfweb3.cli.main import main
 from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3_arweave.formats.ans104 import iter_bundle
 
 WALLET = Path(__file__).resolve().parents[1] / "adapters/arweave/vectors/TEST_ONLY_wallet.json"
 

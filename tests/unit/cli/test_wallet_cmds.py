@@ -6,10 +6,10 @@ import json
 import stat
 from pathlib import Path
 
-from odfweb3.adapters.arweave.ans104 import iter_bundle
-from odfweb3.adapters.arweave.wallet import load_wallet
 from odfweb3.cli.main import main
 from odfweb3.odf.builder import create_root_dataset
+from odfweb3_arweave.formats.ans104 import iter_bundle
+from odfweb3_arweave.wallet import load_wallet
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -14,9 +14,9 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
-from odfweb3.adapters.ipfs.libp2p_keys import private_key_from_protobuf
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ConflictError, CryptoError, FormatError, NotFound, UsageError
+from odfweb3_ipfs.formats.libp2p_keys import private_key_from_protobuf
 
 DATASET = "did:odf:fed01" + "ab" * 32
 OTHER = "did:odf:fed01" + "cd" * 32

@@ -21,8 +21,8 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.validate import validate_dataset
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import LocalReplica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import LocalReplica
 
 
 def _snapshot(path: Path) -> dict[str, object]:

@@ -18,8 +18,8 @@ from odfweb3.cli.main import main
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.validate import validate_dataset
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import LocalReplica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import LocalReplica
 from tests.unit.hostile.conftest import SMALL_DISK_SIZE as _SIZE
 
 

@@ -21,11 +21,11 @@ from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
 from odfweb3.odf.layout import DatasetReader, DatasetWriter
-from odfweb3.odf.model import AddData, DatasetKind, MetadataBlock, Seed, SetTransform
+from odfweb3.odf.model_gen import AddData, DatasetKind, MetadataBlock, Seed, SetTransform
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.validate import chain_state, check_chain_rules, validate_dataset
-from odfweb3.pull import pull_dataset
-from odfweb3.replica import LocalReplica
+from odfweb3.read.pull import pull_dataset
+from odfweb3.read.replica import LocalReplica
 
 
 def _tree(path: Path) -> dict[str, bytes]:

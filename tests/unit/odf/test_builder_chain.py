@@ -10,7 +10,7 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.codec import decode_block
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model import AddData, DatasetKind, Seed, SetInfo, SetLicense
+from odfweb3.odf.model_gen import AddData, DatasetKind, Seed, SetInfo, SetLicense
 from odfweb3.odf.multihash import hash_file, multihash_to_str
 from odfweb3.odf.summary import summarize
 

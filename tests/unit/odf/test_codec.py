@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odfweb3.errors import FormatError, HashMismatch
-from odfweb3.odf import model as m
+from odfweb3.odf import model_gen as m
 from odfweb3.odf.codec import (
     METADATA_BLOCK_KIND,
     block_hash,
@@ -520,10 +520,9 @@ def test_round_trip_property(event, system_time, prev, seq):
 def test_flatc_accessors_read_our_bytes(monkeypatch):
     from pathlib import Path
 
-    import odfweb3.odf._generated as gen_pkg
-
-    # flatc's Python output for a namespace-less schema uses top-level imports between files.
-    monkeypatch.syspath_prepend(str(Path(gen_pkg.__file__).parent))
+    # flatc's Python output (tests/support/flatc_gen, `make schemas`) for a namespace-less
+    # schema uses top-level imports between files.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "support" / "flatc_gen"))
     import AddData as FbAddData  # type: ignore[import-not-found]
     import Manifest as FbManifest  # type: ignore[import-not-found]
     import MetadataBlock as FbMetadataBlock  # type: ignore[import-not-found]

@@ -12,7 +12,7 @@ from odfweb3.odf.derivative import (
     derivative_keypair,
 )
 from odfweb3.odf.lineage import InputChain
-from odfweb3.odf.model import DatasetKind, ExecuteTransform, Seed, SetTransform, TransformSql
+from odfweb3.odf.model_gen import DatasetKind, ExecuteTransform, Seed, SetTransform, TransformSql
 from odfweb3.odf.validate import validate_dataset
 
 from .lineage_helpers import chain_of, make_lineage

@@ -11,7 +11,7 @@ from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset, example_keypair
 from odfweb3.odf.derivative import create_derivative_dataset
 from odfweb3.odf.lineage import check_transform_rules
-from odfweb3.odf.model import SqlQueryStep, TransformSql
+from odfweb3.odf.model_gen import SqlQueryStep, TransformSql
 from odfweb3.odf.validate import validate_dataset
 
 from .lineage_helpers import chain_of, make_lineage, replace_input, rewrite_event
@@ -129,7 +129,7 @@ def test_input_at_an_older_head_than_consumed(lineage, tmp_path):
 
 def test_set_transform_rules():
     from odfweb3.odf.chain import ChainEntry
-    from odfweb3.odf.model import MetadataBlock, Seed, SetTransform, TransformInput
+    from odfweb3.odf.model_gen import MetadataBlock, Seed, SetTransform, TransformInput
     from odfweb3.odf.timestamp import Timestamp
 
     t = Timestamp.parse("2050-01-01T00:00:00Z")

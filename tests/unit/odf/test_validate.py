@@ -10,7 +10,7 @@ from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.codec import block_hash, decode_block, encode_block
 from odfweb3.odf.layout import DatasetReader, DatasetWriter
-from odfweb3.odf.model import AddData, MetadataBlock
+from odfweb3.odf.model_gen import AddData, MetadataBlock
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.validate import require_valid, validate_dataset
 

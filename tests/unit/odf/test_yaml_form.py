@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from odfweb3.errors import FormatError
-from odfweb3.odf import model as m
+from odfweb3.odf import model_gen as m
 from odfweb3.odf.codec import decode_block, encode_block
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.yaml_form import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.wallet import Wallet, generate_wallet, load_wallet
+from odfweb3_arweave.wallet import Wallet, generate_wallet, load_wallet
 
 VECTORS = Path(__file__).parent / "vectors"
 FIXED_WALLET_PATH = VECTORS / "TEST_ONLY_wallet.json"

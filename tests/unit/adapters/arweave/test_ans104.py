@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.ans104 import (
+from odfweb3.errors import FormatError, HashMismatch, SignatureError
+from odfweb3_arweave.formats.ans104 import (
     BUNDLE_TAGS,
     MAX_TAG_NAME_BYTES,
     MAX_TAG_VALUE_BYTES,
@@ -26,10 +27,9 @@ from odfweb3.adapters.arweave.ans104 import (
     verify_data_item,
     write_bundle,
 )
-from odfweb3.adapters.arweave.deephash import deep_hash
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.adapters.arweave.wallet import Wallet, verify_signature
-from odfweb3.errors import FormatError, HashMismatch, SignatureError
+from odfweb3_arweave.formats.deephash import deep_hash
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.wallet import Wallet, verify_signature
 
 # arbundles src/__tests__/tags.spec.ts ("rustTags", "shortTags", "longTags", "warpTags").
 RUST_TAGS = [Tag.of("Hello", "Bundlr!"), Tag.of("This is a ", "Test")]

@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from odfweb3.adapters.arweave.arfs import (
+from odfweb3.errors import FormatError
+from odfweb3_arweave.formats.arfs import (
     DATASET_FOLDERS,
     DriveLayout,
     FileMetadata,
@@ -17,8 +18,7 @@ from odfweb3.adapters.arweave.arfs import (
     folder_entity,
     parse_file_metadata,
 )
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.errors import FormatError
+from odfweb3_arweave.formats.tags import Tag
 
 # ardrive-core-js src/arfs/arfs_builders/arfs_file_builders.test.ts: a public file entity
 # as ArDrive reads it (tags, and the metadata JSON as bytes written by JSON.stringify).

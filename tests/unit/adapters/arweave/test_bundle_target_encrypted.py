@@ -9,12 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.ans104 import DataItem, iter_bundle
-from odfweb3.adapters.arweave.arfs import parse_file_metadata, tag_value
-from odfweb3.adapters.arweave.bundle_plan import KEY_ENVELOPE_TAG
-from odfweb3.adapters.arweave.bundle_target import BundleTarget
-from odfweb3.adapters.arweave.manifest import decode_manifest
-from odfweb3.adapters.arweave.record import decode_record
 from odfweb3.cli.main import main
 from odfweb3.crypto.envelope import decode_envelope, open_envelope
 from odfweb3.crypto.segments import decrypt_bytes, decrypt_object
@@ -22,6 +16,12 @@ from odfweb3.errors import DecryptionError
 from odfweb3.odf.builder import append_blocks
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_arweave.formats.ans104 import DataItem, iter_bundle
+from odfweb3_arweave.formats.arfs import parse_file_metadata, tag_value
+from odfweb3_arweave.formats.manifest import decode_manifest
+from odfweb3_arweave.formats.record import decode_record
+from odfweb3_arweave.publish.bundle_plan import KEY_ENVELOPE_TAG
+from odfweb3_arweave.publish.bundle_target import BundleTarget
 from tests.support.encrypted import make_encrypted_world
 
 from .conftest import FIXED_WALLET_PATH

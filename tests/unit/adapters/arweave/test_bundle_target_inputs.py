@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.arweave.ans104 import iter_bundle
-from odfweb3.adapters.arweave.bundle_target import BundleTarget
-from odfweb3.adapters.arweave.record import UploadRecord, decode_record, inputs_to_record
-from odfweb3.adapters.arweave.wallet import Wallet
 from odfweb3.errors import FormatError
 from odfweb3.odf.builder import append_blocks, example_keypair
 from odfweb3.odf.derivative import append_transform
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_arweave.formats.ans104 import iter_bundle
+from odfweb3_arweave.formats.record import UploadRecord, decode_record, inputs_to_record
+from odfweb3_arweave.publish.bundle_target import BundleTarget
+from odfweb3_arweave.wallet import Wallet
 
 from ...odf.lineage_helpers import make_lineage
 

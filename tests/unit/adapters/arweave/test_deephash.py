@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from odfweb3.adapters.arweave.deephash import Prehashed, deep_hash, hash_blob_stream
 from odfweb3.errors import FormatError
+from odfweb3_arweave.formats.deephash import Prehashed, deep_hash, hash_blob_stream
 
 BLOB_123 = (
     "41300af79285f856e833164518c7ec4974f5869ec77ca345"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway, format_winston
 from odfweb3.errors import BackendRejected, BackendUnavailable
+from odfweb3_arweave.client.gateway import ArweaveGateway, format_winston
 
 URL = "http://gw.test:1984"
 

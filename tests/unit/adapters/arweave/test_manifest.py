@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from odfweb3.adapters.arweave.manifest import PathManifest, decode_manifest, encode_manifest
 from odfweb3.errors import FormatError
+from odfweb3_arweave.formats.manifest import PathManifest, decode_manifest, encode_manifest
 
 ID_A = "cG7Hdi_iTQPoEYgQJFqJ8NMpN4KoZ-vH_j7pG4iP7NI"  # from path-manifest-schema.md
 ID_B = "3zFsd7bkCAUtXUKBQ4XiPiQvpLVKfZ6kiLNt2XVSfoV"

@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from odfweb3.adapters.arweave.b64 import b64url_decode
-from odfweb3.adapters.arweave.merkle import (
+from odfweb3.errors import FormatError, HashMismatch
+from odfweb3_arweave.formats.b64 import b64url_decode
+from odfweb3_arweave.formats.merkle import (
     MAX_CHUNK_SIZE,
     MIN_CHUNK_SIZE,
     build_tree_from_stream,
@@ -18,7 +19,6 @@ from odfweb3.adapters.arweave.merkle import (
     read_chunk,
     validate_path,
 )
-from odfweb3.errors import FormatError, HashMismatch
 
 # arweave-js test/chunks.ts: a proof of the first chunk of an 836907-byte file.
 ROOT = b64url_decode("t-GCOnjPWxdox950JsrFMu3nzOE4RktXpMcIlkqSUTw")

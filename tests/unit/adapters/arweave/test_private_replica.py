@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from odfweb3.adapters.arweave.arfs import DriveLayout
-from odfweb3.adapters.arweave.arfs_private import FileKey, encrypt
-from odfweb3.adapters.arweave.private_replica import collect_files, decrypt_to_spool
-from odfweb3.adapters.arweave.record import AddedFile, UploadRecord
 from odfweb3.errors import DecryptionError, FormatError, ReplicaMismatch, ResolutionError
+from odfweb3_arweave.formats.arfs import DriveLayout
+from odfweb3_arweave.formats.arfs_private import FileKey, encrypt
+from odfweb3_arweave.formats.record import AddedFile, UploadRecord
+from odfweb3_arweave.read.private_replica import collect_files, decrypt_to_spool
 
 # McGrew & Viega, "The Galois/Counter Mode of Operation", test cases 13 and 14:
 # AES-256, zero key, zero 96-bit IV, no associated data (ArFS uses none).

@@ -7,8 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from odfweb3.adapters.arweave.arfs import DriveLayout
-from odfweb3.adapters.arweave.record import (
+from odfweb3.errors import FormatError
+from odfweb3.odf.builder import example_keypair
+from odfweb3.odf.multihash import hash_bytes, multihash_to_str
+from odfweb3_arweave.formats.arfs import DriveLayout
+from odfweb3_arweave.formats.record import (
     AddedFile,
     UploadRecord,
     decode_record,
@@ -16,10 +19,7 @@ from odfweb3.adapters.arweave.record import (
     parse_record_tags,
     record_tags,
 )
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.errors import FormatError
-from odfweb3.odf.builder import example_keypair
-from odfweb3.odf.multihash import hash_bytes, multihash_to_str
+from odfweb3_arweave.formats.tags import Tag
 
 DATASET = str(example_keypair(1).dataset_id)
 HEAD = multihash_to_str(hash_bytes(b"head"))

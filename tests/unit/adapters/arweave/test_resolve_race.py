@@ -8,8 +8,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odfweb3.adapters.arweave.record import RecordTags
-from odfweb3.adapters.arweave.resolve import Upload, choose_latest, competing_winner
+from odfweb3_arweave.formats.record import RecordTags
+from odfweb3_arweave.read.lookup import Upload, choose_latest, competing_winner
 
 OWNER = "o" * 43
 DID = "did:odf:fed01" + "00" * 32

@@ -8,10 +8,11 @@ import os
 
 import pytest
 
-from odfweb3.adapters.arweave.b64 import b64url_decode, b64url_encode
-from odfweb3.adapters.arweave.merkle import build_tree_from_stream, validate_path
-from odfweb3.adapters.arweave.tags import Tag
-from odfweb3.adapters.arweave.tx import (
+from odfweb3.errors import FormatError, HashMismatch, SignatureError
+from odfweb3_arweave.formats.b64 import b64url_decode, b64url_encode
+from odfweb3_arweave.formats.merkle import build_tree_from_stream, validate_path
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.formats.tx import (
     Transaction,
     from_json,
     iter_chunk_uploads,
@@ -21,8 +22,7 @@ from odfweb3.adapters.arweave.tx import (
     to_json_dict,
     verify_transaction,
 )
-from odfweb3.adapters.arweave.wallet import Wallet, load_wallet
-from odfweb3.errors import FormatError, HashMismatch, SignatureError
+from odfweb3_arweave.wallet import Wallet, load_wallet
 
 from .conftest import VECTORS
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from odfweb3.adapters.arweave.b64 import b64url_encode
-from odfweb3.adapters.arweave.wallet import (
+from odfweb3.errors import ConfigError, SignatureError
+from odfweb3_arweave.formats.b64 import b64url_encode
+from odfweb3_arweave.wallet import (
     Wallet,
     load_wallet,
     owner_to_address,
@@ -18,7 +19,6 @@ from odfweb3.adapters.arweave.wallet import (
     verify_signature,
     wallet_from_jwk,
 )
-from odfweb3.errors import ConfigError, SignatureError
 
 from .conftest import VECTORS
 

@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odfweb3.adapters.ipfs.car import (
+from odfweb3.errors import FormatError, HashMismatch
+from odfweb3_ipfs.formats.car import (
     CarWriter,
     decode_car_header,
     encode_car_header,
     iter_car,
     read_car_header,
 )
-from odfweb3.adapters.ipfs.cid import CODEC_RAW, Cid, encode_uvarint
-from odfweb3.adapters.ipfs.unixfs import import_bytes, import_tree
-from odfweb3.errors import FormatError, HashMismatch
+from odfweb3_ipfs.formats.cid import CODEC_RAW, Cid, encode_uvarint
+from odfweb3_ipfs.publish.unixfs_import import import_bytes, import_tree
 
 ROOT = Cid.decode("bafybeiczsscdsbs7ffqz55asqdf3smv6klcw3gofszvwlyarci47bgf354")
 

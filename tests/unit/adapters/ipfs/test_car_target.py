@@ -7,16 +7,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from odfweb3.adapters.ipfs.car import iter_car
-from odfweb3.adapters.ipfs.car_check import check_car_dir
-from odfweb3.adapters.ipfs.car_target import CarTarget
-from odfweb3.adapters.ipfs.ipns import DEFAULT_LIFETIME
-from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import ConflictError, HashMismatch, IntegrityError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_ipfs.formats.car import iter_car
+from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.publish.unixfs_import import import_tree
+from odfweb3_ipfs.read.car_replica import check_car_dir
 
 
 @pytest.fixture

@@ -14,10 +14,6 @@ import stat
 
 import pytest
 
-from odfweb3.adapters.ipfs.car_check import CarIndex
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.ipns import decode_record
-from odfweb3.adapters.ipfs.unixfs_reader import list_directory, read_file, resolve_path
 from odfweb3.cli.main import main
 from odfweb3.crypto.envelope import decode_envelope, open_envelope
 from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
@@ -25,6 +21,10 @@ from odfweb3.crypto.segments import decrypt_bytes, decrypt_object
 from odfweb3.errors import DecryptionError
 from odfweb3.odf import builder
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.ipns import decode_record
+from odfweb3_ipfs.formats.unixfs_reader import list_directory, read_file, resolve_path
+from odfweb3_ipfs.read.car_replica import CarIndex
 
 DATA_MARKER = b"SECRET-ROW-7f3a9c"
 INFO_MARKER = "SECRET-DESCRIPTION-91bc4e"

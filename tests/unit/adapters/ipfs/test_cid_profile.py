@@ -10,17 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.ipfs.car_target import CarTarget
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.cid_profile import (
-    DEFAULT_PROFILE,
-    PROFILES,
-    UNIXFS_V0_2015,
-    UNIXFS_V1_2025,
-    profile_for,
-)
-from odfweb3.adapters.ipfs.dataset_dag import reusable_links
-from odfweb3.adapters.ipfs.unixfs import import_tree
 from odfweb3.cli.main import main
 from odfweb3.cli.publish_cmds import CID_PROFILE_NAMES
 from odfweb3.crypto.keystore import Keystore
@@ -28,6 +17,17 @@ from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import PublishState
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.publish.cid_profile import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    UNIXFS_V0_2015,
+    UNIXFS_V1_2025,
+    profile_for,
+)
+from odfweb3_ipfs.publish.dataset_dag import reusable_links
+from odfweb3_ipfs.publish.unixfs_import import import_tree
 
 ROOT = Path(__file__).resolve().parents[4]
 

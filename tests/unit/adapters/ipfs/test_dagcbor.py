@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multiformats import CID
 
-from odfweb3.adapters.ipfs.dagcbor import MAX_DEPTH, decode_dagcbor, encode_dagcbor
 from odfweb3.errors import FormatError
+from odfweb3_ipfs.formats.dagcbor import MAX_DEPTH, decode_dagcbor, encode_dagcbor
 
 # RFC 8949 appendix A examples that DAG-CBOR keeps (floats only in 64-bit form).
 RFC8949_VECTORS = [

@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odfweb3.adapters.ipfs.cid import CODEC_DAG_PB, Cid
-from odfweb3.adapters.ipfs.dagpb import PBLink, PBNode, decode_pbnode, encode_pbnode
-from odfweb3.adapters.ipfs.unixfs_data import (
+from odfweb3.errors import FormatError
+from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, Cid
+from odfweb3_ipfs.formats.dagpb import PBLink, PBNode, decode_pbnode, encode_pbnode
+from odfweb3_ipfs.formats.unixfs_data import (
     DataType,
     UnixFSData,
     decode_unixfs_data,
     encode_unixfs_data,
 )
-from odfweb3.errors import FormatError
 
 HELLO_V0 = "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD"
 

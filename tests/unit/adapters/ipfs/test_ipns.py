@@ -11,8 +11,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odfweb3.adapters.ipfs.dagcbor import decode_dagcbor, encode_dagcbor
-from odfweb3.adapters.ipfs.ipns import (
+from odfweb3.errors import FormatError, ResolutionError, SignatureError
+from odfweb3_ipfs.formats.dagcbor import decode_dagcbor, encode_dagcbor
+from odfweb3_ipfs.formats.ipns import (
     DEFAULT_TTL_NS,
     MAX_RECORD_SIZE,
     IpnsRecord,
@@ -26,12 +27,11 @@ from odfweb3.adapters.ipfs.ipns import (
     parse_validity,
     verify_record,
 )
-from odfweb3.adapters.ipfs.libp2p_keys import (
+from odfweb3_ipfs.formats.libp2p_keys import (
     private_key_from_protobuf,
     public_key_bytes,
     public_key_to_protobuf,
 )
-from odfweb3.errors import FormatError, ResolutionError, SignatureError
 
 # Ed25519 key from the libp2p peer-ids spec test vectors.
 SPEC_KEY = private_key_from_protobuf(

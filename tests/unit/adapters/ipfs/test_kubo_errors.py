@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.kubo import KuboClient, jsipfs_key_blob
-from odfweb3.adapters.ipfs.libp2p_keys import private_key_to_protobuf
 from odfweb3.errors import BackendRejected, BackendUnavailable
+from odfweb3_ipfs.client.kubo import KuboClient, jsipfs_key_blob
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.libp2p_keys import private_key_to_protobuf
 
 ROOT = "bafybeigwssxabrtsbla3j4f427dndqlty67gl3ldqseofmsai3i4tz7ety"
 ROOT_B58 = "zdj7WjsXpUuudGkZ3hMhWTSBiWodiYrdxHXtXGAfkkqRhXjcR"  # the same CID as js-ipfs prints it
@@ -230,7 +230,7 @@ def test_record_get_reads_base64_extra_and_none_when_missing():
         node_error(500, "routing: not found"),
     )
     c, _ = client(script)
-    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+    from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 
     name = IpnsName.from_public_key(public_key_bytes(Ed25519PrivateKey.generate()))
     assert c.record_get(name) == record
@@ -239,7 +239,7 @@ def test_record_get_reads_base64_extra_and_none_when_missing():
 
 
 def test_record_put_falls_back_to_routing_put_on_a_kubo_without_name_put():
-    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+    from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 
     script = Script(
         httpx.Response(200, json=KUBO_VERSION),
@@ -256,7 +256,7 @@ def test_record_put_falls_back_to_routing_put_on_a_kubo_without_name_put():
 
 
 def test_record_get_bounds_the_answer_and_refuses_an_offline_node():
-    from odfweb3.adapters.ipfs.libp2p_keys import IpnsName, public_key_bytes
+    from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 
     name = IpnsName.from_public_key(public_key_bytes(Ed25519PrivateKey.generate()))
     script = Script(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from odfweb3.adapters.ipfs.libp2p_keys import (
+from odfweb3.errors import FormatError
+from odfweb3_ipfs.formats.libp2p_keys import (
     IpnsName,
     ipns_name_for_public_key,
     parse_ipns_name,
@@ -15,7 +16,6 @@ from odfweb3.adapters.ipfs.libp2p_keys import (
     public_key_from_protobuf,
     public_key_to_protobuf,
 )
-from odfweb3.errors import FormatError
 
 # libp2p specs, peer-ids/peer-ids.md "Test vectors" (Ed25519 rows).
 SPEC_PRIVATE = bytes.fromhex(

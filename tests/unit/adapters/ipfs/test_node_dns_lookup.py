@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from odfweb3.adapters.ipfs.gateway_replica import node_dns_lookup
-from odfweb3.adapters.ipfs.kubo import KuboClient
 from odfweb3.errors import ResolutionError
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.read.dns_lookup import node_dns_lookup
 from tests.support.hostile_server import hostile_server
 
 PATH = "/ipns/k51qzi5uqu5dlvj2baxnqndepeb86cbk3ng7n3i46uzyxzyqj2xjonzllnv0v8"

@@ -16,16 +16,16 @@ from typing import Any
 import httpx
 import pytest
 
-from odfweb3.adapters.ipfs.pinning import (
+from odfweb3.config import Config
+from odfweb3.errors import BackendRejected, BackendUnavailable, FormatError, UsageError
+from odfweb3_ipfs.client.pinning import (
     MAX_ANSWER,
     PinningAuthError,
     PinningClient,
     decode_pin_status,
     encode_pin,
 )
-from odfweb3.adapters.ipfs.pinning_config import service_names, token_env_name
-from odfweb3.config import Config
-from odfweb3.errors import BackendRejected, BackendUnavailable, FormatError, UsageError
+from odfweb3_ipfs.publish.pinning_config import service_names, token_env_name
 
 ROOT = Path(__file__).resolve().parents[4]
 CID = "bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"

@@ -5,9 +5,8 @@ The happy path and Kubo's own answers are in tests/integration/test_kubo_routing
 
 import pytest
 
-from odfweb3.adapters.ipfs.ipns import MAX_RECORD_SIZE
-from odfweb3.adapters.ipfs.libp2p_keys import parse_ipns_name
-from odfweb3.adapters.ipfs.routing_v1 import (
+from odfweb3.errors import BackendRejected, UsageError
+from odfweb3_ipfs.client.routing_v1 import (
     IPNS_RECORD_TYPE,
     MAX_ERROR_BODY,
     get_ipns_record,
@@ -15,7 +14,8 @@ from odfweb3.adapters.ipfs.routing_v1 import (
     put_ipns_record,
     routing_base,
 )
-from odfweb3.errors import BackendRejected, UsageError
+from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE
+from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
 from tests.support.hostile_server import Rule, hostile_server
 
 NAME = parse_ipns_name("k51qzi5uqu5dlvj2baxnqndepeb86cbk3ng7n3i46uzyxzyqj2xjonzllnv0v8")

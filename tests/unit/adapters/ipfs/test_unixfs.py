@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.adapters.ipfs.cid import CODEC_DAG_PB, CODEC_RAW, Cid
-from odfweb3.adapters.ipfs.dagpb import decode_pbnode
-from odfweb3.adapters.ipfs.hamt import hamt_hash
-from odfweb3.adapters.ipfs.unixfs import (
+from odfweb3.errors import FormatError
+from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid
+from odfweb3_ipfs.formats.dagpb import decode_pbnode
+from odfweb3_ipfs.formats.hamt import hamt_hash
+from odfweb3_ipfs.formats.unixfs_data import DataType, decode_unixfs_data
+from odfweb3_ipfs.publish.unixfs_import import (
     DirNode,
     Entry,
     FileNode,
@@ -32,8 +34,6 @@ from odfweb3.adapters.ipfs.unixfs import (
     import_file,
     import_tree,
 )
-from odfweb3.adapters.ipfs.unixfs_data import DataType, decode_unixfs_data
-from odfweb3.errors import FormatError
 
 from .kubo_testdata import DeterministicStream, deterministic_names
 

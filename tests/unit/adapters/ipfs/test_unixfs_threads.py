@@ -1,7 +1,7 @@
 """The importer's hashing workers change nothing but speed: same CIDs, same blocks, same order.
 
 Golden digests below were produced by the single-threaded importer as it was before the
-hashing workers were added (``adapters/ipfs/unixfs.py`` at commit 1818379, which also
+hashing workers were added (``unixfs.py``, now ``publish/unixfs_import.py``, at 1818379, which also
 passes the Kubo vectors in ``test_unixfs.py``): SHA-256 of the whole CAR written with
 ``CarWriter`` as the offline publish path writes it, and SHA-256 over ``cid + block`` in
 sink order for a file with a three-level balanced DAG.
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from odfweb3.adapters.ipfs.car import CarWriter, iter_car
-from odfweb3.adapters.ipfs.cid import Cid
-from odfweb3.adapters.ipfs.unixfs import (
+from odfweb3_ipfs.formats.car import CarWriter, iter_car
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.publish.unixfs_import import (
     DEFAULT_CHUNK_SIZE,
     auto_hash_threads,
     import_file,

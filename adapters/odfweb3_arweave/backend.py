@@ -1,0 +1,245 @@
+"""The Arweave backend: ``bundle:DIR`` and ``arweave[:URL]`` targets; ``ar://`` references.
+
+Registered with the core under the entry point ``odfweb3.backends`` / ``arweave``
+(:mod:`odfweb3.backends`). Targets:
+
+- ``bundle:DIR``: offline publish (a signed ANS-104 bundle);
+- ``arweave`` or ``arweave:http(s)://HOST``: an Arweave gateway (config /
+  ``ODFWEB3_ARWEAVE_GATEWAY`` unless given) with a wallet.
+
+``ar://<record-or-manifest-id>`` is read through the configured gateway. A ``did:odf`` is
+looked up among the uploads of the owner known from publish state or given (anyone can
+post its tags, so nobody else's uploads count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+from odfweb3.backends import Backend, ReadAccess, TargetOptions, TargetStatus
+from odfweb3.config import Config
+from odfweb3.errors import BackendError, OdfWeb3Error, ResolutionError, UsageError
+from odfweb3.odf.multihash import multihash_from_str
+from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.target import PublishTarget
+from odfweb3.read.claims import NameClaims
+from odfweb3.read.replica import Replica
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.publish.bundle_target import BundleTarget
+from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
+from odfweb3_arweave.read.lookup import find_latest_upload
+from odfweb3_arweave.read.private_replica import open_private_replica
+from odfweb3_arweave.read.replica import ArweaveReplica, open_ar_replica
+from odfweb3_arweave.wallet import generate_wallet, load_wallet, save_wallet
+
+__all__ = ["ArweaveBackend", "open_arweave_target"]
+
+
+def open_arweave_target(
+    config: Config, options: TargetOptions | None = None, *, gateway: str | None = None
+) -> GatewayTarget:
+    """The live Arweave target: ``gateway`` (default ``config.arweave_gateway``) + a wallet.
+
+    The wallet is ``options.wallet`` (``--wallet``, else config ``arweave.wallet`` /
+    ``ODFWEB3_ARWEAVE_WALLET``, which the CLI resolves).
+
+    Raises:
+        UsageError: no wallet, or a gateway that is not an http(s) URL.
+    """
+    options = options or TargetOptions()
+    url = gateway or config.arweave_gateway
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--to arweave:{url}: give the gateway as http(s)://HOST[:PORT]")
+    wallet = options.wallet or config.arweave_wallet
+    if wallet is None:
+        raise UsageError(
+            "--to arweave needs a wallet: pass --wallet WALLET.json or set arweave.wallet / "
+            "ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new WALLET.json)"
+        )
+    max_cost = options.max_cost
+    if max_cost is None:
+        max_cost = config.get("arweave", "max_cost_winston")
+    return GatewayTarget(
+        ArweaveGateway(url, settings=config.network),
+        load_wallet(wallet),
+        StateStore(config.state_dir),
+        max_cost=max_cost,
+        publisher=config.get("publisher"),
+        on_price=options.on_price or (lambda winston, size: None),
+        sealer=options.sealer,
+        drive_password=options.drive_password,
+        # issue 10: how long the post-check waits for the upload to be mined
+        confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
+        race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
+    )
+
+
+def _arweave_claims(
+    ref: str, config: Config, owner: str | None = None
+) -> tuple[ArweaveReplica, NameClaims]:
+    gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
+    # The record's signature is checked there: its dataset ID and head are the signer's.
+    replica = open_ar_replica(gateway, ref, expected_owner=owner)
+    head = replica.expected_head
+    return replica, NameClaims(
+        locator=f"ar://{replica.manifest_id}",
+        dataset_id=replica.dataset_id,
+        head=multihash_from_str(head) if head else None,
+        notes=(
+            f"read through {gateway.url}; every block and object re-hashed",
+            *(
+                (f"upload record signed by {replica.owner} (signature and id checked)",)
+                if replica.record is not None
+                else (
+                    "opened by its path manifest: no signed record binds the head; prefer "
+                    "ar://RECORD or did:odf with --owner",
+                )
+            ),
+        ),
+    )
+
+
+def _open_private_drive(
+    replica: ArweaveReplica, config: Config, wallet: Path | None, password: str | None
+) -> Replica:
+    """An ArFS private drive's replica (issue 7), or a UsageError naming what to pass."""
+    wallet = wallet or config.arweave_wallet
+    if wallet is None or not password:
+        raise UsageError(
+            f"{replica.name} is an ArFS private drive: pass the publisher's --wallet "
+            "WALLET.json and --drive-password-file FILE (or set ODFWEB3_DRIVE_PASSWORD)"
+        )
+    assert replica.record is not None and replica.record_id is not None
+    return open_private_replica(
+        replica.gateway,
+        replica.name,
+        replica.record_id,
+        replica.record,
+        replica.owner or "",
+        load_wallet(wallet),
+        password,
+    )
+
+
+class ArweaveBackend:
+    """Arweave for the core's registry (:class:`odfweb3.backends.Backend`)."""
+
+    name: Final = "arweave"
+    rank: Final = 1  # a did:odf is looked up on Arweave after its IPNS name
+    target_schemes: Final = ("bundle", "arweave")
+    ref_prefixes: Final = ("ar://",)
+
+    def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
+        kind, _, arg = spec.partition(":")
+        if kind == "bundle":
+            if not arg:
+                raise UsageError("--to bundle:OUT_DIR needs a directory, e.g. --to bundle:./out")
+            if options.wallet is None:
+                raise UsageError(
+                    "--to bundle:OUT_DIR needs an Arweave wallet to sign with: pass --wallet "
+                    "WALLET.json (create one with odfweb3 wallet new WALLET.json)"
+                )
+            return BundleTarget(
+                Path(arg).expanduser().absolute(),
+                load_wallet(options.wallet),
+                publisher=config.get("publisher"),
+                sealer=options.sealer,
+                drive_password=options.drive_password,
+            )
+        return open_arweave_target(config, options, gateway=arg or None)
+
+    def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
+        replica = open_ar_replica(
+            ArweaveGateway(config.arweave_gateway, settings=config.network), ref
+        )
+        if replica.arfs_private:
+            return _open_private_drive(replica, config, access.wallet, access.drive_password)
+        return replica
+
+    def resolve(self, ref: str, config: Config, access: ReadAccess) -> tuple[Replica, NameClaims]:
+        replica, claims = _arweave_claims(ref, config)
+        if replica.arfs_private:
+            # An ArFS private drive (issue 7): opened with the publisher's wallet and the
+            # drive password, then checked like any replica (it serves plaintext).
+            private = _open_private_drive(replica, config, access.wallet, access.drive_password)
+            return private, claims
+        return replica, claims
+
+    def find_dataset(
+        self, did: str, config: Config, access: ReadAccess
+    ) -> tuple[list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]], list[str]]:
+        """The latest upload of ``did`` by its known owner (publish state or ``--owner``)."""
+        gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
+        owner = access.owner
+        if owner is None:
+            state = StateStore(config.state_dir).load(did, f"arweave:{gateway.url}")
+            known = state.extra.get("owner") if state is not None else None
+            owner = str(known) if known else None
+        if owner is None:
+            return [], [
+                "Arweave not searched: no owner known for this dataset (anyone can post its "
+                "tags); pass --owner ADDRESS"
+            ]
+        try:
+            latest = find_latest_upload(gateway, owner, did)
+        except (BackendError, ResolutionError) as exc:
+            return [], [
+                f"Arweave {gateway.url}: {exc}",
+                f"Arweave {gateway.url}: no upload of {did} by {owner}",
+            ]
+        if latest is None:
+            return [], [f"Arweave {gateway.url}: no upload of {did} by {owner}"]
+        ref = f"ar://{latest.id}"
+
+        def opener() -> tuple[Replica, NameClaims]:
+            return _arweave_claims(ref, config, owner)
+
+        return [(ref, opener)], []
+
+    def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
+        item = src.removeprefix("ar://").strip("/")
+        gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
+        return gateway.get_data(item, limit=limit)
+
+    def query_status(
+        self, states: Sequence[PublishState], config: Config
+    ) -> list[TargetStatus | None]:
+        """Per gateway upload: pending / confirmed (block height) and confirmations."""
+        out: list[TargetStatus | None] = []
+        for state in states:
+            if not state.target.startswith("arweave:"):
+                out.append(None)
+                continue
+            try:
+                url = state.target[len("arweave:") :]
+                with ArweaveGateway(url, settings=config.network) as gateway:
+                    out.append(TargetStatus(uploads=upload_statuses(gateway, state)))
+            except OdfWeb3Error as exc:
+                out.append(TargetStatus(node={"error": str(exc)}))
+        return out
+
+    def record_locator(self, state: PublishState) -> str | None:
+        record_id = state.record.get("recordId")
+        return f"ar://{record_id}" if record_id else None
+
+    def new_wallet(self, path: Path) -> str:
+        """An RSA-4096 wallet written as a JWK file with mode 0600 (``odfweb3 wallet new``)."""
+        wallet = generate_wallet()
+        save_wallet(wallet, path)
+        return wallet.address
+
+    def wallet_address(self, path: Path) -> str:
+        address: str = load_wallet(path).address
+        return address
+
+    def balance(self, address: str, gateway: str) -> int:
+        """Winston held by ``address`` (``odfweb3 wallet balance``)."""
+        with ArweaveGateway(gateway, timeout=30.0) as client:
+            return int(client.balance(address))
+
+
+def _conforms() -> Backend:
+    """mypy checks that the class is a registry Backend."""
+    return ArweaveBackend()

@@ -1,0 +1,334 @@
+"""The upload record: the last item of every odfweb3 bundle, naming what the upload made.
+
+One record per publish. Its tags let a reader find the latest upload of a dataset with
+one GraphQL query (owner + ``ODF-Dataset-Id``, newest first) and walk back through
+earlier uploads by ``ODF-Prev-Upload``; items from other owners are ignored (DESIGN.md
+section 5). Tags, in this order:
+
+==================  ==========================================================
+``App-Name``        ``odfweb3``
+``App-Version``     the odfweb3 version that wrote it
+``Content-Type``    ``application/json``
+``ODF-Dataset-Id``  ``did:odf:…``
+``ODF-Head``        the head block hash (multibase, as in ``refs/head``)
+``ODF-Prev-Head``   the head of the previous upload (absent on the first)
+``ODF-Prev-Upload`` the previous upload's record item id (absent on the first)
+``ODF-Manifest``    the path manifest item id (the whole dataset at ``ODF-Head``)
+``Unix-Time``       seconds since the epoch
+==================  ==========================================================
+
+The body (JSON, sorted keys) repeats these and lists what the upload added: for each
+path its data item, ArFS metadata item and ArFS ``File-Id``; and the drive's ids, so
+publish state can be rebuilt from the network alone. :func:`decode_record` checks that
+tags and body agree. An encrypted upload's body also names its key envelope item
+(``keyEnvelope``: a data item of the same bundle tagged ``ODF-Key-Envelope: 1``; DESIGN.md
+section 6); plain uploads' bodies have no such key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from odfweb3.errors import FormatError
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.multihash import multihash_from_str
+from odfweb3_arweave.formats.arfs import (
+    APP_NAME,
+    JSON_CONTENT_TYPE,
+    DriveLayout,
+    is_uuid,
+    tag_value,
+)
+from odfweb3_arweave.formats.manifest import check_manifest_path
+from odfweb3_arweave.formats.tags import Tag
+
+__all__ = [
+    "RECORD_FORMAT",
+    "AddedFile",
+    "RecordTags",
+    "UploadRecord",
+    "decode_record",
+    "encode_record",
+    "inputs_to_record",
+    "parse_record_tags",
+    "record_tags",
+]
+
+RECORD_FORMAT: Final = "odfweb3/upload-record/1"
+_ID = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+def _item_id(value: object, where: str) -> str:
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise FormatError(f"{where}: not a 43-character base64url item id")
+    return value
+
+
+def _head(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise FormatError(f"{where}: not a multibase hash")
+    try:
+        multihash_from_str(value)
+    except FormatError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    return value
+
+
+def _dataset_id(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise FormatError(f"{where}: not a did:odf dataset id")
+    try:
+        DatasetId.parse(value)
+    except (FormatError, ValueError) as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    return value
+
+
+@dataclass(frozen=True)
+class RecordTags:
+    """What a record's tags say (all a GraphQL query returns without fetching data)."""
+
+    dataset_id: str
+    head: str
+    prev_head: str | None
+    prev_upload: str | None
+    manifest_id: str
+    unix_time: int
+    app_version: str
+
+
+@dataclass(frozen=True)
+class AddedFile:
+    """One file entity revision an upload added.
+
+    Attributes:
+        data_item_id: the data item holding the object's bytes.
+        meta_item_id: its ArFS metadata item.
+        file_id: the ArFS ``File-Id`` (stable across revisions).
+    """
+
+    data_item_id: str
+    meta_item_id: str
+    file_id: str
+
+    def to_json(self) -> dict[str, str]:
+        """JSON form."""
+        return {
+            "dataItemId": self.data_item_id,
+            "fileId": self.file_id,
+            "metaItemId": self.meta_item_id,
+        }
+
+
+@dataclass(frozen=True)
+class UploadRecord:
+    """An upload record (see the module docstring).
+
+    Attributes:
+        dataset_id: ``did:odf:…``.
+        head: the published head (multibase text).
+        prev_head: the previous upload's head, if any.
+        prev_upload: the previous upload's record item id, if any.
+        manifest_id: the path manifest item id.
+        drive: the ArFS drive's ids.
+        added: path -> the file revision this upload added (new objects and ``refs/head``).
+        unix_time: seconds since the epoch.
+        app_version: odfweb3 version.
+        key_envelope: the key envelope item id of an encrypted upload.
+        inputs: where each input of a derivative lives (dataset ID -> ``ar://RECORD``),
+            written by ``publish --with-inputs`` (issue 11); absent from plain records.
+    """
+
+    dataset_id: str
+    head: str
+    prev_head: str | None
+    prev_upload: str | None
+    manifest_id: str
+    drive: DriveLayout
+    added: Mapping[str, AddedFile]
+    unix_time: int
+    app_version: str
+    key_envelope: str | None = None
+    inputs: Mapping[str, str] | None = None
+
+    @property
+    def tags_view(self) -> RecordTags:
+        """The facts carried by the tags."""
+        return RecordTags(
+            self.dataset_id,
+            self.head,
+            self.prev_head,
+            self.prev_upload,
+            self.manifest_id,
+            self.unix_time,
+            self.app_version,
+        )
+
+
+def record_tags(record: UploadRecord) -> tuple[Tag, ...]:
+    """The record item's tags, in the documented order."""
+    tags = [
+        Tag.of("App-Name", APP_NAME),
+        Tag.of("App-Version", record.app_version),
+        Tag.of("Content-Type", JSON_CONTENT_TYPE),
+        Tag.of("ODF-Dataset-Id", record.dataset_id),
+        Tag.of("ODF-Head", record.head),
+    ]
+    if record.prev_head is not None:
+        tags.append(Tag.of("ODF-Prev-Head", record.prev_head))
+    if record.prev_upload is not None:
+        tags.append(Tag.of("ODF-Prev-Upload", record.prev_upload))
+    tags += [Tag.of("ODF-Manifest", record.manifest_id), Tag.of("Unix-Time", str(record.unix_time))]
+    return tuple(tags)
+
+
+def encode_record(record: UploadRecord) -> bytes:
+    """The record item's JSON body (deterministic: sorted keys, compact, ASCII)."""
+    doc: dict[str, Any] = {
+        "format": RECORD_FORMAT,
+        "datasetId": record.dataset_id,
+        "head": record.head,
+        "prevHead": record.prev_head,
+        "prevUpload": record.prev_upload,
+        "manifestId": record.manifest_id,
+        "drive": record.drive.to_json(),
+        "added": {p: a.to_json() for p, a in sorted(record.added.items())},
+        "unixTime": record.unix_time,
+    }
+    if record.key_envelope is not None:
+        doc["keyEnvelope"] = record.key_envelope
+    if record.inputs is not None:
+        doc["inputs"] = dict(sorted(record.inputs.items()))
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
+def parse_record_tags(tags: Sequence[Tag], where: str = "upload record") -> RecordTags:
+    """Read and check a record's tags (e.g. from a GraphQL result).
+
+    Raises:
+        FormatError: not an odfweb3 record, or a tag missing or malformed.
+    """
+    if tag_value(tags, "App-Name") != APP_NAME:
+        raise FormatError(f"{where}: App-Name is not {APP_NAME}")
+    dataset_id = _dataset_id(tag_value(tags, "ODF-Dataset-Id"), f"{where}: ODF-Dataset-Id")
+    head = _head(tag_value(tags, "ODF-Head"), f"{where}: ODF-Head")
+    raw_prev_head = tag_value(tags, "ODF-Prev-Head")
+    prev_head = _head(raw_prev_head, f"{where}: ODF-Prev-Head") if raw_prev_head else None
+    raw_prev = tag_value(tags, "ODF-Prev-Upload")
+    prev_upload = _item_id(raw_prev, f"{where}: ODF-Prev-Upload") if raw_prev else None
+    manifest_id = _item_id(tag_value(tags, "ODF-Manifest"), f"{where}: ODF-Manifest")
+    unix = tag_value(tags, "Unix-Time") or ""
+    if not unix.isdigit() or len(unix) > 12:
+        raise FormatError(f"{where}: Unix-Time is not a number of seconds")
+    return RecordTags(
+        dataset_id,
+        head,
+        prev_head,
+        prev_upload,
+        manifest_id,
+        int(unix),
+        tag_value(tags, "App-Version") or "",
+    )
+
+
+def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record") -> UploadRecord:
+    """Parse a record item (tags + body) and check that they agree.
+
+    Raises:
+        FormatError: malformed tags or body, or the body contradicts the tags.
+    """
+    facts = parse_record_tags(tags, where)
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise FormatError(f"{where}: body is not JSON") from None
+    if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT:
+        raise FormatError(f"{where}: body is not an {RECORD_FORMAT} document")
+    said = (
+        doc.get("datasetId"),
+        doc.get("head"),
+        doc.get("prevHead"),
+        doc.get("prevUpload"),
+        doc.get("manifestId"),
+        doc.get("unixTime"),
+    )
+    told = (
+        facts.dataset_id,
+        facts.head,
+        facts.prev_head,
+        facts.prev_upload,
+        facts.manifest_id,
+        facts.unix_time,
+    )
+    if said != told:
+        raise FormatError(f"{where}: body and tags disagree (dataset, heads, ids or time)")
+    raw_added = doc.get("added")
+    if not isinstance(raw_added, dict):
+        raise FormatError(f"{where}: 'added' is not an object")
+    added: dict[str, AddedFile] = {}
+    for path, entry in raw_added.items():
+        check_manifest_path(path, where)
+        if not isinstance(entry, dict) or not is_uuid(entry.get("fileId")):
+            raise FormatError(f"{where}: entry of {path[:80]!r} lacks a UUID fileId")
+        added[path] = AddedFile(
+            _item_id(entry.get("dataItemId"), f"{where}: {path[:80]} dataItemId"),
+            _item_id(entry.get("metaItemId"), f"{where}: {path[:80]} metaItemId"),
+            str(entry["fileId"]),
+        )
+    return UploadRecord(
+        dataset_id=facts.dataset_id,
+        head=facts.head,
+        prev_head=facts.prev_head,
+        prev_upload=facts.prev_upload,
+        manifest_id=facts.manifest_id,
+        drive=DriveLayout.from_json(doc.get("drive"), f"{where}: drive"),
+        added=added,
+        unix_time=facts.unix_time,
+        app_version=facts.app_version,
+        key_envelope=_item_id(doc["keyEnvelope"], f"{where}: keyEnvelope")
+        if "keyEnvelope" in doc
+        else None,
+        inputs=_inputs(doc["inputs"], where) if "inputs" in doc else None,
+    )
+
+
+def inputs_to_record(
+    asked: Mapping[str, object] | None, last: object, where: str
+) -> dict[str, str] | None:
+    """The inputs map the next upload record of a dataset carries (issue 11).
+
+    The map a ``publish --with-inputs`` asks for wins. Otherwise the map the last upload
+    recorded is kept: republishing a derivative plainly (for instance as the input of
+    another derivative, or after appending blocks) must not cut its lineage.
+
+    Args:
+        asked: the publish's ``record_extra["inputs"]`` (dataset ID -> ``ar://RECORD``), or
+            None / empty for a plain publish.
+        last: the map kept in publish state from the last upload (read from disk or
+            rebuilt from the last record), or None.
+        where: the state's location, for messages.
+
+    Returns:
+        The map to record, or None for a plain record.
+
+    Raises:
+        FormatError: ``last`` is not a map of strings to strings.
+    """
+    if asked:
+        return {str(k): str(v) for k, v in asked.items()}
+    if last is None:
+        return None
+    return _inputs(last, f"{where}: inputs") or None
+
+
+def _inputs(raw: object, where: str) -> dict[str, str]:
+    """The body's ``inputs`` map: dataset ID -> locator strings (issue 11)."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise FormatError(f"{where}: 'inputs' is not a map of dataset IDs to locators")
+    return dict(raw)

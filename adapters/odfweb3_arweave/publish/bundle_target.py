@@ -1,0 +1,283 @@
+"""Offline Arweave publishing: one signed ANS-104 bundle per publish, in a directory.
+
+``--to bundle:OUT_DIR --wallet WALLET.json`` writes into ``OUT_DIR``:
+
+- ``<record-id>.bundle``: the binary bundle (ANS-104) with the delta's data items, their
+  ArFS metadata, the new ``refs/head`` revision, the drive and folders (first publish
+  only), the path manifest, the discovery descriptor (JSON-LD, ``Content-Type:
+  application/ld+json``, tagged ``ODF-Dataset-Id``, ``Title``, ``Description``; left out
+  with the reason in the summary when it fails validation) and the upload record (see
+  :mod:`.bundle_plan`). Post it as
+  the data of one L1 transaction tagged ``Bundle-Format: binary``, ``Bundle-Version:
+  2.0.0``, or hand it to a bundler. Bundles of successive publishes reference each other's
+  items: post them all, oldest first;
+- encrypted publishes (``sealer``, DESIGN.md section 6): every data item is ciphertext (see
+  :mod:`.bundle_plan`), the key envelope is an item of the bundle named by the record, its id
+  in ``publish.json`` as ``keyEnvelope``; no descriptor;
+- ArFS private drives (``drive_password``, :mod:`.arfs_private`): every data and metadata
+  item encrypted as ArDrive does (drive key from the wallet and the drive password), so
+  ArDrive opens the drive with the same wallet and password; the path manifest and the
+  upload record stay public; no descriptor;
+- ``publish.json``: publish state (dataset, head, drive ids, per path the file id, data
+  item and metadata item), the manifest and record ids, the bundle's size, the L1 tags
+  and the price query to run (``GET /price/<bytes>``); it makes the next publish
+  incremental.
+
+Commit order as everywhere: nothing is written before every item is signed (so a bad
+dataset, a corrupt file or tags over the limits leave ``OUT_DIR`` untouched); the bundle
+is streamed to a temp file, fsynced and renamed; ``publish.json`` comes last. The wallet
+is only used to sign: it is never copied, logged or written anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from odfweb3 import __version__
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.errors import ConflictError
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
+from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
+from odfweb3_arweave.formats.arfs import app_tags
+from odfweb3_arweave.formats.record import inputs_to_record
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.publish.bundle_plan import PreviousUpload
+from odfweb3_arweave.publish.publish_bundle import (
+    encryption_view,
+    previous_from_state,
+    sealed_extra,
+    sign_publish_bundle,
+    write_bundle_file,
+)
+from odfweb3_arweave.wallet import Wallet
+
+__all__ = ["BundleTarget"]
+
+Clock = Callable[[], datetime]
+
+
+def _public_mode(fd: int) -> None:
+    # mkstemp creates 0600; a bundle and its summary are public: honour the umask instead.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+
+
+class BundleTarget:
+    """A directory receiving signed ANS-104 bundles and ``publish.json``."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        wallet: Wallet,
+        *,
+        app_version: str = __version__,
+        drive_name: str | None = None,
+        record_tags: Sequence[Tag] = (),
+        clock: Clock = lambda: datetime.now(UTC),
+        new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+        publisher: Mapping[str, Any] | None = None,
+        sealer: Sealer | None = None,
+        drive_password: str | None = None,
+    ) -> None:
+        self.out_dir = out_dir
+        self.sealer = sealer
+        # ArFS private drive (arfs_private): only used to derive the drive key; never
+        # stored, logged or shown in the repr.
+        self._drive_password = drive_password
+        self.publisher = publisher
+        self.name = f"bundle:{out_dir}"
+        self.wallet = wallet
+        self.app_version = app_version
+        self.drive_name = drive_name
+        self.record_tags = tuple(record_tags)
+        self.clock = clock
+        self.new_id = new_id
+        self._written: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"BundleTarget({self.out_dir}, owner={self.wallet.address})"
+
+    @property
+    def summary_path(self) -> Path:
+        """The ``publish.json`` of this directory."""
+        return self.out_dir / "publish.json"
+
+    def _load(self) -> PublishState | None:
+        return load_summary_file(self.summary_path)[0]
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """What the directory holds: the last ``publish.json``, if its bundles are all there."""
+        state = self._load()
+        if state is None:
+            return RemoteView(head=None)
+        if state.dataset_id != dataset_id:
+            raise ConflictError(
+                f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
+                "use another output directory"
+            )
+        owner = state.extra.get("owner")
+        if owner != self.wallet.address:
+            raise ConflictError(
+                f"{self.out_dir}: was published with wallet {owner}, not {self.wallet.address}; "
+                "readers ignore uploads by other owners: use the same wallet or another directory"
+            )
+        bundles = [str(b) for b in state.extra.get("bundles", [])]
+        missing = [b for b in bundles if not (self.out_dir / b).is_file()]
+        if missing:
+            note = f"{missing[0]} is gone from {self.out_dir}: writing every object again"
+            return RemoteView(head=None, state=state, notes=(note,))
+        paths = frozenset(p for p in state.objects if p != "refs/head")
+        return encryption_view(RemoteView(head=state.head, has=paths, state=state), self.sealer)
+
+    def _previous(self, view: RemoteView) -> PreviousUpload | None:
+        # complete=False: a bundle is missing, only the ids are kept
+        return previous_from_state(
+            view.state, str(self.summary_path), complete=view.head is not None
+        )
+
+    def upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``."""
+        previous = self._previous(view)
+        # Issue 11: a plain publish keeps the inputs map the last upload recorded.
+        last_inputs = view.state.extra.get("inputs") if view.state else None
+        asked = plan.record_extra.get("inputs")
+        inputs = inputs_to_record(asked, last_inputs, str(self.summary_path))
+        if inputs and not asked:
+            plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
+        if (
+            plan.is_noop
+            and previous is not None
+            and previous.complete
+            and view.state is not None
+            and inputs == (last_inputs or None)  # a new inputs map needs a new record
+        ):
+            # Same head, nothing new: an upload would only repeat refs/head. Keep the last one.
+            return UploadResult(
+                locator=str(view.state.locator),
+                objects=view.state.objects,
+                extra=dict(view.state.extra, unchanged=True),
+                summary={"bundle": None, "note": "nothing new: no bundle written"},
+            )
+        prepared = sign_publish_bundle(
+            plan,
+            reader,
+            previous,
+            self.wallet,
+            unix_time=int(self.clock().timestamp()),
+            app_version=self.app_version,
+            drive_name=self.drive_name,
+            record_tags=self.record_tags,
+            new_id=self.new_id,
+            publisher=self.publisher,
+            progress=progress,
+            sealer=self.sealer,
+            drive_password=self._drive_password,
+        )
+        bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
+        bundle_name = f"{signed.record_id}.bundle"
+        _, size = write_bundle_file(signed.items, self.out_dir, bundle_name)
+        prev_state = view.state
+        bundles = [str(b) for b in (prev_state.extra.get("bundles", []) if prev_state else [])]
+        bundles.append(bundle_name)
+        self._written = [bundle_name]
+        return UploadResult(
+            locator=signed.manifest_id,
+            objects={p: ref.to_json() for p, ref in sorted(signed.files.items())},
+            extra={
+                "drive": bundle_plan.drive.to_json(),
+                "owner": self.wallet.address,
+                "bundles": bundles,
+                "recordId": signed.record_id,
+                "prevUpload": bundle_plan.prev_upload,
+                "unixTime": bundle_plan.unix_time,
+                "bundle": bundle_name,
+                "bundleBytes": size,
+                "bundleItems": len(signed.items),
+                **{k: v for k, v in descriptor.items() if k == "descriptorId"},
+                **sealed_extra(self.sealer, descriptor),
+                **({"inputs": inputs} if inputs else {}),
+            },
+            bytes_sent=size,
+            summary={
+                "bundle": bundle_name,
+                "bundleItems": len(signed.items),
+                "bundleBytes": size,
+                "manifestId": signed.manifest_id,
+                "recordId": signed.record_id,
+                **descriptor,
+            },
+        )
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """The record travels inside the bundle; here only the state is assembled."""
+        if upload.extra.get("unchanged") and view.state is not None:
+            self._written = []
+            return view.state
+        extra = dict(upload.extra)
+        return PublishState(
+            dataset_id=plan.dataset_id,
+            target=self.name,
+            head=plan.head,
+            locator=upload.locator,
+            record={
+                "recordId": extra["recordId"],
+                "manifestId": upload.locator,
+                "prevUpload": extra["prevUpload"],
+                "unixTime": extra["unixTime"],
+                "bundle": extra["bundle"],
+                "bundleBytes": extra["bundleBytes"],
+            },
+            objects=upload.objects,
+            extra=extra,
+        )
+
+    def save(self, state: PublishState) -> None:
+        """Write ``publish.json`` last: the state plus what to do with the bundle."""
+        size = int(state.record.get("bundleBytes", 0))
+        l1_tags = [*BUNDLE_TAGS, *app_tags(self.app_version)]
+        doc = state.to_json()
+        doc.update(
+            {
+                "driveId": state.extra.get("drive", {}).get("driveId"),
+                "manifestId": state.locator,
+                "recordId": state.record.get("recordId"),
+                "keyEnvelope": state.extra.get("keyEnvelope"),
+                "bundle": state.record.get("bundle"),
+                "bundleBytes": size,
+                "itemsByPath": {p: o.get("dataItemId") for p, o in sorted(state.objects.items())},
+                "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],
+                "priceQuery": f"GET /price/{size}",
+                "filesWritten": list(self._written),
+            }
+        )
+        data = (state_json_text(doc) + "\n").encode()
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.out_dir)
+        _public_mode(fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.summary_path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise

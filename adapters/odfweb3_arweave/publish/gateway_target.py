@@ -1,0 +1,622 @@
+"""Live Arweave publishing (``--to arweave``): one bundle per publish, posted through a gateway.
+
+Commit order (DESIGN.md section 2), as :func:`odfweb3.publish.execute.publish_dataset`
+drives it:
+
+- ``inspect``: the latest upload record of this dataset *by this wallet* (GraphQL, see
+  :mod:`.resolve`). Saved state is used only when it names that record (or when its last
+  upload is still pending and the gateway knows the transaction); otherwise the state is
+  rebuilt from the network: the back-reference walk gives every record, their ``added``
+  maps give every path's file revision, a GraphQL ``ids`` lookup says which items the
+  gateway has. The planner then refuses a head that does not descend (``--force``).
+- ``upload``: plan and sign the bundle (:mod:`.publish_bundle`, the code ``bundle:DIR``
+  uses), spool it to a file under the state directory, ask ``/price/{bytes}`` (shown
+  through ``on_price`` before anything is posted; ``max_cost`` refuses above a limit),
+  check ``/wallet/{address}/balance``, sign an L1 transaction (``Bundle-Format: binary``,
+  ``Bundle-Version: 2.0.0``, ``App-Name``, ``App-Version``, ``ODF-Upload-Record``) anchored
+  at ``/tx_anchor``, and post it: inline when small, else header + chunks. A checkpoint
+  (the signed transaction, the spool file, the next chunk) is saved before the first byte
+  is posted, so an interrupted publish resumes the same transaction instead of paying
+  twice.
+- ``commit``: the record travels inside the bundle: once the gateway took the
+  transaction the update is visible (pending until mined). Arweave cannot refuse a post,
+  so a race with another publisher of the same wallet is settled after it (issue 10):
+  the post-check polls GraphQL (up to ``confirm_timeout`` seconds) until our record is
+  in a block, then applies the readers' own rule (:func:`.resolve.competing_winner`);
+  if another upload won, it raises :class:`~odfweb3.errors.ConflictError` and nothing
+  is saved. Unsettled at the deadline, state records the upload as pending;
+  ``odfweb3 status`` asks the gateway for confirmations (:func:`upload_statuses`).
+- ``save``: publish state (temp file + rename), then the checkpoint and spool file go.
+
+The wallet only signs; it is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from odfweb3 import __version__
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.errors import (
+    BackendError,
+    BackendRejected,
+    ConflictError,
+    FormatError,
+    UsageError,
+)
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3_arweave.client.gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
+from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
+from odfweb3_arweave.formats.arfs import app_tags
+from odfweb3_arweave.formats.merkle import build_tree_from_stream
+from odfweb3_arweave.formats.record import UploadRecord, inputs_to_record
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.formats.tx import from_json, new_transaction, sign_transaction, to_json_dict
+from odfweb3_arweave.publish.bundle_plan import FileRef
+from odfweb3_arweave.publish.publish_bundle import (
+    encryption_view,
+    previous_from_state,
+    sealed_extra,
+    sign_publish_bundle,
+    write_bundle_file,
+)
+from odfweb3_arweave.read.lookup import (
+    Upload,
+    collect_uploads,
+    competing_winner,
+    fetch_record,
+    find_latest_upload,
+    lookup_items,
+    walk_uploads,
+)
+from odfweb3_arweave.wallet import Wallet
+
+__all__ = ["GatewayTarget", "PriceFn", "upload_statuses"]
+
+PriceFn = Callable[[int, int], None]
+Clock = Callable[[], datetime]
+
+
+class GatewayTarget:
+    """An Arweave gateway with a wallet, as a publish target.
+
+    Args:
+        gateway: the gateway client.
+        wallet: the signing wallet (its address owns every upload).
+        states: publish state store (``config.state_dir``).
+        max_cost: refuse an upload whose fee (winston) is above this.
+        on_price: called with ``(winston, bundle bytes)`` before anything is posted.
+        app_version: ``App-Version`` tag.
+        clock: time source for ``Unix-Time``.
+        new_id: UUID source for ArFS ids.
+        publisher: the discovery descriptor's publisher (config).
+        sealer: encrypt every data item; the key envelope goes in the bundle (DESIGN.md 6).
+        drive_password: an ArFS private drive with this password (:mod:`.arfs_private`).
+        confirm_timeout: seconds the post-check waits for our upload to be mined before
+            leaving the race unsettled (0: look once, do not wait).
+        race_timeout: seconds the post-check waits instead when it sees a rival (another
+            upload naming the same previous upload with another head): a visible race is
+            settled even when ``confirm_timeout`` is 0.
+        poll_interval: seconds between two post-check looks.
+        sleep: how to wait (injected for tests).
+        monotonic: a monotonic clock in seconds (injected for tests).
+    """
+
+    def __init__(
+        self,
+        gateway: ArweaveGateway,
+        wallet: Wallet,
+        states: StateStore,
+        *,
+        max_cost: int | None = None,
+        on_price: PriceFn = lambda winston, size: None,
+        app_version: str = __version__,
+        clock: Clock = lambda: datetime.now(UTC),
+        new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+        publisher: Mapping[str, Any] | None = None,
+        sealer: Sealer | None = None,
+        drive_password: str | None = None,
+        confirm_timeout: float = 0.0,
+        race_timeout: float = 1800.0,
+        poll_interval: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.gateway = gateway
+        self.sealer = sealer
+        # ArFS private drive (arfs_private): only used to derive the drive key; never
+        # stored, logged or shown in the repr.
+        self._drive_password = drive_password
+        self.wallet = wallet
+        self.states = states
+        self.max_cost = max_cost
+        self.on_price = on_price
+        self.app_version = app_version
+        self.clock = clock
+        self.new_id = new_id
+        self.publisher = publisher
+        self.name = f"arweave:{gateway.url}"
+        self.confirm_timeout = confirm_timeout
+        self.race_timeout = race_timeout
+        self.poll_interval = poll_interval
+        self.sleep = sleep
+        self.monotonic = monotonic
+
+    def __repr__(self) -> str:
+        return f"GatewayTarget({self.gateway.url}, owner={self.wallet.address})"
+
+    # -- step 2 ----------------------------------------------------------------------
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """The latest upload of ``dataset_id`` by this wallet; state checked against it."""
+        notes: list[str] = []
+        state = self.states.load(dataset_id, self.name)
+        if state is not None and state.extra.get("owner") != self.wallet.address:
+            notes.append(
+                f"saved state is for wallet {state.extra.get('owner')}: ignored, reading the "
+                f"uploads of {self.wallet.address} from {self.gateway.url}"
+            )
+            state = None
+        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
+        if state is not None and self._state_is_current(state, latest):
+            assert state.head is not None
+            has = frozenset(p for p in state.objects if p != "refs/head")
+            view = RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
+            return encryption_view(view, self.sealer)
+        if latest is None:
+            if state is not None:
+                notes.append(
+                    f"{self.gateway.url} knows none of the saved uploads: publishing everything"
+                )
+            return RemoteView(head=None, notes=tuple(notes))
+        if state is not None:
+            notes.append("saved state is not the latest upload: rebuilt from the network")
+        else:
+            notes.append(f"no saved state: rebuilt from the uploads on {self.gateway.url}")
+        rebuilt, chain = self._rebuild(dataset_id, latest)
+        local_text = multihash_to_str(local_head)
+        ahead = latest.facts.head != local_text and any(u.facts.head == local_text for u in chain)
+        has = frozenset(p for p in rebuilt.objects if p != "refs/head")
+        view = RemoteView(
+            head=multihash_from_str(latest.facts.head),
+            has=has,
+            ahead=ahead,
+            state=rebuilt,
+            notes=tuple(notes),
+        )
+        return encryption_view(view, self.sealer)
+
+    def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
+        record_id = state.record.get("recordId")
+        if latest is not None and latest.id == record_id:
+            return True
+        # Our last upload may not be indexed yet: trust it while the gateway has its tx
+        # and the network's latest is the upload it replaced.
+        prev = state.record.get("prevUpload")
+        if (latest is None and prev is None) or (latest is not None and latest.id == prev):
+            tx_id = state.record.get("bundleTxId")
+            if tx_id and self.gateway.tx_status(str(tx_id)).state != "not_found":
+                return True
+        return False
+
+    def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[PublishState, list[Upload]]:
+        chain = walk_uploads(self.gateway, latest)
+        records: list[UploadRecord] = [fetch_record(self.gateway, u) for u in chain]
+        added: dict[str, tuple[str, str, str]] = {}
+        for rec in records:
+            for path, a in rec.added.items():
+                added[path] = (a.file_id, a.data_item_id, a.meta_item_id)
+        known = lookup_items(self.gateway, [v[1] for v in added.values()])
+        objects: dict[str, dict[str, Any]] = {}
+        for path, (file_id, data_id, meta_id) in sorted(added.items()):
+            node = known.get(data_id)
+            if node is None:
+                continue  # the gateway lacks it: it will be sent again
+            size = int((node.get("data") or {}).get("size") or 0)
+            objects[path] = FileRef(file_id, data_id, meta_id, size).to_json()
+        last = records[-1]
+        state = PublishState(
+            dataset_id=dataset_id,
+            target=self.name,
+            head=multihash_from_str(last.head),
+            locator=last.manifest_id,
+            record={
+                "recordId": latest.id,
+                "manifestId": last.manifest_id,
+                "prevUpload": last.prev_upload,
+                "unixTime": last.unix_time,
+                "status": "pending" if latest.pending else "confirmed",
+            },
+            objects=objects,
+            extra={
+                "drive": last.drive.to_json(),
+                "owner": self.wallet.address,
+                "uploads": [
+                    {"recordId": u.id, "head": u.facts.head, "manifestId": u.facts.manifest_id}
+                    for u in chain
+                ],
+                "rebuilt": True,
+                **(
+                    {"encrypted": True, "keyEnvelope": last.key_envelope}
+                    if last.key_envelope
+                    else {}
+                ),
+                # Issue 11: the next plain publish keeps the last record's inputs map.
+                **({"inputs": dict(last.inputs)} if last.inputs else {}),
+            },
+        )
+        return state, chain
+
+    # -- steps 3-5 -------------------------------------------------------------------
+
+    def _checkpoint_path(self, dataset_id: str) -> Path:
+        return self.states.path_for(dataset_id, self.name).with_suffix(".upload.json")
+
+    @property
+    def spool_dir(self) -> Path:
+        """Where bundles wait until their upload is confirmed by the gateway."""
+        return self.states.root / "arweave-spool"
+
+    def upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        """Sign, price, check the balance, post (see the module docstring)."""
+        where = str(self.states.path_for(plan.dataset_id, self.name))
+        previous = previous_from_state(view.state, where)
+        # Issue 11: a plain publish keeps the inputs map the last upload recorded.
+        last_inputs = view.state.extra.get("inputs") if view.state else None
+        asked = plan.record_extra.get("inputs")
+        inputs = inputs_to_record(asked, last_inputs, where)
+        if (
+            plan.is_noop
+            and previous is not None
+            and view.state is not None
+            and inputs == (last_inputs or None)  # a new inputs map needs a new record
+        ):
+            return UploadResult(
+                locator=str(view.state.locator),
+                objects=view.state.objects,
+                extra=dict(view.state.extra, unchanged=True),
+                summary={"note": "nothing new: no transaction posted"},
+            )
+        checkpoint = self._load_checkpoint(plan, previous.record_id if previous else None)
+        if checkpoint is not None:
+            return self._post(plan.dataset_id, checkpoint, resumed=True)
+        if inputs and not asked:
+            inputs = self._latest_inputs(inputs)
+            plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
+        prepared = sign_publish_bundle(
+            plan,
+            reader,
+            previous,
+            self.wallet,
+            unix_time=int(self.clock().timestamp()),
+            app_version=self.app_version,
+            publisher=self.publisher,
+            new_id=self.new_id,
+            progress=progress,
+            sealer=self.sealer,
+            drive_password=self._drive_password,
+        )
+        signed, bplan = prepared.signed, prepared.plan
+        spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
+        try:
+            self._check_latest(plan.dataset_id, previous.record_id if previous else None, view)
+            reward = self.gateway.price(size)
+            self.on_price(reward, size)
+            if self.max_cost is not None and reward > self.max_cost:
+                raise UsageError(
+                    f"--max-cost: the upload costs {format_winston(reward)} for {size} bytes, "
+                    f"above the limit of {format_winston(self.max_cost)}; nothing was posted"
+                )
+            balance = self.gateway.balance(self.wallet.address)
+            if balance < reward:
+                raise BackendRejected(
+                    f"insufficient balance: wallet {self.wallet.address} has "
+                    f"{format_winston(balance)} on {self.gateway.url}, the upload costs "
+                    f"{format_winston(reward)}; fund the wallet (nothing was posted)",
+                    410,
+                    "insufficient balance",
+                )
+            with open(spool, "rb") as f:
+                tree = build_tree_from_stream(f, size)
+            tags = [
+                *BUNDLE_TAGS,
+                *app_tags(self.app_version),
+                Tag.of("ODF-Upload-Record", signed.record_id),
+            ]
+            tx = sign_transaction(
+                new_transaction(
+                    owner=self.wallet.owner,
+                    reward=reward,
+                    last_tx=self.gateway.tx_anchor(),
+                    tags=tags,
+                    data_size=size,
+                    data_root=tree.data_root,
+                ),
+                self.wallet,
+            )
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                spool.unlink()
+            raise
+        prev_uploads = list(view.state.extra.get("uploads", [])) if view.state else []
+        new_upload = {
+            "recordId": signed.record_id,
+            "head": bplan.head,
+            "manifestId": signed.manifest_id,
+            "bundleTxId": tx.id_b64,
+        }
+        checkpoint = {
+            "head": bplan.head,
+            "prevUpload": bplan.prev_upload,
+            "tx": to_json_dict(tx, include_data=False),
+            "spool": spool.name,
+            "nextChunk": 0,
+            "result": {
+                "locator": signed.manifest_id,
+                "objects": {p: ref.to_json() for p, ref in sorted(signed.files.items())},
+                "extra": {
+                    "drive": bplan.drive.to_json(),
+                    "owner": self.wallet.address,
+                    "recordId": signed.record_id,
+                    "prevUpload": bplan.prev_upload,
+                    "unixTime": bplan.unix_time,
+                    "bundleTxId": tx.id_b64,
+                    "bundleBytes": size,
+                    "bundleItems": len(signed.items),
+                    "reward": reward,
+                    "uploads": [*prev_uploads, new_upload],
+                    **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
+                    **sealed_extra(self.sealer, prepared.descriptor),
+                    **({"inputs": inputs} if inputs else {}),
+                },
+                "summary": {
+                    "transaction": tx.id_b64,
+                    "bundleItems": len(signed.items),
+                    "bundleBytes": size,
+                    "cost": format_winston(reward),
+                    "manifestId": signed.manifest_id,
+                    "recordId": signed.record_id,
+                    **prepared.descriptor,
+                },
+            },
+        }
+        self._save_checkpoint(plan.dataset_id, checkpoint)
+        return self._post(plan.dataset_id, checkpoint, resumed=False)
+
+    def _latest_inputs(self, carried: Mapping[str, str]) -> dict[str, str]:
+        """A carried inputs map, each input pointed at its latest upload by this wallet.
+
+        Issue 11: ``ar://RECORD`` names one upload, and a derivative republished with new
+        blocks may consume input blocks only a later upload of that input holds. Inputs
+        of ``--with-inputs`` go to this gateway with this wallet, so their latest upload
+        (the readers' rule, :func:`.resolve.find_latest_upload`) is where they live now;
+        an input with no upload by this wallet keeps its locator.
+        """
+        out: dict[str, str] = {}
+        for did, locator in carried.items():
+            latest = find_latest_upload(self.gateway, self.wallet.address, did)
+            out[did] = f"ar://{latest.id}" if latest is not None else locator
+        return out
+
+    def _check_latest(self, dataset_id: str, expected: str | None, view: RemoteView) -> None:
+        """Re-read the latest record just before posting: another publisher's is a conflict.
+
+        Our own last upload may not be indexed yet: the record it replaced is accepted too.
+        (Two posts that pass this check at the same moment make a fork: :meth:`commit`'s
+        post-check settles it with the readers' rule; see docs/reliability.md.)
+        """
+        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
+        ours = {expected}
+        if view.state is not None:
+            ours.add(view.state.record.get("prevUpload"))
+        if latest is not None and latest.id not in ours:
+            raise ConflictError(
+                f"{self.gateway.url}: another publisher posted upload {latest.id} (head "
+                f"{latest.facts.head}) for {dataset_id} while we prepared ours; nothing was "
+                "posted: run publish again"
+            )
+
+    def _post(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+        tx = from_json(checkpoint["tx"])
+        spool = self.spool_dir / str(checkpoint["spool"])
+
+        def open_spool() -> BinaryIO:
+            return open(spool, "rb")
+
+        with open_spool() as f:
+            tree = build_tree_from_stream(f, tx.data_size)
+        if tree.data_root != tx.data_root:
+            raise FormatError(f"{spool}: spooled bundle changed; delete it and publish again")
+
+        def save(p: ChunkProgress) -> None:
+            checkpoint["nextChunk"] = p.next_chunk
+            self._save_checkpoint(dataset_id, checkpoint)
+
+        start = int(checkpoint.get("nextChunk", 0))
+        progress = ChunkProgress(tx.id_b64, start, save)
+        self.gateway.upload_data(tx, tree, open_spool, progress)
+        result = checkpoint["result"]
+        summary = dict(result["summary"])
+        if resumed:
+            summary["resumed"] = f"transaction {tx.id_b64} from chunk {start}"
+        return UploadResult(
+            locator=str(result["locator"]),
+            objects=dict(result["objects"]),
+            extra=dict(result["extra"]),
+            bytes_sent=int(tx.data_size),
+            summary=summary,
+        )
+
+    def _load_checkpoint(self, plan: PublishPlan, prev_upload: str | None) -> dict[str, Any] | None:
+        path = self._checkpoint_path(plan.dataset_id)
+        try:
+            doc = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            doc = None
+        if (
+            isinstance(doc, dict)
+            and doc.get("head") == multihash_to_str(plan.head)
+            and doc.get("prevUpload") == prev_upload
+            and (self.spool_dir / str(doc.get("spool"))).is_file()
+        ):
+            return doc
+        self._drop_checkpoint(plan.dataset_id, doc if isinstance(doc, dict) else None)
+        return None
+
+    def _save_checkpoint(self, dataset_id: str, doc: dict[str, Any]) -> None:
+        path = self._checkpoint_path(dataset_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, sort_keys=True), "utf-8")
+        tmp.replace(path)
+
+    def _drop_checkpoint(self, dataset_id: str, doc: dict[str, Any] | None) -> None:
+        if doc is not None and isinstance(doc.get("spool"), str):
+            with contextlib.suppress(FileNotFoundError):
+                (self.spool_dir / doc["spool"]).unlink()
+        with contextlib.suppress(FileNotFoundError):
+            self._checkpoint_path(dataset_id).unlink()
+
+    # -- steps 6-7 -------------------------------------------------------------------
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """The record is inside the posted bundle: assemble the (pending) state."""
+        if upload.extra.get("unchanged") and view.state is not None:
+            return view.state
+        extra = {k: v for k, v in upload.extra.items() if k != "unchanged"}
+        settled = self._post_check(plan.dataset_id, str(extra["recordId"]))
+        extra["raceCheck"] = "won" if settled else "unsettled"
+        return PublishState(
+            dataset_id=plan.dataset_id,
+            target=self.name,
+            head=plan.head,
+            locator=upload.locator,
+            record={
+                "recordId": extra["recordId"],
+                "manifestId": upload.locator,
+                "bundleTxId": extra["bundleTxId"],
+                "prevUpload": extra["prevUpload"],
+                "unixTime": extra["unixTime"],
+                "reward": extra["reward"],
+                "status": "pending",
+            },
+            objects=upload.objects,
+            extra=extra,
+        )
+
+    def _post_check(self, dataset_id: str, record_id: str) -> bool:
+        """Settle a race after posting (issue 10); True when ours stands, False if unsettled.
+
+        The verdict is final once our record is in a block (by the readers' rule a rival
+        mined later or still pending cannot beat it any more) and two looks in a row
+        agree (a rival in the same block may be indexed a moment later). Ours stands if
+        :func:`.resolve.competing_winner` names no other upload: the readers' rule, so
+        the writer and every reader agree.
+
+        Raises:
+            ConflictError: another upload of this wallet won; ours is not recorded.
+        """
+        start = self.monotonic()
+        deadline = start + self.confirm_timeout
+        last: tuple[str | None] | None = None
+        while True:
+            try:
+                uploads = collect_uploads(self.gateway, self.wallet.address, dataset_id)
+            except BackendError:
+                # Ours is posted already: a failed look leaves the race unsettled (the
+                # next publish's inspect applies the same rule); it must not undo a post.
+                uploads = []
+            ours = next((u for u in uploads if u.id == record_id), None)
+            if ours is not None and any(
+                u.id != ours.id
+                and u.facts.prev_upload == ours.facts.prev_upload
+                and u.facts.head != ours.facts.head
+                for u in uploads
+            ):
+                # A rival is visible: settle the race whatever confirm_timeout says.
+                deadline = max(deadline, start + self.race_timeout)
+            if ours is None or ours.pending:
+                last = None
+            else:
+                winner = competing_winner(uploads, ours)
+                verdict = (winner.id if winner else None,)
+                if verdict == last:
+                    if winner is None:
+                        return True
+                    self._drop_checkpoint(dataset_id, self._read_checkpoint(dataset_id))
+                    raise ConflictError(
+                        f"{self.gateway.url}: upload {record_id} of {dataset_id} lost a race to "
+                        f"upload {winner.id} (head {winner.facts.head}) by the same wallet, "
+                        "which readers pick; ours was not recorded: pull and merge, or run "
+                        "publish again (it builds on the winner if your head descends from it)"
+                    )
+                last = verdict
+            if self.monotonic() >= deadline:
+                return False
+            self.sleep(self.poll_interval)
+
+    def _read_checkpoint(self, dataset_id: str) -> dict[str, Any] | None:
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads(self._checkpoint_path(dataset_id).read_text("utf-8"))
+            return doc if isinstance(doc, dict) else None
+        return None
+
+    def save(self, state: PublishState) -> None:
+        """Save the state, then drop the checkpoint and the spooled bundle."""
+        doc = None
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads(self._checkpoint_path(state.dataset_id).read_text("utf-8"))
+        self.states.save(state)
+        self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
+
+
+def upload_statuses(gateway: ArweaveGateway, state: PublishState) -> list[dict[str, Any]]:
+    """Per upload of ``state`` (oldest first): pending / confirmed, height, confirmations.
+
+    Uses ``/tx/{bundle}/status`` when the bundle transaction is known, else the record's
+    block in GraphQL and ``/info``'s height.
+    """
+    uploads = list(state.extra.get("uploads") or [])
+    if not uploads and state.record.get("recordId"):
+        uploads = [dict(state.record, head=multihash_to_str(state.head) if state.head else None)]
+    nodes = lookup_items(gateway, [str(u["recordId"]) for u in uploads if u.get("recordId")])
+    height: int | None = None
+    out: list[dict[str, Any]] = []
+    for u in uploads:
+        tx_id = u.get("bundleTxId")
+        if tx_id:
+            status = gateway.tx_status(str(tx_id))
+        else:
+            node = nodes.get(str(u.get("recordId")))
+            block = (node or {}).get("block")
+            if node is None:
+                status = TxStatus("not_found")
+            elif isinstance(block, dict) and block.get("height") is not None:
+                if height is None:
+                    height = int(gateway.info()["height"])
+                h = int(block["height"])
+                status = TxStatus("confirmed", height=h, confirmations=max(height - h, 0))
+            else:
+                status = TxStatus("pending")
+        out.append({**u, **status.to_json()})
+    return out

@@ -1,0 +1,274 @@
+"""Building the one signed bundle of a publish: shared by ``bundle:DIR`` and ``arweave``.
+
+Both targets do the same three things before their transport differs (a file in a
+directory, or an L1 transaction through a gateway):
+
+1. :func:`previous_from_state`: what earlier uploads left (drive ids, path -> file
+   revision, last record id and head), from publish state that the target has checked;
+2. :func:`sign_publish_bundle`: plan the bundle (:func:`.bundle_plan.plan_bundle`), build
+   the discovery descriptor (placed after the manifest, left out with the reason when it
+   fails validation) and sign every item (:func:`.bundle_plan.sign_bundle`); with a
+   ``sealer`` every data item is ciphertext, the key envelope is one more item and the
+   descriptor (which would reveal the dataset) is left out;
+   With a ``drive_password`` the drive is an ArFS private drive (:mod:`.arfs_private`):
+   the drive key is derived from the wallet and the password, every data and metadata item
+   is encrypted as ArDrive does, and the descriptor is left out as well;
+3. :func:`write_bundle_file`: stream the bundle to a temp file in a directory, fsync and
+   rename it (public file mode: a bundle is public).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.descriptor import (
+    build_descriptor,
+    descriptor_tags,
+    encode_descriptor,
+    validate_descriptor,
+)
+from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
+from odfweb3.publish.state import PublishState
+from odfweb3.publish.target import RemoteView
+from odfweb3_arweave.formats.ans104 import DataItem, StreamedDataItem, write_bundle
+from odfweb3_arweave.formats.arfs import DriveLayout, app_tags
+from odfweb3_arweave.formats.arfs_private import derive_drive_key
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.publish.bundle_plan import (
+    BundlePlan,
+    FileRef,
+    PreviousUpload,
+    SignedBundle,
+    plan_bundle,
+    sign_bundle,
+)
+from odfweb3_arweave.wallet import Wallet
+
+__all__ = [
+    "PreparedBundle",
+    "encryption_view",
+    "previous_from_state",
+    "sealed_extra",
+    "sign_publish_bundle",
+    "write_bundle_file",
+]
+
+
+def previous_from_state(
+    state: PublishState | None, where: str, *, complete: bool = True
+) -> PreviousUpload | None:
+    """What earlier uploads left, from a checked publish state (None: a first upload).
+
+    Args:
+        state: the state (its ``objects`` map path -> :class:`.bundle_plan.FileRef` JSON,
+            ``extra["drive"]`` the drive ids, ``record["recordId"]`` the last record).
+        where: the state's location, for messages.
+        complete: the earlier items can be relied on (else everything is sent again).
+
+    Raises:
+        FormatError: a malformed file reference or drive.
+    """
+    if state is None:
+        return None
+    files = {
+        path: FileRef.from_json(ref, f"{where}: {path}") for path, ref in state.objects.items()
+    }
+    return PreviousUpload(
+        drive=DriveLayout.from_json(state.extra.get("drive"), f"{where}: drive"),
+        files=files,
+        record_id=state.record.get("recordId"),
+        head=multihash_to_str(state.head) if state.head else None,
+        complete=complete,
+    )
+
+
+class _Descriptor:
+    """The discovery descriptor's data item: built once the manifest id (its ``ar://``) is known.
+
+    A plain data item (not an ArFS entity) with ``Content-Type: application/ld+json`` and the
+    tags of :func:`odfweb3.descriptor.descriptor_tags` (``ODF-Dataset-Id``, ``Title``,
+    ``Description``…), placed after the manifest and before the record. Left out, with the
+    reason in the summary, when the descriptor fails validation.
+    """
+
+    def __init__(
+        self,
+        entries: list[ChainEntry],
+        publisher: Mapping[str, Any] | None,
+        app_version: str,
+        owner_address: str,
+    ) -> None:
+        self.entries = entries
+        self.publisher = publisher
+        self.app_version = app_version
+        # Without publisher.name the creator is the signing wallet (issue 20).
+        self.identity = f"Arweave address {owner_address}"
+        doc = build_descriptor(entries, publisher, identity=self.identity)
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        self.valid = not errors
+        self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
+
+    def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
+        doc = build_descriptor(
+            self.entries, self.publisher, {"ar": manifest_id}, identity=self.identity
+        )
+        tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
+        return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
+
+
+@dataclass(frozen=True)
+class PreparedBundle:
+    """A planned and signed bundle.
+
+    Attributes:
+        plan: the bundle plan (drive, previous upload, time).
+        signed: the signed items and their ids.
+        descriptor: ``{"descriptorId": id}`` or ``{"descriptorSkipped": reason}``; for an
+            encrypted publish also ``{"keyEnvelope": id}``.
+    """
+
+    plan: BundlePlan
+    signed: SignedBundle
+    descriptor: dict[str, Any] = field(default_factory=dict)
+
+
+def sign_publish_bundle(
+    plan: PublishPlan,
+    reader: DatasetReader,
+    previous: PreviousUpload | None,
+    wallet: Wallet,
+    *,
+    unix_time: int,
+    app_version: str,
+    drive_name: str | None = None,
+    record_tags: Sequence[Tag] = (),
+    new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+    publisher: Mapping[str, Any] | None = None,
+    progress: Callable[[int], None] = lambda n: None,
+    sealer: Sealer | None = None,
+    drive_password: str | None = None,
+) -> PreparedBundle:
+    """Plan, describe and sign the bundle of one publish (nothing is written).
+
+    With ``sealer`` every data item is encrypted (DESIGN.md section 6) and the key
+    envelope is one more item of the bundle. With ``drive_password`` the drive is an ArFS
+    private drive (its key derived from ``wallet`` and the password; never stored).
+
+    Raises:
+        FormatError: tags over the limits, an object unknown to ``previous``.
+        IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
+    """
+    bundle_plan = plan_bundle(
+        plan,
+        previous,
+        unix_time=unix_time,
+        app_version=app_version,
+        drive_name=drive_name,
+        size_of=lambda o: reader.size_of(o.kind, o.hash),
+        record_extra_tags=record_tags,
+        new_id=new_id,
+        sealer=sealer,
+        privacy="private" if drive_password is not None else "public",
+    )
+    drive_key = None
+    if drive_password is not None:
+        drive_key = derive_drive_key(wallet, bundle_plan.drive.drive_id, drive_password)
+    if sealer is None and drive_key is None:
+        chain = list(plan.chain) or list(walk_chain(reader, plan.head))
+        desc = _Descriptor(chain, publisher, app_version, wallet.address)
+        after = desc.item if desc.valid else None
+    else:
+        after = None
+    # An object is read twice (signed, then written): one salt per object, so both reads
+    # give the same ciphertext (same key, nonces and plaintext: nothing new is revealed).
+    salts: dict[str, bytes] = {}
+
+    def open_object(obj: DatasetObject) -> SealedReader | VerifyingReader:
+        salt = salts.setdefault(obj.path, secrets.token_bytes(32)) if sealer else None
+        return open_for_publish(reader, obj, sealer, salt=salt)
+
+    signed = sign_bundle(
+        bundle_plan,
+        wallet,
+        open_object,
+        progress=progress,
+        after_manifest=after,
+        key_envelope=sealer.envelope if sealer is not None else None,
+        drive_key=drive_key,
+    )
+    descriptor: dict[str, Any]
+    if drive_key is not None:
+        descriptor = {"descriptorSkipped": "ArFS private drive: a descriptor would reveal it"}
+    elif sealer is not None:
+        descriptor = {
+            "descriptorSkipped": "encrypted dataset: a descriptor would reveal it",
+            "keyEnvelope": signed.key_envelope_id,
+        }
+    else:
+        descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
+    return PreparedBundle(bundle_plan, signed, descriptor)
+
+
+def _public_mode(fd: int) -> None:
+    # mkstemp creates 0600; a bundle is public: honour the umask instead.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+
+
+def write_bundle_file(
+    items: Sequence[DataItem | StreamedDataItem], directory: Path, name: str
+) -> tuple[Path, int]:
+    """Stream the bundle to ``directory/name`` (temp file, fsync, rename); return path, size."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bundle", dir=directory)
+    _public_mode(fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            size = write_bundle(f, items)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, directory / name)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return directory / name, size
+
+
+def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
+    """``view``, with nothing counted as uploaded when encryption was switched on or off.
+
+    Plaintext and ciphertext revisions never mix in one manifest: after a switch every
+    object gets a new revision (same ArFS file ids).
+    """
+    state = view.state
+    if state is None or bool(state.extra.get("encrypted")) == (sealer is not None):
+        return view
+    now = "encrypted" if sealer is not None else "plain"
+    note = f"the earlier uploads are not {now}: uploading every object again ({now})"
+    return replace(view, has=frozenset(), notes=(*view.notes, note))
+
+
+def sealed_extra(sealer: Sealer | None, descriptor: Mapping[str, Any]) -> dict[str, Any]:
+    """The state entries of an encrypted upload (empty for a plain one)."""
+    if sealer is None:
+        return {}
+    return {
+        "encrypted": True,
+        "keyEpoch": sealer.epoch,
+        "keyEnvelope": descriptor.get("keyEnvelope"),
+    }

@@ -1,0 +1,248 @@
+"""The IPFS backend: ``car:DIR`` and ``ipfs[:URL]`` targets; ``car:``, ``ipfs://``, ``ipns://``.
+
+Registered with the core under the entry point ``odfweb3.backends`` / ``ipfs``
+(:mod:`odfweb3.backends`). Targets:
+
+- ``car:DIR``: offline publish (CAR files + IPNS record), the embedded default;
+- ``ipfs`` or ``ipfs:http://HOST:PORT``: a live Kubo/js-ipfs node (API from config /
+  ``ODFWEB3_IPFS_API`` unless given);
+- ``pinning:NAME[,NAME...]`` or ``pinning`` (``pinning.publish_to``): the ``ipfs`` node, then
+  the Pinning Service API services configured under ``pinning.services``.
+
+IPFS is read through the gateway ``ipfs.gateway`` / ``ODFWEB3_IPFS_GATEWAY`` and, for raw
+blocks, records and DNS, the RPC API ``ipfs.api`` / ``ODFWEB3_IPFS_API``. A ``did:odf`` is
+looked up as the IPNS name derived from the dataset key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Final
+
+from odfweb3.backends import Backend, DnsTxtLookup, ReadAccess, TargetOptions, TargetStatus
+from odfweb3.config import Config
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.errors import BackendError, OdfWeb3Error, UsageError
+from odfweb3.odf.identity import DatasetId
+from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.target import PublishTarget
+from odfweb3.read.claims import NameClaims, resolve_dataset
+from odfweb3.read.replica import Replica
+from odfweb3_ipfs.client.gateway import IpfsGateway
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.dnslink import DnsLinkRecord, check_domain, dnslink_record
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
+from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
+from odfweb3_ipfs.publish.pinning_config import open_pinning_target
+from odfweb3_ipfs.read.access import IpfsAccess
+from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
+from odfweb3_ipfs.read.names import open_ipfs_ref, open_ipns_name, read_ipfs_file
+from odfweb3_ipfs.read.replay_memory import SequenceMemory
+
+__all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
+
+_REFS: Final = ("car:", "ipfs://", "ipns://")
+
+
+def _record_lifetime(config: Config) -> timedelta:
+    """IPNS record validity: ``ipfs.record_lifetime_hours`` (default 48 h)."""
+    return timedelta(hours=float(config.get("ipfs", "record_lifetime_hours", default=48)))
+
+
+def _cid_profile(options: TargetOptions) -> CidProfile:
+    """The UnixFS import profile of an IPFS publish (``--cid-profile``, ``--cid-version``)."""
+    return profile_for(options.cid_profile, options.cid_version)
+
+
+def open_ipfs_target(
+    config: Config, options: TargetOptions | None = None, *, api: str | None = None
+) -> IpfsNodeTarget:
+    """The live IPFS target: the node at ``api`` (default ``config.ipfs_api``)."""
+    options = options or TargetOptions()
+    url = api or config.ipfs_api
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--to ipfs:{url}: give the node's RPC API as http://HOST:PORT")
+    timeout = float(config.get("ipfs", "timeout", default=60.0))
+    return IpfsNodeTarget(
+        KuboClient(url, settings=config.network, timeout=timeout),
+        Keystore(config.keystore_dir),
+        StateStore(config.state_dir),
+        gateway_url=config.ipfs_gateway,
+        profile=_cid_profile(options),
+        lifetime=_record_lifetime(config),
+        unpin_previous=options.unpin_previous,
+        sealer=options.sealer,
+        publisher=config.get("publisher"),
+    )
+
+
+def ipfs_access(
+    config: Config,
+    *,
+    dns: DnsTxtLookup | None = None,
+    now: Callable[[], datetime] | None = None,
+    trustless: bool = False,
+) -> IpfsAccess:
+    """How IPFS names are read: the configured gateway and RPC API, and the replay memory."""
+    access = IpfsAccess(
+        IpfsGateway(config.ipfs_gateway, settings=config.network),
+        KuboClient(config.ipfs_api, settings=config.network, retries=1),
+        dns=dns,
+        memory=SequenceMemory(config.state_dir / "ipns-seen.json"),
+        trustless=trustless,
+        # issue 16 item 1: off unless the user opts in, by this name, in odfweb3.yaml
+        insecure_unverified_paths=config.get("ipfs", "insecure_unverified_paths") is True,
+    )
+    if now is not None:
+        access.now = now
+    return access
+
+
+class IpfsBackend:
+    """IPFS for the core's registry (:class:`odfweb3.backends.Backend`)."""
+
+    name: Final = "ipfs"
+    rank: Final = 0  # a did:odf is looked up as its IPNS name first
+    target_schemes: Final = ("car", "ipfs", "pinning")
+    ref_prefixes: Final = _REFS
+
+    def check_options(self, options: TargetOptions) -> TargetOptions:
+        """The CID version and profile name the profile implies (refused if contradictory)."""
+        profile = _cid_profile(options)
+        return replace(options, cid_version=profile.cid_version, cid_profile=profile.name)
+
+    def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
+        kind, _, arg = spec.partition(":")
+        if kind == "car":
+            if not arg:
+                raise UsageError("--to car:OUT_DIR needs a directory, e.g. --to car:./out")
+            return CarTarget(
+                Path(arg).expanduser().absolute(),
+                Keystore(config.keystore_dir),
+                profile=_cid_profile(options),
+                lifetime=_record_lifetime(config),
+                publisher=config.get("publisher"),
+                sealer=options.sealer,
+            )
+        if kind == "pinning":
+            via_car = config.get("pinning", "via") == "car"
+            node = None if via_car else open_ipfs_target(config, options)
+            return open_pinning_target(config, options, arg, node)
+        return open_ipfs_target(config, options, api=arg or None)
+
+    def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
+        if ref.startswith("car:"):
+            out_dir = Path(ref.removeprefix("car:")).expanduser()
+            # The replay memory is the one IPNS names read online use (issue 16 item 13): an
+            # offline copy of an older record is refused once a newer one has been seen.
+            memory = SequenceMemory(config.state_dir / "ipns-seen.json")
+            return CarDirReplica(check_car_dir(out_dir, memory=memory), ref, out_dir)
+        replica, claims = open_ipfs_ref(ref, ipfs_access(config, dns=access.dns, now=access.now))
+        if access.key_envelope is not None:
+            replica.use_envelope(access.key_envelope, "--key-envelope")
+        if replica.encrypted:
+            # Ciphertext blocks: the chain is walked (and the Seed's ID checked against
+            # the envelope's) only once decrypted (odfweb3.cli.keys_cmds.decrypting_replica).
+            return replica
+        resolve_dataset(ref, replica, claims)
+        return replica
+
+    def resolve(self, ref: str, config: Config, access: ReadAccess) -> tuple[Replica, NameClaims]:
+        if not ref.startswith(("ipfs://", "ipns://")):
+            raise UsageError(f"cannot resolve {ref!r}: use ipns://, ipfs://, ar:// or did:odf:")
+        replica, claims = open_ipfs_ref(
+            ref, ipfs_access(config, dns=access.dns, now=access.now, trustless=access.trustless)
+        )
+        if access.key_envelope is not None:
+            replica.use_envelope(access.key_envelope, access.key_envelope_source)
+        return replica, claims
+
+    def find_dataset(
+        self, did: str, config: Config, access: ReadAccess
+    ) -> tuple[list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]], list[str]]:
+        """The dataset's own IPNS name (derived from its key)."""
+        ipfs = ipfs_access(config, dns=access.dns, now=access.now, trustless=access.trustless)
+        name = IpnsName.from_public_key(DatasetId.parse(did).public_key)
+
+        def opener() -> tuple[Replica, NameClaims]:
+            replica, claims = open_ipns_name(f"ipns://{name}", ipfs, name)
+            if access.key_envelope is not None:
+                replica.use_envelope(access.key_envelope, access.key_envelope_source)
+            return replica, claims
+
+        return [(f"ipns://{name}", opener)], []
+
+    def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
+        if not src.startswith("ipfs://"):
+            raise UsageError(f"--key-envelope {src}: give a file, ipfs://CID or ar://ID")
+        cid = Cid.decode(src.removeprefix("ipfs://").strip("/"), where=f"--key-envelope {src}")
+        return read_ipfs_file(ipfs_access(config), cid, limit=limit, what="key envelope")
+
+    def republisher(self, target: str, config: Config) -> IpfsNodeTarget | None:
+        """The node's target for ``ipfs:URL``; ``car:`` records are re-signed by publishing."""
+        if not target.startswith("ipfs:"):
+            return None
+        return open_ipfs_target(config, TargetOptions(), api=target.removeprefix("ipfs:"))
+
+    def query_status(
+        self, states: Sequence[PublishState], config: Config
+    ) -> list[TargetStatus | None]:
+        """Per live-node state: the record the node holds for the name (car: has no node)."""
+        opened: dict[str, IpfsNodeTarget] = {}
+        out: list[TargetStatus | None] = []
+        for state in states:
+            name = state.record.get("name")
+            if not state.target.startswith("ipfs:"):
+                out.append(None)
+                continue
+            api = state.target[len("ipfs:") :]
+            if api not in opened:
+                opened[api] = open_ipfs_target(config, TargetOptions(), api=api)
+            if not name:
+                out.append(None)
+                continue
+            try:
+                seen = read_node_record(opened[api].client, parse_ipns_name(str(name)))
+            except (BackendError, OdfWeb3Error) as exc:
+                out.append(TargetStatus(node={"error": str(exc)}))
+                continue
+            if seen is None:
+                out.append(TargetStatus(node={"record": None}))
+                continue
+            out.append(
+                TargetStatus(
+                    node={
+                        "sequence": seen.record.sequence,
+                        "value": seen.record.value_text,
+                        "validity": seen.record.expires_at.isoformat(),
+                        "expired": seen.expired,
+                    },
+                    validity=seen.record.expires_at.isoformat(),
+                )
+            )
+        return out
+
+    def check_dnslink_domain(self, domain: str) -> str:
+        return check_domain(domain)
+
+    def dnslink_record(self, domain: str, state: PublishState) -> DnsLinkRecord | None:
+        """``_dnslink.DOMAIN TXT "dnslink=/ipns/NAME"`` for the publish's IPNS name."""
+        name = state.record.get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        return dnslink_record(domain, name)
+
+    def record_locator(self, state: PublishState) -> str | None:
+        name = state.record.get("name")
+        return f"ipns://{name}" if name else None
+
+
+def _conforms() -> Backend:
+    """mypy checks that the class is a registry Backend."""
+    return IpfsBackend()

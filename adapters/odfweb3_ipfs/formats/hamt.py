@@ -1,0 +1,137 @@
+"""HAMT-sharded UnixFS directories, built as Kubo (boxo ``ipld/unixfs/hamt``) builds them.
+
+Facts taken from boxo (``hamt/hamt.go``, ``hamt/util.go``) and go-bitfield:
+
+- Hash: murmur3 x64 128 with seed 0, of which boxo keeps the first 64-bit half
+  (``h1``) written big-endian (spaolacci/murmur3 ``New64().Sum(nil)``). The
+  ``mmh3`` package's ``mmh3_x64_128_digest`` returns ``h1`` then ``h2`` little-endian,
+  so the boxo hash is the first 8 digest bytes reversed.
+- Bucket index at depth ``d``: the next ``log2(fanout)`` bits of that hash, most
+  significant bits first (8 bits = one hash byte per level for fanout 256).
+- Shape: a bucket holding one entry links straight to it, named
+  ``"%02X" % index + name``; a bucket holding several entries links to a child
+  shard named ``"%02X" % index`` alone. The trie is canonical (boxo collapses
+  shards on removal), so the result does not depend on insertion order.
+- Node ``Data``: UnixFS ``{Type: HAMTShard, Data: bitfield, hashType: 0x22
+  (murmur3-x64-64), fanout}``; the bitfield is big-endian with bit ``i`` set for
+  each used bucket ``i`` and leading zero bytes stripped (go-bitfield ``Bytes``).
+- Links in bucket order (upper-case hex prefixes sort the same way by bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import mmh3
+
+from odfweb3.errors import FormatError
+from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, Cid, encode_uvarint
+from odfweb3_ipfs.formats.dagpb import encode_link
+from odfweb3_ipfs.formats.unixfs_data import DataType, UnixFSData, encode_unixfs_data
+
+__all__ = [
+    "DEFAULT_FANOUT",
+    "HASH_MURMUR3_X64_64",
+    "ShardEntry",
+    "build_hamt",
+    "hamt_hash",
+]
+
+DEFAULT_FANOUT: Final = 256
+HASH_MURMUR3_X64_64: Final = 0x22
+
+# (name bytes, child CID bytes, child tsize)
+ShardEntry = tuple[bytes, bytes, int]
+BlockSinkFn = Callable[[Cid, bytes], object]
+
+
+def hamt_hash(name: bytes) -> int:
+    """The 64-bit boxo HAMT hash of an entry name (murmur3 x64 128, first half)."""
+    return int.from_bytes(mmh3.mmh3_x64_128_digest(name, 0)[:8], "little")
+
+
+def _check_fanout(fanout: int) -> tuple[int, int]:
+    if fanout < 8 or fanout & (fanout - 1) or fanout > 1024:
+        raise ValueError("HAMT fanout must be a power of two between 8 and 1024")
+    bits = fanout.bit_length() - 1
+    width = len(f"{fanout - 1:X}")
+    return bits, width
+
+
+def build_hamt(
+    entries: Sequence[ShardEntry],
+    *,
+    cid_version: int,
+    sink: BlockSinkFn | None,
+    fanout: int = DEFAULT_FANOUT,
+) -> tuple[Cid, int, int]:
+    """Build the sharded directory for ``entries``.
+
+    Args:
+        entries: ``(name, child cid bytes, child tsize)``, names unique.
+        cid_version: CID version of the shard nodes (0 or 1).
+        sink: receives every shard block as ``(cid, bytes)``.
+        fanout: shard width (Kubo: 256).
+
+    Returns:
+        ``(root cid, root tsize, number of shard blocks)``.
+    """
+    bits, width = _check_fanout(fanout)
+    hashed = [(hamt_hash(name), name, cid, tsize) for name, cid, tsize in entries]
+    counter = [0]
+    cid, tsize = _build_level(hashed, 0, bits, width, fanout, cid_version, sink, counter)
+    return cid, tsize, counter[0]
+
+
+def _build_level(
+    hashed: list[tuple[int, bytes, bytes, int]],
+    depth: int,
+    bits: int,
+    width: int,
+    fanout: int,
+    cid_version: int,
+    sink: BlockSinkFn | None,
+    counter: list[int],
+) -> tuple[Cid, int]:
+    shift = 64 - (depth + 1) * bits
+    if shift < 0:
+        # boxo: "sharded directory too deep" (needs a 64-bit hash collision)
+        raise FormatError("HAMT directory too deep: entry names collide in all 64 hash bits")
+    mask = fanout - 1
+    buckets: dict[int, list[tuple[int, bytes, bytes, int]]] = {}
+    for item in hashed:
+        buckets.setdefault((item[0] >> shift) & mask, []).append(item)
+    parts: list[bytes] = []
+    bitfield = 0
+    total = 0
+    for index in sorted(buckets):
+        group = buckets[index]
+        bitfield |= 1 << index
+        prefix = f"{index:0{width}X}".encode("ascii")
+        if len(group) == 1:
+            _, name, child, tsize = group[0]
+            parts.append(encode_link(child, prefix + name, tsize))
+        else:
+            sub, tsize = _build_level(
+                group, depth + 1, bits, width, fanout, cid_version, sink, counter
+            )
+            parts.append(encode_link(sub.raw, prefix, tsize))
+        total += tsize
+    data = encode_unixfs_data(
+        UnixFSData(
+            type=DataType.HAMT_SHARD,
+            data=bitfield.to_bytes((bitfield.bit_length() + 7) // 8, "big") or None,
+            hash_type=HASH_MURMUR3_X64_64,
+            fanout=fanout,
+        )
+    )
+    parts.append(b"\x0a" + encode_uvarint(len(data)))
+    parts.append(data)
+    block = b"".join(parts)
+    cid = Cid.sha256(hashlib.sha256(block).digest(), version=cid_version, codec=CODEC_DAG_PB)
+    counter[0] += 1
+    if sink is not None:
+        sink(cid, block)
+    return cid, len(block) + total

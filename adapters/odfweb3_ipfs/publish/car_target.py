@@ -1,0 +1,473 @@
+"""Offline IPFS publishing: CAR files and a signed IPNS record in a directory.
+
+The embedded default (``--to car:OUT_DIR``): no daemon needed. Each publish
+writes into ``OUT_DIR``:
+
+- ``<root>.car``: CAR v1 with the blocks the previous publish to this directory
+  did not have (the first publish: everything). Import them all, oldest first,
+  with ``ipfs dag import *.car`` (later CARs reference blocks of earlier ones);
+- ``<name>.ipns-record``: the signed IPNS record for the dataset's key, sequence
+  one more than the last (``ipfs routing put /ipns/<name> <file>``);
+- ``publish.json``: dataset ID, head, root CID, IPNS name, sequence, the files
+  written, and the per-object CIDs that make the next publish incremental;
+- ``<descriptor-cid>.car``: the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
+  its own UnixFS file, outside the dataset root (whose contents are exactly the ODF layout);
+  its CID is in ``publish.json`` and in the record's ``_odf`` map as ``descriptor``. Left out,
+  with a note, when the descriptor fails validation (e.g. no ``publisher.name`` configured).
+- encrypted publishes (``sealer``, DESIGN.md section 6): every object and ``refs/head`` in the
+  CAR is ciphertext (same paths); the key envelope is its own ``<cid>.car`` beside the root,
+  its CID in ``publish.json`` and in the record's ``_odf`` map as ``keyEnvelope``; the
+  descriptor (which would reveal the dataset's metadata) is left out.
+
+Commit order holds here too: the CAR is written to a temp file and renamed,
+then the record, then ``publish.json`` last. An interrupted publish leaves the
+old ``publish.json``, so the next run redoes the delta.
+
+One publisher at a time: ``upload`` takes ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
+pid; a lock of a dead process is taken over) and ``save`` drops it; ``upload`` and
+``commit`` also re-read ``publish.json`` (compare-and-set on the head ``inspect`` saw). A
+second, concurrent publisher gets a ConflictError and writes nothing visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
+from odfweb3.errors import ConflictError
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
+from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3_ipfs.formats.car import CarWriter
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag, reusable_links
+
+__all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
+
+LOCK_NAME = ".publish.lock"
+
+Clock = Callable[[], datetime]
+
+
+def _public_mode(fd: int) -> None:
+    # mkstemp creates 0600; published artifacts are public: honour the umask instead.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file, fsync and rename (mode per umask)."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    _public_mode(fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class CarTarget:
+    """A directory receiving CAR files, IPNS records and ``publish.json``."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        keystore: Keystore,
+        *,
+        cid_version: int = 1,
+        profile: CidProfile | None = None,
+        lifetime: timedelta = DEFAULT_LIFETIME,
+        clock: Clock = lambda: datetime.now(UTC),
+        publisher: Mapping[str, Any] | None = None,
+        sealer: Sealer | None = None,
+    ) -> None:
+        self.out_dir = out_dir
+        self.publisher = publisher
+        self.sealer = sealer
+        self.name = f"car:{out_dir}"
+        self.keystore = keystore
+        self.profile = profile or profile_for(None, cid_version)
+        self.cid_version = self.profile.cid_version
+        self.lifetime = lifetime
+        self.clock = clock
+        self._written: list[str] = []
+        self._locked = False
+        self._unchanged = False
+        self._seen_head: bytes | None = None
+
+    @property
+    def summary_path(self) -> Path:
+        """The ``publish.json`` of this directory."""
+        return self.out_dir / "publish.json"
+
+    def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
+        return load_summary_file(self.summary_path)
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """What the directory holds: the last ``publish.json``, if its CARs are all there."""
+        state, _raw = self._load()
+        self._seen_head = state.head if state is not None else None
+        if state is None:
+            return RemoteView(head=None)
+        if state.dataset_id != dataset_id:
+            raise ConflictError(
+                f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
+                "use another output directory"
+            )
+        cars = [str(c) for c in state.extra.get("cars", [])]
+        missing = [c for c in cars if not (self.out_dir / c).is_file()]
+        if missing:
+            note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
+            return RemoteView(head=None, state=None, notes=(note,))
+        return RemoteView(head=state.head, has=frozenset(state.objects), state=state)
+
+    def upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        """Write the delta CAR (temp file, then renamed to ``<root>.car``)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self._check_unchanged(view)
+            if self._nothing_new(plan, view):
+                # Issue 20: same head, same record content: write nothing, and keep the
+                # record at its sequence (no new CAR, no re-signed record, no publish.json).
+                assert view.state is not None
+                self._unchanged = True
+                return UploadResult(
+                    locator=str(view.state.locator),
+                    objects=view.state.objects,
+                    extra=dict(view.state.extra),
+                    summary={"note": "nothing new: no CAR written, record unchanged"},
+                )
+            return self._upload(plan, reader, view, progress)
+        except BaseException:
+            self._unlock()  # nothing of ours is visible: let the next publisher in
+            raise
+
+    def _nothing_new(self, plan: PublishPlan, view: RemoteView) -> bool:
+        """The directory holds this head with a complete record saying what we would say."""
+        state = view.state
+        if not plan.is_noop or state is None or state.head != plan.head or self.sealer:
+            return False
+        if state.extra.get("pending") or not state.record.get("file"):
+            return False
+        if not (self.out_dir / str(state.record["file"])).is_file():
+            return False
+        try:  # a record past half its lifetime is renewed (sequence + 1) even so
+            expires = datetime.fromisoformat(str(state.record.get("validity")))
+        except ValueError:
+            return False
+        if expires - self.clock() < self.lifetime / 2:
+            return False
+        asked = plan.record_extra.get("inputs")
+        return not asked or {str(k): str(v) for k, v in asked.items()} == state.extra.get("inputs")
+
+    def _upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        prev = view.state
+        previous, prev_dirs = reusable_links(
+            prev,
+            view.has,
+            cid_version=self.cid_version,
+            encrypted=self.sealer is not None,
+            profile=self.profile,
+        )
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=self.out_dir)
+        _public_mode(fd)
+        try:
+            with os.fdopen(fd, "w+b") as f:
+                writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
+                dag = build_dataset_dag(
+                    reader,
+                    plan.head,
+                    plan.objects,
+                    previous,
+                    cid_version=self.cid_version,
+                    profile=self.profile,
+                    sink=writer,
+                    previous_dir_blocks=prev_dirs,
+                    progress=progress,
+                    sealer=self.sealer,
+                )
+                writer.set_root(dag.root.cid)
+                f.flush()
+                os.fsync(f.fileno())
+                car_bytes = writer.bytes_written
+            car_name = f"{dag.root.cid.encode()}.car"
+            if (self.out_dir / car_name).exists():
+                # Same root as an earlier publish: that CAR already holds these blocks.
+                os.unlink(tmp)
+                car_bytes = 0
+            else:
+                os.replace(tmp, self.out_dir / car_name)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        cars = [str(c) for c in (prev.extra.get("cars", []) if prev else [])]
+        if car_name not in cars:
+            cars.append(car_name)
+        self._written = [car_name]
+        if self.sealer is None:
+            desc = self._write_descriptor(plan, reader, dag.root.cid.encode())
+        else:
+            desc = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
+            desc |= self._write_envelope(self.sealer)
+        return UploadResult(
+            locator=dag.root.cid.encode(),
+            objects=dag.objects_json(prev.objects if prev else {}),
+            extra={
+                "cidVersion": self.cid_version,
+                **({"cidProfile": self.profile.state_tag} if self.profile.state_tag else {}),
+                "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
+                "cars": cars,
+                **{
+                    k: v
+                    for k, v in desc.items()
+                    if k in ("descriptor", "descriptorCar", "keyEnvelope", "keyEnvelopeCar")
+                },
+                **({"encrypted": True, "keyEpoch": self.sealer.epoch} if self.sealer else {}),
+            },
+            bytes_sent=car_bytes,
+            summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
+        )
+
+    def _write_car_file(self, data: bytes) -> tuple[str, str]:
+        """Write ``data`` as a one-file UnixFS CAR; its CID and file name."""
+        blocks: list[tuple[Cid, bytes]] = []
+        node = self.profile.import_bytes(data, lambda cid, b: blocks.append((cid, b)))
+        buf = io.BytesIO()
+        writer = CarWriter(buf, node.cid)
+        for cid, block in blocks:
+            writer.write_block(cid, block)
+        car_name = f"{node.cid.encode()}.car"
+        write_atomic(self.out_dir / car_name, buf.getvalue())
+        self._written.append(car_name)
+        return node.cid.encode(), car_name
+
+    def _write_envelope(self, sealer: Sealer) -> dict[str, str]:
+        """Write the key envelope's own CAR (public: wrapped keys only)."""
+        cid, car_name = self._write_car_file(sealer.envelope)
+        return {"keyEnvelope": cid, "keyEnvelopeCar": car_name}
+
+    def _write_descriptor(
+        self, plan: PublishPlan, reader: DatasetReader, root: str
+    ) -> dict[str, str]:
+        """Write the descriptor's own CAR; its CID and file, or why it was left out."""
+        name = IpnsName.from_public_key(
+            public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
+        )
+        entries = list(plan.chain) or list(walk_chain(reader, plan.head))
+        doc = build_descriptor(
+            entries, self.publisher, {"ipfs": root, "ipns": str(name)}, identity=f"ipns://{name}"
+        )
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        if errors:
+            return {"descriptorSkipped": "; ".join(p.message for p in errors)}
+        blocks: list[tuple[Cid, bytes]] = []
+        node = self.profile.import_bytes(
+            encode_descriptor(doc), lambda cid, data: blocks.append((cid, data))
+        )
+        buf = io.BytesIO()
+        writer = CarWriter(buf, node.cid)
+        for cid, data in blocks:
+            writer.write_block(cid, data)
+        car_name = f"{node.cid.encode()}.car"
+        write_atomic(self.out_dir / car_name, buf.getvalue())
+        self._written.append(car_name)
+        return {"descriptor": node.cid.encode(), "descriptorCar": car_name}
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
+        try:
+            self._check_unchanged(view)
+            if self._unchanged and view.state is not None:
+                return view.state
+            return self._commit(plan, upload, view)
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        key = self.keystore.load_or_generate(plan.dataset_id)
+        name = IpnsName.from_public_key(public_key_bytes(key))
+        prev = view.state
+        sequence = int(prev.record.get("sequence", -1)) + 1 if prev else 0
+        descriptor = upload.extra.get("descriptor")
+        odf_extra = {"descriptor": descriptor} if descriptor else {}
+        if upload.extra.get("keyEnvelope"):
+            odf_extra["keyEnvelope"] = upload.extra["keyEnvelope"]
+        # Issue 11: where each input lives (dataset ID -> ipns://NAME); a plain publish
+        # keeps the map the last --with-inputs publish recorded.
+        inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
+        state_extra = dict(upload.extra)
+        if inputs:
+            odf_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+            state_extra["inputs"] = odf_extra["inputs"]
+        ext = OdfExtension(
+            dataset_id=plan.dataset_id,
+            head=multihash_to_str(plan.head),
+            prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
+            extra=odf_extra,
+        )
+        now = self.clock()
+        record = create_record(
+            key,
+            f"/ipfs/{upload.locator}",
+            sequence,
+            validity=now + self.lifetime,
+            extensions={"_odf": ext},
+            now=now,
+        )
+        record_file = f"{name}.ipns-record"
+        write_atomic(self.out_dir / record_file, encode_record(record))
+        self._written.append(record_file)
+        return PublishState(
+            dataset_id=plan.dataset_id,
+            target=self.name,
+            head=plan.head,
+            locator=upload.locator,
+            record={
+                "name": str(name),
+                "sequence": sequence,
+                "validity": record.expires_at.isoformat(),
+                "value": record.value_text,
+                "file": record_file,
+            },
+            objects=upload.objects,
+            extra=state_extra,
+        )
+
+    def save(self, state: PublishState) -> None:
+        """Write ``publish.json`` last: the state plus a human-facing summary."""
+        if self._unchanged:  # nothing new: publish.json stays as it was
+            self._unchanged = False
+            self._unlock()
+            return
+        doc = state.to_json()
+        side = [state.extra.get("descriptorCar"), state.extra.get("keyEnvelopeCar")]
+        cars = [*state.extra.get("cars", []), *filter(None, side)]
+        doc.update(
+            {
+                "root": state.locator,
+                "ipnsName": state.record.get("name"),
+                "sequence": state.record.get("sequence"),
+                "descriptor": state.extra.get("descriptor"),
+                "keyEnvelope": state.extra.get("keyEnvelope"),
+                "filesWritten": list(self._written),
+                "import": [
+                    f"ipfs dag import {' '.join(cars)}",
+                    f"ipfs routing put --allow-offline /ipns/{state.record.get('name')} "
+                    f"{state.record.get('file')}",
+                ],
+            }
+        )
+        write_atomic(self.summary_path, (state_json_text(doc) + "\n").encode())
+        self._unlock()
+
+    # -- one publisher at a time (a lock file in OUT_DIR, taken from upload to save) ---------
+
+    @property
+    def lock_path(self) -> Path:
+        """``OUT_DIR/.publish.lock``: holds the pid of the publisher writing the directory."""
+        return self.out_dir / LOCK_NAME
+
+    def _lock(self) -> None:
+        """Take the lock; a lock left by a dead process (killed publisher) is taken over.
+
+        Raises:
+            ConflictError: another live process is publishing into this directory.
+        """
+        if self._locked:
+            return
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                try:
+                    pid = int(self.lock_path.read_text("ascii").strip() or "0")
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and pid != os.getpid() and _alive(pid):
+                    raise ConflictError(
+                        f"{self.out_dir}: another publisher (pid {pid}) is writing here; "
+                        f"wait for it, or remove {LOCK_NAME} if no such process runs"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    self.lock_path.unlink()  # stale (dead or our own earlier, failed run)
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            self._locked = True
+            return
+        raise ConflictError(f"{self.out_dir}: could not take {LOCK_NAME}; publish again")
+
+    def _unlock(self) -> None:
+        if self._locked:
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
+            self._locked = False
+
+    def _check_unchanged(self, view: RemoteView) -> None:
+        """Compare-and-set: ``publish.json`` must still hold the head ``inspect`` read."""
+        current, _raw = self._load()
+        now = current.head if current is not None else None
+        if now != self._seen_head:
+            self._conflict(now)
+
+    def _conflict(self, now: bytes | None) -> None:
+        self._unlock()
+        raise ConflictError(
+            f"{self.out_dir}: another publish moved it to "
+            f"{multihash_to_str(now) if now else 'nothing'} meanwhile; nothing of ours was "
+            "made visible: run publish again"
+        )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def head_of_summary(path: Path) -> bytes | None:
+    """The head recorded in a ``publish.json`` (for tools and tests)."""
+    data = json.loads(path.read_text("utf-8"))
+    head = data.get("head")
+    return multihash_from_str(head) if head else None

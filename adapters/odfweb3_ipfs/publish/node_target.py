@@ -1,0 +1,667 @@
+"""The live IPFS target ``ipfs``: publish to a Kubo (or js-ipfs) node over its RPC API.
+
+DESIGN.md sections 2 and 4, in commit order:
+
+- ``inspect``: the saved publish state is checked against the node, never trusted
+  blindly: ``block/stat`` and ``pin/ls`` of the previous root (a node that lost it
+  gets a full upload), and the node's IPNS record for the dataset's name, verified
+  locally (a record with a higher sequence than ours is another publisher's: the
+  view is rebuilt from it and the planner refuses a head that does not descend).
+  Without state, the view is rebuilt from the node's record (root, then ``_odf.head``
+  or ``refs/head`` read through the node).
+- ``upload``: the delta (new files, changed directory nodes; unchanged files are
+  neither read nor hashed) is written to ONE temp CAR file (bounded memory), sent
+  with one streamed ``dag/import``, checked with ``block/stat``, pinned with
+  ``pin/add`` (recursive: the node proves the whole DAG is there). A checkpoint
+  (``extra.pending``) is saved next, so an interrupted publish re-run sends only
+  what is missing.
+- ``commit``: the node's record is read again (a publisher that got there
+  meanwhile is a ConflictError), then our pre-signed record (sequence + 1, ``_odf``
+  extension) is put with ``routing/put`` (Kubo) or ``dht/put`` (js-ipfs); where the
+  node has neither, the key is imported and ``name/publish`` signs a plain record
+  (no extension: resolvers read ``refs/head``). The record read back must be ours.
+- ``save``: state via :class:`~odfweb3.publish.state.StateStore`; then, only with
+  ``unpin_previous``, the previous root is unpinned (shared blocks stay pinned).
+
+Encrypted publishes (``sealer``, DESIGN.md section 6) use the scheme of ``car:DIR``: every
+object and ``refs/head`` under the root is ciphertext at the same path; the key envelope
+is its own UnixFS file, sent in the same ``dag/import`` and pinned on its own; its CID is
+in the state (``extra.keyEnvelope``) and in the record's ``_odf`` map as ``keyEnvelope``.
+No discovery descriptor is published (it would reveal the dataset's metadata).
+
+Plain publishes also send the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
+its own UnixFS file in the same ``dag/import``, pinned on its own, never inside the dataset
+root (issue 9): its CID is in the publish output and state (``descriptor``) and in the
+record's ``_odf`` map as ``descriptor`` (kept on republish). A descriptor that fails
+validation (e.g. no ``publisher.name`` configured) is left out, the reason in the summary
+as ``descriptorSkipped``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.crypto.segments import MAGIC
+from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
+from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.formats.car import CarWriter
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.ipns import (
+    DEFAULT_LIFETIME,
+    IpnsRecord,
+    OdfExtension,
+    RecordExpired,
+    create_record,
+    decode_record,
+    encode_record,
+    verify_record,
+)
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag, reusable_links
+
+__all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """The node's current record for a name, verified (signature; expiry noted)."""
+
+    record: IpnsRecord
+    expired: bool
+
+    @property
+    def root(self) -> Cid | None:
+        """The root CID of an ``/ipfs/<cid>`` value."""
+        value = self.record.value_text
+        if not value.startswith("/ipfs/"):
+            return None
+        try:
+            return Cid.decode(value[len("/ipfs/") :].split("/", 1)[0])
+        except FormatError:
+            return None
+
+
+def read_node_record(client: KuboClient, name: IpnsName) -> NodeRecord | None:
+    """The node's record for ``name``, verified locally (never trusted raw), or None.
+
+    Raises:
+        SignatureError / FormatError: the node returned a forged or malformed record.
+    """
+    raw = client.record_get(name)
+    if raw is None:
+        return None
+    try:
+        return NodeRecord(verify_record(raw, name), expired=False)
+    except RecordExpired:
+        # verify_record checks the signature (steps 2-7) before expiry (step 8).
+        return NodeRecord(decode_record(raw), expired=True)
+
+
+def _dataset_key(keystore: Keystore, dataset_id: str) -> Ed25519PrivateKey | None:
+    return keystore.load(dataset_id) if keystore.has(dataset_id) else None
+
+
+def _head_of(client: KuboClient, node_record: NodeRecord, root: Cid) -> bytes:
+    """The head a record points at: ``_odf.head``, checked against ``refs/head`` on the node."""
+    served = client.cat(f"/ipfs/{root.encode()}/refs/head", max_size=256)
+    odf = node_record.record.odf
+    if served.startswith(MAGIC) and odf is not None:
+        # An encrypted dataset: refs/head is ciphertext; the record's head is all we have
+        # without the key (pull decrypts refs/head and checks it against the chain).
+        return multihash_from_str(odf.head)
+    try:
+        head = multihash_from_str(served.decode("ascii").strip())
+    except (UnicodeDecodeError, FormatError, ValueError):
+        raise FormatError(
+            f"/ipfs/{root}/refs/head on the node is not a multihash; the name does not point "
+            "at an ODF dataset"
+        ) from None
+    if odf is not None and multihash_from_str(odf.head) != head:
+        raise FormatError(
+            f"IPNS record says head {odf.head} but /ipfs/{root}/refs/head is "
+            f"{multihash_to_str(head)}; the record is inconsistent"
+        )
+    return head
+
+
+class IpfsNodeTarget:
+    """Publish target for a live node (see the module docstring).
+
+    Args:
+        client: the node's RPC client.
+        keystore: the datasets' keys (the IPNS key is the dataset's key).
+        states: where publish state is kept.
+        gateway_url: the node's HTTP gateway (for messages and links).
+        cid_version: 1 (raw leaves, default) or 0.
+        profile: the UnixFS import parameters (a Kubo profile, see :mod:`.cid_profile`);
+            overrides ``cid_version``.
+        lifetime: record validity from now.
+        unpin_previous: unpin the previous root after the name moved.
+        settle: seconds to wait before reading the record once more after putting it: a
+            concurrent publisher whose put landed just after ours is then seen (the node
+            offers no compare-and-set on records; the later put wins, the earlier one
+            gets a ConflictError).
+        tmp_dir: where the delta CAR is written (default: the system temp dir).
+        clock: current time (tests).
+        sealer: encrypt every object, ``refs/head``, and publish the key envelope.
+        publisher: the FOAF agent (``name``, ``mbox``, ``homepage``) named as the
+            descriptor's creator; without a name the descriptor is left out.
+    """
+
+    def __init__(
+        self,
+        client: KuboClient,
+        keystore: Keystore,
+        states: StateStore,
+        *,
+        gateway_url: str | None = None,
+        cid_version: int = 1,
+        profile: CidProfile | None = None,
+        lifetime: timedelta = DEFAULT_LIFETIME,
+        unpin_previous: bool = False,
+        settle: float = 0.2,
+        tmp_dir: Path | None = None,
+        clock: Clock = lambda: datetime.now(UTC),
+        sealer: Sealer | None = None,
+        publisher: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.client = client
+        self.sealer = sealer
+        self.publisher = publisher
+        self.keystore = keystore
+        self.states = states
+        self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
+        self.name = f"ipfs:{client.api_url}"
+        self.profile = profile or profile_for(None, cid_version)
+        self.cid_version = self.profile.cid_version
+        self.lifetime = lifetime
+        self.unpin_previous = unpin_previous
+        self.settle = settle
+        self.tmp_dir = tmp_dir
+        self.clock = clock
+        self._seen: NodeRecord | None = None  # the node's record at inspect time
+        self._previous_root: str | None = None
+
+    # -- step 2 -------------------------------------------------------------------------
+
+    def _root_complete(self, root: str) -> bool:
+        cid = Cid.decode(root)
+        if self.client.block_size(cid) is None:
+            return False
+        return self.client.has_pin(cid)
+
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+        """What the node holds for the dataset (state checked against the node)."""
+        notes: list[str] = []
+        state = self.states.load(dataset_id, self.name)
+        key = _dataset_key(self.keystore, dataset_id)
+        seen = None
+        if key is not None:
+            seen = read_node_record(self.client, IpnsName.from_public_key(public_key_bytes(key)))
+        self._seen = seen
+        if seen is not None and seen.expired:
+            notes.append("the node's IPNS record has expired; this publish renews it")
+
+        our_seq = int(state.record["sequence"]) if state and "sequence" in state.record else -1
+        if (
+            seen is not None
+            and seen.record.sequence > our_seq
+            and (state is None or seen.record.value_text != state.record.get("value"))
+        ):
+            if state is not None:
+                notes.append(
+                    f"the node's record has sequence {seen.record.sequence} > ours ({our_seq}): "
+                    "another publisher moved the name; building on its head"
+                )
+            return self._view_from_record(dataset_id, seen, state, notes)
+        if state is None:
+            return RemoteView(head=None, notes=tuple(notes))
+
+        # The committed state, checked against the node.
+        has: set[str] = set()
+        objects = dict(state.objects)
+        dir_blocks = list(state.extra.get("dirBlocks", []))
+        if state.locator is not None:
+            if self._root_complete(state.locator):
+                has |= set(objects)
+                self._previous_root = state.locator
+            else:
+                notes.append(
+                    f"the node no longer holds the published root {state.locator}: "
+                    "sending the whole dataset again"
+                )
+                objects, dir_blocks = {}, []
+        pending = state.extra.get("pending")
+        if (
+            isinstance(pending, dict)
+            and pending.get("root")
+            and _same_profile(pending, state.extra)
+            and self._root_complete(str(pending["root"]))
+        ):
+            notes.append(
+                f"resuming an interrupted publish: {pending['root']} is already on the node"
+            )
+            objects.update(pending.get("objects") or {})
+            has |= set(pending.get("objects") or {})
+            dir_blocks = sorted(set(dir_blocks) | set(pending.get("dirBlocks") or []))
+        extra = {k: v for k, v in state.extra.items() if k != "pending"}
+        extra["dirBlocks"] = dir_blocks
+        if seen is None and state.head is not None:
+            notes.append("the node has no record for the name; this publish puts it back")
+        checked = state.evolve(objects=objects, extra=extra)
+        return RemoteView(head=state.head, has=frozenset(has), state=checked, notes=tuple(notes))
+
+    def _view_from_record(
+        self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
+    ) -> RemoteView:
+        """Rebuild the view from the node's record (no or stale state)."""
+        root = seen.root
+        record_facts: dict[str, Any] = {
+            "sequence": seen.record.sequence,
+            "value": seen.record.value_text,
+        }
+        base = PublishState(dataset_id=dataset_id, target=self.name, record=record_facts)
+        if root is None:
+            notes.append(f"the node's record points at {seen.record.value_text}, not /ipfs/<cid>")
+            return RemoteView(head=None, state=base, notes=tuple(notes))
+        if self.client.block_size(root) is None:
+            notes.append(
+                f"the node's record points at {root}, which the node does not hold: "
+                "sending the whole dataset"
+            )
+            return RemoteView(head=None, state=base, notes=tuple(notes))
+        head = _head_of(self.client, seen, root)
+        notes.append(
+            f"rebuilt the publish state from the node's record (sequence "
+            f"{seen.record.sequence}, root {root})"
+        )
+        base = base.evolve(head=head, locator=root.encode())
+        pending = state.extra.get("pending") if state is not None else None
+        if (
+            isinstance(pending, dict)
+            and pending.get("root")
+            and Cid.decode(str(pending["root"])).raw == root.raw
+            and self.client.has_pin(root)
+        ):
+            # Our own publish was interrupted after the record was put, before the state
+            # was saved: its checkpoint lists what the (pinned, so complete) root holds.
+            objects = dict(pending.get("objects") or {})
+            extra = {k: pending[k] for k in ("cidVersion", "cidProfile") if k in pending}
+            base = base.evolve(
+                objects=objects,
+                extra={"dirBlocks": list(pending.get("dirBlocks") or []), **extra},
+            )
+            self._previous_root = root.encode()
+            notes.append("the record names the root of our interrupted publish: reusing it")
+            return RemoteView(head=head, has=frozenset(objects), state=base, notes=tuple(notes))
+        return RemoteView(head=head, state=base, notes=tuple(notes))
+
+    # -- steps 3-5 ----------------------------------------------------------------------
+
+    def upload(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> UploadResult:
+        """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
+        prev = view.state
+        previous, prev_dirs = reusable_links(
+            prev,
+            view.has,
+            cid_version=self.cid_version,
+            encrypted=self.sealer is not None,
+            profile=self.profile,
+        )
+        sent_before = self.client.stats.bytes_sent
+        fd, tmp = tempfile.mkstemp(prefix="odfweb3-delta-", suffix=".car", dir=self.tmp_dir)
+        try:
+            with os.fdopen(fd, "w+b") as f:
+                writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
+                dag = build_dataset_dag(
+                    reader,
+                    plan.head,
+                    plan.objects,
+                    previous,
+                    cid_version=self.cid_version,
+                    profile=self.profile,
+                    sink=writer,
+                    previous_dir_blocks=prev_dirs,
+                    progress=progress,
+                    sealer=self.sealer,
+                )
+                envelope = None
+                side: dict[str, str] = {}
+                if self.sealer is not None:  # its own file, outside the dataset root
+                    envelope = self.profile.import_bytes(self.sealer.envelope, writer)
+                    side = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
+                else:  # the descriptor: its own file too, never inside the dataset root
+                    side = self._import_descriptor(plan, dag.root.cid.encode(), writer)
+                writer.set_root(dag.root.cid)
+                car_blocks = writer.blocks_written
+                car_bytes = writer.bytes_written
+            if car_blocks:
+                self.client.dag_import(Path(tmp))
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        root = dag.root.cid
+        if self.client.block_size(root) is None:
+            raise BackendRejected(
+                f"{self.name}: the root {root} is missing after dag/import; "
+                "the node did not store the CAR (see its log)",
+                0,
+                "root missing after import",
+            )
+        self._pin(root)
+        sealed: dict[str, Any] = {}
+        if "descriptor" in side:
+            self.client.pin_add(Cid.decode(side["descriptor"]))
+        if self.sealer is not None and envelope is not None:
+            self.client.pin_add(envelope.cid)
+            sealed = {
+                "encrypted": True,
+                "keyEpoch": self.sealer.epoch,
+                "keyEnvelope": envelope.cid.encode(),
+            }
+        objects = dag.objects_json(prev.objects if prev else {})
+        dir_hex = sorted(c.hex() for c in dag.dir_blocks)
+        self._checkpoint(plan, prev, root.encode(), objects, dir_hex)
+        return UploadResult(
+            locator=root.encode(),
+            objects=objects,
+            extra={
+                **self._profile_extra(),
+                "dirBlocks": dir_hex,
+                "source": str(reader.root),
+                "node": self.client.node.kind,
+                **({"descriptor": side["descriptor"]} if "descriptor" in side else {}),
+                **sealed,
+            },
+            bytes_sent=self.client.stats.bytes_sent - sent_before,
+            summary={
+                "carBlocks": car_blocks,
+                "carBytes": car_bytes if car_blocks else 0,
+                "pinned": root.encode(),
+                **({"keyEnvelope": sealed["keyEnvelope"]} if sealed else {}),
+                **side,
+            },
+        )
+
+    def _import_descriptor(self, plan: PublishPlan, root: str, sink: CarWriter) -> dict[str, str]:
+        """Build, validate and write the descriptor's blocks; its CID, or why it was left out."""
+        name = IpnsName.from_public_key(
+            public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
+        )
+        # plan.chain is the chain publish_dataset already verified: no second walk.
+        doc = build_descriptor(
+            list(plan.chain),
+            self.publisher,
+            {"ipfs": root, "ipns": str(name)},
+            identity=f"ipns://{name}",
+        )
+        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+        if errors:
+            return {"descriptorSkipped": "; ".join(p.message for p in errors)}
+        node = self.profile.import_bytes(encode_descriptor(doc), sink)
+        return {"descriptor": node.cid.encode()}
+
+    def _pin(self, root: Cid) -> None:
+        """Pin the new root: ``pin/update`` from the previous root where the node has it
+        (Kubo: walks only the difference), else ``pin/add`` (walks the whole DAG)."""
+        previous = self._previous_root
+        if previous and previous != root.encode() and self.client.node.kind == "kubo":
+            try:
+                self.client.pin_update(Cid.decode(previous), root)
+                return
+            except BackendRejected as exc:
+                if exc.status not in (404, 405):
+                    # Kubo refuses pin/update when the new root is already pinned ("'to' cid
+                    # was already recursively pinned": a resumed publish pinned it before it
+                    # was interrupted). Pinned is what we want; anything else is an error.
+                    if exc.status == 500 and self.client.has_pin(root):
+                        return
+                    raise
+        self.client.pin_add(root)
+
+    def _checkpoint(
+        self,
+        plan: PublishPlan,
+        prev: PublishState | None,
+        root: str,
+        objects: dict[str, dict[str, Any]],
+        dir_blocks: list[str],
+    ) -> None:
+        """Remember what is on the node before the name moves (resumes an interruption)."""
+        saved = self.states.load(plan.dataset_id, self.name)
+        if saved is None:
+            saved = PublishState(dataset_id=plan.dataset_id, target=self.name)
+        extra = dict(saved.extra)
+        extra["pending"] = {
+            "root": root,
+            "head": multihash_to_str(plan.head),
+            "objects": objects,
+            "dirBlocks": dir_blocks,
+            **self._profile_extra(),
+        }
+        self.states.save(saved.evolve(extra=extra))
+
+    def _profile_extra(self) -> dict[str, Any]:
+        """How this target's CIDs are made, as publish state records it."""
+        tag = self.profile.state_tag
+        return {"cidVersion": self.cid_version, **({"cidProfile": tag} if tag else {})}
+
+    # -- step 6 -------------------------------------------------------------------------
+
+    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+        """Put the signed record (sequence + 1) for the new root; detect a lost race."""
+        key = self.keystore.load_or_generate(plan.dataset_id)
+        name = IpnsName.from_public_key(public_key_bytes(key))
+        now_seen = read_node_record(self.client, name)
+        before = self._seen
+        if now_seen is not None and (
+            before is None or now_seen.record.sequence != before.record.sequence
+        ):
+            raise ConflictError(
+                f"{self.name}: another publisher put sequence {now_seen.record.sequence} "
+                f"({now_seen.record.value_text}) for {name} while we published; "
+                "our objects are stored and pinned, the name was not changed: run publish again"
+            )
+        prev = view.state
+        sequences = [int(prev.record.get("sequence", -1)) if prev else -1]
+        if now_seen is not None:
+            sequences.append(now_seen.record.sequence)
+        sequence = max(sequences) + 1
+        value = f"/ipfs/{upload.locator}"
+        state_extra = dict(upload.extra)
+        # Issue 11: kept in the state too, so republish re-signs the same map and a plain
+        # publish keeps the map the last --with-inputs publish recorded.
+        inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
+        if inputs:
+            state_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+        ext = OdfExtension(
+            dataset_id=plan.dataset_id,
+            head=multihash_to_str(plan.head),
+            prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
+            extra=_odf_extra(state_extra),
+        )
+        mode, record = self._put_record(key, name, value, sequence, ext)
+        record_facts = _record_facts(name, record, mode)
+        return PublishState(
+            dataset_id=plan.dataset_id,
+            target=self.name,
+            head=plan.head,
+            locator=upload.locator,
+            record=record_facts,
+            objects=upload.objects,
+            extra=state_extra,
+        )
+
+    def _put_record(
+        self,
+        key: Ed25519PrivateKey,
+        name: IpnsName,
+        value: str,
+        sequence: int,
+        ext: OdfExtension | None,
+    ) -> tuple[str, IpnsRecord]:
+        """Put a pre-signed record, else fall back to ``name/publish``; verify the read-back."""
+        now = self.clock()
+        record = create_record(
+            key,
+            value,
+            sequence,
+            validity=now + self.lifetime,
+            extensions={"_odf": ext} if ext is not None else None,
+            now=now,
+        )
+        try:
+            mode = self.client.record_put(name, encode_record(record))
+        except BackendRejected as exc:
+            if exc.status not in (404, 405):
+                raise
+            mode = "name/publish"
+            key_name = self._ensure_key(key, name)
+            hours = max(1, int(self.lifetime.total_seconds() // 3600))
+            self.client.name_publish(value, key_name, lifetime=f"{hours}h")
+        back = read_node_record(self.client, name)
+        if back is None or back.record.value_text != value:
+            raise ConflictError(
+                f"{self.name}: after {mode} the node serves "
+                f"{back.record.value_text if back else 'no record'} for {name}, not {value}; "
+                "another publisher may have won: run odfweb3 status"
+            )
+        if mode != "name/publish" and back.record.sequence != sequence:
+            raise ConflictError(
+                f"{self.name}: the node kept sequence {back.record.sequence} for {name}, "
+                f"not ours ({sequence}); another publisher may have won"
+            )
+        if self.settle > 0:
+            time.sleep(self.settle)
+            again = read_node_record(self.client, name)
+            if again is None or again.record.value_text != value:
+                raise ConflictError(
+                    f"{self.name}: another publisher put "
+                    f"{again.record.value_text if again else 'no record'} for {name} right "
+                    "after us and won; our objects are stored and pinned: run odfweb3 status"
+                )
+        return mode, back.record
+
+    def _ensure_key(self, key: Ed25519PrivateKey, name: IpnsName) -> str:
+        """Import the dataset key into the node (once) for ``name/publish``."""
+        key_name = f"odfweb3-{name.peer_id}"
+        if key_name not in self.client.key_names():
+            self.client.key_import(key_name, key)
+        return key_name
+
+    # -- step 7 -------------------------------------------------------------------------
+
+    def save(self, state: PublishState) -> None:
+        """Save the state; then unpin the previous root if asked (the name has moved)."""
+        self.states.save(state)
+        old = self._previous_root
+        if self.unpin_previous and old and old != state.locator:
+            self.client.pin_rm(Cid.decode(old))
+
+    def republish(self, dataset_id: str) -> RepublishResult:
+        """Re-sign the current record: same value and extension, sequence + 1."""
+        return republish(self, dataset_id)
+
+
+@dataclass(frozen=True)
+class RepublishResult:
+    """What a republish did."""
+
+    dataset_id: str
+    name: str
+    value: str
+    sequence: int
+    expires: datetime
+    mode: str
+
+
+def _odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope,
+    and the lineage ``inputs`` map of issue 11)."""
+    out: dict[str, Any] = {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
+    inputs = extra.get("inputs")
+    if isinstance(inputs, Mapping) and inputs:
+        out["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+    return out
+
+
+def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> dict[str, Any]:
+    return {
+        "name": str(name),
+        "peerId": name.peer_id,
+        "sequence": record.sequence,
+        "validity": record.expires_at.isoformat(),
+        "value": record.value_text,
+        "mode": mode,
+        "extension": record.odf is not None,
+    }
+
+
+def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
+    """Re-put the dataset's record with the same value, sequence + 1 and a new validity.
+
+    The base is the node's record when it verifies and is at least as new as our state
+    (its ``_odf`` extension is kept), else the saved state.
+
+    Raises:
+        NotFound: nothing was published for this dataset on this node.
+    """
+    state = target.states.load(dataset_id, target.name)
+    key = _dataset_key(target.keystore, dataset_id)
+    if key is None or state is None or "value" not in state.record:
+        raise NotFound(
+            f"{target.name}: nothing published for {dataset_id} (no key or state); "
+            "run odfweb3 publish first"
+        )
+    name = IpnsName.from_public_key(public_key_bytes(key))
+    seen = read_node_record(target.client, name)
+    target._seen = seen
+    value = str(state.record["value"])
+    sequence = int(state.record.get("sequence", -1))
+    ext: OdfExtension | None = None
+    if state.head is not None and state.record.get("extension", True):
+        ext = OdfExtension(
+            dataset_id=dataset_id,
+            head=multihash_to_str(state.head),
+            extra=_odf_extra(state.extra),
+        )
+    if seen is not None and seen.record.sequence >= sequence:
+        value, sequence, ext = seen.record.value_text, seen.record.sequence, seen.record.odf
+    mode, record = target._put_record(key, name, value, sequence + 1, ext)
+    facts = _record_facts(name, record, mode)
+    target.states.save(state.evolve(record=facts))
+    return RepublishResult(dataset_id, str(name), value, record.sequence, record.expires_at, mode)
+
+
+def _same_profile(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two state entries made their CIDs the same way (``cidVersion``, ``cidProfile``)."""
+    return a.get("cidVersion", 1) == b.get("cidVersion", 1) and a.get("cidProfile") == b.get(
+        "cidProfile"
+    )

@@ -1,0 +1,79 @@
+"""The highest IPNS record sequence seen per name, to refuse replayed or equivocating records."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from odfweb3.errors import (
+    FormatError,
+    ReplicaMismatch,
+)
+from odfweb3_ipfs.formats.ipns import IpnsRecord
+
+__all__ = ["SequenceMemory"]
+
+
+class SequenceMemory:
+    """The highest IPNS record sequence seen per name (a small JSON file), to catch replays.
+
+    IPNS spec "Record Verification": of two valid records the higher sequence wins. A
+    resolver that has seen sequence N refuses a record with a lower one (a node or gateway
+    replaying an older, still validly signed, record) and a different record with the same
+    sequence.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FormatError(f"{self.path}: not JSON ({exc}); delete it to start over") from None
+        return data if isinstance(data, dict) else {}
+
+    def check(self, name: str, record: IpnsRecord, *, source: str = "the node or gateway") -> None:
+        """Refuse a record older than, or conflicting with, one seen before.
+
+        Raises:
+            ReplicaMismatch: a replayed or equivocating record (``source`` served it).
+        """
+        seen = self._load().get(name)
+        if not isinstance(seen, dict):
+            return
+        seq = int(seen.get("sequence", -1))
+        if record.sequence < seq:
+            raise ReplicaMismatch(
+                f"ipns://{name}: {source} served sequence {record.sequence} "
+                f"({record.value_text}) but sequence {seq} was seen before: an older record "
+                "replayed; use a newer copy (another node, gateway or directory)"
+            )
+        if record.sequence == seq and record.value_text != seen.get("value"):
+            raise ReplicaMismatch(
+                f"ipns://{name}: two different records with sequence {seq} "
+                f"({seen.get('value')} and {record.value_text}); the key signed both: refusing"
+            )
+
+    def remember(self, name: str, record: IpnsRecord) -> None:
+        """Store the record's sequence and value if it is the newest seen."""
+        data = self._load()
+        seen = data.get(name)
+        if isinstance(seen, dict) and int(seen.get("sequence", -1)) >= record.sequence:
+            return
+        data[name] = {"sequence": record.sequence, "value": record.value_text}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".ipns-seen-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)

@@ -1,0 +1,300 @@
+"""The backend registry: which network package handles a target name or a reference.
+
+Each network (IPFS, Arweave) is an ordinary package under ``adapters/`` (``odfweb3_ipfs``,
+``odfweb3_arweave``) that declares one :class:`Backend` under the Python entry point group
+``odfweb3.backends`` (pyproject ``[project.entry-points."odfweb3.backends"]``). The core
+never imports an adapter: it asks this registry, which loads the entry points once, and
+dispatches on the scheme (the text before the first ``:``) of a target name (``car:DIR``,
+``ipfs``, ``bundle:DIR``, ``arweave``) or a reference (``car:DIR``, ``ipfs://``,
+``ipns://``, ``ar://``). A backend's optional abilities are Protocols checked with
+``isinstance`` (:class:`DatasetFinder`, :class:`KeyEnvelopeReader`,
+:class:`RepublishingBackend`, :class:`WalletMaker`, :class:`OptionsChecker`,
+:class:`DnsLinker`), never probed by attribute name.
+
+The layers and this registry are described in docs/design.md ("Layers", "Backends").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from odfweb3.errors import OdfWeb3Error, UsageError
+
+if TYPE_CHECKING:
+    from odfweb3.config import Config
+    from odfweb3.crypto.sealer import Sealer
+    from odfweb3.publish.state import PublishState
+    from odfweb3.publish.target import PublishTarget
+    from odfweb3.read.claims import NameClaims
+    from odfweb3.read.replica import Replica
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "DatasetFinder",
+    "DnsLinker",
+    "DnsTxtLookup",
+    "KeyEnvelopeReader",
+    "OptionsChecker",
+    "ReadAccess",
+    "Republisher",
+    "RepublishingBackend",
+    "TargetOptions",
+    "TargetStatus",
+    "WalletMaker",
+    "all_backends",
+    "backend_for_ref",
+    "backend_for_target",
+    "checked_options",
+    "open_target",
+]
+
+ENTRY_POINT_GROUP = "odfweb3.backends"
+
+#: The TXT strings of a DNS name (``_dnslink.example.org``); tests pass their own answers.
+DnsTxtLookup = Callable[[str], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """Options a publish passes to whatever target it opens."""
+
+    cid_version: int | None = 1  # None: the profile's (or the default) version
+    cid_profile: str | None = None  # a Kubo UnixFS profile name (odfweb3_ipfs.publish.cid_profile)
+    wallet: Path | None = None
+    unpin_previous: bool = False
+    sealer: Sealer | None = None  # encrypt (docs/design.md, "Encryption")
+    max_cost: int | None = None  # arweave: refuse an upload above this many winston
+    on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
+    # arweave/bundle: an ArFS private drive with this password (never in a repr)
+    drive_password: str | None = field(default=None, repr=False)
+    # pinning: where ODFWEB3_PINNING_<NAME>_TOKEN is read (the CLI passes os.environ)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    notify: Callable[[str], None] | None = None  # pinning: status changes, one line each
+
+
+@dataclass(frozen=True)
+class ReadAccess:
+    """How a reference is read: injected DNS and clock, and what the reader was given.
+
+    ``key_envelope`` (the bytes of ``--key-envelope``) is for replicas that have no record
+    naming their envelope (``ipfs://CID``); ``wallet`` and ``drive_password`` open an ArFS
+    private drive; ``owner`` is the Arweave address a ``did:odf`` lookup trusts.
+    """
+
+    dns: DnsTxtLookup | None = None
+    now: Callable[[], datetime] | None = None
+    trustless: bool = False
+    owner: str | None = None
+    key_envelope: bytes | None = None
+    key_envelope_source: str = "--key-envelope"
+    wallet: Path | None = None
+    drive_password: str | None = field(default=None, repr=False)
+
+
+@dataclass
+class TargetStatus:
+    """What a backend's node or gateway says about one publish state (``odfweb3 status``).
+
+    ``node`` is the node's view (``{"error": ...}`` when it did not answer, ``{"record":
+    None}`` when it has no record); ``validity`` replaces the saved expiry when the node
+    reported a newer one; ``uploads`` lists uploads with their confirmation state.
+    """
+
+    node: dict[str, Any] | None = None
+    validity: str | None = None
+    uploads: list[dict[str, Any]] | None = None
+
+
+class Backend(Protocol):
+    """One network: its schemes, targets, replicas, status query and record locator."""
+
+    @property
+    def name(self) -> str:
+        """Short name (``ipfs``, ``arweave``); the entry point's name."""
+        ...
+
+    @property
+    def rank(self) -> int:
+        """Order among backends where several are tried (``did:odf`` lookups): low first."""
+        ...
+
+    @property
+    def target_schemes(self) -> Sequence[str]:
+        """Target name schemes it publishes to (``car``, ``ipfs``)."""
+        ...
+
+    @property
+    def ref_prefixes(self) -> Sequence[str]:
+        """How the references it reads begin (``car:``, ``ipfs://``, ``ipns://``)."""
+        ...
+
+    def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
+        """The publish target named ``spec`` (one of :attr:`target_schemes`).
+
+        Raises:
+            UsageError: an incomplete target name, or a missing wallet.
+        """
+        ...
+
+    def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
+        """A read-only replica for ``ref``; names are checked as far as the data allows."""
+        ...
+
+    def resolve(self, ref: str, config: Config, access: ReadAccess) -> tuple[Replica, NameClaims]:
+        """``ref``'s replica and what its record claims, not yet checked against the data."""
+        ...
+
+    def query_status(
+        self, states: Sequence[PublishState], config: Config
+    ) -> list[TargetStatus | None]:
+        """The node's view of each of ``states`` (its own targets), in order; None: nothing."""
+        ...
+
+    def record_locator(self, state: PublishState) -> str | None:
+        """Where a reader finds this publish (``ipns://NAME``, ``ar://RECORD``), if anywhere."""
+        ...
+
+
+@runtime_checkable
+class DatasetFinder(Protocol):
+    """A backend that can look a ``did:odf`` up on its configured nodes."""
+
+    def find_dataset(
+        self, did: str, config: Config, access: ReadAccess
+    ) -> tuple[list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]], list[str]]:
+        """``([(where, opener)], [why a place was not searched])`` for the dataset ``did``."""
+        ...
+
+
+@runtime_checkable
+class KeyEnvelopeReader(Protocol):
+    """A backend that can read a key envelope given as ``--key-envelope SCHEME://…``."""
+
+    def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
+        """The envelope's bytes (at most ``limit``; verified against the reference)."""
+        ...
+
+
+class Republisher(Protocol):
+    """Re-signs a dataset's name record with a fresh validity (``odfweb3 republish``)."""
+
+    def republish(self, dataset_id: str) -> Any:
+        """The republished record (name, value, sequence, expires, mode)."""
+        ...
+
+
+@runtime_checkable
+class RepublishingBackend(Protocol):
+    """A backend whose names expire and can be re-signed (IPFS)."""
+
+    def republisher(self, target: str, config: Config) -> Republisher | None:
+        """The republisher for the saved publish target ``target``; None: no live names there."""
+        ...
+
+
+@runtime_checkable
+class WalletMaker(Protocol):
+    """A backend whose targets sign with a wallet file it keeps (Arweave): ``odfweb3 wallet``."""
+
+    def new_wallet(self, path: Path) -> str:
+        """Generate a wallet, write it to ``path`` (mode 0600, never over a file); its address."""
+        ...
+
+    def wallet_address(self, path: Path) -> str:
+        """The address of the wallet file ``path``."""
+        ...
+
+    def balance(self, address: str, gateway: str) -> int:
+        """The balance of ``address`` on the gateway at URL ``gateway``, in its smallest unit."""
+        ...
+
+
+@runtime_checkable
+class DnsLinker(Protocol):
+    """A backend whose publishes have a name a DNSLink TXT record can point at (IPNS)."""
+
+    def check_dnslink_domain(self, domain: str) -> str:
+        """``domain`` normalised, if it is a DNS host name (else UsageError)."""
+        ...
+
+    def dnslink_record(self, domain: str, state: PublishState) -> Any:
+        """The TXT record pointing ``domain`` at the publish's name (``host``, ``domain``,
+        ``zone_line()``, ``to_json()``), or None when the publish has no name."""
+        ...
+
+
+@runtime_checkable
+class OptionsChecker(Protocol):
+    """A backend that checks (and completes) publish options before any target is opened."""
+
+    def check_options(self, options: TargetOptions) -> TargetOptions:
+        """``options`` made consistent (e.g. the CID version a profile implies).
+
+        Raises:
+            UsageError: options that contradict each other.
+        """
+        ...
+
+
+def checked_options(options: TargetOptions) -> TargetOptions:
+    """``options`` as every backend that checks options leaves them (whatever the target)."""
+    for backend in all_backends():
+        if isinstance(backend, OptionsChecker):
+            options = backend.check_options(options)
+    return options
+
+
+_loaded: list[Backend] | None = None
+
+
+def all_backends() -> list[Backend]:
+    """Every registered backend (the ``odfweb3.backends`` entry points), by rank."""
+    global _loaded
+    if _loaded is None:
+        found: list[Backend] = []
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                factory = ep.load()
+            except (ImportError, AttributeError) as exc:
+                raise OdfWeb3Error(
+                    f"backend {ep.name} ({ep.value}) does not load: {exc}; reinstall odfweb3"
+                ) from exc
+            found.append(factory())
+        _loaded = sorted(found, key=lambda b: (b.rank, b.name))
+    return list(_loaded)
+
+
+def _scheme(text: str) -> str:
+    return text.partition(":")[0]
+
+
+def backend_for_target(spec: str) -> Backend | None:
+    """The backend publishing to target name ``spec``, or None."""
+    kind = _scheme(spec)
+    return next((b for b in all_backends() if kind in b.target_schemes), None)
+
+
+def backend_for_ref(ref: str) -> Backend | None:
+    """The backend reading reference ``ref`` (by how it begins), or None."""
+    return next((b for b in all_backends() if ref.startswith(tuple(b.ref_prefixes))), None)
+
+
+def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
+    """The publish target for ``spec`` (``car:DIR``, ``ipfs``, ``bundle:DIR``, ``arweave``).
+
+    Raises:
+        UsageError: an unknown or incomplete target name.
+    """
+    backend = backend_for_target(spec)
+    if backend is None:
+        raise UsageError(
+            f"unknown target {spec!r}: use car:DIR, ipfs, pinning:NAME, bundle:DIR or arweave "
+            "(see odfweb3 publish -h)"
+        )
+    return backend.open_target(spec, config, options or TargetOptions())

@@ -1,0 +1,38 @@
+"""The discovery descriptor: a JSON-LD description of a dataset, readable without odfweb3.
+
+Built from the chain (:mod:`.build`), checked like a SHACL shape (:mod:`.validate`), written
+and read as bytes (:mod:`.codec`), summarised as Arweave tags (:mod:`.arweave_tags`) and as
+Turtle (:mod:`.turtle`). The choices the document makes are told in :mod:`.build`.
+"""
+
+from odfweb3.descriptor.arweave_tags import descriptor_tags
+from odfweb3.descriptor.build import (
+    CONTEXT_RESOURCE,
+    DATASET_TYPE,
+    LOCATOR_SCHEMES,
+    MEDIA_TYPE,
+    ODF_SPEC_URL,
+    build_descriptor,
+    derive_title,
+    descriptor_context,
+)
+from odfweb3.descriptor.codec import decode_descriptor, encode_descriptor
+from odfweb3.descriptor.turtle import to_turtle
+from odfweb3.descriptor.validate import DescriptorProblem, validate_descriptor
+
+__all__ = [
+    "CONTEXT_RESOURCE",
+    "DATASET_TYPE",
+    "LOCATOR_SCHEMES",
+    "MEDIA_TYPE",
+    "ODF_SPEC_URL",
+    "DescriptorProblem",
+    "build_descriptor",
+    "decode_descriptor",
+    "derive_title",
+    "descriptor_context",
+    "descriptor_tags",
+    "encode_descriptor",
+    "to_turtle",
+    "validate_descriptor",
+]

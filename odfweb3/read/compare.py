@@ -1,0 +1,161 @@
+"""Comparing replicas by head hash: identical, behind, ahead, diverged, unreachable.
+
+The reference is the local dataset (or the first replica). For each other
+replica, its head is resolved (verified by the replica's reader), then:
+
+- ``identical``: same head;
+- ``behind``: its head is in our chain, N blocks before ours;
+- ``ahead``: our head is in its chain, N blocks after ours;
+- ``diverged``: neither; reported with the common ancestor's sequence number;
+- ``unreachable``: it could not be read (the error says why);
+- ``unverified``: same head, but the replica was read with nothing tying its bytes to its
+  name (``ipfs://CID`` through a gateway serving no raw blocks or CARs, allowed only by the
+  opt-in ``ipfs.insecure_unverified_paths``): it may be anything, so never ``identical``.
+
+``deep`` walks the replica's whole chain (every block re-hashed) and re-hashes
+every data file and checkpoint (or ``sample`` of them). Exit status of the CLI:
+0 all identical, 1 any difference, 2 errors.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from odfweb3.errors import OdfWeb3Error
+from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.validate import check_chain_rules
+from odfweb3.read.replica import Replica, read_object_verified
+
+__all__ = ["ReplicaReport", "Status", "compare_replica"]
+
+Status = Literal["identical", "behind", "ahead", "diverged", "unreachable", "unverified"]
+
+
+@dataclass(frozen=True)
+class ReplicaReport:
+    """How one replica compares with the reference."""
+
+    name: str
+    status: Status
+    head: bytes | None = None
+    blocks: int = 0
+    common_ancestor: int | None = None
+    objects_checked: int = 0
+    bytes_checked: int = 0
+    error: str | None = None
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """Identical, and nothing wrong found by a deep check."""
+        return self.status == "identical" and not self.problems
+
+    def to_json(self) -> dict[str, object]:
+        """Stable JSON form (documented in docs/cli.md)."""
+        return {
+            "replica": self.name,
+            "status": self.status,
+            "head": multihash_to_str(self.head) if self.head else None,
+            "blocks": self.blocks,
+            "commonAncestor": self.common_ancestor,
+            "objectsChecked": self.objects_checked,
+            "bytesChecked": self.bytes_checked,
+            "error": self.error,
+            "problems": list(self.problems),
+        }
+
+    def describe(self) -> str:
+        """One human line."""
+        head = multihash_to_str(self.head)[:20] + "…" if self.head else "-"
+        text = {
+            "identical": "identical",
+            "behind": f"behind by {self.blocks} block{'' if self.blocks == 1 else 's'}",
+            "ahead": f"ahead by {self.blocks} block{'' if self.blocks == 1 else 's'}",
+            "diverged": f"diverged (common ancestor: block #{self.common_ancestor})"
+            if self.common_ancestor is not None
+            else "diverged (no common ancestor)",
+            "unreachable": f"unreachable: {self.error}",
+            "unverified": "UNVERIFIED: same head, but read by path with nothing tying it to its "
+            "CID (ipfs.insecure_unverified_paths)",
+        }[self.status]
+        deep = f", {self.objects_checked} objects re-hashed" if self.objects_checked else ""
+        problems = "".join(f"\n    problem: {p}" for p in self.problems)
+        return f"{self.name}: {text} (head {head}{deep}){problems}"
+
+
+def compare_replica(
+    reference: Sequence[ChainEntry],
+    replica: Replica,
+    *,
+    deep: bool = False,
+    sample: int | None = None,
+    rng: random.Random | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ReplicaReport:
+    """Compare ``replica`` with the reference chain (verified, head first).
+
+    With ``deep``, ``on_total`` gets the bytes about to be re-hashed and ``progress``
+    each chunk read (progress bars).
+    """
+    try:
+        head = replica.head()
+    except OdfWeb3Error as exc:
+        return ReplicaReport(replica.name, "unreachable", error=str(exc))
+    index = {e.hash: i for i, e in enumerate(reference)}
+    status: Status
+    blocks = 0
+    ancestor: int | None = None
+    walked: list[ChainEntry] = []
+    try:
+        if head in index:
+            i = index[head]
+            status, blocks = ("identical", 0) if i == 0 else ("behind", i)
+            if status == "identical" and getattr(replica, "unverified", False):
+                status = "unverified"
+        else:
+            status = "diverged"
+            for depth, entry in enumerate(walk_chain(replica.read_block, head)):
+                if entry.hash in index:
+                    i = index[entry.hash]
+                    if i == 0:
+                        status, blocks = "ahead", depth
+                    else:
+                        ancestor = entry.block.sequence_number
+                    break
+        if deep:
+            # The whole replica chain, every block re-hashed (small: blocks are KiBs).
+            walked = list(walk_chain(replica.read_block, head))
+    except OdfWeb3Error as exc:
+        return ReplicaReport(replica.name, "unreachable", head=head, error=str(exc))
+    problems: list[str] = []
+    checked = 0
+    nbytes = 0
+    if deep and walked:
+        problems.extend(str(v) for v in check_chain_rules(list(reversed(walked))))
+        objs = [o for o in iter_objects(walked) if o.kind != "block"]
+        if sample is not None and sample < len(objs):
+            objs = (rng or random.Random()).sample(objs, sample)
+        if on_total is not None:
+            on_total(sum(o.size or 0 for o in objs))
+        for obj in objs:
+            try:
+                nbytes += read_object_verified(replica, obj, progress)
+                checked += 1
+            except OdfWeb3Error as exc:
+                problems.append(str(exc))
+    return ReplicaReport(
+        replica.name,
+        status,
+        head,
+        blocks,
+        ancestor,
+        checked,
+        nbytes,
+        None,
+        tuple(problems),
+    )

@@ -1,0 +1,178 @@
+"""Pulling a dataset from an untrusted replica (ODF Simple Transfer Protocol, RFC-007).
+
+1. read the replica's head (its reader verifies the name record where there is one);
+2. walk blocks from the head back to the Seed, or to the destination's head when the
+   destination already holds an ancestor (incremental), verifying every block hash;
+3. fetch data files and checkpoints in parallel, each checked for size (never more
+   bytes than the block records) and hash before it is kept;
+4. stage objects (temp file + rename, in ``DEST/.odfweb3/incoming``), move them into
+   place once all are verified, then blocks, then ``refs/head`` last (compare-and-set).
+
+A destination whose head is not in the replica's chain has diverged: refused
+unless ``force``. A replica caught lying leaves DEST exactly as it was; an
+interrupted pull leaves complete, verified objects in the staging area and the old
+head, and re-running fetches only what is still missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from odfweb3.errors import ConflictError, FormatError, IntegrityError
+from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.validate import chain_state, check_chain_rules
+from odfweb3.read.replica import Replica
+from odfweb3.store.local import WORK_DIR, LocalStore
+
+__all__ = ["PullResult", "pull_dataset"]
+
+ProgressFn = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class PullResult:
+    """What a pull did."""
+
+    dest: Path
+    head: bytes
+    previous_head: bytes | None
+    new_blocks: int
+    objects_fetched: int
+    bytes_fetched: int
+    objects_present: int
+
+    def to_json(self) -> dict[str, object]:
+        """JSON form."""
+        return {
+            "dest": str(self.dest),
+            "head": multihash_to_str(self.head),
+            "previousHead": multihash_to_str(self.previous_head) if self.previous_head else None,
+            "newBlocks": self.new_blocks,
+            "objectsFetched": self.objects_fetched,
+            "bytesFetched": self.bytes_fetched,
+            "objectsAlreadyPresent": self.objects_present,
+        }
+
+
+def _bounded(replica: Replica, obj: DatasetObject, progress: ProgressFn | None) -> Iterator[bytes]:
+    """Stream an object, refusing more bytes than recorded (an endless stream stops here)."""
+    n = 0
+    for chunk in replica.stream_object(obj.kind, obj.hash, obj.size):
+        n += len(chunk)
+        if obj.size is not None and n > obj.size:
+            raise IntegrityError(
+                f"{replica.name}: {obj.path} is longer than the {obj.size} bytes its block records"
+            )
+        if progress is not None:
+            progress(len(chunk))
+        yield chunk
+    if obj.size is not None and n != obj.size:
+        raise IntegrityError(
+            f"{replica.name}: {obj.path} has {n} bytes, its block records {obj.size}"
+        )
+
+
+def pull_dataset(
+    replica: Replica,
+    dest: str | os.PathLike[str],
+    *,
+    parallel: int = 8,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> PullResult:
+    """Pull ``replica`` into the dataset directory ``dest`` (created if absent).
+
+    ``on_total`` gets the bytes to fetch once the chain is read; ``progress`` each chunk.
+
+    Raises:
+        ConflictError: ``dest`` holds a head that is not in the replica's chain (unless
+            ``force``), or another writer moved ``dest``'s head meanwhile.
+        IntegrityError / HashMismatch / FormatError: the replica served bad data; nothing
+            unverified was written and ``refs/head`` was not moved.
+    """
+    dest_path = Path(dest)
+    # Nothing is created in DEST until the replica's chain has been read and checked.
+    old_head = LocalStore.read_head(dest_path)
+    head = replica.head()
+    entries: list[ChainEntry] = []
+    raw_blocks: dict[bytes, bytes] = {}
+
+    def read_block(mh: bytes) -> bytes:
+        data = replica.read_block(mh)
+        raw_blocks[mh] = data
+        return data
+
+    reached_old = False
+    for entry in walk_chain(read_block, head):
+        if old_head is not None and entry.hash == old_head:
+            reached_old = True
+            break
+        entries.append(entry)
+    if old_head is not None and not reached_old and not force:
+        raise ConflictError(
+            f"{dest_path}: its head {multihash_to_str(old_head)} is not in the chain of "
+            f"{replica.name} (diverged); pull into a new directory, or pass --force"
+        )
+    if entries:
+        # Every new block against every rule before anything is written: a whole chain
+        # from its Seed, or (incremental) the new blocks from the state at DEST's head,
+        # read back from DEST's own blocks only as far as that state needs.
+        after = None
+        if old_head is not None and reached_old:
+            after = chain_state(walk_chain(DatasetReader(dest_path), old_head))
+        violations = check_chain_rules(list(reversed(entries)), after=after)
+        if violations:
+            raise IntegrityError(f"{replica.name}: serves an invalid chain: {violations[0]}")
+    store = LocalStore(dest_path)
+    objects = [o for o in iter_objects(entries) if o.kind != "block"]
+    missing = [o for o in objects if not store.has(o.kind, o.hash)]
+    if on_total is not None:
+        on_total(sum(o.size or 0 for o in missing))
+    # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are
+    # verified: a lying replica leaves DEST as it was; an interrupted pull resumes from the
+    # staged objects.
+    staging_root = dest_path / WORK_DIR / "incoming"
+    staging = LocalStore(staging_root)
+    fetched_bytes = 0
+
+    def fetch(obj: DatasetObject) -> int:
+        if staging.has(obj.kind, obj.hash):
+            return 0
+        staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress))
+        return obj.size or 0
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            for n in pool.map(fetch, missing):
+                fetched_bytes += n
+    except (IntegrityError, FormatError):
+        # The replica lied: drop what it served. (Transient failures keep the staged,
+        # verified objects for the next run.)
+        shutil.rmtree(staging_root, ignore_errors=True)
+        raise
+    for obj in missing:
+        os.replace(staging.path_of(obj.kind, obj.hash), store.path_of(obj.kind, obj.hash))
+    # Blocks after the objects they reference, oldest first; then the head, last.
+    for entry in reversed(entries):
+        if not store.has("block", entry.hash):
+            store.put("block", entry.hash, [raw_blocks[entry.hash]])
+    if entries:
+        store.set_ref("head", head, expected=old_head)
+    shutil.rmtree(staging_root, ignore_errors=True)
+    return PullResult(
+        dest=dest_path,
+        head=head,
+        previous_head=old_head,
+        new_blocks=len(entries),
+        objects_fetched=len(missing),
+        bytes_fetched=fetched_bytes,
+        objects_present=len(objects) - len(missing),
+    )

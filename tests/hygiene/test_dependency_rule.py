@@ -1,0 +1,109 @@
+"""The dependency rule (docs/design.md, "Layers"), checked on the source.
+
+- ``odfweb3/odf`` depends on nothing of ours but ``odfweb3.errors``, and on few libraries;
+- the core (``odfweb3``) never imports an adapter package: it finds them through the
+  backend registry (:mod:`odfweb3.backends`, entry points); httpx only in the one HTTP
+  layer, ``odfweb3/transport/http.py``;
+- adapters never import each other;
+- each adapter's ``formats/`` is pure: no HTTP client, no other part of its adapter.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTERS = ("odfweb3_ipfs", "odfweb3_arweave")
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            out.add("." * node.level + (node.module or ""))
+    return out
+
+
+def third_party(mods: set[str]) -> set[str]:
+    top = {m.split(".")[0] for m in mods if not m.startswith(".")}
+    return top - set(sys.stdlib_module_names) - {"odfweb3", *ADAPTERS}
+
+
+def files(folder: str) -> list[Path]:
+    found = list((ROOT / folder).rglob("*.py"))
+    assert found, folder
+    return found
+
+
+def test_no_relative_imports():
+    # Absolute imports only: a module's dependencies read the same wherever it is.
+    for folder in ("odfweb3", *(f"adapters/{a}" for a in ADAPTERS)):
+        for p in files(folder):
+            assert not {m for m in imports_of(p) if m.startswith(".")}, p
+
+
+def test_odf_core_imports_only_formats_and_hashing():
+    allowed = {"flatbuffers", "multiformats", "cryptography", "yaml"}
+    for p in files("odfweb3/odf"):
+        mods = imports_of(p)
+        assert third_party(mods) <= allowed, (p, third_party(mods) - allowed)
+        ours = {m for m in mods if m.split(".")[0] in ("odfweb3", *ADAPTERS)}
+        assert all(m.startswith(("odfweb3.odf", "odfweb3.errors")) for m in ours), (p, ours)
+
+
+# IPFS-only CLI code not yet behind the registry (issue 15: to move into the IPFS backend).
+NOT_YET_BEHIND_THE_REGISTRY = {
+    "odfweb3/cli/describe_cmds.py",
+    "odfweb3/cli/name_cmds.py",
+    "odfweb3/cli/status_cmds.py",
+}
+
+
+def test_core_never_imports_adapters():
+    for p in files("odfweb3"):
+        if p.relative_to(ROOT).as_posix() in NOT_YET_BEHIND_THE_REGISTRY:
+            continue
+        assert not {m for m in imports_of(p) if m.split(".")[0] in ADAPTERS}, p
+
+
+def test_httpx_is_imported_by_the_transport_and_the_adapters_only():
+    # One HTTP layer (issue 15 item 6): odfweb3/transport/http.py is the only core module
+    # that imports httpx; it depends on nothing in the core but errors and its settings.
+    core = files("odfweb3")
+    users = {p.relative_to(ROOT).as_posix() for p in core if "httpx" in third_party(imports_of(p))}
+    assert users == {"odfweb3/transport/http.py"}, users
+    for p in files("odfweb3/transport"):
+        inner = {m for m in imports_of(p) if m.startswith("odfweb3.")}
+        allowed = ("odfweb3.errors", "odfweb3.transport")
+        assert all(m.startswith(allowed) for m in inner), (p, inner)
+    assert "httpx" not in third_party(imports_of(ROOT / "odfweb3/transport/settings.py"))
+
+
+def test_adapters_do_not_import_each_other():
+    for name in ADAPTERS:
+        others = set(ADAPTERS) - {name}
+        for p in files(f"adapters/{name}"):
+            assert not {m for m in imports_of(p) if m.split(".")[0] in others}, p
+
+
+def test_pure_formats_have_no_network_code():
+    for name in ADAPTERS:
+        for p in files(f"adapters/{name}/formats"):
+            mods = imports_of(p)
+            assert "httpx" not in third_party(mods), p
+            parts = {m.split(".")[1] for m in mods if m.startswith(f"{name}.") and "." in m}
+            assert parts <= {"formats", "wallet"}, (p, parts)
+
+
+def test_odf_has_no_import_cycle():
+    # odf/validate.py and odf/lineage.py once imported each other.
+    graph = {}
+    for p in files("odfweb3/odf"):
+        mod = "odfweb3.odf." + p.stem
+        graph[mod] = {m for m in imports_of(p) if m.startswith("odfweb3.odf.")}
+    for a, deps in graph.items():
+        for b in deps:
+            assert a not in graph.get(b, set()), (a, b)
