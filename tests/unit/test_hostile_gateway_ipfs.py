@@ -156,3 +156,49 @@ def test_one_block_cars_are_used_and_checked(world: dict, tmp_path: Path) -> Non
         run = run_cli(["pull", f"ipfs://{root}", str(tmp_path / "tampered")], env=env)
         assert run.code == 65 and len(run.lines) == 1, run.summary()
         assert not (tmp_path / "tampered" / "refs" / "head").exists()
+
+
+def _serve_raw_blocks(srv: HostileServer, car: Path) -> None:
+    with open(car, "rb") as f:
+        _roots, sections = iter_car(f)
+        for cid, data in sections:
+            srv.serve(
+                f"/ipfs/{cid.encode()}",
+                data,
+                headers={"Content-Type": "application/vnd.ipld.raw"},
+                query={"format": "raw"},
+            )
+
+
+@pytest.mark.parametrize("where", ["refs/head", "blocks"])
+def test_amplifying_dags_over_raw_blocks_are_bounded(
+    world: dict,  # type: ignore[type-arg]
+    tmp_path: Path,
+    where: str,
+) -> None:
+    """The item 5 DAGs served by a trustless gateway: ``refs/head`` a 1 TB file (1,000 x
+    1,000 links to one 1 MiB leaf), the ``blocks`` folder a HAMT linking one sub-shard 256
+    times per level (read with ``resolve --trustless``). Refused in one line, bounded."""
+    from tests.support import hostile_dags as hd
+
+    out = tmp_path / "out"
+    shutil.copytree(Path(world["tmp"]) / "out", out)
+    blocks: hd.Blocks = {}
+    if where == "refs/head":
+        bomb = hd.amplified_file(blocks, fanout=1000, depth=2, leaf=b"\0" * (1 << 20))
+        args, message = ["pull"], "larger than the 256 bytes"
+    else:
+        bomb = hd.hamt_bomb(blocks, depth=5)
+        args, message = ["resolve", "--trustless"], "linked twice"
+    root = hd.forge_car_dir(out, {where: bomb}, blocks).encode()
+    with hostile_server(max_life=120) as srv:
+        _serve_raw_blocks(srv, out / f"{root}.car")
+        env = _env(tmp_path, srv.url)
+        before = tree_snapshot(tmp_path)
+        dest = [str(tmp_path / "dest")] if args[0] == "pull" else []
+        run = run_cli([*args, f"ipfs://{root}", *dest], env=env)
+        assert run.code == 65 and len(run.lines) == 1, run.summary()
+        assert message in run.stderr and "use another replica" in run.stderr, run.summary()
+        assert run.peak_rss_mb < 256 and run.seconds < 30, run.summary()
+        assert srv.bytes_sent < 8 << 20  # a few blocks, not the DAG they describe
+        assert tree_snapshot(tmp_path) == before
