@@ -442,6 +442,17 @@ class PinningClient:
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise FormatError(f"{where}: the answer is not JSON") from None
 
+    def cluster_error(self, url: str, cid: str, timeout: float | None = None) -> str:
+        """The first peer error IPFS Cluster records for ``cid`` (REST ``GET /pins/{cid}``,
+        ``peer_map.*.error``), cleaned to one line; empty when none."""
+        data = self._cluster_call("GET", f"{url.rstrip('/')}/pins/{cid}", {}, timeout)
+        peers = data.get("peer_map") if isinstance(data, dict) else None
+        for pid, info in sorted((peers or {}).items()) if isinstance(peers, dict) else []:
+            err = info.get("error") if isinstance(info, dict) else None
+            if isinstance(err, str) and err:
+                return self._clean(f"peer {info.get('peername') or pid}: {err}")
+        return ""
+
     def cluster_allocations(self, url: str, cid: str, timeout: float | None = None) -> list[str]:
         """The peers IPFS Cluster allocated ``cid`` to (REST ``GET /allocations/{cid}``)."""
         data = self._cluster_call("GET", f"{url.rstrip('/')}/allocations/{cid}", {}, timeout)

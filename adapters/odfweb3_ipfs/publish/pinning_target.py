@@ -42,6 +42,7 @@ on: ``odfweb3 name push`` sends it to a delegated routing endpoint).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -359,7 +360,12 @@ class PinningTarget:
     @staticmethod
     def _finish(svc: PinningService, root: str, st: PinStatus, outcome: _Outcome) -> _Outcome:
         if st.status == "failed":
-            reason = st.reason or "the service gave no reason (see its own logs)"
+            reason = st.reason
+            if not reason and svc.cluster_api and st.info.get("source") == CLUSTER_SOURCE:
+                # IPFS Cluster's pinning API gives no reason; its REST API has each peer's.
+                with contextlib.suppress(OdfWeb3Error):
+                    reason = svc.client.cluster_error(svc.cluster_api, root)
+            reason = reason or "the service gave no reason (see its own logs)"
             raise PinFailed(
                 f"pinning service {svc.name}: pinning {root} failed: {reason}", 0, reason
             )

@@ -320,9 +320,10 @@ def test_a_pin_the_service_reports_failed_is_one_line_exit_69(
     # An offline publisher: the cluster cannot fetch the root from anywhere, its Kubo pin
     # times out (pin_timeout 10 s) and the cluster reports the pin failed.
     with start_kubo(tmp_path / "offline", offline=True, name="offline") as node:
-        cfg = make_config(
-            tmp_path, node, {"cluster": cluster_service(ipfs_cluster, tmp_path, deadline_s=90)}
+        service = cluster_service(
+            ipfs_cluster, tmp_path, deadline_s=90, cluster_api=ipfs_cluster.rest_url
         )
+        cfg = make_config(tmp_path, node, {"cluster": service})
         code, out, err = run(
             capsys, "publish", str(dataset), "--to", "pinning:cluster", "--config", str(cfg)
         )
@@ -330,6 +331,8 @@ def test_a_pin_the_service_reports_failed_is_one_line_exit_69(
     problems = [line for line in err.strip().splitlines() if "failed" in line]
     assert len(problems) == 1, err
     assert "pinning service cluster" in problems[0] and "failed" in problems[0]
+    # The cluster's own reason (its REST API's peer error; the pinning API gives none).
+    assert "failed: peer peer" in problems[0] and "no reason" not in problems[0], problems[0]
     # The record was not moved: no service holds the data.
     assert out is None
 
