@@ -146,6 +146,10 @@ def test_publish_pins_on_two_peers_and_update_pins_new_root_before_old_goes(
     for p in holders:
         assert p.kubo is not None and root in kubo_pins(p.kubo)
 
+    # The token is never saved: not in any state file.
+    for f in (tmp_path / "state").rglob("*"):
+        assert not f.is_file() or ipfs_cluster.token.encode() not in f.read_bytes(), f
+
     # status: the service's pin, asked of the service.
     code, status, err = run(capsys, "status", str(dataset), "--config", str(cfg))
     assert code == 0, err

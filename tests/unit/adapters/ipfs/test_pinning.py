@@ -212,3 +212,33 @@ def test_a_dripping_service_is_cut_at_the_call_timeout() -> None:
             c.check_auth()
         assert time.monotonic() - started < 10
         assert TOKEN not in str(err.value) and "\n" not in str(err.value)
+
+
+def _config(service: dict[str, Any]) -> Config:
+    return Config(data={"pinning": {"services": {"my-pins": {"endpoint": "http://x", **service}}}})
+
+
+def test_token_file_readable_by_others_is_refused(tmp_path: Path) -> None:
+    from odfweb3_ipfs.publish.pinning_config import load_service
+
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    path.chmod(0o644)
+    with pytest.raises(UsageError, match="chmod 600") as err:
+        load_service(_config({"token_file": str(path)}), "my-pins", {})
+    assert TOKEN not in str(err.value)
+    path.chmod(0o600)
+    svc = load_service(_config({"token_file": str(path)}), "my-pins", {})
+    assert TOKEN not in repr(svc) and TOKEN not in repr(svc.client)
+    path.write_text("\n")
+    with pytest.raises(UsageError, match="empty"):
+        load_service(_config({"token_file": str(path)}), "my-pins", {})
+
+
+def test_token_from_the_environment_or_a_one_line_error() -> None:
+    from odfweb3_ipfs.publish.pinning_config import load_service
+
+    svc = load_service(_config({}), "my-pins", {"ODFWEB3_PINNING_MY_PINS_TOKEN": TOKEN})
+    assert svc.client.endpoint == "http://x" and TOKEN not in repr(svc)
+    with pytest.raises(UsageError, match="ODFWEB3_PINNING_MY_PINS_TOKEN"):
+        load_service(_config({}), "my-pins", {})
