@@ -266,6 +266,12 @@ def all_backends() -> list[Backend]:
                     f"backend {ep.name} ({ep.value}) does not load: {exc}; reinstall odfweb3"
                 ) from exc
             found.append(factory())
+        if not found:
+            # An install from before the registry (or a copied tree): no entry points at all.
+            raise OdfWeb3Error(
+                f"no network backends registered (entry point group {ENTRY_POINT_GROUP}): "
+                "reinstall odfweb3 (make install, or pip install -e .)"
+            )
         _loaded = sorted(found, key=lambda b: (b.rank, b.name))
     return list(_loaded)
 

@@ -51,10 +51,9 @@ from odfweb3_arweave.publish.bundle_plan import (
     BundlePlan,
     FileRef,
     PreviousUpload,
-    SignedBundle,
     plan_bundle,
-    sign_bundle,
 )
+from odfweb3_arweave.publish.bundle_sign import SignedBundle, sign_bundle
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = [

@@ -51,7 +51,7 @@ from odfweb3.errors import (
     ReplicaMismatch,
     ResolutionError,
 )
-from odfweb3.odf.layout import ObjectKind, object_relpath
+from odfweb3.odf.layout import HEAD_REF, ObjectKind, object_relpath
 from odfweb3.odf.multihash import (
     multihash_from_str,
     verify_bytes,
@@ -68,7 +68,6 @@ from odfweb3_arweave.formats.arfs_private import (
     derive_file_key,
 )
 from odfweb3_arweave.formats.record import AddedFile, UploadRecord, record_tags
-from odfweb3_arweave.publish.bundle_plan import REFS_HEAD
 from odfweb3_arweave.read.lookup import Upload, fetch_record, item_tags, lookup_items, walk_uploads
 from odfweb3_arweave.wallet import Wallet
 
@@ -379,20 +378,20 @@ def open_private_replica(
     replica = PrivateDriveReplica(
         ref, gateway, record, files, key, max_file_size=max_file_size, spool_dir=spool_dir
     )
-    if REFS_HEAD not in files:
-        raise ResolutionError(f"{ref}: the drive's manifest has no {REFS_HEAD}")
+    if HEAD_REF not in files:
+        raise ResolutionError(f"{ref}: the drive's manifest has no {HEAD_REF}")
     try:
-        head_text = replica.read_plain(REFS_HEAD, 256)
+        head_text = replica.read_plain(HEAD_REF, 256)
     except DecryptionError:
         if verified_key:
             raise
         raise DecryptionError(
-            f"{ref}: {REFS_HEAD} does not decrypt: wrong drive password or wallet (or altered "
+            f"{ref}: {HEAD_REF} does not decrypt: wrong drive password or wallet (or altered "
             "data; no drive metadata was found to tell which)"
         ) from None
     if head_text.decode("ascii", "replace").strip() != record.head:
         raise ReplicaMismatch(
-            f"{ref}: the decrypted {REFS_HEAD} differs from the record's ODF-Head "
+            f"{ref}: the decrypted {HEAD_REF} differs from the record's ODF-Head "
             f"{record.head}; the drive is inconsistent"
         )
     return replica

@@ -1,0 +1,282 @@
+"""Signing the planned ANS-104 bundle of a publish: the I/O half of :mod:`.bundle_plan`.
+
+:func:`sign_bundle` signs the items :func:`~.bundle_plan.plan_bundle` decided on, in the
+order their references need (ids exist only once an item is signed): data items (streamed
+once through a verified reader), their ArFS metadata, the drive and folders on a first
+upload, the key envelope, the path manifest, an optional item naming the manifest, and the
+upload record last. The steps are told in :mod:`.bundle_plan`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO, cast
+
+from odfweb3.errors import FormatError
+from odfweb3.odf.chain import DatasetObject
+from odfweb3_arweave.formats.ans104 import (
+    DataItem,
+    StreamedDataItem,
+    create_data_item,
+    sign_data_item_stream,
+)
+from odfweb3_arweave.formats.arfs import (
+    DATASET_FOLDERS,
+    JSON_CONTENT_TYPE,
+    FileMetadata,
+    app_tags,
+    drive_entity,
+    file_data_tags,
+    file_metadata_entity,
+    folder_entity,
+)
+from odfweb3_arweave.formats.arfs_private import (
+    IV_SIZE,
+    DriveKey,
+    EncryptingStream,
+    FileKey,
+    derive_file_key,
+    encrypt,
+    encrypted_size,
+    private_data_tags,
+    seal_entity,
+)
+from odfweb3_arweave.formats.manifest import MANIFEST_CONTENT_TYPE, PathManifest, encode_manifest
+from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record
+from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.publish.bundle_plan import (
+    KEY_ENVELOPE_TAG,
+    REFS_HEAD,
+    BundlePlan,
+    FileRef,
+    FileToAdd,
+    VerifiedStream,
+    _record,
+    _record_tags,
+)
+from odfweb3_arweave.wallet import Wallet
+
+__all__ = ["SignedBundle", "sign_bundle"]
+
+
+@dataclass(frozen=True)
+class SignedBundle:
+    """The signed items of one bundle and the ids they got.
+
+    Attributes:
+        items: in bundle order, the record last.
+        files: path -> current revision for the whole dataset after this upload.
+        added: path -> the revisions this bundle adds.
+        manifest: the path manifest.
+        manifest_id: its item id.
+        record: the upload record.
+        record_id: its item id.
+        extra_id: the id of the ``after_manifest`` item, if any.
+        key_envelope_id: the id of the key envelope item, if any.
+    """
+
+    items: tuple[DataItem | StreamedDataItem, ...]
+    files: Mapping[str, FileRef]
+    added: Mapping[str, AddedFile]
+    manifest: PathManifest
+    manifest_id: str
+    record: UploadRecord
+    record_id: str
+    extra_id: str | None = None
+    key_envelope_id: str | None = None
+
+
+class _CheckedStream:
+    """Re-reading an object for the bundle: verified again when its ``with`` block ends."""
+
+    def __init__(self, stream: VerifiedStream) -> None:
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        return self._stream.read(n)
+
+    def __enter__(self) -> _CheckedStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None:
+                self._stream.finish()
+        finally:
+            self._stream.close()
+
+
+def _sign_object(
+    wallet: Wallet,
+    entry: FileToAdd,
+    tags: Sequence[Tag],
+    open_object: Callable[[DatasetObject], VerifiedStream],
+    size: int,
+) -> StreamedDataItem:
+    obj = entry.obj
+    assert obj is not None
+    stream = open_object(obj)
+    try:
+        header = sign_data_item_stream(wallet, cast(BinaryIO, stream), size, tags)
+        stream.finish()  # hash and size checked before the signature is used
+    finally:
+        stream.close()
+
+    def reopen() -> BinaryIO:
+        return cast(BinaryIO, _CheckedStream(open_object(obj)))
+
+    return StreamedDataItem(header, reopen)
+
+
+def sign_bundle(
+    bundle: BundlePlan,
+    wallet: Wallet,
+    open_object: Callable[[DatasetObject], VerifiedStream],
+    progress: Callable[[int], None] = lambda n: None,
+    after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None = None,
+    key_envelope: bytes | None = None,
+    drive_key: DriveKey | None = None,
+    new_iv: Callable[[], bytes] = lambda: secrets.token_bytes(IV_SIZE),
+) -> SignedBundle:
+    """Sign every item of ``bundle`` in reference order (see the module docstring).
+
+    Args:
+        bundle: the plan from :func:`plan_bundle`.
+        wallet: the signing wallet (RSA-4096).
+        open_object: opens a dataset object for a verified read (``open_verified``).
+        progress: called with the bytes of each object once it is signed.
+        after_manifest: given the manifest id, the data and tags of one more item, signed and
+            placed between the manifest and the record (its id: ``SignedBundle.extra_id``).
+        key_envelope: an encrypted publish's encoded key envelope: one item before the
+            manifest (``Content-Type: application/json``, ``ODF-Key-Envelope: 1``,
+            ``ODF-Dataset-Id``), named by the record.
+        drive_key: the drive key of a private drive (required exactly when
+            ``bundle.drive.privacy`` is ``"private"``).
+        new_iv: source of the 12-byte ``Cipher-IV`` values (private drives).
+
+    Raises:
+        IntegrityError / HashMismatch: an object's bytes differ from its recorded hash.
+        FormatError: tags over the limits; a drive key missing or given for a public drive.
+        CryptoError: signing failed.
+    """
+    v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
+    private = d.privacy == "private"
+    if private != (drive_key is not None):
+        raise FormatError(
+            f"{d.privacy} drive {d.drive_id}: a drive key is needed exactly for private drives"
+        )
+    data_items: list[DataItem | StreamedDataItem] = []
+    data_sizes: list[int] = []
+    for entry in bundle.add:
+        if drive_key is not None:
+            # ArFS private file data: AES-256-GCM with the file key, fresh IV per revision
+            # (a File-Id is reused by every revision of refs/head).
+            file_key, iv = derive_file_key(drive_key, entry.file_id), new_iv()
+            tags = private_data_tags(iv, v)
+            size = encrypted_size(entry.size)
+            if entry.obj is not None:
+                plain_open = open_object
+
+                def opener(
+                    obj: DatasetObject,
+                    k: FileKey = file_key,
+                    i: bytes = iv,
+                    o: Callable[[DatasetObject], VerifiedStream] = plain_open,
+                ) -> VerifiedStream:
+                    return EncryptingStream(k, i, o(obj))
+
+                data_items.append(_sign_object(wallet, entry, tags, opener, size))
+                progress(entry.size)
+            else:
+                _, ct = encrypt(file_key, entry.content or b"", iv)
+                data_items.append(create_data_item(wallet, ct, tags))
+        else:
+            tags = file_data_tags(entry.content_type, v)
+            size = entry.size
+            if entry.obj is not None:
+                data_items.append(_sign_object(wallet, entry, tags, open_object, size))
+                progress(entry.size)
+            else:
+                data_items.append(create_data_item(wallet, entry.content or b"", tags))
+        data_sizes.append(size)
+    meta_items: list[DataItem] = []
+    added: dict[str, AddedFile] = {}
+    files: dict[str, FileRef] = dict(bundle.keep)
+    for entry, data_item, size in zip(bundle.add, data_items, data_sizes, strict=True):
+        data_id = data_item.header.id_b64
+        meta = FileMetadata(
+            drive_id=d.drive_id,
+            file_id=entry.file_id,
+            parent_folder_id=entry.folder_id,
+            name=entry.name,
+            size=entry.size,
+            last_modified_ms=t * 1000,
+            data_tx_id=data_id,
+            data_content_type=entry.content_type,
+            unix_time=t,
+        )
+        entity = file_metadata_entity(meta, v)
+        if drive_key is not None:  # ArFS: file metadata under the file key
+            entity = seal_entity(entity, derive_file_key(drive_key, entry.file_id), new_iv())
+        meta_item = create_data_item(wallet, entity.body, entity.tags)
+        meta_items.append(meta_item)
+        added[entry.path] = AddedFile(data_id, meta_item.id_b64, entry.file_id)
+        files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, size)
+    # Bundle order: object data, object metadata, then refs/head's data + metadata.
+    items: list[DataItem | StreamedDataItem] = [*data_items[:-1], *meta_items[:-1]]
+    items += [data_items[-1], meta_items[-1]]
+    if bundle.include_drive:
+        entities = [drive_entity(d, bundle.drive_name, t, v)]
+        entities.append(folder_entity(d.drive_id, d.root_folder_id, bundle.drive_name, None, t, v))
+        for name in DATASET_FOLDERS:
+            folder_id = d.folder_ids[name]
+            entities.append(folder_entity(d.drive_id, folder_id, name, d.root_folder_id, t, v))
+        if drive_key is not None:  # ArFS: drive and folder metadata under the drive key
+            entities = [seal_entity(e, drive_key, new_iv()) for e in entities]
+        items += [create_data_item(wallet, e.body, e.tags) for e in entities]
+    envelope_id = None
+    if key_envelope is not None:
+        envelope_tags = [
+            Tag.of("Content-Type", JSON_CONTENT_TYPE),
+            Tag.of(KEY_ENVELOPE_TAG, "1"),
+            Tag.of("ODF-Dataset-Id", bundle.dataset_id),
+            *app_tags(v),
+        ]
+        envelope_item = create_data_item(wallet, key_envelope, envelope_tags)
+        items.append(envelope_item)
+        envelope_id = envelope_item.id_b64
+    # index = refs/head: a gateway serves the head at /{manifest}. arlocal 1.1.66 also needs
+    # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
+    manifest = PathManifest({p: f.data_item_id for p, f in sorted(files.items())}, index=REFS_HEAD)
+    manifest_tags = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
+    manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
+    items.append(manifest_item)
+    extra_id = None
+    if after_manifest is not None:
+        extra_data, extra_tags = after_manifest(manifest_item.id_b64)
+        extra_item = create_data_item(wallet, extra_data, list(extra_tags))
+        items.append(extra_item)
+        extra_id = extra_item.id_b64
+    record = _record(bundle, manifest_item.id_b64, added, envelope_id)
+    tags = _record_tags(bundle, manifest_item.id_b64, added)
+    record_item = create_data_item(wallet, encode_record(record), tags)
+    items.append(record_item)
+    return SignedBundle(
+        items=tuple(items),
+        files=files,
+        added=added,
+        manifest=manifest,
+        manifest_id=manifest_item.id_b64,
+        record=record,
+        record_id=record_item.id_b64,
+        extra_id=extra_id,
+        key_envelope_id=envelope_id,
+    )
