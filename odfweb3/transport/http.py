@@ -130,8 +130,11 @@ class Answer:
                 "compressed answer",
             )
         n = 0
+        pending = bytearray()
         try:
-            for block in self._response.iter_bytes(chunk_size):  # identity only (see above)
+            # Pieces as they come off the socket (identity only, see above), so that the
+            # limit and the deadline are checked on every read; gathered up to chunk_size.
+            for block in self._response.iter_bytes():
                 n += len(block)
                 clock.received += len(block)
                 if n > limit:
@@ -143,7 +146,15 @@ class Answer:
                     )
                 if clock.left() < 0:
                     raise self._client._late(self._where, clock)
-                yield block
+                if chunk_size is None:
+                    yield block
+                    continue
+                pending += block
+                while len(pending) >= chunk_size:
+                    yield bytes(pending[:chunk_size])
+                    del pending[:chunk_size]
+            if pending:
+                yield bytes(pending)
         except httpx.TransportError as exc:
             raise self._client._dropped(self._where, exc, clock) from exc
         except httpx.StreamError as exc:  # the body was consumed or closed already
