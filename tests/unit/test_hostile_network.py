@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from odfweb3.adapters.arweave.gateway import ArweaveGateway
-from odfweb3.adapters.ipfs.kubo import KuboClient
 from odfweb3.errors import BackendRejected, BackendUnavailable
 from odfweb3.transport.settings import NetworkSettings
+from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_ipfs.client.kubo import KuboClient
 from tests.support.hostile_server import HostileServer, Request, Rule, hostile_server
 from tests.support.measure import run_cli
 
