@@ -12,7 +12,7 @@ Usage::
 2. ``publish_dataset(copy, CarTarget(out, …))`` plain and with a ``Sealer``, in
    ``--repeat`` interleaved rounds (fresh output directories, hard-linked dataset
    copies). Ratio per round = plain time / encrypted time, i.e. encrypted throughput /
-   plain throughput; the median is printed (goal >= 0.7, DESIGN.md section 8).
+   plain throughput; the median is printed (goal >= 0.7, bench/RESULTS.md).
    "CPU s" is the median process CPU time.
 
 No timing assertions; numbers go to ``bench/RESULTS.md`` by hand.

@@ -8,11 +8,13 @@ checks the checked-in files equal what this script draws.
 Diagrams:
 
 - ``layout.svg``: an ODF dataset directory, the UnixFS directory it becomes on IPFS, and the
-  ArFS drive it becomes on Arweave (DESIGN.md sections 1, 4, 5);
+  ArFS drive it becomes on Arweave (docs/design.md, "IPFS mapping" and "Arweave mapping");
 - ``commit-order.svg``: the publish steps 1..6 of ``odfweb3/publish/execute.py``, where the
   update becomes visible, and what each target does at each step;
 - ``deltas.svg``: two publishes of a growing dataset, what each sends, and the
-  back-references (IPNS ``_odf.prevHead``; Arweave ``ODF-Prev-Upload``).
+  back-references (IPNS ``_odf.prevHead``; Arweave ``ODF-Prev-Upload``);
+- ``layers.svg``: the packages and the one direction their imports go (docs/design.md,
+  "Layers"), with the backend registry between the core and the network adapters.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-__all__ = ["DIAGRAMS", "Svg", "commit_order", "deltas", "layout", "main"]
+__all__ = ["DIAGRAMS", "Svg", "commit_order", "deltas", "layers", "layout", "main"]
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "docs" / "img"
 
@@ -463,7 +465,77 @@ def deltas() -> Svg:
     return svg
 
 
+def _box(
+    svg: Svg, x: float, y: float, w: float, h: float, colors: tuple[str, str], name: str, note: str
+) -> None:
+    svg.rect(x, y, w, h, colors)
+    svg.text(x + w / 2, y + 21, name, size=13.5, weight="bold", anchor="middle", mono=True)
+    svg.text(x + w / 2, y + 39, note, size=11.5, anchor="middle", color=MUTED)
+
+
+def layers() -> Svg:
+    """The packages, bottom (depends on nothing) to top (chooses implementations)."""
+    svg = Svg(
+        1040, 600, "odfweb3's layers: every import points down; adapters only via entry points"
+    )
+    # Row 1: the CLI (composition root).
+    _box(svg, 300, 20, 440, 50, NEUTRAL, "odfweb3.cli", "commands; output; exit codes")
+    # Row 2: publish, read, the registry.
+    _box(svg, 40, 120, 300, 56, ODF, "odfweb3.publish", "plan (pure) and execute (commit order)")
+    _box(svg, 370, 120, 300, 56, ODF, "odfweb3.read", "resolve, claims, pull, compare, lineage")
+    _box(svg, 700, 120, 300, 56, VISIBLE, "odfweb3.backends", "registry: schemes -> Backend")
+    # Row 3: core services.
+    _box(svg, 40, 240, 220, 56, ODF, "odfweb3.crypto", "AEAD segments, envelopes, keys")
+    _box(svg, 280, 240, 220, 56, ODF, "odfweb3.store", "object / ref stores")
+    _box(svg, 520, 240, 220, 56, ODF, "odfweb3.descriptor", "JSON-LD about a dataset")
+    _box(svg, 760, 240, 240, 56, ODF, "odfweb3.transport", "the one HTTP layer (httpx)")
+    # Row 4: pure formats and errors.
+    _box(svg, 160, 360, 420, 56, ODF, "odfweb3.odf", "ODF formats: codec, chain, layout (pure)")
+    _box(svg, 620, 360, 260, 56, NEUTRAL, "odfweb3.errors", "the one exception tree")
+    # The adapters, at the side: found through entry points, importing the core.
+    _box(svg, 40, 480, 460, 80, IPFS, "adapters/odfweb3_ipfs", "formats | client | publish | read")
+    _box(
+        svg,
+        540,
+        480,
+        460,
+        80,
+        ARWEAVE,
+        "adapters/odfweb3_arweave",
+        "formats | client | publish | read",
+    )
+    svg.text(
+        520,
+        590,
+        "entry points odfweb3.backends: ipfs, arweave (adapters never import each "
+        "other; formats/ never import client/)",
+        size=11.5,
+        anchor="middle",
+        color=MUTED,
+    )
+    # Arrows: "imports".
+    for x in (190, 520, 850):
+        svg.line(520, 70, x, 118)
+    for x1, x2 in ((190, 150), (190, 390), (520, 150), (520, 390), (520, 630)):
+        svg.line(x1, 176, x2, 238)
+    for x in (150, 390, 630):
+        svg.line(x, 296, 370, 358)
+    svg.line(880, 296, 750, 358)
+    svg.line(580, 388, 618, 388)
+    # Registry -> adapters: loaded through entry points, never imported by the core.
+    svg.path("M1000,148 H1025 V458 H270 V478", color=VISIBLE[1], dash=True)
+    svg.line(770, 458, 770, 478, color=VISIBLE[1], dash=True)
+    svg.text(
+        1018, 330, "loads (entry points)", size=11.5, anchor="end", color=VISIBLE[1], italic=True
+    )
+    # Adapters -> core (they import odf, publish, read, transport, errors).
+    svg.line(300, 480, 340, 418, color=IPFS[1])
+    svg.line(960, 480, 960, 298, color=ARWEAVE[1])
+    return svg
+
+
 DIAGRAMS: dict[str, Callable[[], Svg]] = {
+    "layers.svg": layers,
     "layout.svg": layout,
     "commit-order.svg": commit_order,
     "deltas.svg": deltas,

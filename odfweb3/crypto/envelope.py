@@ -1,4 +1,6 @@
-"""Key envelopes: a dataset's content keys wrapped for each recipient (DESIGN.md section 6).
+"""Key envelopes: a dataset's content keys wrapped for each recipient.
+
+docs/design.md, "Encryption".
 
 The envelope is published beside the encrypted dataset (never inside its root). It is
 a JSON document; binary fields are base64url without padding::

@@ -1,4 +1,4 @@
-"""Private key files: X25519 identities and per-dataset content keys (DESIGN.md section 6).
+"""Private key files: X25519 identities and per-dataset content keys (docs/design.md, "Encryption").
 
 Under the keystore directory (``config.keystore_dir``, shared with
 :class:`odfweb3.crypto.keystore.Keystore`, whose ``*.key`` files are not touched)::

@@ -1,4 +1,4 @@
-"""The key hierarchy of an encrypted dataset (DESIGN.md section 6).
+"""The key hierarchy of an encrypted dataset (docs/design.md, "Encryption").
 
 ::
 

@@ -1,7 +1,7 @@
 """The object encryption format: a header plus AES-256-GCM over fixed-size segments.
 
 Used for every object of an encrypted dataset on IPFS, and on Arweave outside ArFS
-private drives (DESIGN.md section 6). Layout of one encrypted object::
+private drives (docs/design.md, "Encryption"). Layout of one encrypted object::
 
     header (48 bytes)
       magic        6  b"ODFENC"

@@ -1,4 +1,4 @@
-"""Executing a publish in the commit order of DESIGN.md section 2.
+"""Executing a publish in the commit order of docs/design.md, "Commit order".
 
 1. validate the local dataset (refuse an invalid one before any upload);
 2. ask the target what it holds (checked against the network);
@@ -85,7 +85,7 @@ def publish_dataset(
         force: publish even if the target's head does not descend from ours.
         dry_run: stop after planning; nothing is sent or written.
         progress: called with bytes read and sent.
-        sealer: the publish must be encrypted with it (DESIGN.md section 6): refused before
+        sealer: the publish must be encrypted with it (docs/design.md, "Encryption"): refused before
             anything is sent unless ``target`` was opened with this same sealer (its
             ``sealer`` attribute) and the key belongs to this dataset.
         record_extra: extra facts for the name record (``inputs``: dataset ID -> locator of

@@ -4,7 +4,7 @@ The planner decides; it does no I/O. The executor (:mod:`.execute`) acts. A plan
 is frozen and printable (``str(plan)``), so ``--dry-run`` shows exactly what
 would be sent.
 
-Relations between the local head and the target's head (DESIGN.md section 2, step 2):
+Relations between the local head and the target's head (docs/design.md, "Commit order", step 2):
 
 - ``new``: the target has nothing for this dataset: send everything.
 - ``same``: the target already has this head: send nothing (a record may still be

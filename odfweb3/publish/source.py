@@ -8,7 +8,7 @@ file is never published under a name.
 
 Encrypted publishes read through :func:`open_for_publish` with a
 :class:`~odfweb3.crypto.sealer.Sealer`: the plaintext is verified as above while
-the target reads the ciphertext (DESIGN.md section 6), in the same single pass.
+the target reads the ciphertext (docs/design.md, "Encryption"), in the same single pass.
 """
 
 from __future__ import annotations

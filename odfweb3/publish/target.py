@@ -1,6 +1,6 @@
 """What a publish target must do: the protocol adapters implement.
 
-The executor calls these in DESIGN.md section 2's commit order; a target never
+The executor calls these in docs/design.md's "Commit order"; a target never
 decides the order itself. Kept to a handful of methods; everything else is a free
 function over them.
 """

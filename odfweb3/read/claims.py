@@ -4,7 +4,7 @@ A name (an IPNS name, a DNSLink domain, an IPFS CID, an Arweave record or a ``di
 leads, through an adapter, to a :class:`~odfweb3.read.replica.Replica` and to what the name's
 record *claims* (:class:`NameClaims`): the head, the dataset ID, the record's sequence and
 expiry, a discovery descriptor. Nothing claimed is believed until it is checked here
-against the data the replica serves (DESIGN.md section 2, "every gateway and node is
+against the data the replica serves (docs/design.md, "Trust model": "every gateway and node is
 untrusted"):
 
 1. the head the replica serves (its ``refs/head``) must equal the head the record claims
@@ -15,7 +15,7 @@ untrusted"):
 
 A failure of 1 or 3 raises :class:`~odfweb3.errors.ReplicaMismatch` naming both sides.
 
-Encrypted publishes (DESIGN.md section 6, issue 7): a key holder's replica is decrypted
+Encrypted publishes (docs/design.md, "Encryption", issue 7): a key holder's replica is decrypted
 first and then checked exactly as above (``resolve_dataset(..., encrypted=True)``). A
 reader without keys gets :func:`resolve_sealed`: the signed record's claims only (dataset
 ID, head, sequence, expiry), marked ``encrypted`` and ``content_checked=False``, with a

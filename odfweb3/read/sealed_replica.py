@@ -1,6 +1,6 @@
 """Reading an encrypted replica: decrypt, then let the usual checks verify the plaintext.
 
-An encrypted publish (DESIGN.md section 6) keeps the ODF layout, but every object and
+An encrypted publish (docs/design.md, "Encryption") keeps the ODF layout, but every object and
 ``refs/head`` is ciphertext of :mod:`odfweb3.crypto.segments` with its path bound in.
 :class:`DecryptingReplica` wraps any :class:`~odfweb3.read.replica.Replica` serving such a
 layout and yields plaintext: the chain walk re-hashes blocks and

@@ -64,7 +64,7 @@ def test_init_script_is_mounted_executable_and_sets_what_odfweb3_relies_on():
     # Inside the container the daemon must listen on all interfaces for the mapping to work.
     assert "Addresses.API /ip4/0.0.0.0/tcp/5001" in text
     assert "Addresses.Gateway /ip4/0.0.0.0/tcp/8080" in text
-    # Same CIDs as odfweb3's default profile (DESIGN.md section 4).
+    # Same CIDs as odfweb3's default profile (docs/design.md, "IPFS mapping").
     assert "Import.CidVersion 1" in text and "Import.UnixFSRawLeaves true" in text
     assert "size-262144" in text
 

@@ -1,4 +1,4 @@
-"""The real test nodes and the npm oracles are installed and answer (DESIGN.md section 7)."""
+"""The real test nodes and the npm oracles are installed and answer (docs/design.md, "Layers")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A small client for an Arweave gateway's HTTP API (arweave.net, an ar.io gateway, arlocal).
 
-Only what odfweb3 needs (DESIGN.md sections 2 and 5): ``GET /tx_anchor``,
+Only what odfweb3 needs (docs/design.md, "Commit order" and "Arweave mapping"): ``GET /tx_anchor``,
 ``GET /price/{bytes}``, ``GET /wallet/{address}/balance``, ``POST /tx`` (data inline when
 small), ``POST /chunk`` (larger data, one chunk at a time with its Merkle proof),
 ``GET /tx/{id}`` and ``/tx/{id}/status``, ``GET /{id}`` and ``GET /{manifest}/{path}``

@@ -2,8 +2,8 @@
 
 One record per publish. Its tags let a reader find the latest upload of a dataset with
 one GraphQL query (owner + ``ODF-Dataset-Id``, newest first) and walk back through
-earlier uploads by ``ODF-Prev-Upload``; items from other owners are ignored (DESIGN.md
-section 5). Tags, in this order:
+earlier uploads by ``ODF-Prev-Upload``; items from other owners are ignored (docs/design.md,
+"Arweave mapping"). Tags, in this order:
 
 ==================  ==========================================================
 ``App-Name``        ``odfweb3``
@@ -21,8 +21,8 @@ The body (JSON, sorted keys) repeats these and lists what the upload added: for 
 path its data item, ArFS metadata item and ArFS ``File-Id``; and the drive's ids, so
 publish state can be rebuilt from the network alone. :func:`decode_record` checks that
 tags and body agree. An encrypted upload's body also names its key envelope item
-(``keyEnvelope``: a data item of the same bundle tagged ``ODF-Key-Envelope: 1``; DESIGN.md
-section 6); plain uploads' bodies have no such key.
+(``keyEnvelope``: a data item of the same bundle tagged ``ODF-Key-Envelope: 1``; docs/design.md,
+"Encryption"); plain uploads' bodies have no such key.
 """
 
 from __future__ import annotations

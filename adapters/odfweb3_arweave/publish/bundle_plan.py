@@ -1,6 +1,6 @@
 """Planning the one ANS-104 bundle of a publish (pure; signing is :mod:`.bundle_sign`).
 
-DESIGN.md section 5.
+docs/design.md, "Arweave mapping".
 
 :func:`plan_bundle` is pure: from the publish plan and what earlier uploads left
 (:class:`PreviousUpload`: path -> data item, metadata item and ArFS ``File-Id``) it decides
@@ -23,7 +23,7 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
 Bundle order is the same, so the record is the last item. Streamed items are read a
 second time when the bundle is written; that read is verified again.
 
-Encrypted publishes outside ArFS private drives (``sealer``, DESIGN.md section 6): every
+Encrypted publishes outside ArFS private drives (``sealer``, docs/design.md, "Encryption"): every
 data item (objects and ``refs/head``) holds the segmented ciphertext of
 :mod:`odfweb3.crypto.segments` with the ODF path bound in, sizes are ciphertext sizes, and
 ``open_object`` yields ciphertext (:func:`odfweb3.publish.source.open_for_publish`). The

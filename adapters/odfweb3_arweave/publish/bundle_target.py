@@ -11,7 +11,7 @@
   the data of one L1 transaction tagged ``Bundle-Format: binary``, ``Bundle-Version:
   2.0.0``, or hand it to a bundler. Bundles of successive publishes reference each other's
   items: post them all, oldest first;
-- encrypted publishes (``sealer``, DESIGN.md section 6): every data item is ciphertext (see
+- encrypted publishes (``sealer``, docs/design.md, "Encryption"): every data item is ciphertext (see
   :mod:`.bundle_plan`), the key envelope is an item of the bundle named by the record, its id
   in ``publish.json`` as ``keyEnvelope``; no descriptor;
 - ArFS private drives (``drive_password``, :mod:`.arfs_private`): every data and metadata

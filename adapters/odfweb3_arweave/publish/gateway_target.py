@@ -1,6 +1,6 @@
 """Live Arweave publishing (``--to arweave``): one bundle per publish, posted through a gateway.
 
-Commit order (DESIGN.md section 2), as :func:`odfweb3.publish.execute.publish_dataset`
+Commit order (docs/design.md, "Commit order"), as :func:`odfweb3.publish.execute.publish_dataset`
 drives it:
 
 - ``inspect``: the latest upload record of this dataset *by this wallet* (GraphQL, see
@@ -102,7 +102,8 @@ class GatewayTarget:
         clock: time source for ``Unix-Time``.
         new_id: UUID source for ArFS ids.
         publisher: the discovery descriptor's publisher (config).
-        sealer: encrypt every data item; the key envelope goes in the bundle (DESIGN.md 6).
+        sealer: encrypt every data item; the key envelope goes in the bundle
+            (docs/design.md, "Encryption").
         drive_password: an ArFS private drive with this password (:mod:`.arfs_private`).
         confirm_timeout: seconds the post-check waits for our upload to be mined before
             leaving the race unsettled (0: look once, do not wait).

@@ -162,7 +162,7 @@ def sign_publish_bundle(
 ) -> PreparedBundle:
     """Plan, describe and sign the bundle of one publish (nothing is written).
 
-    With ``sealer`` every data item is encrypted (DESIGN.md section 6) and the key
+    With ``sealer`` every data item is encrypted (docs/design.md, "Encryption") and the key
     envelope is one more item of the bundle. With ``drive_password`` the drive is an ArFS
     private drive (its key derived from ``wallet`` and the password; never stored).
 

@@ -1,6 +1,6 @@
 """Finding a dataset's uploads on Arweave: the latest record by GraphQL, the rest by back-reference.
 
-DESIGN.md section 5 and docs/arweave-format.md section 4:
+docs/design.md, "Arweave mapping" and docs/arweave-format.md section 4:
 
 1. :func:`collect_uploads` asks GraphQL for items tagged ``App-Name: odfweb3`` and
    ``ODF-Dataset-Id: <did>`` owned by the publisher, ``sort: HEIGHT_DESC``, a few at a

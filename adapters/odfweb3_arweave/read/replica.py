@@ -7,7 +7,7 @@ head served must equal ``ODF-Head``) or a path manifest. Nothing the gateway say
 trusted: blocks are hashed here, objects by :func:`odfweb3.read.replica.read_object_verified`,
 and the head by the chain walk that starts from it.
 
-An encrypted upload (DESIGN.md section 6) is known by its record body's ``keyEnvelope``
+An encrypted upload (docs/design.md, "Encryption") is known by its record body's ``keyEnvelope``
 item id (the body is checked against the record's tags by
 :func:`.record.decode_record`): then ``refs/head`` and every object are ciphertext, so
 :meth:`ArweaveReplica.head` is the record's ``ODF-Head``, :meth:`~ArweaveReplica.sealed_head`

@@ -1,6 +1,6 @@
 """A small client for the Kubo RPC API (``POST /api/v0/...``), also spoken by js-ipfs.
 
-Only what odfweb3 needs (DESIGN.md section 4): node detection, ``dag/import`` of a
+Only what odfweb3 needs (docs/design.md, "IPFS mapping"): node detection, ``dag/import`` of a
 CAR streamed from disk, ``block/stat``, pins, key import, IPNS record put/get and
 ``name/publish``, ``cat``. Every call goes through :meth:`KuboClient.call` and the shared
 HTTP layer (:mod:`odfweb3.transport.http`), which:

@@ -3,7 +3,7 @@
 A record is the protobuf ``IpnsEntry`` (fields 1-9, see the spec's "Record
 Serialization Format"). Its signed part is ``data`` (field 9), a DAG-CBOR map
 ``{TTL, Value, Sequence, Validity, ValidityType}`` plus extension keys; odfweb3
-adds ``_odf``: ``{datasetId, head, prevHead, ...}`` (DESIGN.md section 4).
+adds ``_odf``: ``{datasetId, head, prevHead, ...}`` (docs/design.md, "IPFS mapping").
 ``signatureV2`` (field 8) signs ``b"ipns-signature:" + data``.
 
 Records we create also carry the legacy V1 copies (fields 1, 3, 4, 5, 6) and a

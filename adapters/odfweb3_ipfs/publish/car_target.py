@@ -14,10 +14,11 @@ writes into ``OUT_DIR``:
   its own UnixFS file, outside the dataset root (whose contents are exactly the ODF layout);
   its CID is in ``publish.json`` and in the record's ``_odf`` map as ``descriptor``. Left out,
   with a note, when the descriptor fails validation (e.g. no ``publisher.name`` configured).
-- encrypted publishes (``sealer``, DESIGN.md section 6): every object and ``refs/head`` in the
-  CAR is ciphertext (same paths); the key envelope is its own ``<cid>.car`` beside the root,
-  its CID in ``publish.json`` and in the record's ``_odf`` map as ``keyEnvelope``; the
-  descriptor (which would reveal the dataset's metadata) is left out.
+- encrypted publishes (``sealer``, docs/design.md, "Encryption"): every object and
+  ``refs/head`` in the CAR is ciphertext (same paths); the key envelope is its own
+  ``<cid>.car`` beside the root, its CID in ``publish.json`` and in the record's ``_odf``
+  map as ``keyEnvelope``; the descriptor (which would reveal the dataset's metadata) is
+  left out.
 
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the

@@ -1,4 +1,4 @@
-"""An ODF dataset as a UnixFS directory, built incrementally (DESIGN.md section 4).
+"""An ODF dataset as a UnixFS directory, built incrementally (docs/design.md, "IPFS mapping").
 
 The dataset maps 1:1 onto UnixFS with exactly the ODF names::
 
@@ -142,7 +142,7 @@ def build_dataset_dag(
             not in ``previous_dir_blocks``).
         previous_dir_blocks: raw CIDs of directory blocks sent before.
         progress: called with bytes of file content read.
-        sealer: encrypt every new object and ``refs/head`` (DESIGN.md section 6); paths
+        sealer: encrypt every new object and ``refs/head`` (docs/design.md, "Encryption"); paths
             stay the same, file CIDs are those of the ciphertext. ``previous`` must then
             come from an encrypted publish too.
         profile: the UnixFS import parameters (default: ``cid_version``'s, see

@@ -1,6 +1,6 @@
 """The live IPFS target ``ipfs``: publish to a Kubo (or js-ipfs) node over its RPC API.
 
-DESIGN.md sections 2 and 4, in commit order:
+docs/design.md, "Commit order" and "IPFS mapping", in commit order:
 
 - ``inspect``: the saved publish state is checked against the node, never trusted
   blindly: ``block/stat`` and ``pin/ls`` of the previous root (a node that lost it
@@ -23,7 +23,7 @@ DESIGN.md sections 2 and 4, in commit order:
 - ``save``: state via :class:`~odfweb3.publish.state.StateStore`; then, only with
   ``unpin_previous``, the previous root is unpinned (shared blocks stay pinned).
 
-Encrypted publishes (``sealer``, DESIGN.md section 6) use the scheme of ``car:DIR``: every
+Encrypted publishes (``sealer``, docs/design.md, "Encryption") use the scheme of ``car:DIR``: every
 object and ``refs/head`` under the root is ciphertext at the same path; the key envelope
 is its own UnixFS file, sent in the same ``dag/import`` and pinned on its own; its CID is
 in the state (``extra.keyEnvelope``) and in the record's ``_odf`` map as ``keyEnvelope``.

@@ -1,7 +1,7 @@
 """The target ``pinning:NAME[,NAME...]``: publish to the local node, then have pinning services
 keep the dataset online (issue 18).
 
-Commit order (DESIGN.md section 2), around the ``ipfs`` target (:mod:`.node_target`):
+Commit order (docs/design.md, "Commit order"), around the ``ipfs`` target (:mod:`.node_target`):
 
 - ``inspect``: each service's token is checked first (``GET /pins?limit=1``): a refused token
   stops that service before anything is uploaded; when every service is refused, the publish

@@ -163,7 +163,8 @@ class CarDirCheck:
     blocks: int
     reachable: int
     index: CarIndex
-    key_envelope: Cid | None = None  # an encrypted publish's envelope (DESIGN.md section 6)
+    # an encrypted publish's envelope (docs/design.md, "Encryption")
+    key_envelope: Cid | None = None
 
     @property
     def encrypted(self) -> bool:

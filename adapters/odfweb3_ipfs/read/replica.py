@@ -1,6 +1,7 @@
 """Read-only replicas over IPFS: ``ipfs://<cid>``, ``ipns://<name>``, ``ipns://<domain>``.
 
-Every node and gateway is untrusted (DESIGN.md section 2). What is checked, and against what:
+Every node and gateway is untrusted (docs/design.md, "Trust model"). What is checked, and
+against what:
 
 - **The root and refs/head.** Where verifiable blocks can be had — a trustless gateway's
   raw blocks (``?format=raw``, ``Accept: application/vnd.ipld.raw``; Kubo's gateway serves
@@ -71,7 +72,7 @@ _BLOCK_CACHE_BYTES: Final = 64 << 20
 class IpfsReplica:
     """A dataset at ``/ipfs/<root>`` as a read-only replica (see the module docstring).
 
-    An encrypted publish (DESIGN.md section 6) is recognised by the signed record's
+    An encrypted publish (docs/design.md, "Encryption") is recognised by the signed record's
     ``_odf.keyEnvelope`` (``key_envelope_cid``): then ``refs/head`` and every block are
     ciphertext, so :meth:`head` is the record's ``_odf.head``, :meth:`sealed_head` serves
     the encrypted ``refs/head``, and blocks are returned unchecked for
