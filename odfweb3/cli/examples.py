@@ -31,11 +31,14 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 publish ./ds --to bundle:./ar --wallet wallet.json",
         "odfweb3 publish ./ds --to arweave --wallet wallet.json --max-cost 0.5AR",
         "odfweb3 publish ./deriv --to ipfs --with-inputs ./ds",
+        "odfweb3 publish ./ds --to origin           # a remote (odfweb3 remote add)",
+        "odfweb3 publish ./ds                       # every target it was published to",
     ),
     ("status",): ("odfweb3 status", "odfweb3 status ./ds --offline"),
     ("republish",): ("odfweb3 republish --all", "odfweb3 republish ./ds --to ipfs"),
     ("verify",): (
         "odfweb3 verify ./ds --against car:./out",
+        "odfweb3 verify ./ds --against origin",
         "odfweb3 verify ./ds --against ipns://k51qzi5uqu5d... --deep",
         "odfweb3 verify --lineage car:./out --inputs-from car:./out/inputs/ds",
     ),
@@ -76,6 +79,12 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 lineage ./deriv --inputs ./ds --format svg -o lineage.svg",
         "odfweb3 lineage ./deriv --format mermaid",
     ),
+    ("remote", "add"): (
+        "odfweb3 remote add origin car:./out",
+        "odfweb3 remote add live ipfs:http://127.0.0.1:5001",
+    ),
+    ("remote", "remove"): ("odfweb3 remote remove origin",),
+    ("remote", "list"): ("odfweb3 remote list",),
     ("version",): ("odfweb3 version", "odfweb3 version --json"),
     ("completion",): (
         "odfweb3 completion bash > ~/.local/share/bash-completion/completions/odfweb3",

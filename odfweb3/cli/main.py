@@ -220,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "odfweb3.cli.describe_cmds",
         "odfweb3.cli.name_cmds",
         "odfweb3.cli.history_cmds",
+        "odfweb3.cli.remotes_cmds",
     ):
         try:
             module = __import__(name, fromlist=["register"])

@@ -18,6 +18,7 @@ from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.remotes import Remotes
 from odfweb3.publish.target import PublishTarget
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
@@ -44,11 +45,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--to",
-        required=True,
         action="append",
+        default=None,
         metavar="TARGET",
         help="car:DIR | ipfs | ipfs:URL | pinning:NAME | bundle:DIR | arweave | arweave:URL; "
-        "repeat --to pinning:NAME for several pinning services (each reported separately)",
+        "or a remote's name (odfweb3 remote add); repeat --to pinning:NAME for several pinning "
+        "services (each reported separately); without --to: every target DATASET was published "
+        "to from here",
     )
     p.add_argument(
         "--force", action="store_true", help="publish even if the target is not an ancestor"
@@ -224,7 +227,12 @@ def _pin_failures(ctx: Any, outcome: PublishOutcome) -> int:
 
 
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
-    args.to = _combine_to(args.to)
+    if not args.to:
+        if args.flush or args.dataset is None or args.batch or args.with_inputs:
+            raise UsageError("publish: give --to TARGET (a target or a remote's name)")
+        return _publish_everywhere(args, ctx)
+    remotes = Remotes(ctx.config.state_dir)
+    args.to = _combine_to([remotes.resolve(t) for t in args.to])
     if args.batch and args.flush:
         raise UsageError("--batch queues an update, --flush posts the queue: use one of them")
     if args.dnslink is not None:
@@ -319,6 +327,41 @@ def _dnslink(args: argparse.Namespace, outcome: PublishOutcome) -> Any:
     if not isinstance(backend, DnsLinker):
         return None
     return backend.dnslink_record(args.dnslink, outcome.state)
+
+
+def _publish_everywhere(args: argparse.Namespace, ctx: Any) -> int:
+    """``publish DATASET`` without ``--to``: to every target it was published to from here.
+
+    Each target is published in turn and reported on its own; a failure does not stop the
+    others. Exit status: the first failure's, else 0.
+    """
+    from odfweb3.cli.remotes_cmds import known_states, remote_names
+    from odfweb3.cli.status_cmds import dataset_id_of
+
+    if args.dnslink is not None or args.routing is not None:
+        raise UsageError("publish without --to: --dnslink and --routing need one --to TARGET")
+    dataset_id, _ = dataset_id_of(args.dataset)
+    targets = list(dict.fromkeys(s.target for s in known_states(ctx, dataset_id)))
+    if not targets:
+        raise UsageError(f"publish: {args.dataset} was never published from here; give --to TARGET")
+    results: list[dict[str, Any]] = []
+    texts: list[str] = []
+    code = 0
+    for target in targets:
+        try:
+            args.to = target
+            outcome = _publish_one(args, ctx, args.dataset, dry_run=args.dry_run)
+        except OdfWeb3Error as exc:
+            code = code or exc.exit_code
+            ctx.out.warn(f"{shown_target(target)}: {exc}")
+            results.append({"to": target, "error": str(exc), "exitCode": exc.exit_code})
+            texts.append(f"{shown_target(target)}: FAILED: {exc}")
+            continue
+        names = remote_names(ctx, target)
+        results.append({"to": target, "remotes": names, **_to_json(outcome)})
+        texts.append(_human(outcome))
+    ctx.out.result({"publishes": results}, lambda: "\n".join(texts))
+    return code
 
 
 def _publish_one(

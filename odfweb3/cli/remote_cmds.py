@@ -225,6 +225,13 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
+def _local_dataset_id(path: str) -> str:
+    """The dataset ID in a local dataset's Seed."""
+    entries = list(walk_chain(DatasetReader.open(path)))
+    seed = entries[-1].block.event
+    return str(DatasetId.from_bytes(getattr(seed, "dataset_id", None) or b""))
+
+
 def _verify(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
     from odfweb3.read.resolve import open_replica
@@ -233,6 +240,10 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
         return _verify_lineage(args, ctx)
     if not args.against:
         raise UsageError("verify: give --against REF (or --lineage to check a dataset's inputs)")
+    from odfweb3.cli.remotes_cmds import replica_ref
+
+    local_id = _local_dataset_id(args.dataset) if args.dataset is not None else None
+    args.against = [replica_ref(ctx, ref, local_id) for ref in args.against]
     refs: list[str] = list(args.against)
     envelope = _key_envelope(args, ctx, *args.against)
     reference: Replica

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from odfweb3.cli.remotes_cmds import remote_names
 from odfweb3.cli.text import key_values, shown_target
 from odfweb3.errors import NotFound, OdfWeb3Error, UsageError
 from odfweb3.odf.chain import walk_chain
@@ -30,7 +31,7 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.offline import OfflineEntry, OfflineIndex
 from odfweb3.publish.state import PublishState, StateStore
 
-__all__ = ["EXPIRY_WARNING", "register"]
+__all__ = ["EXPIRY_WARNING", "dataset_id_of", "register"]
 
 EXPIRY_WARNING: Final = timedelta(hours=24)
 
@@ -66,7 +67,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     r.set_defaults(handler=_republish)
 
 
-def _dataset_id_of(path: str) -> tuple[str, bytes]:
+def dataset_id_of(path: str) -> tuple[str, bytes]:
     reader = DatasetReader.open(path)
     seed = None
     head = reader.head()
@@ -99,7 +100,7 @@ def _states(
         else:
             states.append(state)
     if dataset is not None:
-        dataset_id, head = _dataset_id_of(dataset)
+        dataset_id, head = dataset_id_of(dataset)
         local[dataset_id] = head
         states = [s for s in states if s.dataset_id == dataset_id]
         kept = [(e, r) for e, r in zip(lost, reasons, strict=True) if e.dataset_id == dataset_id]
@@ -219,6 +220,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
         row: dict[str, Any] = {
             "datasetId": state.dataset_id,
             "target": state.target,
+            "remotes": remote_names(ctx, state.target),
             "localHead": multihash_to_str(local_head) if local_head else None,
             "publishedHead": multihash_to_str(state.head) if state.head else None,
             "upToDate": local_head is not None and local_head == state.head,
@@ -269,6 +271,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             lines += key_values(
                 [
                     ("target", shown_target(row["target"])),
+                    ("remote", ", ".join(row["remotes"])),
                     ("local", f"{row['localHead'] or '-'} ({state_word})"),
                     ("published", row["publishedHead"] or "-"),
                     ("root", row["root"] or "-"),

@@ -143,7 +143,7 @@ def test_cli_page_tables_have_no_stray_backticks():
         if line.startswith("| "):
             for cell in line.split(" | "):
                 assert cell.count("`") % 2 == 0, line
-    assert "| `--to TARGET` (required) |" in text
+    assert "| `--out OUT` (required) |" in text
 
 
 def test_cli_page_shows_each_commands_examples():

@@ -50,11 +50,11 @@ def test_typos_get_a_suggestion_in_one_line(capsys, argv, needle):
 
 
 def test_a_missing_required_option_is_still_reported_as_missing(capsys):
-    code, _, err = run(capsys, "publish", "./ds")
+    code, _, err = run(capsys, "keys", "export", "./ds")
     assert code == 64
     assert err == (
-        "odfweb3: error: publish: the following arguments are required: --to "
-        "(see odfweb3 publish --help)\n"
+        "odfweb3: error: keys export: the following arguments are required: --out "
+        "(see odfweb3 keys export --help)\n"
     )
 
 
