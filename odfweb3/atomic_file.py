@@ -1,8 +1,9 @@
 """Replacing one small local file atomically: the one way odfweb3 writes state and records.
 
 ``publish.json``, publish state, IPNS record files, the offline index, the batch
-queue: each is written to a temp file in the same directory, fsynced and renamed over
-the old one, so a reader sees the old file or the new one, never half of either.
+queue, the IPNS replay memory: each is written to a temp file in the same directory,
+fsynced and renamed over the old one, then the directory is fsynced (the rename survives a
+crash), so a reader sees the old file or the new one, never half of either.
 Before writing, the destination must be absent or a regular file: a directory, a
 link or a FIFO in its place is one :class:`~odfweb3.errors.UsageError` line (a rename
 onto a directory used to escape as ``IsADirectoryError``), and a full or read-only
@@ -58,6 +59,8 @@ def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        tmp = ""
+        _fsync_dir(path.parent)
     except OSError as exc:
         if tmp:
             with contextlib.suppress(FileNotFoundError):
@@ -71,3 +74,12 @@ def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         raise
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename itself durable (POSIX: fsync the directory holding the entry)."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

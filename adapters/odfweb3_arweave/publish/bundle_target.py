@@ -31,10 +31,7 @@ is only used to sign: it is never copied, logged or written anywhere.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -42,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3 import __version__
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError
 from odfweb3.odf.layout import DatasetReader
@@ -65,13 +63,6 @@ from odfweb3_arweave.wallet import Wallet
 __all__ = ["BundleTarget"]
 
 Clock = Callable[[], datetime]
-
-
-def _public_mode(fd: int) -> None:
-    # mkstemp creates 0600; a bundle and its summary are public: honour the umask instead.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
 
 
 class BundleTarget:
@@ -269,15 +260,4 @@ class BundleTarget:
             }
         )
         data = (state_json_text(doc) + "\n").encode()
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.out_dir)
-        _public_mode(fd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.summary_path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_file_atomic(self.summary_path, data, public=True)

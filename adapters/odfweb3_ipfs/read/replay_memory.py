@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import (
     FormatError,
     ReplicaMismatch,
@@ -68,12 +66,5 @@ class SequenceMemory:
         if isinstance(seen, dict) and int(seen.get("sequence", -1)) >= record.sequence:
             return
         data[name] = {"sequence": record.sequence, "value": record.value_text}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ipns-seen-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        text = json.dumps(data, indent=1, sort_keys=True)
+        write_file_atomic(self.path, text.encode("utf-8"))
