@@ -214,12 +214,30 @@ def test_name_publish_with_an_unknown_key(client: KuboClient) -> None:
     one_line(info.value, "/api/v0/name/publish", "no key by the given name", "publish again")
 
 
-def test_an_offline_node_cannot_read_records_and_says_so(tmp_path: Path) -> None:
+def test_an_offline_node_cannot_read_records_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from odfweb3.cli.main import main
+    from odfweb3.odf.builder import create_root_dataset
     from tests.support.kubo import start_kubo
 
     key, name = fresh_name()
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2_000, seed=173).path
     with start_kubo(tmp_path / "offline", offline=True) as node, KuboClient(node.api_url) as c:
         assert c.record_put(name, record(key, "/ipfs/bafkqaaa", 0)) == "name/put"
         with pytest.raises(BackendRejected) as info:
             c.record_get(name)
-    one_line(info.value, "/api/v0/name/get", "online mode", "ipfs daemon")
+        one_line(info.value, "/api/v0/name/get", "online mode", "ipfs daemon")
+        # The same refusal met by `odfweb3 publish`: one line on stderr, exit 69.
+        environ = {
+            "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
+            "ODFWEB3_KEYSTORE": str(tmp_path / "keys"),
+            "ODFWEB3_IPFS_API": node.api_url,
+            "ODFWEB3_IPFS_GATEWAY": node.gateway_url,
+            "HOME": str(tmp_path),
+        }
+        code = main(["publish", str(ds), "--to", "ipfs"], env=environ)
+    err = capsys.readouterr().err
+    assert code == 69
+    assert err.count("\n") == 1 and err.startswith("odfweb3: error: ")
+    assert "online mode" in err and "ipfs daemon" in err and "Traceback" not in err
