@@ -18,7 +18,7 @@ Exit codes:
 1     the check ran and found differences (invalid dataset; replicas behind, ahead, diverged)
 2     other odfweb3 error (for ``verify``: a replica unreachable)
 64    usage error (bad arguments, a destination that cannot be written safely)
-65    bad or corrupt data (malformed, hash mismatch, broken chain, forged record)
+65    corrupt data: malformed, hash mismatch, broken chain, forged; ``verify``: a replica corrupt
 66    not found (dataset, object, key, record)
 69    backend unavailable or rejected the request (node, gateway)
 70    internal error: a bug in odfweb3 (one line; ``-vv`` shows the traceback)

@@ -16,7 +16,7 @@ from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.read.compare import ReplicaReport, compare_replica
+from odfweb3.read.compare import ReplicaReport, compare_replica, exit_status, failed
 from odfweb3.read.lineage_check import (
     chain_resolvers,
     resolver_from_records,
@@ -36,12 +36,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="compare replicas with the local dataset by head hash, or check a lineage",
         description="Resolve each replica's head and compare it with the local dataset's (or the "
-        "first replica's): identical, behind/ahead by N blocks, diverged, unreachable. --deep "
-        "re-hashes every block and object of each replica. Exit status: 0 all identical, "
-        "1 any difference, 2 errors. With --lineage REF: check that every input block REF's "
-        "ExecuteTransforms consumed is held by an input replica, down to the root datasets; "
-        "inputs are found through --input, --inputs-from, then the inputs map of each "
-        "record (publish --with-inputs); exit status 0 only when the whole lineage is present.",
+        "first replica's): identical, behind/ahead by N blocks, diverged, corrupt (it served "
+        "bad data), unreachable. --deep re-hashes every block and object of each replica. Exit "
+        "status, the worst replica's: 0 all identical, 1 any difference, 2 any unreachable, "
+        "65 any corrupt (as pull exits on the same data). With --lineage REF: check that "
+        "every input block REF's ExecuteTransforms consumed is held by an input replica, "
+        "down to the root datasets; inputs are found through --input, --inputs-from, then "
+        "the inputs map of each record (publish --with-inputs); exit status 0 only when the "
+        "whole lineage is present.",
     )
     p.add_argument(
         "dataset",
@@ -271,7 +273,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
         except UsageError:
             raise
         except OdfWeb3Error as exc:
-            reports.append(ReplicaReport(ref, "unreachable", error=str(exc)))
+            reports.append(failed(ref, exc))
             continue
         started = time.monotonic()
         with ctx.out.progress(f"verifying {ref}", None) as bar:
@@ -285,9 +287,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
             )
         reports.append(report)
         _verify_detail(ctx, ref, report, time.monotonic() - started)
-    code = 0 if all(r.ok for r in reports) else 1
-    if any(r.status == "unreachable" for r in reports):
-        code = 2
+    code = exit_status(reports)
     data = {
         "reference": reference.name,
         "head": multihash_to_str(entries[0].hash),
@@ -340,6 +340,8 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
     ctx.out.result(report.to_json(), report.describe)
     if report.ok:
         return 0
+    if any(i.status == "corrupt" for i in report.inputs):
+        return 65  # as verify --against and pull exit on corrupt data
     return 2 if any(i.status == "unreachable" for i in report.inputs) else 1
 
 

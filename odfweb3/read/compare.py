@@ -1,4 +1,4 @@
-"""Comparing replicas by head hash: identical, behind, ahead, diverged, unreachable.
+"""Comparing replicas by head hash: identical, behind, ahead, diverged, corrupt, unreachable.
 
 The reference is the local dataset (or the first replica). For each other
 replica, its head is resolved (verified by the replica's reader), then:
@@ -7,14 +7,19 @@ replica, its head is resolved (verified by the replica's reader), then:
 - ``behind``: its head is in our chain, N blocks before ours;
 - ``ahead``: our head is in its chain, N blocks after ours;
 - ``diverged``: neither; reported with the common ancestor's sequence number;
-- ``unreachable``: it could not be read (the error says why);
+- ``corrupt``: it served bad data — bytes that do not parse or do not match their
+  hash, a chain that breaks the spec's rules, a record its content contradicts
+  (:func:`odfweb3.errors.is_corruption`; the same data makes ``pull`` exit 65);
+- ``unreachable``: it could not be read (missing, node down; the error says why);
 - ``unverified``: same head, but the replica was read with nothing tying its bytes to its
   name (``ipfs://CID`` through a gateway serving no raw blocks or CARs, allowed only by the
   opt-in ``ipfs.insecure_unverified_paths``): it may be anything, so never ``identical``.
 
 ``deep`` walks the replica's whole chain (every block re-hashed) and re-hashes
-every data file and checkpoint (or ``sample`` of them). Exit status of the CLI:
-0 all identical, 1 any difference, 2 errors.
+every data file and checkpoint (or ``sample`` of them); a corrupt block or object
+found there makes the replica ``corrupt``. Exit status of the CLI
+(:data:`STATUS_EXIT`, the worst replica wins): 0 all identical, 1 any difference
+(or unverified), 2 any unreachable, 65 any corrupt.
 """
 
 from __future__ import annotations
@@ -24,15 +29,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from odfweb3.errors import OdfWeb3Error
+from odfweb3.errors import OdfWeb3Error, is_corruption
 from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.validate import check_chain_rules
 from odfweb3.read.replica import Replica, read_object_verified
 
-__all__ = ["ReplicaReport", "Status", "compare_replica"]
+__all__ = ["STATUS_EXIT", "ReplicaReport", "Status", "compare_replica", "exit_status", "failed"]
 
-Status = Literal["identical", "behind", "ahead", "diverged", "unreachable", "unverified"]
+Status = Literal["identical", "behind", "ahead", "diverged", "corrupt", "unreachable", "unverified"]
+
+#: The exit status each replica status calls for; ``verify`` exits with the highest
+#: (docs/security.md "Outcomes" lists the same; a test compares them).
+STATUS_EXIT: dict[str, int] = {
+    "identical": 0,
+    "behind": 1,
+    "ahead": 1,
+    "diverged": 1,
+    "unverified": 1,
+    "unreachable": 2,
+    "corrupt": 65,
+}
 
 
 @dataclass(frozen=True)
@@ -79,12 +96,27 @@ class ReplicaReport:
             if self.common_ancestor is not None
             else "diverged (no common ancestor)",
             "unreachable": f"unreachable: {self.error}",
+            "corrupt": f"CORRUPT: {self.error}",
             "unverified": "UNVERIFIED: same head, but read by path with nothing tying it to its "
             "CID (ipfs.insecure_unverified_paths)",
         }[self.status]
         deep = f", {self.objects_checked} objects re-hashed" if self.objects_checked else ""
         problems = "".join(f"\n    problem: {p}" for p in self.problems)
         return f"{self.name}: {text} (head {head}{deep}){problems}"
+
+
+def failed(name: str, exc: OdfWeb3Error, head: bytes | None = None) -> ReplicaReport:
+    """The report of a replica that could not be read: ``corrupt`` or ``unreachable``."""
+    status: Status = "corrupt" if is_corruption(exc) else "unreachable"
+    return ReplicaReport(name, status, head=head, error=str(exc))
+
+
+def exit_status(reports: Sequence[ReplicaReport]) -> int:
+    """The CLI's exit status for these reports: the worst one (a deep problem counts 1)."""
+    code = 0
+    for r in reports:
+        code = max(code, STATUS_EXIT[r.status], 0 if r.ok else 1)
+    return code
 
 
 def compare_replica(
@@ -105,7 +137,7 @@ def compare_replica(
     try:
         head = replica.head()
     except OdfWeb3Error as exc:
-        return ReplicaReport(replica.name, "unreachable", error=str(exc))
+        return failed(replica.name, exc)
     index = {e.hash: i for i, e in enumerate(reference)}
     status: Status
     blocks = 0
@@ -131,12 +163,15 @@ def compare_replica(
             # The whole replica chain, every block re-hashed (small: blocks are KiBs).
             walked = list(walk_chain(replica.read_block, head))
     except OdfWeb3Error as exc:
-        return ReplicaReport(replica.name, "unreachable", head=head, error=str(exc))
+        return failed(replica.name, exc, head)
     problems: list[str] = []
+    corrupt: list[str] = []
     checked = 0
     nbytes = 0
     if deep and walked:
-        problems.extend(str(v) for v in check_chain_rules(list(reversed(walked))))
+        violations = [str(v) for v in check_chain_rules(list(reversed(walked)))]
+        problems.extend(violations)
+        corrupt.extend(violations)
         objs = [o for o in iter_objects(walked) if o.kind != "block"]
         if sample is not None and sample < len(objs):
             objs = (rng or random.Random()).sample(objs, sample)
@@ -148,14 +183,16 @@ def compare_replica(
                 checked += 1
             except OdfWeb3Error as exc:
                 problems.append(str(exc))
+                if is_corruption(exc):
+                    corrupt.append(str(exc))
     return ReplicaReport(
         replica.name,
-        status,
+        "corrupt" if corrupt else status,
         head,
         blocks,
         ancestor,
         checked,
         nbytes,
-        None,
+        corrupt[0] if corrupt else None,
         tuple(problems),
     )

@@ -12,6 +12,8 @@ input's dataset ID and reports one status:
   was published at an older head than the one consumed;
 - ``unresolvable``: no replica is known for that dataset ID;
 - ``unreachable``: a replica is known but could not be read (the error says why);
+- ``corrupt``: a replica is known but served bad data (bytes that do not parse or
+  match their hash, a broken chain: :func:`odfweb3.errors.is_corruption`), exit 65;
 - ``diverged``: the replica holds another history: another dataset's Seed, or a
   later consumed block without an earlier one.
 
@@ -38,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from odfweb3.errors import FormatError, OdfWeb3Error, ResolutionError
+from odfweb3.errors import FormatError, OdfWeb3Error, ResolutionError, is_corruption
 from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.lineage import (
@@ -66,8 +68,16 @@ __all__ = [
     "verify_lineage",
 ]
 
-InputStatus = Literal["present", "missing", "unresolvable", "unreachable", "diverged"]
+InputStatus = Literal["present", "missing", "unresolvable", "unreachable", "corrupt", "diverged"]
 InputResolver = Callable[[str], "Replica | None"]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """An input replica that could not be read: why, and whether it served bad data."""
+
+    text: str
+    corrupt: bool
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,7 @@ class InputReport:
             "unresolvable": "UNRESOLVABLE: no replica known for this dataset ID; give one "
             f"with --inputs-from REF or --input {self.dataset_id}=REF",
             "unreachable": f"UNREACHABLE: {self.error}",
+            "corrupt": f"CORRUPT: {self.error}",
             "diverged": f"DIVERGED in {self.replica}: {self.error}",
         }[self.status]
         pad = "  " * self.depth
@@ -328,14 +339,14 @@ class _Walker:
     def __init__(self, resolve: InputResolver, deep: bool) -> None:
         self.resolve = resolve
         self.deep = deep
-        self.opened: dict[bytes, tuple[Replica, InputChain] | str | None] = {}
+        self.opened: dict[bytes, tuple[Replica, InputChain] | _Failed | None] = {}
         self.followed: set[tuple[bytes, bytes]] = set()
         self.reports: list[InputReport] = []
 
-    def open(self, did: bytes) -> tuple[Replica, InputChain] | str | None:
+    def open(self, did: bytes) -> tuple[Replica, InputChain] | _Failed | None:
         """The input's replica and chain, an error text, or None when unresolvable."""
         if did not in self.opened:
-            result: tuple[Replica, InputChain] | str | None
+            result: tuple[Replica, InputChain] | _Failed | None
             try:
                 replica = self.resolve(str(DatasetId.from_bytes(did)))
                 if replica is None:
@@ -344,9 +355,9 @@ class _Walker:
                     try:
                         result = (replica, InputChain.from_entries(_read_chain(replica)))
                     except OdfWeb3Error as exc:
-                        result = f"{replica.name}: {exc}"
+                        result = _Failed(f"{replica.name}: {exc}", is_corruption(exc))
             except OdfWeb3Error as exc:
-                result = str(exc)
+                result = _Failed(str(exc), is_corruption(exc))
             self.opened[did] = result
         return self.opened[did]
 
@@ -382,8 +393,9 @@ class _Walker:
             if opened is None:
                 self.reports.append(replace(base, status="unresolvable"))
                 continue
-            if isinstance(opened, str):
-                self.reports.append(replace(base, status="unreachable", error=opened))
+            if isinstance(opened, _Failed):
+                status: InputStatus = "corrupt" if opened.corrupt else "unreachable"
+                self.reports.append(replace(base, status=status, error=opened.text))
                 continue
             replica, chain = opened
             base = replace(base, replica=replica.name, head=chain.hashes[-1])

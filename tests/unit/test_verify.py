@@ -39,7 +39,9 @@ def test_identical_behind_ahead_diverged(capsys, tmp_path):
     assert rep["status"] == "diverged" and rep["commonAncestor"] == 5
 
 
-def test_tampered_car_is_unreachable_with_reason(capsys, tmp_path):
+def test_tampered_car_is_corrupt_with_reason_as_pull_says(capsys, tmp_path):
+    """Issue 16 item 13: corruption is its own status with pull's exit code (65), not
+    ``unreachable`` (2)."""
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=1).path
     out = tmp_path / "out"
     run(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")
@@ -48,7 +50,12 @@ def test_tampered_car_is_unreachable_with_reason(capsys, tmp_path):
     raw[-5] ^= 0x01
     car.write_bytes(bytes(raw))
     code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", f"car:{out}")
-    assert code == 2 and "unreachable" in text and "hash mismatch" in text
+    assert code == 65 and "CORRUPT" in text and "hash mismatch" in text
+    code, _, err = run(capsys, tmp_path, "pull", f"car:{out}", str(tmp_path / "dest"))
+    assert code == 65 and "hash mismatch" in err
+    code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", f"car:{out}", "--json")
+    rep = json.loads(text)["replicas"][0]
+    assert code == 65 and rep["status"] == "corrupt" and "hash mismatch" in rep["error"]
 
 
 def test_ipns_name_follows_from_example_dataset_id(capsys, tmp_path):

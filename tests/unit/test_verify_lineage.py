@@ -176,3 +176,32 @@ def test_cli_exit_codes(capsys, tmp_path, lineage, cars):
     assert code == 64 and "DID=REF" not in err and "expected did:odf" in err
     code, _, err = run(capsys, tmp_path, "verify", c["y"])
     assert code == 64 and "--against" in err
+
+
+def test_a_corrupt_input_is_corrupt_not_unreachable(capsys, tmp_path, lineage):
+    """Issue 16 item 13: an input replica serving a damaged block is ``corrupt`` (exit 65,
+    as ``pull`` of it exits), not ``unreachable`` (2)."""
+    a0, b, x, _ = lineage
+    a = tmp_path / "a"
+    shutil.copytree(a0, a)
+    head = DatasetReader.open(a).head()
+    block = a / "blocks" / multihash_to_str(head)
+    block.write_bytes(block.read_bytes() + b"\x00")
+    resolve = chain_resolvers({A: local(a), B: local(b)}.get)
+    report = verify_lineage(local(x), resolve)
+    by_id = {i.dataset_id: i for i in report.inputs}
+    assert by_id[A].status == "corrupt" and "hash" in (by_id[A].error or "")
+    code, out, _ = run(
+        capsys,
+        tmp_path,
+        "verify",
+        str(x),
+        "--lineage",
+        "--input",
+        f"{A}={a}",
+        "--input",
+        f"{B}={b}",
+    )
+    assert code == 65 and "CORRUPT" in out
+    code, _, err = run(capsys, tmp_path, "pull", str(a), str(tmp_path / "dest"))
+    assert code == 65 and "hash mismatch" in err

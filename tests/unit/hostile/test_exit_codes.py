@@ -52,7 +52,8 @@ def test_every_class_code_is_in_the_cli_table() -> None:
 def test_security_page_outcomes_table_matches_the_classes() -> None:
     text = (ROOT / "docs" / "security.md").read_text("utf-8")
     section = text.split("### Outcomes: statuses and exit codes", 1)[1].split("\n## ", 1)[0]
-    rows = [r for r in section.splitlines() if r.startswith("| ") and "---" not in r][1:]
+    section = section.split("| what happened | error | exit |", 1)[1]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and "---" not in r]
     listed: set[str] = set()
     codes = _cli_codes()
     for row in rows:
@@ -95,3 +96,20 @@ def test_a_bug_is_one_line_and_exit_70(monkeypatch, capsys) -> None:
     assert code == 70
     assert err.count("\n") == 1 and "internal error: RecursionError" in err
     assert "Traceback" not in err
+
+
+def test_security_page_status_table_matches_verify() -> None:
+    from odfweb3.verify import STATUS_EXIT, Status
+
+    text = (ROOT / "docs" / "security.md").read_text("utf-8")
+    section = text.split("### Outcomes: statuses and exit codes", 1)[1]
+    section = section.split("| status | meaning | exit |", 1)[1].split("\n\n", 1)[0]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and "---" not in r]
+    table = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        table[cells[0].strip("`")] = int(cells[-1])
+    assert table == STATUS_EXIT
+    assert set(table) == set(Status.__args__)  # type: ignore[attr-defined]
+    codes = _cli_codes()
+    assert all(code in codes for code in table.values())
