@@ -329,7 +329,7 @@ class ArweaveGateway:
                 block=str(doc.get("block_indep_hash") or ""),
                 confirmations=int(doc.get("number_of_confirmations", 0)),
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise BackendRejected(
                 f"Arweave {self._where('/tx/{id}/status')} answered {_one_line(text[:120])!r}",
                 status,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from odfweb3.errors import FormatError
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3_arweave.formats.tags import Tag
 
 __all__ = [
@@ -285,10 +286,7 @@ def parse_file_metadata(tags: Sequence[Tag], body: bytes, where: str) -> FileMet
     if not all(is_uuid(v) for v in ids.values()):
         raise FormatError(f"{where}: ArFS file item lacks Drive-Id/File-Id/Parent-Folder-Id UUIDs")
     unix = tag_value(tags, "Unix-Time") or ""
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise FormatError(f"{where}: ArFS file metadata is not JSON") from None
+    doc = load_foreign_json(body, what=f"{where}: ArFS file metadata", max_bytes=len(body))
     if not isinstance(doc, dict):
         raise FormatError(f"{where}: ArFS file metadata is not a JSON object")
     name, size, modified = doc.get("name"), doc.get("size"), doc.get("lastModifiedDate")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from odfweb3.errors import FormatError
+from odfweb3.foreign_json import load_foreign_json
 
 __all__ = [
     "MANIFEST_CONTENT_TYPE",
@@ -121,10 +122,7 @@ def decode_manifest(data: bytes, where: str = "manifest") -> PathManifest:
         FormatError: not JSON, not ``arweave/paths``, an unknown version, an unsafe path,
             an id that is not 43 base64url characters, or an index naming no path.
     """
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise FormatError(f"{where}: not JSON; expected an arweave/paths manifest") from None
+    doc = load_foreign_json(data, what=where, max_bytes=len(data))  # bounded by its reader
     if not isinstance(doc, dict) or doc.get("manifest") != MANIFEST_TYPE:
         raise FormatError(f"{where}: not an {MANIFEST_TYPE} manifest")
     if doc.get("version") not in _READ_VERSIONS:

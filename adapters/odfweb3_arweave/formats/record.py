@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from odfweb3.errors import FormatError
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3_arweave.formats.arfs import (
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 RECORD_FORMAT: Final = "odfweb3/upload-record/1"
+# What decode_record parses at most (readers fetch at most this much too).
+MAX_RECORD_BODY: Final = 64 << 20
 _ID = re.compile(r"[A-Za-z0-9_-]{43}")
 
 
@@ -242,10 +245,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         FormatError: malformed tags or body, or the body contradicts the tags.
     """
     facts = parse_record_tags(tags, where)
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise FormatError(f"{where}: body is not JSON") from None
+    doc = load_foreign_json(body, what=f"{where}: body", max_bytes=MAX_RECORD_BODY)
     if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT:
         raise FormatError(f"{where}: body is not an {RECORD_FORMAT} document")
     said = (

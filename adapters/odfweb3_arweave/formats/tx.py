@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
 from odfweb3.errors import FormatError, HashMismatch
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3_arweave.formats.b64 import b64url_decode, b64url_encode
 from odfweb3_arweave.formats.deephash import deep_hash
 from odfweb3_arweave.formats.merkle import ChunkTree, compute_data_root, read_chunk
@@ -310,10 +311,8 @@ def from_json(data: str | bytes | dict[str, Any], verify: bool = True) -> Transa
     if isinstance(data, dict):
         obj = data
     else:
-        try:
-            obj = json.loads(data)
-        except ValueError as exc:
-            raise FormatError(f"transaction JSON: not JSON ({exc})") from None
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        obj = load_foreign_json(raw, what="transaction JSON", max_bytes=len(raw))
     if not isinstance(obj, dict):
         raise FormatError("transaction JSON: expected an object")
     if obj.get("format", 1) not in (2, "2"):

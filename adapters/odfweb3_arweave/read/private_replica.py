@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from odfweb3.errors import (
     ReplicaMismatch,
     ResolutionError,
 )
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.layout import HEAD_REF, ObjectKind, object_relpath
 from odfweb3.odf.multihash import (
     multihash_from_str,
@@ -312,8 +312,8 @@ def _check_drive_key(
         except DecryptionError:
             raise wrong from None
         try:
-            doc = json.loads(plain)
-        except (ValueError, UnicodeDecodeError):
+            doc = load_foreign_json(plain, what=f"{ref}: drive {drive_id}", max_bytes=len(plain))
+        except FormatError:
             raise wrong from None
         if not isinstance(doc, dict) or doc.get("rootFolderId") != record.drive.root_folder_id:
             raise ReplicaMismatch(

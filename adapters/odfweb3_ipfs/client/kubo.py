@@ -661,7 +661,7 @@ class KuboClient:
         for line in data.splitlines():
             try:
                 item = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             extra = item.get("Extra") if isinstance(item, dict) else None
             if isinstance(item, dict) and isinstance(extra, str) and extra:

@@ -3,7 +3,8 @@
 Before: a ``RecursionError`` or ``UnicodeDecodeError`` traceback. Places: ``publish.json``
 of a car:DIR (read by ``pull`` and by an incremental ``publish``), a publish state file,
 a discovery descriptor, a key envelope. (RPC answers and Arweave records are parsed by
-the same loader: see the adapters' tests.)
+the same loader; here the Arweave upload record, path manifest, transaction JSON and
+ArFS file metadata parsers.)
 """
 
 from __future__ import annotations
@@ -55,7 +56,23 @@ READERS: dict[str, Callable[[Path, bytes], object]] = {
     "state": lambda p, d: (p.write_bytes(d), load_state_file(p)),
     "descriptor": lambda _p, d: decode_descriptor(d),
     "envelope": lambda _p, d: decode_envelope(d),
+    "arweave-record": lambda _p, d: _arweave_record(d),
+    "arweave-manifest": lambda _p, d: _arweave("manifest").decode_manifest(d),
+    "arweave-tx": lambda _p, d: _arweave("tx").from_json(d),
 }
+
+
+def _arweave(name: str):  # type: ignore[no-untyped-def]
+    import importlib
+
+    return importlib.import_module(f"odfweb3.adapters.arweave.{name}")
+
+
+def _arweave_record(body: bytes) -> object:
+    from tests.unit.adapters.arweave.test_record import RECORD
+
+    rec = _arweave("record")
+    return rec.decode_record(rec.record_tags(RECORD), body)
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))

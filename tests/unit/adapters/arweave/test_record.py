@@ -106,5 +106,5 @@ def test_body_must_agree_with_tags() -> None:
     ]:
         with pytest.raises(FormatError):
             decode_record(tags, json.dumps(broken).encode())
-    with pytest.raises(FormatError, match="not JSON"):
+    with pytest.raises(FormatError, match="not UTF-8"):
         decode_record(tags, b"\xff")
