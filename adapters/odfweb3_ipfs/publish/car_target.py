@@ -42,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
@@ -74,19 +75,12 @@ def _public_mode(fd: int) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file, fsync and rename (mode per umask)."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    _public_mode(fd)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` through a temp file, fsync and rename (mode per umask).
+
+    A directory or link where the file belongs is one line (exit 64), a full disk one
+    line (exit 74), the old file unchanged (:mod:`odfweb3.atomic_file`).
+    """
+    write_file_atomic(path, data, public=True)
 
 
 class CarTarget:

@@ -99,7 +99,7 @@ def test_a_bug_is_one_line_and_exit_70(monkeypatch, capsys) -> None:
 
 
 def test_security_page_status_table_matches_verify() -> None:
-    from odfweb3.verify import STATUS_EXIT, Status
+    from odfweb3.read.compare import STATUS_EXIT, Status
 
     text = (ROOT / "docs" / "security.md").read_text("utf-8")
     section = text.split("### Outcomes: statuses and exit codes", 1)[1]

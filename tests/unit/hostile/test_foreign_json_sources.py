@@ -65,7 +65,7 @@ READERS: dict[str, Callable[[Path, bytes], object]] = {
 def _arweave(name: str):  # type: ignore[no-untyped-def]
     import importlib
 
-    return importlib.import_module(f"odfweb3.adapters.arweave.{name}")
+    return importlib.import_module(f"odfweb3_arweave.formats.{name}")
 
 
 def _arweave_record(body: bytes) -> object:
