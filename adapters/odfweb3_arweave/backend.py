@@ -29,6 +29,7 @@ from odfweb3.read.replica import Replica
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
+from odfweb3_arweave.read.bundle_replica import open_bundle_dir
 from odfweb3_arweave.read.lookup import find_latest_upload
 from odfweb3_arweave.read.private_replica import open_private_replica
 from odfweb3_arweave.read.replica import ArweaveReplica, open_ar_replica
@@ -129,7 +130,7 @@ class ArweaveBackend:
     name: Final = "arweave"
     rank: Final = 1  # a did:odf is looked up on Arweave after its IPNS name
     target_schemes: Final = ("bundle", "arweave")
-    ref_prefixes: Final = ("ar://",)
+    ref_prefixes: Final = ("ar://", "bundle:")
 
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
         kind, _, arg = spec.partition(":")
@@ -151,6 +152,8 @@ class ArweaveBackend:
         return open_arweave_target(config, options, gateway=arg or None)
 
     def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
+        if ref.startswith("bundle:"):  # the offline output, checked like car:DIR (issue 20)
+            return open_bundle_dir(ref)
         replica = open_ar_replica(
             ArweaveGateway(config.arweave_gateway, settings=config.network), ref
         )
@@ -159,6 +162,14 @@ class ArweaveBackend:
         return replica
 
     def resolve(self, ref: str, config: Config, access: ReadAccess) -> tuple[Replica, NameClaims]:
+        if ref.startswith("bundle:"):
+            bundle = open_bundle_dir(ref)
+            claims = NameClaims(
+                f"{ref} (ar://{bundle.record_id})",
+                dataset_id=bundle.dataset_id,
+                head=bundle.head(),
+            )
+            return bundle, claims
         replica, claims = _arweave_claims(ref, config)
         if replica.arfs_private:
             # An ArFS private drive (issue 7): opened with the publisher's wallet and the

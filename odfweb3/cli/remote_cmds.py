@@ -87,7 +87,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "ref",
         help="replica: ipns://NAME, ipns://DOMAIN, ipfs://CID, ar://ID, did:odf:…, car:DIR, "
-        "or a directory",
+        "bundle:DIR, or a directory",
     )
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")

@@ -45,7 +45,7 @@ def test_quickstart_lists_every_replica_kind_pull_accepts():
     assert "not accepted yet" not in text
     accepted = text.split("Replicas accepted:", 1)[1].split("\n\n", 1)[0]
     for form in re.findall(
-        r"(ipns://\w+|ipfs://\w+|ar://\w+|car:\w+)", _option_help("pull", "ref")
+        r"(ipns://\w+|ipfs://\w+|ar://\w+|car:\w+|bundle:\w+)", _option_help("pull", "ref")
     ):
         assert form in accepted, f"pull accepts {form}; the quickstart does not say so"
 
