@@ -9,7 +9,8 @@ dispatches on the scheme (the text before the first ``:``) of a target name (``c
 ``ipns://``, ``ar://``). A backend's optional abilities are Protocols checked with
 ``isinstance`` (:class:`DatasetFinder`, :class:`KeyEnvelopeReader`,
 :class:`RepublishingBackend`, :class:`WalletMaker`, :class:`OptionsChecker`,
-:class:`DnsLinker`), never probed by attribute name.
+:class:`DnsLinker`, :class:`PinReporter`, :class:`NamePusher`, :class:`SigningIdentity`),
+never probed by attribute name.
 
 The layers and this registry are described in docs/design.md ("Layers", "Backends").
 """
@@ -40,10 +41,13 @@ __all__ = [
     "DnsLinker",
     "DnsTxtLookup",
     "KeyEnvelopeReader",
+    "NamePusher",
     "OptionsChecker",
+    "PinReporter",
     "ReadAccess",
     "Republisher",
     "RepublishingBackend",
+    "SigningIdentity",
     "TargetOptions",
     "TargetStatus",
     "WalletMaker",
@@ -226,6 +230,47 @@ class DnsLinker(Protocol):
     def dnslink_record(self, domain: str, state: PublishState) -> Any:
         """The TXT record pointing ``domain`` at the publish's name (``host``, ``domain``,
         ``zone_line()``, ``to_json()``), or None when the publish has no name."""
+        ...
+
+
+@runtime_checkable
+class PinReporter(Protocol):
+    """A backend whose targets include pinning services (``pinning:NAME``): pin status."""
+
+    def pin_status(
+        self,
+        states: Sequence[PublishState],
+        config: Config,
+        env: Mapping[str, str],
+        *,
+        online: bool,
+    ) -> list[dict[str, Any] | None]:
+        """Per state, its pin (asked of the service when ``online``, else as saved); None when
+        the state is not a pinning one."""
+        ...
+
+
+@runtime_checkable
+class NamePusher(Protocol):
+    """A backend whose offline publishes carry a pre-signed name record to push (IPNS)."""
+
+    def record_file(self, source: str) -> tuple[Path, str]:
+        """The record file and its name for ``car:DIR`` or a record file path."""
+        ...
+
+    def push_record(
+        self, config: Config, path: Path, name: str, url: str, *, check: bool = True
+    ) -> dict[str, Any]:
+        """Verify the record in ``path``, send it to the routing endpoint ``url``, read it back."""
+        ...
+
+
+@runtime_checkable
+class SigningIdentity(Protocol):
+    """A backend that can name the identity its records are signed with (a descriptor's creator)."""
+
+    def signing_identity(self, dataset_id: str, config: Config) -> str:
+        """``ipns://NAME`` of the key this keystore signs ``dataset_id``'s records with."""
         ...
 
 

@@ -16,11 +16,11 @@ looked up as the IPNS name derived from the dataset key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from odfweb3.backends import Backend, DnsTxtLookup, ReadAccess, TargetOptions, TargetStatus
 from odfweb3.config import Config
@@ -35,11 +35,12 @@ from odfweb3_ipfs.client.gateway import IpfsGateway
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.dnslink import DnsLinkRecord, check_domain, dnslink_record
-from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.name_push import push_record_file, record_file
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
-from odfweb3_ipfs.publish.pinning_config import open_pinning_target
+from odfweb3_ipfs.publish.pinning_config import load_service, open_pinning_target
 from odfweb3_ipfs.read.access import IpfsAccess
 from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from odfweb3_ipfs.read.names import open_ipfs_ref, open_ipns_name, read_ipfs_file
@@ -241,6 +242,68 @@ class IpfsBackend:
     def record_locator(self, state: PublishState) -> str | None:
         name = state.record.get("name")
         return f"ipns://{name}" if name else None
+
+    def record_file(self, source: str) -> tuple[Path, str]:
+        return record_file(source)
+
+    def push_record(
+        self, config: Config, path: Path, name: str, url: str, *, check: bool = True
+    ) -> dict[str, Any]:
+        return push_record_file(config, path, name, url, check=check)
+
+    def signing_identity(self, dataset_id: str, config: Config) -> str:
+        """``ipns://NAME`` of this keystore's key for the dataset, else of the dataset ID's key
+        (the one ``publish --to car:DIR`` / ``ipfs`` signs with)."""
+        keystore = Keystore(config.keystore_dir)
+        if keystore.has(dataset_id):
+            raw = public_key_bytes(keystore.load(dataset_id))
+        else:
+            raw = DatasetId.parse(dataset_id).public_key
+        return f"ipns://{IpnsName.from_public_key(raw)}"
+
+    def pin_status(
+        self,
+        states: Sequence[PublishState],
+        config: Config,
+        env: Mapping[str, str],
+        *,
+        online: bool,
+    ) -> list[dict[str, Any] | None]:
+        """Per pinning service (target ``pinning:NAME``): the pin's status, asked of the
+        service (``GET /pins/{requestid}``) unless offline; the saved status otherwise."""
+        return [_pin_status(state, config, env, online) for state in states]
+
+
+def _pin_status(
+    state: PublishState, config: Config, env: Mapping[str, str], online: bool
+) -> dict[str, Any] | None:
+    if not state.target.startswith("pinning:"):
+        return None
+    service = state.target[len("pinning:") :]
+    pin: dict[str, Any] = {
+        "service": service,
+        "requestid": state.extra.get("requestid"),
+        "status": state.extra.get("status"),
+        "endpoint": state.extra.get("endpoint"),
+        "live": False,
+    }
+    if not online or not pin["requestid"]:
+        return pin
+    try:
+        if service not in (config.get("pinning", "services", default={}) or {}):
+            pin["error"] = f"service {service} is no longer in the configuration"
+            return pin
+        svc = load_service(config, service, env)
+        with svc.client:
+            got = svc.client.get(str(pin["requestid"]), timeout=svc.client.timeout)
+    except OdfWeb3Error as exc:
+        pin["error"] = str(exc)
+        return pin
+    if got is None:
+        pin.update(status="gone", live=True)
+    else:
+        pin.update(status=got.status, live=True, cid=got.cid, reason=got.reason or None)
+    return pin
 
 
 def _conforms() -> Backend:

@@ -6,7 +6,6 @@ import argparse
 import json
 from typing import Any
 
-from odfweb3.crypto.keystore import Keystore
 from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
@@ -52,15 +51,14 @@ def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> 
     if args.ipns:
         name = str(args.ipns)
         return name if name.startswith("ipns://") else f"ipns://{name}"
-    from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+    from odfweb3.backends import SigningIdentity, all_backends
 
     seed = entries[-1].block.event
     did = DatasetId.from_bytes(seed.dataset_id or b"") if isinstance(seed, Seed) else None
     if did is None:
         return ""
-    keystore = Keystore(ctx.config.keystore_dir)
-    raw = public_key_bytes(keystore.load(str(did))) if keystore.has(str(did)) else did.public_key
-    return f"ipns://{IpnsName.from_public_key(raw)}"
+    signer = next(b for b in all_backends() if isinstance(b, SigningIdentity))
+    return signer.signing_identity(str(did), ctx.config)
 
 
 def _describe(args: argparse.Namespace, ctx: Any) -> int:

@@ -15,16 +15,15 @@ record is refused locally.
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from odfweb3.errors import BackendRejected, ConflictError, NotFound, UsageError
+from odfweb3.errors import UsageError
+
+if TYPE_CHECKING:
+    from odfweb3.backends import NamePusher
 
 __all__ = ["push_record_file", "register"]
-
-_SUFFIX = ".ipns-record"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -60,46 +59,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     push.set_defaults(handler=_push)
 
 
-def _record_file(source: str) -> tuple[Path, str]:
-    """The record file and its IPNS name (text) for ``car:DIR`` or a file path."""
-    from odfweb3.publish.state import load_summary_file
-    from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
+def _pusher() -> NamePusher:
+    """The backend that pushes name records (IPFS), from the registry."""
+    from odfweb3.backends import NamePusher, all_backends
 
-    if source.startswith("car:"):
-        out = Path(source[4:]).expanduser()
-        state, _ = load_summary_file(out / "publish.json")
-        if state is None:
-            raise NotFound(f"{out}: no publish.json; publish --to car:{out} first")
-        name = state.record.get("name")
-        if not isinstance(name, str):
-            raise NotFound(f"{out}/publish.json names no IPNS record; publish again")
-        parsed = str(parse_ipns_name(name))  # a name, never a path
-        return out / f"{parsed}{_SUFFIX}", parsed
-    path = Path(source).expanduser()
-    if not path.name.endswith(_SUFFIX):
-        raise UsageError(
-            f"{source}: give car:DIR or a NAME{_SUFFIX} file (its name is the IPNS name)"
-        )
-    return path, str(parse_ipns_name(path.name[: -len(_SUFFIX)]))
-
-
-def _read_record(path: Path) -> bytes:
-    from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE
-
-    try:
-        # O_NONBLOCK: a FIFO put in place of the record must not hang us; then regular only.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with open(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise UsageError(f"{path}: not a regular file; give the .ipns-record file")
-            data = f.read(MAX_RECORD_SIZE + 1)
-    except FileNotFoundError:
-        raise NotFound(f"{path}: no such record file") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: unreadable ({type(exc).__name__})") from None
-    if len(data) > MAX_RECORD_SIZE:
-        raise UsageError(f"{path}: over {MAX_RECORD_SIZE} bytes, not an IPNS record")
-    return data
+    return next(b for b in all_backends() if isinstance(b, NamePusher))
 
 
 def _push(args: argparse.Namespace, ctx: Any) -> int:
@@ -109,7 +73,7 @@ def _push(args: argparse.Namespace, ctx: Any) -> int:
             "name push: no routing endpoint; pass --routing URL or set ipfs.routing "
             "(ODFWEB3_IPFS_ROUTING)"
         )
-    path, text = _record_file(args.source)
+    path, text = _pusher().record_file(args.source)
     done = push_record_file(ctx, path, text, str(url), check=not args.no_check)
     ctx.out.result(
         done,
@@ -134,52 +98,4 @@ def push_record_file(
     Returns the JSON summary (``name``, ``sequence``, ``value``, ``endpoint``, ``recordBytes``,
     ``served``). Raises the errors the module docstring lists (one line each).
     """
-    from odfweb3_ipfs.client.routing_v1 import (
-        get_ipns_record,
-        ipns_url,
-        put_ipns_record,
-    )
-    from odfweb3_ipfs.formats.ipns import verify_record
-    from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
-
-    name = parse_ipns_name(name_text)
-    raw = _read_record(path)
-    ours = verify_record(raw, name)  # signature, name binding, validity: before it leaves
-    timeout = ctx.config.get("ipfs", "timeout")
-    timeout = float(timeout) if timeout is not None else None
-    network = ctx.config.network
-    target = ipns_url(url, name)
-    put_ipns_record(url, name, raw, timeout=timeout, settings=network)
-    served = "not checked"
-    if check:
-        back = get_ipns_record(url, name, timeout=timeout, settings=network)
-        if back is None:
-            raise BackendRejected(
-                f"{target}: the endpoint accepted the record but does not serve the name; "
-                "check that it stores records (Kubo: Routing.Type)",
-                404,
-                "not served after put",
-            )
-        if back != raw:
-            theirs = verify_record(back, name)
-            if theirs.sequence > ours.sequence:
-                raise ConflictError(
-                    f"{target} serves a newer record (sequence {theirs.sequence} > "
-                    f"{ours.sequence}): someone published this name after this record; "
-                    "publish again to build on it"
-                )
-            raise BackendRejected(
-                f"{target} accepted the record but serves another one (sequence "
-                f"{theirs.sequence}); see the endpoint's log",
-                200,
-                "served record differs",
-            )
-        served = "ours (same bytes)"
-    return {
-        "name": str(name),
-        "sequence": ours.sequence,
-        "value": ours.value_text,
-        "endpoint": target,
-        "recordBytes": len(raw),
-        "served": served,
-    }
+    return _pusher().push_record(ctx.config, path, name_text, url, check=check)

@@ -162,39 +162,21 @@ def _pinning_pins(
 ) -> None:
     """Per pinning service (target ``pinning:NAME``): the pin's status, asked of the service
     (``GET /pins/{requestid}``) unless offline; the saved status otherwise (issue 18)."""
-    for state in states:
-        if not state.target.startswith("pinning:"):
-            continue
-        row = next(
-            r for r in rows if r["target"] == state.target and r["datasetId"] == state.dataset_id
-        )
-        service = state.target[len("pinning:") :]
-        pin: dict[str, Any] = {
-            "service": service,
-            "requestid": state.extra.get("requestid"),
-            "status": state.extra.get("status"),
-            "endpoint": state.extra.get("endpoint"),
-            "live": False,
-        }
-        row["pin"] = pin
-        if not online or not pin["requestid"]:
-            continue
-        try:
-            from odfweb3_ipfs.publish.pinning_config import load_service
+    from odfweb3.backends import PinReporter, all_backends
 
-            if service not in (ctx.config.get("pinning", "services", default={}) or {}):
-                pin["error"] = f"service {service} is no longer in the configuration"
-                continue
-            svc = load_service(ctx.config, service, ctx.env)
-            with svc.client:
-                got = svc.client.get(str(pin["requestid"]), timeout=svc.client.timeout)
-        except OdfWeb3Error as exc:
-            pin["error"] = str(exc)
+    for backend in all_backends():
+        if not isinstance(backend, PinReporter):
             continue
-        if got is None:
-            pin.update(status="gone", live=True)
-        else:
-            pin.update(status=got.status, live=True, cid=got.cid, reason=got.reason or None)
+        pins = backend.pin_status(states, ctx.config, ctx.env, online=online)
+        for state, pin in zip(states, pins, strict=True):
+            if pin is None:
+                continue
+            row = next(
+                r
+                for r in rows
+                if r["target"] == state.target and r["datasetId"] == state.dataset_id
+            )
+            row["pin"] = pin
 
 
 def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:

@@ -54,18 +54,8 @@ def test_odf_core_imports_only_formats_and_hashing():
         assert all(m.startswith(("odfweb3.odf", "odfweb3.errors")) for m in ours), (p, ours)
 
 
-# IPFS-only CLI code not yet behind the registry (issue 15: to move into the IPFS backend).
-NOT_YET_BEHIND_THE_REGISTRY = {
-    "odfweb3/cli/describe_cmds.py",
-    "odfweb3/cli/name_cmds.py",
-    "odfweb3/cli/status_cmds.py",
-}
-
-
 def test_core_never_imports_adapters():
     for p in files("odfweb3"):
-        if p.relative_to(ROOT).as_posix() in NOT_YET_BEHIND_THE_REGISTRY:
-            continue
         assert not {m for m in imports_of(p) if m.split(".")[0] in ADAPTERS}, p
 
 
