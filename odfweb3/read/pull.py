@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from odfweb3.errors import ConflictError, FormatError, IntegrityError
+from odfweb3.errors import ConflictError, FormatError, IntegrityError, NotFound
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
@@ -127,7 +127,13 @@ def pull_dataset(
         # read back from DEST's own blocks only as far as that state needs.
         after = None
         if old_head is not None and reached_old:
-            after = chain_state(walk_chain(DatasetReader(dest_path), old_head))
+            try:
+                after = chain_state(walk_chain(DatasetReader(dest_path.resolve()), old_head))
+            except (IntegrityError, FormatError, NotFound) as exc:
+                raise IntegrityError(
+                    f"{dest_path}: its own chain cannot be read back ({exc}); run odfweb3 "
+                    "validate on it, or pull into a new directory"
+                ) from None
         violations = check_chain_rules(list(reversed(entries)), after=after)
         if violations:
             raise IntegrityError(f"{replica.name}: serves an invalid chain: {violations[0]}")

@@ -147,3 +147,20 @@ def test_chain_state_reads_back_only_to_the_latest_data_event(tmp_path: Path) ->
     for i in range(1, len(whole)):
         st = chain_state(reversed(whole[:i]))
         assert check_chain_rules(whole[i:], after=st) == []
+
+
+def test_a_damaged_dest_chain_is_named_as_dests(tmp_path: Path, capsys) -> None:
+    src = create_root_dataset(tmp_path / "src", blocks=3, data_bytes=3000, seed=5).path
+    dest = tmp_path / "dest"
+    pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
+    head = DatasetReader.open(dest).head()
+    from odfweb3.odf.builder import append_blocks
+    from odfweb3.odf.multihash import multihash_to_str
+
+    append_blocks(src, 1, data_bytes=100)
+    block = dest / "blocks" / multihash_to_str(head)
+    block.write_bytes(block.read_bytes() + b"\x00")
+    code = main(["pull", str(src), str(dest)], env={"HOME": str(tmp_path)})
+    _, err = capsys.readouterr()
+    assert code == 65 and err.count("\n") == 1
+    assert f"{dest}: its own chain cannot be read back" in err, err
