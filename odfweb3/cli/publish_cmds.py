@@ -472,102 +472,22 @@ def _suggest_publisher_name(ctx: Any) -> None:
     marker.touch()
 
 
-def _declared_inputs(dataset: str) -> tuple[str, set[str]]:
-    """The dataset's ID and the input IDs its latest SetTransform declares."""
-    from odfweb3.odf.chain import walk_chain
-    from odfweb3.odf.identity import DatasetId
-    from odfweb3.odf.layout import DatasetReader
-    from odfweb3.odf.model_gen import Seed, SetTransform
-
-    declared: set[str] | None = None
-    seed_id = ""
-    for entry in walk_chain(DatasetReader.open(dataset)):  # head first
-        event = entry.block.event
-        if declared is None and isinstance(event, SetTransform):
-            declared = {str(DatasetId.parse(i.dataset_ref or "")) for i in event.inputs or ()}
-        if isinstance(event, Seed):
-            seed_id = str(DatasetId.from_bytes(event.dataset_id or b""))
-    return seed_id, declared or set()
-
-
-def _inputs_in_order(input_dirs: Sequence[str]) -> list[tuple[str, str]]:
-    """``(dir, dataset id)`` of each ``--with-inputs`` dataset, inputs of another one first.
-
-    When one listed input consumes another (``x`` reads ``a``, both inputs of ``y``), ``a``
-    is published first, so the record ``x`` gets points at ``a``'s new upload, not an older
-    one that may lack the blocks ``x`` consumed. Otherwise the order given is kept.
-
-    Raises:
-        UsageError: the listed inputs consume each other in a cycle.
-    """
-    pending = [(d, *_declared_inputs(d)) for d in input_dirs]
-    ordered: list[tuple[str, str]] = []
-    while pending:
-        waiting = {did for _, did, _ in pending}
-        ready = next((p for p in pending if not (p[2] & (waiting - {p[1]}))), None)
-        if ready is None:
-            raise UsageError(
-                "--with-inputs: the inputs consume each other in a cycle "
-                f"({', '.join(d for d, _, _ in pending)}); nothing was published"
-            )
-        pending.remove(ready)
-        ordered.append((ready[0], ready[1]))
-    return ordered
-
-
-def _input_target(to: str, input_dir: str) -> str:
-    """Where an input goes: the same target; one-dataset directories get OUT/inputs/NAME."""
-    kind, sep, arg = to.partition(":")
-    if kind in ("car", "bundle") and sep and arg:
-        return f"{kind}:{Path(arg) / 'inputs' / Path(input_dir).resolve().name}"
-    return to
-
-
-def _record_locator(outcome: PublishOutcome) -> str:
-    """How a consumer finds a published input: ``ipns://NAME`` or ``ar://RECORD``."""
-    record = outcome.state.record if outcome.state is not None else {}
-    if record.get("name"):
-        return f"ipns://{record['name']}"
-    if record.get("recordId"):
-        return f"ar://{record['recordId']}"
-    raise UsageError(
-        f"{outcome.plan.target}: the publish left no IPNS name or Arweave record id to "
-        "point at; --with-inputs needs car:DIR, ipfs, bundle:DIR or arweave"
-    )
-
-
 def _publish_with_inputs(args: argparse.Namespace, ctx: Any) -> int:
     """``--with-inputs``: each input first, then DATASET with the inputs map (issue 11)."""
+    from odfweb3.publish.with_inputs import plan_inputs, publish_with_inputs
+
     if args.batch or args.flush or args.dry_run:
         raise UsageError("--with-inputs publishes now: drop --batch, --flush and --dry-run")
-    _, declared = _declared_inputs(args.dataset)
-    plan: list[tuple[str, str, str]] = []  # (dir, dataset id, target)
-    seen_targets: set[str] = set()
-    for input_dir, input_id in _inputs_in_order(args.with_inputs):
-        if input_id not in declared:
-            raise UsageError(
-                f"--with-inputs {input_dir}: {input_id} is not an input of {args.dataset} "
-                "(its SetTransform names other datasets); nothing was published"
-            )
-        to = _input_target(args.to, input_dir)
-        if to != args.to and to in seen_targets:
-            raise UsageError(
-                f"--with-inputs: two inputs share the directory name {Path(input_dir).name}; "
-                "rename one"
-            )
-        seen_targets.add(to)
-        plan.append((input_dir, input_id, to))
-    inputs: dict[str, str] = {}
-    published: list[dict[str, Any]] = []
-    outcomes: list[PublishOutcome] = []
-    for input_dir, input_id, to in plan:
-        outcome = _publish_one(args, ctx, input_dir, dry_run=False, to=to)
-        inputs[input_id] = _record_locator(outcome)
-        published.append({"dataset": input_dir, "to": to, **_to_json(outcome)})
-        outcomes.append(outcome)
-    outcome = _publish_one(args, ctx, args.dataset, dry_run=False, record_extra={"inputs": inputs})
-    published.append({"dataset": args.dataset, "to": args.to, **_to_json(outcome)})
-    outcomes.append(outcome)
+    plan = plan_inputs(args.dataset, args.with_inputs, args.to)
+
+    def publish_one(
+        dataset: str, to: str, record_extra: Mapping[str, Any] | None
+    ) -> PublishOutcome:
+        return _publish_one(args, ctx, dataset, dry_run=False, to=to, record_extra=record_extra)
+
+    inputs, done = publish_with_inputs(args.dataset, args.to, plan, publish_one)
+    published = [{"dataset": d, "to": to, **_to_json(o)} for d, to, o in done]
+    outcomes = [o for _, _, o in done]
     ctx.out.result(
         {"publishes": published, "inputs": inputs},
         lambda: (
