@@ -25,6 +25,12 @@ $(NODES_STAMP): $(wildcard $(NODES)/*/package.json) $(wildcard $(NODES)/*/packag
 
 nodes: $(NODES_STAMP)
 
+# Debian packages the tests run for real (chromium, groff); see tools/test_packages.sh.
+BROWSER_STAMP := .test-packages
+$(BROWSER_STAMP): tools/test_packages.sh
+	bash tools/test_packages.sh
+	touch $(BROWSER_STAMP)
+
 # Go-built test nodes (Kubo; see tools/go_nodes.sh) into .gonodes/bin. The script keeps its own
 # stamp per node, keyed on version + recipe + `go version`: up to date costs a few milliseconds.
 gonodes:
@@ -43,7 +49,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/contract
 
-test: $(STAMP) $(NODES_STAMP) gonodes
+test: $(STAMP) $(NODES_STAMP) gonodes $(BROWSER_STAMP)
 	$(MAKE) lint typecheck docs
 	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests
 

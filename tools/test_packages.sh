@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Debian packages the tests run for real: chromium (tests/hygiene/test_site_browser.py opens
+# every docs page in it) and groff (tests/unit/cli/test_completion.py renders the generated man
+# page). Installed once with apt, as root like CI; `make test` runs this behind its stamp.
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v groff >/dev/null 2>&1 || missing+=(groff-base)
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "missing Debian packages for the tests: ${missing[*]} (apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
