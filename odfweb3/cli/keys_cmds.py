@@ -36,10 +36,11 @@ from odfweb3.crypto.keyfiles import (
     IdentityStore,
     write_private,
 )
-from odfweb3.crypto.sealer import Sealer, encryption_required
+from odfweb3.crypto.policy import publish_sealer, unlock_envelope
+from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import DecryptionError, NotFound, UsageError
 from odfweb3.read.replica import Replica
-from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource
+from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource, SealedHeadBinder
 
 __all__ = [
     "dataset_id_of",
@@ -359,16 +360,9 @@ def sealer_for_publish(ctx: Any, dataset: str, encrypt: bool) -> Sealer | None:
         return None
     did = dataset_id_of(dataset)
     settings = ctx.config.dataset_settings(dataset, str(Path(dataset).absolute()), did)
-    if not encryption_required(settings, encrypt, dataset):
-        return None
-    keys = _store(ctx).load_or_create(did)
-    if not any(r.active for r in keys.envelope.recipients):
-        ctx.out.warn(
-            f"{did} has no recipients: only this keystore can decrypt it; add some with "
-            "odfweb3 keys recipients add"
-        )
-    ctx.out.debug(f"encrypting {did} with content key epoch {keys.ring.current}")
-    return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope))
+    return publish_sealer(
+        _store(ctx), did, settings, encrypt, dataset, warn=ctx.out.warn, debug=ctx.out.debug
+    )
 
 
 def decrypting_replica(
@@ -391,33 +385,22 @@ def decrypting_replica(
         return replica
     envelope = decode_envelope(raw)
     did = envelope.dataset_id
-    store = _store(ctx)
-    ring = store.load(did).ring if store.has(did) else None
-    identities = IdentityStore(ctx.config.keystore_dir)
-    # Only the local identities the envelope lists as recipients (issue 16 item 6).
-    listed = {r.id for r in envelope.recipients if r.kind == "x25519"}
-    mine = [] if ring is not None else identities.list()
-    for name in [n for n in mine if fingerprint(identities.public_key(n)) in listed]:
-        try:
-            ring = open_envelope(envelope, identities.load(name))
-        except DecryptionError:
-            continue
-        ctx.out.debug(f"{replica.name}: opened the key envelope with identity {name}")
-        break
     by_passphrase = any(r.kind == "passphrase" for r in envelope.recipients)
     have_passphrase = (
         passphrase_file is not None or bool(ctx.env.get(PASSPHRASE_ENV)) or sys.stdin.isatty()
     )
-    if ring is None and by_passphrase and have_passphrase:
-        secret = read_passphrase(ctx, passphrase_file, confirm=False)
-        try:
-            ring = open_envelope(envelope, secret)
-        except DecryptionError:
-            raise DecryptionError(
-                f"{replica.name}: {did}: the passphrase opens no entry of its key envelope "
-                "(wrong passphrase?)"
-            ) from None
-        ctx.out.debug(f"{replica.name}: opened the key envelope with a passphrase")
+    ring = unlock_envelope(
+        envelope,
+        _store(ctx),
+        IdentityStore(ctx.config.keystore_dir),
+        passphrase=(
+            (lambda: read_passphrase(ctx, passphrase_file, confirm=False))
+            if have_passphrase
+            else None
+        ),
+        where=replica.name,
+        debug=ctx.out.debug,
+    )
     if ring is None:
         hint = (
             f", or give its passphrase with --passphrase-file FILE / {PASSPHRASE_ENV}"
@@ -429,7 +412,7 @@ def decrypting_replica(
             "opens its key envelope; ask a key holder to run odfweb3 keys recipients add "
             f"with your identity's public key{hint}"
         )
-    bind = getattr(replica, "bind_sealed_head", None)
-    if callable(bind):  # ipfs://CID --key-envelope: no record, head from refs/head (issue 7)
-        bind(ring)
+    if isinstance(replica, SealedHeadBinder):
+        # ipfs://CID --key-envelope: no record, head from refs/head (issue 7)
+        replica.bind_sealed_head(ring)
     return DecryptingReplica(replica, ring)

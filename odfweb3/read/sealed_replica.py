@@ -30,6 +30,7 @@ __all__ = [
     "DecryptingReplica",
     "EncryptedReplica",
     "KeyEnvelopeSource",
+    "SealedHeadBinder",
     "SealedHeadSource",
     "max_ciphertext_size",
 ]
@@ -56,6 +57,16 @@ class EncryptedReplica(KeyEnvelopeSource, Protocol):
     @property
     def encrypted(self) -> bool:
         """True when every object and ``refs/head`` is ciphertext."""
+        ...
+
+
+@runtime_checkable
+class SealedHeadBinder(Protocol):
+    """A replica with no signed record binding its head: the head is what its encrypted
+    ``refs/head`` decrypts to (``ipfs://CID --key-envelope``, issue 7)."""
+
+    def bind_sealed_head(self, keys: KeyRing) -> None:
+        """Take the head from the decrypted ``refs/head`` if nothing bound it yet."""
         ...
 
 
