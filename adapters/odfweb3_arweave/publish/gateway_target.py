@@ -170,7 +170,9 @@ class GatewayTarget:
                 f"uploads of {self.wallet.address} from {self.gateway.url}"
             )
             state = None
-        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
+        # The publisher's own look (verify=False): a pending record of ours may not be served
+        # yet; a forged one can only make it rebuild (walk_uploads verifies) or refuse.
+        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         if state is not None and self._state_is_current(state, latest):
             assert state.head is not None
             has = frozenset(p for p in state.objects if p != "refs/head")
@@ -424,7 +426,7 @@ class GatewayTarget:
         (Two posts that pass this check at the same moment make a fork: :meth:`commit`'s
         post-check settles it with the readers' rule; see docs/reliability.md.)
         """
-        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id)
+        latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         ours = {expected}
         if view.state is not None:
             ours.add(view.state.record.get("prevUpload"))
