@@ -55,3 +55,24 @@ def test_explicit_missing_file(tmp_path):
 def test_bad_env_value_is_config_error(tmp_path):
     with pytest.raises(ConfigError, match=r"ipfs\.api"):
         load_config(cwd=tmp_path, env={"ODFWEB3_IPFS_API": "ftp://x"})
+
+
+def test_network_budgets_default_and_from_the_file(tmp_path):
+    from odfweb3.transport.settings import NetworkSettings
+
+    assert load_config(cwd=tmp_path).network == NetworkSettings()
+    assert NetworkSettings().deadline_s == 120 and NetworkSettings().timeout_s == 30
+    (tmp_path / "odfweb3.yaml").write_text(
+        "network:\n  deadline_s: 600\n  timeout_s: 5\n  min_rate_kib_s: 16\n  retries: 0\n"
+    )
+    net = load_config(cwd=tmp_path).network
+    assert (net.deadline_s, net.timeout_s, net.min_rate, net.retries) == (600, 5, 16 * 1024, 0)
+
+
+@pytest.mark.parametrize(
+    "text", ["network:\n  deadline_s: 0\n", "network:\n  retries: -1\n", "network:\n  ttl: 3\n"]
+)
+def test_bad_network_budgets_are_config_errors(tmp_path, text):
+    (tmp_path / "odfweb3.yaml").write_text(text)
+    with pytest.raises(ConfigError, match="network"):
+        load_config(cwd=tmp_path)
