@@ -100,7 +100,7 @@ def main() -> int:
         size = dataset_bytes(ds)
         t0 = time.perf_counter()
         with (
-            start_cluster(scratch / "cluster") as cluster,
+            start_cluster(scratch / "cluster", pin_timeout="2m0s") as cluster,
             start_kubo(scratch / "publisher", name="publisher") as pub,
         ):
             print(f"cluster + publisher started in {time.perf_counter() - t0:.1f} s")
@@ -132,6 +132,7 @@ def bench(
                             "token_file": str(token),
                             "deadline_s": 7200,
                             "timeout_s": 600,
+                            "cluster_api": cluster.rest_url,
                         }
                     }
                 },
@@ -176,7 +177,7 @@ def bench(
         )
         return str(out["locator"])
 
-    root = step("initial pin (2 peers)")
+    root = step("initial pin (2 peers)", cluster_api=True)
     assert ref["locator"] == root
 
     append_blocks(ds, 1, data_bytes=200_000, fsync=False)

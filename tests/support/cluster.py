@@ -23,7 +23,7 @@ Configuration (the same as the docs page "Keeping datasets online" shows):
   where the JWT comes from ``POST /token`` with the basic credentials (cluster's scheme);
   the IPFS proxy API is left out of the configuration, so it does not start;
 - datastore ``leveldb`` (pebble's default cache is 1 GiB per peer);
-- ``pin_timeout`` 10 s (a pin with no progress for that long fails: how the tests get a
+- ``pin_timeout`` 10 s by default (a pin with no progress for that long fails: how the tests get a
   ``failed`` pin), ``monitor_ping_interval`` 2 s, informer ``metric_ttl`` 10 s (allocation
   needs fresh metrics from every peer).
 
@@ -170,7 +170,12 @@ def _init_peer(peer: ClusterPeer) -> None:
 
 
 def _write_service_json(
-    peer: ClusterPeer, others: list[ClusterPeer], secret: str, password: str, trusted: list[str]
+    peer: ClusterPeer,
+    others: list[ClusterPeer],
+    secret: str,
+    password: str,
+    trusted: list[str],
+    pin_timeout: str,
 ) -> None:
     path = peer.config_dir / "service.json"
     cfg = json.loads(path.read_text())
@@ -199,7 +204,10 @@ def _write_service_json(
     kubo_api = peer.kubo_ports[0]
     connector = cfg["ipfs_connector"]["ipfshttp"]
     connector["node_multiaddress"] = f"/ip4/127.0.0.1/tcp/{kubo_api}"
-    connector["pin_timeout"] = "10s"
+    connector["pin_timeout"] = pin_timeout
+    # One Kubo call may take this long (default 5m0s: a 1 GB pin over bitswap on 2 busy
+    # cores took longer, and the cluster cancelled it: "context canceled").
+    connector["ipfs_request_timeout"] = "30m0s"
     connector["connect_swarms_delay"] = "1s"
     for informer in cfg["informer"].values():
         informer["metric_ttl"] = "10s"
@@ -402,8 +410,11 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def start_cluster(workdir: Path) -> Iterator[Cluster]:
-    """Start 3 Kubo daemons and 3 cluster peers on loopback; stop them all afterwards."""
+def start_cluster(workdir: Path, *, pin_timeout: str = "10s") -> Iterator[Cluster]:
+    """Start 3 Kubo daemons and 3 cluster peers on loopback; stop them all afterwards.
+
+    ``pin_timeout``: how long a Kubo pin may make no progress before the cluster fails it
+    (10 s: the tests' failed pin; the benchmark uses IPFS Cluster's default, 2m0s)."""
     require_installed(CLUSTER_BIN)
     workdir.mkdir(parents=True, exist_ok=True)
     peers = [
@@ -433,7 +444,8 @@ def start_cluster(workdir: Path) -> Iterator[Cluster]:
             p.peer_id = json.loads((p.config_dir / "identity.json").read_text())["id"]
         trusted = [p.peer_id for p in peers]
         for p in peers:
-            _write_service_json(p, [o for o in peers if o is not p], secret, password, trusted)
+            others = [o for o in peers if o is not p]
+            _write_service_json(p, others, secret, password, trusted, pin_timeout)
         nodes = cluster.kubos()
         for a_i, a in enumerate(nodes):
             for b in nodes[a_i + 1 :]:
