@@ -30,7 +30,7 @@ from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
 from odfweb3.publish.plan import PublishPlan, plan_publish
 from odfweb3.publish.state import PublishState
-from odfweb3.publish.target import PublishTarget, RemoteView, UploadResult
+from odfweb3.publish.target import PublishTarget, RemoteView, SealingTarget, UploadResult
 
 __all__ = ["PublishOutcome", "load_verified_chain", "publish_dataset"]
 
@@ -99,7 +99,7 @@ def publish_dataset(
             raise UsageError(
                 f"the content key is for {sealer.dataset_id}, not {dataset_id}; nothing was sent"
             )
-        if getattr(target, "sealer", None) is not sealer:
+        if not (isinstance(target, SealingTarget) and target.sealer is sealer):
             raise UsageError(f"{target.name} was not opened to encrypt; nothing was sent")
     view = target.inspect(str(dataset_id), entries[0].hash)  # 2
     plan = plan_publish(  # 3

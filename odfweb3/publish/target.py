@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState
 
-__all__ = ["PublishTarget", "RemoteView", "UploadResult"]
+if TYPE_CHECKING:
+    from odfweb3.crypto.sealer import Sealer
+
+__all__ = ["PublishTarget", "RemoteView", "SealingTarget", "UploadResult"]
 
 ProgressFn = Callable[[int], None]
 
@@ -71,4 +74,14 @@ class PublishTarget(Protocol):
 
     def save(self, state: PublishState) -> None:
         """Step 7: save the publish state atomically."""
+        ...
+
+
+@runtime_checkable
+class SealingTarget(Protocol):
+    """A target opened to encrypt: the sealer it encrypts every object with (or None)."""
+
+    @property
+    def sealer(self) -> Sealer | None:
+        """The sealer given when the target was opened."""
         ...

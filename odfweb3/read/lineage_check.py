@@ -52,7 +52,12 @@ from odfweb3.odf.lineage import (
 from odfweb3.odf.model_gen import DatasetKind, ExecuteTransform, SetTransform
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.validate import check_chain_rules
-from odfweb3.read.replica import Replica, read_object_verified
+from odfweb3.read.replica import (
+    LineageInputsSource,
+    LocalInputsSource,
+    Replica,
+    read_object_verified,
+)
 
 __all__ = [
     "NETWORK_LOCATORS",
@@ -251,14 +256,12 @@ def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) 
     local: dict[str, str] = {}
 
     def learn(r: Replica) -> None:
-        get = getattr(r, "lineage_inputs", None)
-        if get is None:
+        if not isinstance(r, LineageInputsSource):
             return
         try:
-            inputs = get()
-            here = getattr(r, "local_inputs", None)
-            if here is not None:
-                for k, v in here().items():
+            inputs = r.lineage_inputs()
+            if isinstance(r, LocalInputsSource):
+                for k, v in r.local_inputs().items():
                     local.setdefault(str(k), str(v))
         except OdfWeb3Error:
             return

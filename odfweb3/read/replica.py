@@ -7,15 +7,21 @@ can make a read fail but never slip in other bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol, runtime_checkable
 
 from odfweb3.errors import HashMismatch, IntegrityError
 from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader, ObjectKind
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 
-__all__ = ["LocalReplica", "Replica", "read_object_verified"]
+__all__ = [
+    "LineageInputsSource",
+    "LocalInputsSource",
+    "LocalReplica",
+    "Replica",
+    "read_object_verified",
+]
 
 
 class Replica(Protocol):
@@ -64,6 +70,24 @@ def read_object_verified(
             multihash_to_str(obj.hash), multihash_to_str(actual), f"{replica.name}: {obj.path}"
         )
     return n
+
+
+@runtime_checkable
+class LineageInputsSource(Protocol):
+    """A replica whose signed record says where each input lives (issue 11)."""
+
+    def lineage_inputs(self) -> Mapping[str, str]:
+        """Dataset ID -> network locator (``ipns://NAME``, ``ar://RECORD``); empty if none."""
+        ...
+
+
+@runtime_checkable
+class LocalInputsSource(Protocol):
+    """A replica that also knows local stand-ins for its inputs' locators (``car:DIR``)."""
+
+    def local_inputs(self) -> Mapping[str, str]:
+        """Dataset ID -> local reference (``car:DIR/inputs/NAME``)."""
+        ...
 
 
 class LocalReplica:

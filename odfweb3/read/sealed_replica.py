@@ -24,7 +24,7 @@ from odfweb3.crypto.segments import MIN_SEGMENT_SIZE, ciphertext_size, decrypt_b
 from odfweb3.errors import ReplicaMismatch
 from odfweb3.odf.layout import LAYOUT_DIRS, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.read.replica import Replica
+from odfweb3.read.replica import LineageInputsSource, LocalInputsSource, Replica
 
 __all__ = [
     "DecryptingReplica",
@@ -120,13 +120,13 @@ class DecryptingReplica:
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """The inner replica's inputs map (issue 11), if it has one: records are not sealed."""
-        get = getattr(self.inner, "lineage_inputs", None)
-        return dict(get()) if callable(get) else {}
+        inner = self.inner
+        return dict(inner.lineage_inputs()) if isinstance(inner, LineageInputsSource) else {}
 
     def local_inputs(self) -> Mapping[str, str]:
         """The inner replica's local stand-ins for network locators (a ``car:DIR``'s)."""
-        get = getattr(self.inner, "local_inputs", None)
-        return dict(get()) if callable(get) else {}
+        inner = self.inner
+        return dict(inner.local_inputs()) if isinstance(inner, LocalInputsSource) else {}
 
     def read_block(self, mh: bytes) -> bytes:
         """A block's plaintext (the chain walk checks its hash)."""
