@@ -425,7 +425,15 @@ class IpfsNodeTarget:
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         if errors:
             return {"descriptorSkipped": "; ".join(p.message for p in errors)}
-        node = self.profile.import_bytes(encode_descriptor(doc), sink)
+        blocks: list[tuple[Cid, bytes]] = []
+        node = self.profile.import_bytes(
+            encode_descriptor(doc), lambda cid, data: blocks.append((cid, data))
+        )
+        # The same descriptor already pinned (a re-publish with nothing new, a re-run after an
+        # interruption): its blocks are not sent again.
+        if not self.client.has_pin(node.cid):
+            for cid, data in blocks:
+                sink(cid, data)
         return {"descriptor": node.cid.encode()}
 
     def _pin(self, root: Cid) -> None:
