@@ -10,10 +10,11 @@ NODES_STAMP := $(NODES)/.installed
 
 .PHONY: demo test lint typecheck unit integration install nodes gonodes schemas bench clean docs diagrams fuzz
 
+# pip -qq: errors only (setuptools' "Editable installation" notice is none; make demo stays clean).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install -qq -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
