@@ -118,7 +118,18 @@ ensure() {
     mkdir -p "$tmp"
     echo "  $node: building $("version_$node") (log: ${log#"$root"/})"
     start=$(date +%s)
-    if ! ("build_$node" "$tmp") >"$log" 2>&1; then
+    # Not `if ! (build)` nor `build || rc=$?`: bash ignores errexit in a condition, so a
+    # failed step would not stop the build and the log would end with a later, misleading
+    # error. The first failing step ends the build.
+    local rc
+    set +e
+    (
+        set -e
+        "build_$node" "$tmp"
+    ) >"$log" 2>&1
+    rc=$?
+    set -e
+    if ((rc != 0)); then
         end=$(date +%s)
         echo "---- last 25 lines of $log ----" >&2
         tail -n 25 "$log" >&2
