@@ -33,7 +33,7 @@ from odfweb3.errors import OdfWeb3Error, is_corruption
 from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.validate import check_chain_rules
-from odfweb3.read.replica import Replica, read_object_verified
+from odfweb3.read.replica import MaybeUnverified, Replica, read_object_verified
 
 __all__ = ["STATUS_EXIT", "ReplicaReport", "Status", "compare_replica", "exit_status", "failed"]
 
@@ -147,7 +147,11 @@ def compare_replica(
         if head in index:
             i = index[head]
             status, blocks = ("identical", 0) if i == 0 else ("behind", i)
-            if status == "identical" and getattr(replica, "unverified", False):
+            if (
+                status == "identical"
+                and isinstance(replica, MaybeUnverified)
+                and replica.unverified
+            ):
                 status = "unverified"
         else:
             status = "diverged"

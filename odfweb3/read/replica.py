@@ -19,6 +19,7 @@ __all__ = [
     "LineageInputsSource",
     "LocalInputsSource",
     "LocalReplica",
+    "MaybeUnverified",
     "Replica",
     "read_object_verified",
 ]
@@ -87,6 +88,17 @@ class LocalInputsSource(Protocol):
 
     def local_inputs(self) -> Mapping[str, str]:
         """Dataset ID -> local reference (``car:DIR/inputs/NAME``)."""
+        ...
+
+
+@runtime_checkable
+class MaybeUnverified(Protocol):
+    """A replica that may have been read with nothing tying its bytes to its name (an
+    opt-in such as ``ipfs.insecure_unverified_paths``): never reported identical."""
+
+    @property
+    def unverified(self) -> bool:
+        """True when its ``refs/head`` was read unverified."""
         ...
 
 

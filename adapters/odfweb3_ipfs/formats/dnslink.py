@@ -13,12 +13,13 @@ only says which name to follow; everything after it is verified.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Final
 
-from odfweb3.errors import UsageError
+from odfweb3.errors import ResolutionError, UsageError
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName
 
-__all__ = ["DnsLinkRecord", "check_domain", "dnslink_record"]
+__all__ = ["DnsLinkRecord", "check_domain", "dnslink_record", "parse_dnslink"]
 
 _LABEL: Final = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _MAX_DOMAIN: Final = 253 - len("_dnslink.")  # RFC 1035: 253 characters without the root dot
@@ -75,3 +76,27 @@ class DnsLinkRecord:
 def dnslink_record(domain: str, name: IpnsName | str) -> DnsLinkRecord:
     """The DNSLink TXT record pointing ``domain`` at the IPNS ``name``."""
     return DnsLinkRecord(domain, name)
+
+
+def parse_dnslink(domain: str, txt: Sequence[str]) -> str:
+    """The path a domain's ``_dnslink`` TXT strings name (the first valid, sorted).
+
+    Raises:
+        ResolutionError: no ``dnslink=/ipfs/…`` or ``dnslink=/ipns/…`` entry.
+    """
+    values: list[str] = []
+    for entry in txt:
+        text = entry.strip()
+        if not text.startswith("dnslink="):
+            continue
+        value = text[len("dnslink=") :].strip()
+        parts = value.split("/")  # "/ipfs/<id>[/...]" -> ["", "ipfs", "<id>", ...]
+        if len(parts) >= 3 and parts[0] == "" and parts[1] in ("ipfs", "ipns") and parts[2]:
+            values.append(value)
+    values.sort()
+    if not values:
+        raise ResolutionError(
+            f"DNSLink {domain}: no TXT record 'dnslink=/ipfs/…' or 'dnslink=/ipns/…' at "
+            f"_dnslink.{domain}"
+        )
+    return values[0]

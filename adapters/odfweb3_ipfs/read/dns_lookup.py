@@ -12,7 +12,7 @@ from odfweb3.errors import (
 )
 from odfweb3_ipfs.client.kubo import KuboClient
 
-__all__ = ["MAX_DNSLINK_HOPS", "node_dns_lookup", "parse_dnslink"]
+__all__ = ["MAX_DNSLINK_HOPS", "node_dns_lookup"]
 
 MAX_DNSLINK_HOPS: Final = 32  # DNSLink: recursion limit
 _MAX_DNSLINK_PATH: Final = 1024  # a node's answer to resolve/dns: a path, never more
@@ -49,27 +49,3 @@ def node_dns_lookup(client: KuboClient) -> DnsTxtLookup:
         return [f"dnslink={path}"] if path else []
 
     return lookup
-
-
-def parse_dnslink(domain: str, txt: Sequence[str]) -> str:
-    """The path a domain's ``_dnslink`` TXT strings name (the first valid, sorted).
-
-    Raises:
-        ResolutionError: no ``dnslink=/ipfs/…`` or ``dnslink=/ipns/…`` entry.
-    """
-    values: list[str] = []
-    for entry in txt:
-        text = entry.strip()
-        if not text.startswith("dnslink="):
-            continue
-        value = text[len("dnslink=") :].strip()
-        parts = value.split("/")  # "/ipfs/<id>[/...]" -> ["", "ipfs", "<id>", ...]
-        if len(parts) >= 3 and parts[0] == "" and parts[1] in ("ipfs", "ipns") and parts[2]:
-            values.append(value)
-    values.sort()
-    if not values:
-        raise ResolutionError(
-            f"DNSLink {domain}: no TXT record 'dnslink=/ipfs/…' or 'dnslink=/ipns/…' at "
-            f"_dnslink.{domain}"
-        )
-    return values[0]

@@ -19,11 +19,12 @@ from odfweb3.errors import (
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.read.claims import NameClaims
 from odfweb3_ipfs.formats.cid import CODEC_RAW, Cid
+from odfweb3_ipfs.formats.dnslink import parse_dnslink
 from odfweb3_ipfs.formats.ipns import verify_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
 from odfweb3_ipfs.formats.unixfs_reader import read_file, resolve_path
 from odfweb3_ipfs.read.access import IpfsAccess
-from odfweb3_ipfs.read.dns_lookup import MAX_DNSLINK_HOPS, node_dns_lookup, parse_dnslink
+from odfweb3_ipfs.read.dns_lookup import MAX_DNSLINK_HOPS, node_dns_lookup
 from odfweb3_ipfs.read.replica import IpfsReplica
 
 __all__ = ["open_ipfs_ref", "open_ipns_name", "read_ipfs_file"]

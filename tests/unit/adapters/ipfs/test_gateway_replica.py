@@ -6,8 +6,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from odfweb3.errors import ReplicaMismatch, ResolutionError
+from odfweb3_ipfs.formats.dnslink import parse_dnslink
 from odfweb3_ipfs.formats.ipns import create_record
-from odfweb3_ipfs.read.dns_lookup import parse_dnslink
 from odfweb3_ipfs.read.replay_memory import SequenceMemory
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
