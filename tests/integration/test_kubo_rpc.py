@@ -161,6 +161,11 @@ def test_gateway_serves_raw_blocks_cars_and_ipns_records(
     assert roots == [root]
     got = dict(blocks)
     assert root in got and len(got) == 3
+    # ?format=car&dag-scope=block (the reader's fallback when a gateway serves no raw
+    # blocks): one block, verified against its CID, for the dag-pb root and a raw leaf.
+    assert gateway.car_block(root) == got[root]
+    leaf = next(c for c in got if c != root)
+    assert gateway.car_block(leaf) == got[leaf]
     key, name = fresh_name()
     raw = record(key, f"/ipfs/{root}", 0)
     client.record_put(name, raw)
