@@ -5,8 +5,8 @@ Usage::
     python bench/bench_pull.py [--api URL --gateway URL] [--blocks 200]
         [--data-bytes 200000000] [--walk-blocks 10000] [--parallel 8] [--cache DIR]
 
-Without ``--api`` a js-ipfs test node is started (tests/nodes must be installed, ``make
-nodes``). One run, on the same node and gateway:
+Without ``--api`` a Kubo test node is started (tests/support/kubo.py; built by ``make
+gonodes``). One run, on the same node and gateway:
 
 1. publish a dataset (``--blocks`` AddData blocks, ``--data-bytes`` of data) with the live
    IPFS target and resolve its ``ipns://`` name (record verified locally);
@@ -102,7 +102,7 @@ def plain_gets(gateway: str, paths: list[str], parallel: int) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--api", help="node RPC API (default: start a js-ipfs test node)")
+    ap.add_argument("--api", help="node RPC API (default: start a Kubo test node)")
     ap.add_argument("--gateway", help="the node's gateway (with --api)")
     ap.add_argument("--blocks", type=int, default=200)
     ap.add_argument("--data-bytes", type=int, default=200_000_000)
@@ -171,8 +171,8 @@ def walk_bench(
     """Step 5: a chain walk of --walk-blocks blocks over the gateway."""
     walk_ds = tmp / "walk-src"
     create_root_dataset(walk_ds, blocks=args.walk_blocks, data_bytes=args.walk_blocks * 10)
-    # Offline publish + dag/import (no pin): js-ipfs's pin/add of ~30,000 files runs out of
-    # file descriptors (EMFILE) under a 20,000 hard limit.
+    # Offline publish + dag/import (no pin): chosen when js-ipfs was the test node (its
+    # pin/add of ~30,000 files ran out of file descriptors); kept, the walk is what is timed.
     keystore = Keystore(tmp / "keys-walk")
     car_dir = tmp / "walk-car"
     done = publish_dataset(walk_ds, CarTarget(car_dir, keystore))
