@@ -97,3 +97,20 @@ def test_odf_has_no_import_cycle():
     for a, deps in graph.items():
         for b in deps:
             assert a not in graph.get(b, set()), (a, b)
+
+
+def test_adapter_parts_point_one_way():
+    # client/ speaks HTTP about formats; read/ and publish/ use both; read/ never needs the
+    # publishing side (and so a reader can be installed and audited without it).
+    allowed = {
+        "formats": {"formats", "wallet"},
+        "client": {"formats", "wallet"},
+        "read": {"formats", "client", "read", "wallet"},
+    }
+    for name in ADAPTERS:
+        for part, ok in allowed.items():
+            for p in files(f"adapters/{name}/{part}"):
+                used = {
+                    m.split(".")[1] for m in imports_of(p) if m.startswith(f"{name}.") and "." in m
+                }
+                assert used <= ok | {part}, (p, used - ok)
