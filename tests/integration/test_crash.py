@@ -45,7 +45,10 @@ from odfweb3_ipfs.publish.node_target import _head_of, read_node_record
 from odfweb3_ipfs.publish.unixfs_import import import_tree
 from tests.support.fault_proxy import fault_proxy
 
-TRIALS = 10  # per network
+TRIALS = 10  # per network: at least this many runs, at least half of them killed mid-way
+# A loaded machine stretches the run being killed unevenly, so a kill may land after the end;
+# further runs (up to MAX_TRIALS) are made until half of TRIALS were really killed mid-way.
+MAX_TRIALS = 3 * TRIALS
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -134,7 +137,7 @@ def test_kill_ipfs_publisher_at_random_points(tmp_path: Path, ipfs_node) -> None
         assert code == 0, err
         assert name_head() == head
         killed = 0
-        for trial in range(TRIALS):
+        for trial in range(MAX_TRIALS):
             append_blocks(ds, 1, data_bytes=1_500_000, seed=500 + trial)
             head = snapshot()
             delay = rng.uniform(0.05, duration * 1.2)
@@ -163,7 +166,9 @@ def test_kill_ipfs_publisher_at_random_points(tmp_path: Path, ipfs_node) -> None
             final = states.load(did, target_name)
             assert final is not None and final.head is not None
             assert multihash_to_str(final.head) == head
-        assert killed >= TRIALS // 2, f"only {killed} of {TRIALS} runs were killed mid-way"
+            if trial + 1 >= TRIALS and killed >= TRIALS // 2:
+                break
+        assert killed >= TRIALS // 2, f"only {killed} of {trial + 1} runs were killed mid-way"
 
 
 def test_kill_arweave_publisher_at_random_points(tmp_path: Path, arlocal) -> None:
@@ -225,7 +230,7 @@ def test_kill_arweave_publisher_at_random_points(tmp_path: Path, arlocal) -> Non
         # GraphQL order hides the newest from find_latest_upload (see the report).
         arlocal.mine()
         killed = 0
-        for trial in range(TRIALS):
+        for trial in range(MAX_TRIALS):
             append_blocks(ds, 1, data_bytes=20_000, seed=600 + trial)
             head = snapshot()
             delay = rng.uniform(0.05, duration * 0.8)  # later deltas are smaller
@@ -256,4 +261,6 @@ def test_kill_arweave_publisher_at_random_points(tmp_path: Path, arlocal) -> Non
                 # finds it current) and posts nothing again.
                 assert resent == 0, "a transaction the gateway took was posted again"
             arlocal.mine()
-        assert killed >= TRIALS // 2, f"only {killed} of {TRIALS} runs were killed mid-way"
+            if trial + 1 >= TRIALS and killed >= TRIALS // 2:
+                break
+        assert killed >= TRIALS // 2, f"only {killed} of {trial + 1} runs were killed mid-way"
