@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Debian packages the tests run for real: chromium (tests/hygiene/test_site_browser.py opens
-# every docs page in it) and groff (tests/unit/cli/test_completion.py renders the generated man
-# page). Installed once with apt, as root like CI; `make test` runs this behind its stamp.
+# every docs page in it), groff (tests/unit/cli/test_completion.py renders the generated man
+# page) and zsh + fish (the same test parses their completion scripts and runs fish's). Installed once with apt, as root like CI; `make test` runs this behind its stamp.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v groff >/dev/null 2>&1 || missing+=(groff-base)
+command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
