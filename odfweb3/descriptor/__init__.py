@@ -15,6 +15,7 @@ from odfweb3.descriptor.build import (
     build_descriptor,
     derive_title,
     descriptor_context,
+    with_locators,
 )
 from odfweb3.descriptor.codec import decode_descriptor, encode_descriptor
 from odfweb3.descriptor.turtle import to_turtle
@@ -35,4 +36,5 @@ __all__ = [
     "encode_descriptor",
     "to_turtle",
     "validate_descriptor",
+    "with_locators",
 ]

@@ -57,6 +57,7 @@ __all__ = [
     "build_descriptor",
     "derive_title",
     "descriptor_context",
+    "with_locators",
 ]
 
 CONTEXT_RESOURCE: Final = "odfweb3-context.jsonld"
@@ -214,6 +215,21 @@ def build_descriptor(
     if relation:
         doc["relation"] = relation
     return doc
+
+
+def with_locators(doc: Mapping[str, Any], locators: Mapping[str, str]) -> dict[str, Any]:
+    """``doc`` (from :func:`build_descriptor`) with ``relation`` set from ``locators``.
+
+    The same document ``build_descriptor(..., locators)`` returns, without walking the
+    chain again (a publish learns its locator only after building the descriptor once).
+    """
+    out = dict(doc)
+    relation = _relations(locators)
+    if relation:
+        out["relation"] = relation
+    else:
+        out.pop("relation", None)
+    return out
 
 
 def _attachment_paths(chain: Sequence[ChainEntry]) -> list[str]:

@@ -24,6 +24,7 @@ from odfweb3.descriptor import (
     encode_descriptor,
     to_turtle,
     validate_descriptor,
+    with_locators,
 )
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf.builder import create_root_dataset, example_keypair
@@ -353,3 +354,13 @@ def test_head_is_the_chain_head(example):
         build_descriptor(entries[:-1], None)  # not down to the Seed
     with pytest.raises(ValueError, match="locator"):
         build_descriptor(entries, None, {"web": "https://x"})
+
+
+def test_with_locators_equals_building_with_them(example):
+    # publish_bundle builds the descriptor once and adds its manifest id after (issue 19).
+    _built, entries = example
+    bare = build_descriptor(entries, PUBLISHER)
+    for locators in ({"ar": AR_ID}, {"ipfs": CID, "ipns": IPNS}, {}):
+        full = build_descriptor(entries, PUBLISHER, locators)
+        assert encode_descriptor(with_locators(bare, locators)) == encode_descriptor(full)
+    assert "relation" not in with_locators(build_descriptor(entries, PUBLISHER, {"ar": AR_ID}), {})

@@ -35,6 +35,7 @@ from odfweb3.descriptor import (
     descriptor_tags,
     encode_descriptor,
     validate_descriptor,
+    with_locators,
 )
 from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -116,14 +117,13 @@ class _Descriptor:
         # Without publisher.name the creator is the signing wallet (issue 20).
         self.identity = f"Arweave address {owner_address}"
         doc = build_descriptor(entries, publisher, identity=self.identity)
+        self.doc = doc
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         self.valid = not errors
         self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
 
     def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
-        doc = build_descriptor(
-            self.entries, self.publisher, {"ar": manifest_id}, identity=self.identity
-        )
+        doc = with_locators(self.doc, {"ar": manifest_id})  # the chain is walked once
         tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
         return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
 

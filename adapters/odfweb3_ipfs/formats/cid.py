@@ -41,6 +41,7 @@ MH_SHA2_256: Final = 0x12
 _SHA256_MH_PREFIX: Final = b"\x12\x20"
 _V1_RAW_PREFIX: Final = b"\x01\x55\x12\x20"
 _V1_DAG_PB_PREFIX: Final = b"\x01\x70\x12\x20"
+_V1_SHA256_PREFIXES: Final = frozenset((_V1_RAW_PREFIX, _V1_DAG_PB_PREFIX))
 _MAX_VARINT_LEN: Final = 9  # unsigned-varint spec: at most 63 bits, 9 bytes
 _MAX_DIGEST_LEN: Final = 1024  # sanity bound for parsing untrusted multihashes
 
@@ -124,6 +125,10 @@ def _parse_cid(raw: bytes, where: str) -> tuple[int, int, int, int]:
     """Parse CID bytes; return (version, codec, hash code, digest offset)."""
     if len(raw) == 34 and raw[:2] == _SHA256_MH_PREFIX:
         return 0, CODEC_DAG_PB, MH_SHA2_256, 2
+    if len(raw) == 36 and raw[:4] in _V1_SHA256_PREFIXES:
+        # The common shapes (v1, raw or dag-pb, sha2-256) without the varint decoding:
+        # loading a publish state parses one CID per object (issue 19).
+        return 1, raw[1], MH_SHA2_256, 4
     version, pos = decode_uvarint(raw, 0, where)
     if version != 1:
         raise FormatError(f"{where}: unsupported CID version {version}; only v0 and v1 exist")

@@ -111,6 +111,7 @@ class CarTarget:
         self._locked = False
         self._unchanged = False
         self._seen_head: bytes | None = None
+        self._seen_stat: tuple[int, int, int, int] | None = None
 
     @property
     def summary_path(self) -> Path:
@@ -120,8 +121,17 @@ class CarTarget:
     def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
         return load_summary_file(self.summary_path)
 
+    def _summary_stat(self) -> tuple[int, int, int, int] | None:
+        """Identity of ``publish.json`` as it is now (every write renames a new file in)."""
+        try:
+            st = os.stat(self.summary_path, follow_symlinks=False)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
+        self._seen_stat = self._summary_stat()  # before reading: a later change shows
         state, _raw = self._load()
         self._seen_head = state.head if state is not None else None
         if state is None:
@@ -436,7 +446,14 @@ class CarTarget:
             self._locked = False
 
     def _check_unchanged(self, view: RemoteView) -> None:
-        """Compare-and-set: ``publish.json`` must still hold the head ``inspect`` read."""
+        """Compare-and-set: ``publish.json`` must still hold the head ``inspect`` read.
+
+        The same file (inode, size, times) as ``inspect`` read is the same head, with no
+        second parse of a state that grows with the dataset (issue 19); any other file
+        is read and its head compared.
+        """
+        if self._seen_stat is not None and self._summary_stat() == self._seen_stat:
+            return
         current, _raw = self._load()
         now = current.head if current is not None else None
         if now != self._seen_head:

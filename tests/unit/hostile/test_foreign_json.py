@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odfweb3.errors import FormatError
-from odfweb3.foreign_json import load_foreign_json
+from odfweb3.foreign_json import _NOT_BRACKET, _STRING, check_depth, load_foreign_json
 
 
 def _load(data: bytes, **kw):  # type: ignore[no-untyped-def]
@@ -46,6 +46,24 @@ def test_size_is_checked_before_anything_else() -> None:
 def test_brackets_inside_strings_do_not_count() -> None:
     doc = {"s": "[" * 1000 + '\\"{' * 100, "deep": [[[[1]]]]}
     assert _load(json.dumps(doc).encode()) == doc
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='[]{}"\\ab', max_size=80), st.integers(min_value=0, max_value=6))
+def test_depth_fast_path_agrees_with_the_string_regex(text: str, limit: int) -> None:
+    # Issue 19: documents without escapes take a split instead of the regex; both must
+    # refuse exactly the same inputs (the regex path is the reference).
+    data = text.encode()
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)
+    depth = deepest = 0
+    for b in brackets:
+        depth += 1 if b in b"[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > limit:
+        with pytest.raises(FormatError, match="nested deeper"):
+            check_depth(data, limit, "doc")
+    else:
+        check_depth(data, limit, "doc")
 
 
 def test_depth_64_is_accepted_65_refused() -> None:

@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from odfweb3.errors import FormatError
-from odfweb3_arweave.formats.manifest import PathManifest, decode_manifest, encode_manifest
+from odfweb3_arweave.formats.manifest import (
+    PathManifest,
+    check_manifest_path,
+    decode_manifest,
+    encode_manifest,
+)
 
 ID_A = "cG7Hdi_iTQPoEYgQJFqJ8NMpN4KoZ-vH_j7pG4iP7NI"  # from path-manifest-schema.md
 ID_B = "3zFsd7bkCAUtXUKBQ4XiPiQvpLVKfZ6kiLNt2XVSfoV"
@@ -40,7 +47,8 @@ def test_decode_spec_example_0_2_0_with_fallback() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["../etc/passwd", "a/../b", "/abs", "a//b", "a/", "./a", "a\\b", "a\x00b", ""]
+    "path",
+    ["../etc/passwd", "a/../b", "/abs", "a//b", "a/", "./a", "a\\b", "a\x00b", "a\x1fb", "\nb", ""],
 )
 def test_decode_rejects_unsafe_paths(path: str) -> None:
     doc = {"manifest": "arweave/paths", "version": "0.1.0", "paths": {path: {"id": ID_A}}}
@@ -77,3 +85,15 @@ def test_decode_rejects_malformed(doc: bytes) -> None:
 def test_encode_rejects_index_outside_paths() -> None:
     with pytest.raises(FormatError, match="index"):
         encode_manifest(PathManifest({"a": ID_A}, index="b"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=12))
+def test_path_check_refuses_exactly_the_control_characters(text: str) -> None:
+    # The C-speed search (issue 19) against the rule it replaced, character by character.
+    path = "a" + text.replace("/", "x").replace("\\", "x").replace(".", "x")
+    control = any(ord(c) < 0x20 for c in path)
+    try:
+        assert check_manifest_path(path) == path and not control
+    except FormatError:
+        assert control

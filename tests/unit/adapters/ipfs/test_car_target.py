@@ -205,3 +205,42 @@ def test_descriptor_published_beside_the_dataset(tmp_path, keystore):
     plain = decode_descriptor(plain_bytes)
     assert plain["creator"] == {"type": "foaf:Agent", "name": f"ipns://{check2.name}"}
     assert validate_descriptor(plain) == []
+
+
+def test_publish_json_replaced_after_inspect_is_a_conflict(tmp_path, keystore):
+    # Compare-and-set (issue 19 keeps it without a second parse of publish.json): another
+    # publisher replacing publish.json between inspect and upload is refused, nothing written.
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=11).path
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    append_blocks(ds, 1, data_bytes=1000, seed=3)
+    slow = CarTarget(out, keystore)
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.publish.execute import load_verified_chain
+    from odfweb3.publish.plan import plan_publish
+
+    entries, dataset_id = load_verified_chain(DatasetReader.open(ds))
+    view = slow.inspect(str(dataset_id), entries[0].hash)
+    plan = plan_publish(
+        entries, dataset_id=str(dataset_id), target=slow.name, remote_head=view.head,
+        remote_has=view.has,
+    )  # fmt: skip
+    won = publish_dataset(ds, CarTarget(out, keystore))
+    before = sorted(os.listdir(out))
+    with pytest.raises(ConflictError, match="another publish moved it to"):
+        slow.upload(plan, DatasetReader.open(ds), view, lambda n: None)
+    assert sorted(os.listdir(out)) == before
+    assert json.loads((out / "publish.json").read_text())["head"] == multihash_to_str(won.plan.head)
+
+
+def test_unchanged_publish_json_is_not_parsed_again(tmp_path, keystore, monkeypatch):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=12).path
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    append_blocks(ds, 1, data_bytes=1000, seed=4)
+    target = CarTarget(out, keystore)
+    loads = []
+    real = target._load
+    monkeypatch.setattr(target, "_load", lambda: loads.append(1) or real())
+    publish_dataset(ds, target)
+    assert len(loads) == 1  # inspect's; upload's and commit's checks saw the same file

@@ -1,0 +1,242 @@
+"""Publish time, memory and bytes against dataset size: initial and +1 block (issue 19).
+
+Usage::
+
+    python bench/bench_scale.py [--sizes 1000,10000,30000,100000] [--block-bytes 2000]
+                                [--targets car,bundle] [--cache bench/.scale-cache]
+                                [--svg bench/scale.svg]
+
+For each size N, a root dataset of N AddData blocks with ``--block-bytes`` bytes of data
+each is built once (``create_root_dataset(..., fsync=False)``) and kept in
+``--cache/N`` (ignored by git; delete it to rebuild). Then, per target (``car:DIR``,
+``bundle:DIR``), on a hard-linked copy (odfweb3 writes by rename: the cache is never
+changed), each step in its own child process so its peak RSS is its own:
+
+1. the initial publish (``publish_dataset`` in-process, interpreter start not counted);
+2. ``append_blocks(copy, 1)`` (untimed) and the +1-block publish.
+
+Printed per size and target: wall seconds, peak RSS (``wait4`` of the child) and bytes
+written (the CAR or the bundle), and the ratio t(largest) / t(smallest) of the +1-block
+publish (issue 19 goal 1: <= 2 from 1,000 to 100,000 blocks). The reference is the
+smallest size measured in the same run. ``--svg`` draws the +1-block time and bytes
+against N (log-log, hand-written SVG, no plotting dependency). No timing assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ensure_dataset, linked_copy, machine, print_table
+
+HERE = Path(__file__).resolve().parent
+
+
+def _step(target: str, ds: Path, out: Path, keys: Path, append: bool) -> dict[str, float]:
+    """One publish in this (child) process; what it took and wrote."""
+    from odfweb3.crypto.keystore import Keystore
+    from odfweb3.odf.builder import append_blocks
+    from odfweb3.publish.execute import publish_dataset
+
+    if append:
+        append_blocks(ds, 1, data_bytes=2000, seed=1, fsync=False)
+    if target == "car":
+        from odfweb3_ipfs.publish.car_target import CarTarget
+
+        tgt: object = CarTarget(out, Keystore(keys))
+    else:
+        from odfweb3_arweave.publish.bundle_target import BundleTarget
+        from odfweb3_arweave.wallet import load_wallet
+
+        tgt = BundleTarget(out, load_wallet(keys / "wallet.json"))
+    start = time.perf_counter()
+    outcome = publish_dataset(ds, tgt)  # type: ignore[arg-type]
+    elapsed = time.perf_counter() - start
+    assert outcome.upload is not None
+    return {"seconds": elapsed, "bytes": float(outcome.upload.bytes_sent)}
+
+
+def _child(argv: list[str]) -> tuple[dict[str, float], int]:
+    """Run ``--step`` in a child; its result and peak RSS in bytes."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--step", *argv],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    text = proc.stdout.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"step {argv} failed with status {proc.returncode}")
+    return json.loads(text.strip().splitlines()[-1]), usage.ru_maxrss * 1024
+
+
+def _svg(rows: list[dict[str, float | str]], path: Path, title: str) -> None:
+    """A log-log plot of +1-block seconds (left) and bytes written (right) against blocks."""
+    w, h, pad = 760, 360, 60
+    colors = {"car": "#1f77b4", "bundle": "#d62728"}
+    panels = [("seconds", "+1 block: seconds"), ("bytes", "+1 block: bytes written")]
+    xs = sorted({float(r["blocks"]) for r in rows})
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+        f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">',
+        f'<rect width="{w}" height="{h}" fill="white"/>',
+        f'<text x="{w / 2}" y="18" text-anchor="middle" font-size="13">{title}</text>',
+    ]
+    pw = (w - 3 * pad) / 2
+    ph = h - 2 * pad
+    for k, (key, label) in enumerate(panels):
+        x0 = pad + k * (pw + pad)
+        ys = [float(r[key]) for r in rows if float(r[key]) > 0]
+        if not ys or not xs:
+            continue
+        lx0, lx1 = math.log10(xs[0]), math.log10(xs[-1]) or 1.0
+        ly0, ly1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+        ly1 = ly1 if ly1 > ly0 else ly0 + 1
+
+        def px(x: float, x0: float = x0, lx0: float = lx0, lx1: float = lx1) -> float:
+            span = (lx1 - lx0) or 1.0
+            return x0 + (math.log10(x) - lx0) / span * pw
+
+        def py(y: float, ly0: float = ly0, ly1: float = ly1) -> float:
+            return pad + ph - (math.log10(y) - ly0) / (ly1 - ly0) * ph
+
+        parts.append(
+            f'<rect x="{x0}" y="{pad}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>'
+        )
+        parts.append(f'<text x="{x0 + pw / 2}" y="{pad - 8}" text-anchor="middle">{label}</text>')
+        for d in range(int(ly0), int(ly1) + 1):
+            y = py(10.0**d)
+            parts.append(f'<line x1="{x0}" x2="{x0 + pw}" y1="{y}" y2="{y}" stroke="#eee"/>')
+            parts.append(f'<text x="{x0 - 4}" y="{y + 4}" text-anchor="end">1e{d}</text>')
+        for x in xs:
+            parts.append(
+                f'<text x="{px(x)}" y="{pad + ph + 14}" text-anchor="middle">{int(x):,}</text>'
+            )
+        parts.append(
+            f'<text x="{x0 + pw / 2}" y="{pad + ph + 30}" text-anchor="middle">blocks</text>'
+        )
+        for tgt, color in colors.items():
+            pts = [
+                (px(float(r["blocks"])), py(float(r[key])))
+                for r in rows
+                if r["target"] == tgt and float(r[key]) > 0
+            ]
+            if not pts:
+                continue
+            line = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+            parts.append(f'<polyline points="{line}" fill="none" stroke="{color}"/>')
+            parts.extend(
+                f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts
+            )
+        for i, (tgt, color) in enumerate(colors.items()):
+            ty = pad + 14 + 14 * i
+            parts.append(f'<text x="{x0 + 8}" y="{ty}" fill="{color}">{tgt}:</text>')
+    parts.append("</svg>")
+    path.write_text("\n".join(parts) + "\n", "utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its table; exit status 0 (no timing assertions)."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,30000,100000", help="AddData blocks, commas")
+    ap.add_argument("--block-bytes", type=int, default=2000, help="data bytes per block")
+    ap.add_argument("--targets", default="car,bundle", help="car and/or bundle")
+    ap.add_argument("--cache", type=Path, default=HERE / ".scale-cache", help="dataset cache")
+    ap.add_argument("--svg", type=Path, help="write the plot here")
+    ap.add_argument(
+        "--bundle-max",
+        type=int,
+        default=10_000,
+        help="measure bundle: up to this many blocks (its initial publish RSA-signs two data "
+        "items per object: ~150 s at 10,000 blocks on 2 cores)",
+    )
+    ap.add_argument("--step", nargs=5, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.step:
+        target, ds, out, keys, append = args.step
+        result = _step(target, Path(ds), Path(out), Path(keys), append == "1")
+        print(json.dumps(result))
+        return 0
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    targets = [t for t in args.targets.split(",") if t]
+    print(f"machine: {machine()}")
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    rows: list[dict[str, float | str]] = []
+    table: list[tuple[str, ...]] = [
+        ("blocks", "target", "initial s", "initial RSS MB", "initial bytes",
+         "+1 s", "+1 RSS MB", "+1 bytes"),
+    ]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="odfweb3-bench-scale-") as tmp_name:
+        tmp = Path(tmp_name)
+        keys = tmp / "keys"
+        keys.mkdir(mode=0o700)
+        if "bundle" in targets:
+            from odfweb3_arweave.wallet import generate_wallet, save_wallet
+
+            save_wallet(generate_wallet(), keys / "wallet.json")
+        for n in sizes:
+            base, built = ensure_dataset(
+                args.cache / str(n), tmp, blocks=n, data_bytes=n * args.block_bytes
+            )
+            print(f"{n} blocks: " + (f"built in {built:.1f} s" if built else "from cache"))
+            for tgt in targets:
+                if tgt == "bundle" and n > args.bundle_max:
+                    print(f"  bundle: skipped above --bundle-max {args.bundle_max}")
+                    continue
+                work = linked_copy(base, tmp / f"ds-{n}-{tgt}")
+                out = tmp / f"out-{n}-{tgt}"
+                first, rss1 = _child([tgt, str(work), str(out), str(keys), "0"])
+                plus, rss2 = _child([tgt, str(work), str(out), str(keys), "1"])
+                row: dict[str, float | str] = {
+                    "blocks": n,
+                    "target": tgt,
+                    "initialSeconds": first["seconds"],
+                    "initialRss": rss1,
+                    "initialBytes": first["bytes"],
+                    "seconds": plus["seconds"],
+                    "rss": rss2,
+                    "bytes": plus["bytes"],
+                }
+                rows.append(row)
+                table.append(
+                    (f"{n:,}", tgt, f"{first['seconds']:.2f}", f"{rss1 / 1e6:.0f}",
+                     f"{int(first['bytes']):,}", f"{plus['seconds']:.3f}",
+                     f"{rss2 / 1e6:.0f}", f"{int(plus['bytes']):,}")
+                )  # fmt: skip
+                print(f"  {tgt}: initial {first['seconds']:.2f} s, +1 {plus['seconds']:.3f} s")
+                shutil.rmtree(work)
+                shutil.rmtree(out)
+    print_table(table)
+    for tgt in targets:
+        mine = [r for r in rows if r["target"] == tgt]
+        if len(mine) >= 2:
+            lo, hi = mine[0], mine[-1]
+            ratio = float(hi["seconds"]) / float(lo["seconds"])
+            print(
+                f"{tgt}: +1 block t({int(hi['blocks']):,}) / t({int(lo['blocks']):,}) = "
+                f"{ratio:.2f} (goal <= 2: {'met' if ratio <= 2 else 'not met'})"
+            )
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("json: " + json.dumps(rows))
+    if args.svg:
+        _svg(rows, args.svg, f"odfweb3 publish, +1 block vs dataset size ({machine()[:16]})")
+        print(f"plot: {args.svg}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
