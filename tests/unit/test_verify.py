@@ -45,7 +45,9 @@ def test_tampered_car_is_corrupt_with_reason_as_pull_says(capsys, tmp_path):
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=1).path
     out = tmp_path / "out"
     run(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")
-    car = next(out.glob("*.car"))
+    # The dataset's CAR, as publish.json names it (the descriptor has a CAR of its own).
+    (name,) = json.loads((out / "publish.json").read_text())["extra"]["cars"]
+    car = out / name
     raw = bytearray(car.read_bytes())
     raw[-5] ^= 0x01
     car.write_bytes(bytes(raw))
