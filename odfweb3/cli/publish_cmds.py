@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -12,7 +11,8 @@ from typing import Any, Final
 
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import key_values, plural, shown_path, shown_target
-from odfweb3.errors import OdfWeb3Error, UsageError
+from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
+from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
@@ -627,9 +627,13 @@ def _import_lines(target: str) -> list[str]:
     """car:DIR: the exact commands that load it into a node, in order (from publish.json)."""
     if not target.startswith("car:"):
         return []
+    # The directory's publish.json is read bounded (a FIFO or a 3 GB file costs nothing,
+    # nested or non-UTF-8 JSON is refused); this is only a hint, so a bad one prints none.
     try:
-        doc = json.loads((Path(target[len("car:") :]) / "publish.json").read_text("utf-8"))
-    except (OSError, ValueError):
+        doc = read_foreign_json_file(
+            Path(target[len("car:") :]) / "publish.json", max_bytes=1 << 20, expect=dict
+        )
+    except (FormatError, NotFound):
         return []
     commands = doc.get("import") if isinstance(doc, dict) else None
     if not isinstance(commands, list):

@@ -39,6 +39,7 @@ from typing import Any, BinaryIO, Final
 import httpx
 
 from odfweb3.errors import BackendRejected, FormatError, NotFound
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.transport.http import Answer, HttpClient, one_line
 from odfweb3.transport.settings import NetworkSettings
 from odfweb3_arweave.formats.b64 import b64url_decode
@@ -59,6 +60,9 @@ WINSTON_PER_AR: Final = 10**12
 INLINE_LIMIT: Final = 256 * 1024  # arweave-js posts data inline up to one chunk
 #: The most bytes :meth:`ArweaveGateway.stream_data` reads when the caller names no size.
 MAX_STREAM: Final = 64 << 30
+#: The largest JSON answer (GraphQL, /info, /price...) parsed; bounded, strict UTF-8, depth
+#: at most 64 (:func:`odfweb3.foreign_json.load_foreign_json`, issue 16 item 11).
+_MAX_JSON_ANSWER: Final = 16 << 20
 
 
 def format_winston(winston: int) -> str:
@@ -73,8 +77,8 @@ _one_line = one_line
 def _gateway_message(body: bytes) -> str:
     """The gateway's message: ``error``/``msg``/``message`` of a JSON body, else the text."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        data = load_foreign_json(body, what="gateway error", max_bytes=len(body))
+    except FormatError:
         return _one_line(body.decode("utf-8", "replace"))
     if isinstance(data, dict):
         for key in ("error", "msg", "message", "errors"):
@@ -247,10 +251,13 @@ class ArweaveGateway:
             return answer.status, answer.read(limit)
 
     def _json(self, method: str, path: str, endpoint: str, **kw: Any) -> Any:
-        _, data = self._read(method, path, endpoint, 16 << 20, **kw)
+        # One byte over the budget, so an oversized answer is refused, not cut and misread.
+        _, data = self._read(method, path, endpoint, _MAX_JSON_ANSWER + 1, **kw)
         try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError, RecursionError):
+            return load_foreign_json(
+                data, what=f"Arweave {self._where(endpoint)}", max_bytes=_MAX_JSON_ANSWER
+            )
+        except FormatError:
             raise BackendRejected(
                 f"Arweave {self._where(endpoint)} answered something that is not JSON: "
                 f"{_one_line(data[:200].decode('utf-8', 'replace'))}",
@@ -322,7 +329,7 @@ class ArweaveGateway:
         if status == 202 or text.strip('"').lower() == "pending":
             return TxStatus("pending")
         try:
-            doc = json.loads(text)
+            doc = load_foreign_json(data, what="tx status", max_bytes=len(data))
             return TxStatus(
                 "confirmed",
                 height=int(doc["block_height"]),
@@ -400,9 +407,9 @@ class ArweaveGateway:
         if status == 404:
             return None
         try:
-            doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return None  # "Pending" on some gateways
+            doc = load_foreign_json(data, what=f"/tx/{tx_id}", max_bytes=len(data))
+        except FormatError:
+            return None  # "Pending" on some gateways; too deep, not UTF-8
         return doc if isinstance(doc, dict) else None
 
     def get_data(self, path: str, *, limit: int = 16 << 20) -> bytes:

@@ -21,13 +21,13 @@ once posted, through ``ar://``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ReplicaMismatch, UsageError
+from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3_arweave.formats.ans104 import iter_bundle
@@ -39,6 +39,7 @@ __all__ = ["BundleDirReplica", "open_bundle_dir"]
 
 _MAX_BUNDLES: Final = 10_000
 _MAX_SMALL_ITEM: Final = 64 << 20  # records, manifests, blocks, refs/head
+_MAX_SUMMARY_SIZE: Final = 64 << 20  # publish.json, as for car:DIR
 _CHUNK: Final = 1 << 20
 
 
@@ -156,11 +157,15 @@ class BundleDirReplica:
         return tips[0]
 
     def _summary_record_id(self) -> str | None:
+        # Only a hint among the tips; bounded and confined like every file of bundle:DIR
+        # (a publish.json that is a FIFO, /dev/zero or 3 GB costs one read of 1 MiB).
         try:
-            raw = (self.out_dir / "publish.json").read_bytes()[: 64 << 20]
-            value = json.loads(raw).get("recordId")
-        except (OSError, ValueError, AttributeError):
+            doc = read_foreign_json_file(
+                self.out_dir / "publish.json", max_bytes=_MAX_SUMMARY_SIZE, expect=dict
+            )
+        except (FormatError, NotFound):
             return None
+        value = doc.get("recordId")
         return value if isinstance(value, str) else None
 
     def _owned(self, item_id: str, what: str) -> _Item:

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import os
 import re
 import time
@@ -70,6 +69,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
 from odfweb3.errors import BackendRejected, ConflictError, FormatError
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.transport.http import Answer, HttpClient
 from odfweb3.transport.settings import NetworkSettings
 from odfweb3_ipfs.formats.cid import Cid
@@ -191,8 +191,8 @@ def _one_line(text: str) -> str:
 def _node_message(body: bytes) -> str | None:
     """The node's error message from a ``{"Message", "Type": "error"}`` body, if it is one."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        data = load_foreign_json(body, what="node error", max_bytes=len(body))
+    except FormatError:
         return None
     if isinstance(data, dict) and isinstance(data.get("Message"), str):
         return str(data["Message"])
@@ -390,8 +390,8 @@ class KuboClient:
         if not data.strip():
             return {}
         try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError, RecursionError):
+            return load_foreign_json(data, what=self._where(endpoint), max_bytes=len(data))
+        except FormatError:
             raise BackendRejected(
                 f"IPFS node answered {self._where(endpoint)} with something that is not JSON: "
                 f"{_one_line(data[:200].decode('utf-8', 'replace'))}; is this a Kubo RPC API?",
@@ -423,8 +423,8 @@ class KuboClient:
                 if not line.strip():
                     continue
                 try:
-                    item = json.loads(line)
-                except (ValueError, RecursionError):
+                    item = load_foreign_json(raw, what=self._where(endpoint), max_bytes=len(raw))
+                except FormatError:
                     raise BackendRejected(
                         f"IPFS node answered {self._where(endpoint)} with a line that is "
                         f"not JSON: {_one_line(line[:200])}",
@@ -448,8 +448,8 @@ class KuboClient:
             if b'"Type"' not in line:
                 continue
             try:
-                item = json.loads(line)
-            except (ValueError, RecursionError):
+                item = load_foreign_json(line, what="node error", max_bytes=len(line))
+            except FormatError:
                 continue
             if isinstance(item, dict) and item.get("Type") == "error" and "Message" in item:
                 detail = _one_line(str(item["Message"]))
@@ -660,8 +660,8 @@ class KuboClient:
             return None
         for line in data.splitlines():
             try:
-                item = json.loads(line)
-            except (ValueError, RecursionError):
+                item = load_foreign_json(line, what="routing/get", max_bytes=len(line))
+            except FormatError:
                 continue
             extra = item.get("Extra") if isinstance(item, dict) else None
             if isinstance(item, dict) and isinstance(extra, str) and extra:

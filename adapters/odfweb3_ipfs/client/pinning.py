@@ -37,6 +37,7 @@ from typing import Any, Final
 import httpx
 
 from odfweb3.errors import BackendAuthError, BackendRejected, BackendUnavailable, FormatError
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.transport.http import HttpClient
 from odfweb3.transport.settings import NetworkSettings
 
@@ -303,11 +304,12 @@ class PinningClient:
                 f"{where}: cannot reach the service ({type(cause).__name__}); check the endpoint"
             ) from None
         data: Any = None
+        unreadable: FormatError | None = None
         if raw.strip():
             try:
-                data = json.loads(raw)
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                data = None
+                data = load_foreign_json(raw, what=f"{where}: the answer", max_bytes=MAX_ANSWER)
+            except FormatError as exc:
+                unreadable = exc  # an error status says more than why its body is unreadable
         if status in (401, 403):
             raise PinningAuthError(
                 f"{where}: the service refused the access token (HTTP {status}"
@@ -316,6 +318,8 @@ class PinningClient:
                 status,
                 self._reason(data),
             )
+        if unreadable is not None and status < 300:
+            raise unreadable
         if status == 404 or status < 300:
             return status, data
         raise BackendRejected(
@@ -437,10 +441,12 @@ class PinningClient:
             raise BackendRejected(
                 f"{where}: HTTP {code}: {self._clean(raw.decode('utf-8', 'replace'))}", code
             )
+        if not raw.strip():
+            return None
         try:
-            return json.loads(raw) if raw.strip() else None
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            raise FormatError(f"{where}: the answer is not JSON") from None
+            return load_foreign_json(raw, what=f"{where}: the answer", max_bytes=len(raw))
+        except FormatError as exc:
+            raise FormatError(f"{exc}; is this a cluster REST API?") from None
 
     def cluster_error(self, url: str, cid: str, timeout: float | None = None) -> str:
         """The first peer error IPFS Cluster records for ``cid`` (REST ``GET /pins/{cid}``,
@@ -556,8 +562,9 @@ class PinningClient:
         finally:
             client.close()
         data: Any = None
-        with contextlib.suppress(ValueError, UnicodeDecodeError):
-            data = json.loads(raw) if raw.strip().startswith(b"[") else None
+        with contextlib.suppress(FormatError):
+            if raw.strip().startswith(b"["):
+                data = load_foreign_json(raw, what=where, max_bytes=len(raw))
         if status in (401, 403):
             raise PinningAuthError(
                 f"{where}: the service refused the access token (HTTP {status})",
@@ -571,8 +578,8 @@ class PinningClient:
         lines = data if isinstance(data, list) else []
         if not lines:
             for line in raw.splitlines():
-                with contextlib.suppress(ValueError, UnicodeDecodeError):
-                    lines.append(json.loads(line))
+                with contextlib.suppress(FormatError):
+                    lines.append(load_foreign_json(line, what=where, max_bytes=len(line)))
         cids = set()
         for item in lines:
             c = item.get("cid") if isinstance(item, dict) else None

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -47,6 +46,7 @@ from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
 from odfweb3.errors import ConflictError
+from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -63,6 +63,7 @@ from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag, reusable_links
 __all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
 
 LOCK_NAME = ".publish.lock"
+_MAX_SUMMARY_SIZE = 64 << 20  # publish.json, read bounded as car:DIR readers do
 
 Clock = Callable[[], datetime]
 
@@ -480,6 +481,6 @@ def _alive(pid: int) -> bool:
 
 def head_of_summary(path: Path) -> bytes | None:
     """The head recorded in a ``publish.json`` (for tools and tests)."""
-    data = json.loads(path.read_text("utf-8"))
+    data = read_foreign_json_file(path, max_bytes=_MAX_SUMMARY_SIZE, expect=dict)
     head = data.get("head")
     return multihash_from_str(head) if head else None

@@ -18,7 +18,6 @@ their block records.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from odfweb3.errors import FormatError, NotFound, ReplicaMismatch
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3_ipfs.formats.car import iter_car
@@ -216,9 +216,12 @@ class CarDirReplica:
             for summary in sorted((self.out_dir / "inputs").glob("*/publish.json")):
                 try:
                     text = read_bounded(summary, MAX_SUMMARY_SIZE, "publish.json")
-                    name = json.loads(text).get("ipnsName")
-                except (OSError, ValueError, AttributeError, RecursionError, NotFound):
+                    doc = load_foreign_json(
+                        text, what=str(summary), max_bytes=MAX_SUMMARY_SIZE, expect=dict
+                    )
+                except (OSError, FormatError, NotFound):
                     continue
+                name = doc.get("ipnsName")
                 if isinstance(name, str):
                     local[f"ipns://{name}"] = f"car:{summary.parent}"
         return local
@@ -293,10 +296,7 @@ def check_car_dir(
         text = read_bounded(summary, MAX_SUMMARY_SIZE, "publish.json")
     except NotFound:
         raise NotFound(f"{out_dir}: no publish.json; publish with --to car:{out_dir}") from None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise FormatError(f"{summary}: not JSON ({str(exc)[:100]})") from None
+    doc = load_foreign_json(text, what=str(summary), max_bytes=MAX_SUMMARY_SIZE, expect=dict)
     try:
         root = Cid.decode(str(doc["root"]))
         head = multihash_from_str(str(doc["head"]))
