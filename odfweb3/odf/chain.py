@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
@@ -47,9 +48,10 @@ class DatasetObject:
     hash: bytes
     size: int | None
 
-    @property
+    @cached_property
     def path(self) -> str:
-        """Path inside the dataset layout, e.g. ``data/f1620…``."""
+        """Path inside the dataset layout, e.g. ``data/f1620…`` (formatted once: a publish
+        asks it of every object several times)."""
         return object_relpath(self.kind, self.hash)
 
 

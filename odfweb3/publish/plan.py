@@ -160,11 +160,14 @@ def plan_publish(
             "first, or pass --force to point the name at our head (old content stays)"
         )
     forced = relation in ("behind", "diverged")
-    known = set(remote_has)  # content-addressed: what is there stays valid even if forced
+    # content-addressed: what is there stays valid even if forced
+    known = remote_has if isinstance(remote_has, set | frozenset) else set(remote_has)
+    covered: set[tuple[str, bytes]] = set()
     if relation == "ahead" and position is not None:
-        # Everything the remote head already covers is there: its blocks and objects.
-        known |= {o.path for o in iter_objects(entries[position:])}
-    send = tuple(o for o in objects if o.path not in known)
+        # Everything the remote head already covers is there: its blocks and objects
+        # (keyed by kind and hash: no path text formatted per old object, issue 19).
+        covered = {(o.kind, o.hash) for o in iter_objects(entries[position:])}
+    send = tuple(o for o in objects if (o.kind, o.hash) not in covered and o.path not in known)
     new_blocks = sum(1 for o in send if o.kind == "block")
     return PublishPlan(
         dataset_id,

@@ -91,7 +91,11 @@ class PublishState:
                 head=multihash_from_str(head) if head else None,
                 locator=data.get("locator"),
                 record=dict(data.get("record") or {}),
-                objects={str(k): dict(v) for k, v in (data.get("objects") or {}).items()},
+                # JSON objects are dicts already: no copy of 100,000 entries (issue 19).
+                objects={
+                    str(k): v if type(v) is dict else dict(v)
+                    for k, v in (data.get("objects") or {}).items()
+                },
                 extra=dict(data.get("extra") or {}),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -75,11 +75,11 @@ class DatasetDag:
     dirs: dict[str, DirNode] = field(default_factory=dict)
     reused: frozenset[str] = frozenset()
 
-    def objects_json(self, previous: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    def objects_json(self, previous: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Per-object state entries: the previous publish's entries for reused objects
         (no re-encoding of thousands of CIDs), fresh ones for new objects."""
         return {
-            path: dict(previous[path])
+            path: previous[path]  # shared, never mutated: no copy per object (issue 19)
             if path in self.reused and path in previous
             else link.to_json()
             for path, link in self.objects.items()
