@@ -77,12 +77,19 @@ def open_arweave_target(
     )
 
 
+def _insecure(config: Config) -> bool:
+    """``arweave.insecure_unverified_manifests``: read ``ar://MANIFEST`` unverified."""
+    return config.get("arweave", "insecure_unverified_manifests") is True
+
+
 def _arweave_claims(
     ref: str, config: Config, owner: str | None = None
 ) -> tuple[ArweaveReplica, NameClaims]:
     gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
     # The record's signature is checked there: its dataset ID and head are the signer's.
-    replica = open_ar_replica(gateway, ref, expected_owner=owner)
+    replica = open_ar_replica(
+        gateway, ref, expected_owner=owner, insecure_unverified_manifests=_insecure(config)
+    )
     head = replica.expected_head
     return replica, NameClaims(
         locator=f"ar://{replica.manifest_id}",
@@ -94,8 +101,9 @@ def _arweave_claims(
                 (f"upload record signed by {replica.owner} (signature and id checked)",)
                 if replica.record is not None
                 else (
-                    "opened by its path manifest: no signed record binds the head; prefer "
-                    "ar://RECORD or did:odf with --owner",
+                    "opened by its path manifest (arweave.insecure_unverified_manifests): "
+                    "no signature checked, no signed record binds the head: UNVERIFIED; "
+                    "use ar://RECORD or did:odf with --owner",
                 )
             ),
         ),
@@ -155,7 +163,9 @@ class ArweaveBackend:
         if ref.startswith("bundle:"):  # the offline output, checked like car:DIR (issue 20)
             return open_bundle_dir(ref)
         replica = open_ar_replica(
-            ArweaveGateway(config.arweave_gateway, settings=config.network), ref
+            ArweaveGateway(config.arweave_gateway, settings=config.network),
+            ref,
+            insecure_unverified_manifests=_insecure(config),
         )
         if replica.arfs_private:
             return _open_private_drive(replica, config, access.wallet, access.drive_password)

@@ -13,7 +13,9 @@ replica, its head is resolved (verified by the replica's reader), then:
 - ``unreachable``: it could not be read (missing, node down; the error says why);
 - ``unverified``: same head, but the replica was read with nothing tying its bytes to its
   name (``ipfs://CID`` through a gateway serving no raw blocks or CARs, allowed only by the
-  opt-in ``ipfs.insecure_unverified_paths``): it may be anything, so never ``identical``.
+  opt-in ``ipfs.insecure_unverified_paths``; ``ar://MANIFEST`` through a gateway that does not
+  serve the manifest's signed bytes, opt-in ``arweave.insecure_unverified_manifests``): it
+  may be anything, so never ``identical``.
 
 ``deep`` walks the replica's whole chain (every block re-hashed) and re-hashes
 every data file and checkpoint (or ``sample`` of them); a corrupt block or object
@@ -98,7 +100,7 @@ class ReplicaReport:
             "unreachable": f"unreachable: {self.error}",
             "corrupt": f"CORRUPT: {self.error}",
             "unverified": "UNVERIFIED: same head, but read by path with nothing tying it to its "
-            "CID (ipfs.insecure_unverified_paths)",
+            "name (ipfs.insecure_unverified_paths / arweave.insecure_unverified_manifests)",
         }[self.status]
         deep = f", {self.objects_checked} objects re-hashed" if self.objects_checked else ""
         problems = "".join(f"\n    problem: {p}" for p in self.problems)

@@ -147,10 +147,11 @@ def test_recipient_pulls_and_verifies_ar_record_through_cli(
     _out, err = capsys.readouterr()
     assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()
 
-    # by its bare manifest: no record names the envelope, and the error says what to open
+    # by its bare manifest: nothing signed is checkable (no raw manifest bytes on arlocal),
+    # so it is refused before any read, and the error says what to open (issue 16 item 2)
     code = main(["pull", f"ar://{outcome.state.locator}", str(tmp_path / "m")], env=env)
     _out, err = capsys.readouterr()
-    assert code != 0 and "refs/head is encrypted" in err and "ar://RECORD_ID" in err
+    assert code == 69 and "is a path manifest" in err and "ar://RECORD_ID" in err
     assert not (tmp_path / "m" / "blocks").exists()
 
 

@@ -20,7 +20,9 @@ kept, redirects followed upstream so the client never bypasses the proxy). Fault
   connection closed without an answer (an interrupted transfer);
 - ``swaps``: ``(a, b)`` pairs; ``a`` is replaced by ``b`` in the request path and body, and
   ``b`` by ``a`` in the answer: item ``b`` (or owner ``b``) is served under ``a``'s name, a
-  gateway's forged GraphQL answer built from real items.
+  gateway's forged GraphQL answer built from real items;
+- ``raw``: item id -> bytes answered for ``GET /raw/{id}`` (the ar.io route that serves an
+  item's own data, a path manifest's JSON; arlocal has none), genuine or forged.
 
 ``requests`` lists the paths asked (for counting what a resumed pull fetched again).
 """
@@ -53,6 +55,7 @@ class LyingProxy:
         self.deserialized_only = False
         self.swaps: list[tuple[str, str]] = []
         self.not_found: tuple[str, ...] = ()
+        self.raw: dict[str, bytes] = {}
         self.requests: list[str] = []
         self._matched = 0
         self._lock = threading.Lock()
@@ -66,6 +69,7 @@ class LyingProxy:
         self.deserialized_only = False
         self.swaps = []
         self.not_found = ()
+        self.raw = {}
         self._matched = 0
 
     def count(self, part: str) -> int:
@@ -83,6 +87,9 @@ class LyingProxy:
                     return  # no answer at all: the client sees a dropped connection
         if self.rewrite is not None:
             path = path.replace(*self.rewrite)
+        if path.startswith("/raw/") and path[len("/raw/") :] in self.raw:
+            self._answer(h, 200, "application/octet-stream", self.raw[path[len("/raw/") :]])
+            return
         if any(part in path for part in self.not_found):
             length = int(h.headers.get("content-length") or 0)
             if length:

@@ -423,6 +423,15 @@ class ArweaveGateway:
             raise NotFound(f"Arweave {self._where('/' + path)}: not found (404)")
         return data
 
+    def get_raw(self, item_id: str, *, limit: int) -> bytes | None:
+        """``GET /raw/{id}`` (ar.io gateways): an item's own data, a path manifest's JSON
+        rather than its index; at most ``limit`` bytes (unverified). None when the gateway
+        does not serve it (404, 400, 405, 501: arlocal has no ``/raw``)."""
+        status, data = self._read(
+            "GET", f"/raw/{item_id}", "/raw/{id}", limit, ok=frozenset({400, 404, 405, 501})
+        )
+        return data if status < 300 else None
+
     def stream_data(
         self, path: str, chunk_size: int = 1 << 20, *, limit: int = MAX_STREAM
     ) -> Iterator[bytes]:

@@ -22,11 +22,12 @@ keeps the record and owner for it and refuses to serve the ciphertext as a datas
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Final
+from typing import Any, Final
 
 from odfweb3.crypto.envelope import MAX_ENVELOPE_SIZE, decode_envelope
 from odfweb3.crypto.segments import MAGIC as SEALED_MAGIC
 from odfweb3.errors import (
+    BackendUnavailable,
     FormatError,
     NotFound,
     ReplicaMismatch,
@@ -42,8 +43,9 @@ from odfweb3.odf.multihash import (
 from odfweb3_arweave.client.gateway import MAX_STREAM, ArweaveGateway
 from odfweb3_arweave.formats.arfs import tag_value
 from odfweb3_arweave.formats.item_check import proof_of
-from odfweb3_arweave.formats.manifest import MANIFEST_CONTENT_TYPE
+from odfweb3_arweave.formats.manifest import MANIFEST_CONTENT_TYPE, decode_manifest
 from odfweb3_arweave.formats.record import UploadRecord, decode_record
+from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.read.lookup import item_tags, lookup_items, verify_item
 
 __all__ = ["MAX_BLOCK_SIZE", "ArweaveReplica", "open_ar_replica"]
@@ -51,6 +53,7 @@ __all__ = ["MAX_BLOCK_SIZE", "ArweaveReplica", "open_ar_replica"]
 MAX_BLOCK_SIZE: Final = 16 << 20
 _ID_LENGTH: Final = 43
 _MAX_RECORD_SIZE: Final = 64 << 20
+_MAX_MANIFEST_SIZE: Final = 64 << 20  # a path per object: ~600,000 objects
 
 
 class ArweaveReplica:
@@ -69,6 +72,7 @@ class ArweaveReplica:
         record: UploadRecord | None = None,
         record_id: str | None = None,
         owner: str | None = None,
+        unverified: bool = False,
     ) -> None:
         if key_envelope_id is not None and expected_head is None:
             raise ResolutionError(f"{ref}: an encrypted upload without ODF-Head cannot be read")
@@ -84,6 +88,9 @@ class ArweaveReplica:
         self.record = record
         self.record_id = record_id
         self.owner = owner
+        # Opened by its path manifest under arweave.insecure_unverified_manifests: nothing
+        # signed binds refs/head, so odfweb3.read.compare never reports it identical.
+        self.unverified = unverified and expected_head is None
 
     @property
     def arfs_private(self) -> bool:
@@ -177,10 +184,78 @@ class ArweaveReplica:
             yield chunk
 
 
+def _signed_manifest_head(
+    gateway: ArweaveGateway,
+    item_id: str,
+    node: dict[str, Any],
+    tags: tuple[Tag, ...],
+    ref: str,
+    expected_owner: str | None,
+) -> tuple[str, str] | None:
+    """``(head, owner)`` of a path manifest whose own bytes the gateway serves, else None.
+
+    ``GET /raw/{id}`` (ar.io) gives the manifest's JSON; its signature, id and owner are
+    checked as a record's (:func:`.lookup.verify_item`); then its ``refs/head`` item, which
+    must be signed by the same owner. That head binds the dataset as an upload record's
+    ``ODF-Head`` does: :meth:`ArweaveReplica.head` compares what is served under the
+    manifest with it and every block and object is re-hashed.
+
+    Raises:
+        SignatureError / ReplicaMismatch: the manifest or its ``refs/head`` is forged, or
+            signed by someone other than ``expected_owner`` (or the manifest's owner).
+        FormatError: the signed manifest is not a path manifest with a ``refs/head``.
+        ResolutionError: an encrypted ``refs/head`` (only the record names its envelope).
+    """
+    raw = gateway.get_raw(item_id, limit=_MAX_MANIFEST_SIZE)
+    if raw is None:
+        return None
+    where = f"{ref}: path manifest"
+    item = verify_item(
+        gateway, item_id, proof_of(node), tags, raw, expected_owner=expected_owner, where=where
+    )
+    head_id = decode_manifest(item.data, where).paths.get("refs/head")
+    if head_id is None:
+        raise FormatError(f"{where}: it has no refs/head; not an odfweb3 upload")
+    head_node = lookup_items(gateway, [head_id]).get(head_id)
+    if head_node is None:
+        raise ResolutionError(f"{ref}: {gateway.url} does not know its refs/head item {head_id}")
+    head_item = verify_item(
+        gateway,
+        head_id,
+        proof_of(head_node),
+        item_tags(head_node),
+        gateway.get_data(head_id, limit=256),
+        expected_owner=item.owner,
+        where=f"{ref}: refs/head item {head_id}",
+    )
+    if head_item.data.startswith(SEALED_MAGIC):
+        raise ResolutionError(
+            f"{ref}: refs/head is encrypted and no upload record names its key envelope; "
+            "open the dataset by its upload record (ar://RECORD_ID, printed by publish and "
+            "status)"
+        )
+    try:
+        head = multihash_from_str(head_item.data.decode("ascii", "replace").strip())
+    except FormatError as exc:
+        raise FormatError(f"{ref}: the signed refs/head is not a multibase hash ({exc})") from None
+    return multihash_to_str(head), item.owner
+
+
 def open_ar_replica(
-    gateway: ArweaveGateway, ref: str, *, expected_owner: str | None = None
+    gateway: ArweaveGateway,
+    ref: str,
+    *,
+    expected_owner: str | None = None,
+    insecure_unverified_manifests: bool = False,
 ) -> ArweaveReplica:
     """Open ``ar://<id>``: an upload record id or a path manifest id.
+
+    A path manifest opened directly cannot be verified: gateways serve its paths resolved
+    (``GET /{id}`` is the index's data, arlocal has no ``/raw/{id}``), so neither its signature
+    nor its owner can be checked and nothing signed binds ``refs/head``; a hostile gateway may
+    serve any dataset under it (issue 16 item 2). It is refused, naming ``ar://RECORD_ID``,
+    unless ``insecure_unverified_manifests`` (``arweave.insecure_unverified_manifests``) is
+    set: then the replica is marked ``unverified`` and never reported ``identical``.
 
     An upload record's signature is checked before anything in it is used
     (:func:`.resolve.verify_item`): its owner (``expected_owner`` when given), its tags
@@ -189,6 +264,8 @@ def open_ar_replica(
     Raises:
         ResolutionError: the id is neither, or the gateway does not know it.
         ReplicaMismatch: the record is signed by someone other than ``expected_owner``.
+        BackendUnavailable: a path manifest, without the opt-in (or with ``expected_owner``):
+            exit 69, as for an IPFS gateway serving neither raw blocks nor CARs.
         SignatureError: the record's signature does not verify (a forged record).
     """
     item_id = ref.removeprefix("ar://").strip("/")
@@ -230,5 +307,20 @@ def open_ar_replica(
             owner=item.owner,
         )
     if tag_value(tags, "Content-Type") == MANIFEST_CONTENT_TYPE:
-        return ArweaveReplica(gateway, item_id, ref, None)
+        signed = _signed_manifest_head(gateway, item_id, node, tags, ref, expected_owner)
+        if signed is not None:
+            head, owner = signed
+            return ArweaveReplica(gateway, item_id, ref, head, owner=owner)
+        if expected_owner is not None or not insecure_unverified_manifests:
+            raise BackendUnavailable(
+                f"{ref} is a path manifest: no signature binds what {gateway.url} serves under "
+                "it, so it is not read; open the dataset by its upload record (ar://RECORD_ID, "
+                "printed by publish and status) or did:odf"
+                + (
+                    " with --owner"
+                    if expected_owner is not None
+                    else " (arweave.insecure_unverified_manifests reads it UNVERIFIED)"
+                )
+            )
+        return ArweaveReplica(gateway, item_id, ref, None, unverified=True)
     raise ResolutionError(f"{ref}: neither an odfweb3 upload record nor a path manifest")
