@@ -63,9 +63,16 @@ from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.merkle import build_tree_from_stream
 from odfweb3_arweave.formats.record import UploadRecord, inputs_to_record
 from odfweb3_arweave.formats.tags import Tag
-from odfweb3_arweave.formats.tx import from_json, new_transaction, sign_transaction, to_json_dict
-from odfweb3_arweave.publish.bundle_plan import FileRef
+from odfweb3_arweave.formats.tx import (
+    Transaction,
+    from_json,
+    new_transaction,
+    sign_transaction,
+    to_json_dict,
+)
+from odfweb3_arweave.publish.bundle_plan import FileRef, PreviousUpload
 from odfweb3_arweave.publish.publish_bundle import (
+    PreparedBundle,
     encryption_view,
     previous_from_state,
     sealed_extra,
@@ -83,7 +90,7 @@ from odfweb3_arweave.read.lookup import (
 )
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["GatewayTarget", "PriceFn", "upload_statuses"]
+__all__ = ["GatewayTarget", "PriceFn", "checkpoint_doc", "upload_statuses"]
 
 PriceFn = Callable[[int, int], None]
 Clock = Callable[[], datetime]
@@ -279,32 +286,80 @@ class GatewayTarget:
         view: RemoteView,
         progress: Callable[[int], None],
     ) -> UploadResult:
-        """Sign, price, check the balance, post (see the module docstring)."""
+        """Sign, price, check the balance, post (see the module docstring).
+
+        The steps, in order: decide the record's inputs map and whether anything is new
+        (:meth:`_record_inputs`, :meth:`_unchanged`), resume a checkpointed transaction,
+        sign and spool the bundle (:meth:`_sign_bundle`), price it and check the balance
+        (:meth:`_price`), sign the L1 transaction (:meth:`_sign_transaction`), checkpoint
+        (:func:`checkpoint_doc`, pure) and post (:meth:`_post`).
+        """
         where = str(self.states.path_for(plan.dataset_id, self.name))
         previous = previous_from_state(view.state, where)
-        # Issue 11: a plain publish keeps the inputs map the last upload recorded.
-        last_inputs = view.state.extra.get("inputs") if view.state else None
-        asked = plan.record_extra.get("inputs")
-        inputs = inputs_to_record(asked, last_inputs, where)
-        if (
-            plan.is_noop
-            and previous is not None
-            and view.state is not None
-            and inputs == (last_inputs or None)  # a new inputs map needs a new record
-        ):
+        prev_id = previous.record_id if previous else None
+        inputs = self._record_inputs(plan, view, where)
+        if previous is not None and self._unchanged(plan, view, inputs):
+            assert view.state is not None
             return UploadResult(
                 locator=str(view.state.locator),
                 objects=view.state.objects,
                 extra=dict(view.state.extra, unchanged=True),
                 summary={"note": "nothing new: no transaction posted"},
             )
-        checkpoint = self._load_checkpoint(plan, previous.record_id if previous else None)
+        checkpoint = self._load_checkpoint(plan, prev_id)
         if checkpoint is not None:
             return self._post(plan.dataset_id, checkpoint, resumed=True)
-        if inputs and not asked:
+        if inputs and not plan.record_extra.get("inputs"):
             inputs = self._latest_inputs(inputs)
             plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
-        prepared = sign_publish_bundle(
+        prepared = self._sign_bundle(plan, reader, previous, progress)
+        signed = prepared.signed
+        spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
+        try:
+            self._check_latest(plan.dataset_id, prev_id, view)
+            reward = self._price(size)
+            tx = self._sign_transaction(spool, size, reward, signed.record_id)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                spool.unlink()
+            raise
+        checkpoint = checkpoint_doc(
+            prepared,
+            view,
+            tx,
+            spool=spool.name,
+            size=size,
+            reward=reward,
+            owner=self.wallet.address,
+            sealer=self.sealer,
+            inputs=inputs,
+        )
+        self._save_checkpoint(plan.dataset_id, checkpoint)
+        return self._post(plan.dataset_id, checkpoint, resumed=False)
+
+    @staticmethod
+    def _record_inputs(plan: PublishPlan, view: RemoteView, where: str) -> dict[str, str] | None:
+        """The inputs map the new record carries (issue 11: a plain publish keeps the last)."""
+        last_inputs = view.state.extra.get("inputs") if view.state else None
+        return inputs_to_record(plan.record_extra.get("inputs"), last_inputs, where)
+
+    @staticmethod
+    def _unchanged(plan: PublishPlan, view: RemoteView, inputs: dict[str, str] | None) -> bool:
+        """Nothing to post: the plan sends nothing and the record would say the same."""
+        if not plan.is_noop or view.state is None:
+            return False
+        # a new inputs map needs a new record
+        return inputs == (view.state.extra.get("inputs") or None)
+
+    def _sign_bundle(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        previous: PreviousUpload | None,
+        progress: Callable[[int], None],
+    ) -> PreparedBundle:
+        """Plan and sign the bundle (:mod:`.publish_bundle`, shared with ``bundle:DIR``)."""
+        return sign_publish_bundle(
             plan,
             reader,
             previous,
@@ -317,92 +372,47 @@ class GatewayTarget:
             sealer=self.sealer,
             drive_password=self._drive_password,
         )
-        signed, bplan = prepared.signed, prepared.plan
-        spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
-        try:
-            self._check_latest(plan.dataset_id, previous.record_id if previous else None, view)
-            reward = self.gateway.price(size)
-            self.on_price(reward, size)
-            if self.max_cost is not None and reward > self.max_cost:
-                raise UsageError(
-                    f"--max-cost: the upload costs {format_winston(reward)} for {size} bytes, "
-                    f"above the limit of {format_winston(self.max_cost)}; nothing was posted"
-                )
-            balance = self.gateway.balance(self.wallet.address)
-            if balance < reward:
-                raise BackendRejected(
-                    f"insufficient balance: wallet {self.wallet.address} has "
-                    f"{format_winston(balance)} on {self.gateway.url}, the upload costs "
-                    f"{format_winston(reward)}; fund the wallet (nothing was posted)",
-                    410,
-                    "insufficient balance",
-                )
-            with open(spool, "rb") as f:
-                tree = build_tree_from_stream(f, size)
-            tags = [
-                *BUNDLE_TAGS,
-                *app_tags(self.app_version),
-                Tag.of("ODF-Upload-Record", signed.record_id),
-            ]
-            tx = sign_transaction(
-                new_transaction(
-                    owner=self.wallet.owner,
-                    reward=reward,
-                    last_tx=self.gateway.tx_anchor(),
-                    tags=tags,
-                    data_size=size,
-                    data_root=tree.data_root,
-                ),
-                self.wallet,
+
+    def _price(self, size: int) -> int:
+        """The fee for ``size`` bytes, shown, held to ``max_cost`` and to the wallet's balance."""
+        reward = self.gateway.price(size)
+        self.on_price(reward, size)
+        if self.max_cost is not None and reward > self.max_cost:
+            raise UsageError(
+                f"--max-cost: the upload costs {format_winston(reward)} for {size} bytes, "
+                f"above the limit of {format_winston(self.max_cost)}; nothing was posted"
             )
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                spool.unlink()
-            raise
-        prev_uploads = list(view.state.extra.get("uploads", [])) if view.state else []
-        new_upload = {
-            "recordId": signed.record_id,
-            "head": bplan.head,
-            "manifestId": signed.manifest_id,
-            "bundleTxId": tx.id_b64,
-        }
-        checkpoint = {
-            "head": bplan.head,
-            "prevUpload": bplan.prev_upload,
-            "tx": to_json_dict(tx, include_data=False),
-            "spool": spool.name,
-            "nextChunk": 0,
-            "result": {
-                "locator": signed.manifest_id,
-                "objects": {p: ref.to_json() for p, ref in sorted(signed.files.items())},
-                "extra": {
-                    "drive": bplan.drive.to_json(),
-                    "owner": self.wallet.address,
-                    "recordId": signed.record_id,
-                    "prevUpload": bplan.prev_upload,
-                    "unixTime": bplan.unix_time,
-                    "bundleTxId": tx.id_b64,
-                    "bundleBytes": size,
-                    "bundleItems": len(signed.items),
-                    "reward": reward,
-                    "uploads": [*prev_uploads, new_upload],
-                    **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
-                    **sealed_extra(self.sealer, prepared.descriptor),
-                    **({"inputs": inputs} if inputs else {}),
-                },
-                "summary": {
-                    "transaction": tx.id_b64,
-                    "bundleItems": len(signed.items),
-                    "bundleBytes": size,
-                    "cost": format_winston(reward),
-                    "manifestId": signed.manifest_id,
-                    "recordId": signed.record_id,
-                    **prepared.descriptor,
-                },
-            },
-        }
-        self._save_checkpoint(plan.dataset_id, checkpoint)
-        return self._post(plan.dataset_id, checkpoint, resumed=False)
+        balance = self.gateway.balance(self.wallet.address)
+        if balance < reward:
+            raise BackendRejected(
+                f"insufficient balance: wallet {self.wallet.address} has "
+                f"{format_winston(balance)} on {self.gateway.url}, the upload costs "
+                f"{format_winston(reward)}; fund the wallet (nothing was posted)",
+                410,
+                "insufficient balance",
+            )
+        return reward
+
+    def _sign_transaction(self, spool: Path, size: int, reward: int, record_id: str) -> Transaction:
+        """The L1 transaction carrying the spooled bundle, anchored at ``/tx_anchor``."""
+        with open(spool, "rb") as f:
+            tree = build_tree_from_stream(f, size)
+        tags = [
+            *BUNDLE_TAGS,
+            *app_tags(self.app_version),
+            Tag.of("ODF-Upload-Record", record_id),
+        ]
+        return sign_transaction(
+            new_transaction(
+                owner=self.wallet.owner,
+                reward=reward,
+                last_tx=self.gateway.tx_anchor(),
+                tags=tags,
+                data_size=size,
+                data_root=tree.data_root,
+            ),
+            self.wallet,
+        )
 
     def _latest_inputs(self, carried: Mapping[str, str]) -> dict[str, str]:
         """A carried inputs map, each input pointed at its latest upload by this wallet.
@@ -591,6 +601,65 @@ class GatewayTarget:
             doc = json.loads(self._checkpoint_path(state.dataset_id).read_text("utf-8"))
         self.states.save(state)
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
+
+
+def checkpoint_doc(
+    prepared: PreparedBundle,
+    view: RemoteView,
+    tx: Transaction,
+    *,
+    spool: str,
+    size: int,
+    reward: int,
+    owner: str,
+    sealer: Sealer | None,
+    inputs: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The upload checkpoint (pure): saved before the first byte is posted, so a resumed
+    publish posts the same transaction; its ``result`` is the :class:`UploadResult`."""
+    signed, bplan = prepared.signed, prepared.plan
+    prev_uploads = list(view.state.extra.get("uploads", [])) if view.state else []
+    new_upload = {
+        "recordId": signed.record_id,
+        "head": bplan.head,
+        "manifestId": signed.manifest_id,
+        "bundleTxId": tx.id_b64,
+    }
+    return {
+        "head": bplan.head,
+        "prevUpload": bplan.prev_upload,
+        "tx": to_json_dict(tx, include_data=False),
+        "spool": spool,
+        "nextChunk": 0,
+        "result": {
+            "locator": signed.manifest_id,
+            "objects": {p: ref.to_json() for p, ref in sorted(signed.files.items())},
+            "extra": {
+                "drive": bplan.drive.to_json(),
+                "owner": owner,
+                "recordId": signed.record_id,
+                "prevUpload": bplan.prev_upload,
+                "unixTime": bplan.unix_time,
+                "bundleTxId": tx.id_b64,
+                "bundleBytes": size,
+                "bundleItems": len(signed.items),
+                "reward": reward,
+                "uploads": [*prev_uploads, new_upload],
+                **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
+                **sealed_extra(sealer, prepared.descriptor),
+                **({"inputs": dict(inputs)} if inputs else {}),
+            },
+            "summary": {
+                "transaction": tx.id_b64,
+                "bundleItems": len(signed.items),
+                "bundleBytes": size,
+                "cost": format_winston(reward),
+                "manifestId": signed.manifest_id,
+                "recordId": signed.record_id,
+                **prepared.descriptor,
+            },
+        },
+    }
 
 
 def upload_statuses(gateway: ArweaveGateway, state: PublishState) -> list[dict[str, Any]]:
