@@ -3,6 +3,9 @@
 1. validate the local dataset (refuse an invalid one before any upload);
 2. ask the target what it holds (checked against the network);
 3. plan: the new head must descend from the target's (else refuse; ``force``);
+Steps 4-6 run inside the target's session when it has one (:class:`SessionTarget`:
+one publisher at a time), opened here and closed however they end.
+
 4. upload objects (each read once through ``source.open_verified``: size and hash
    checked as it streams, so nothing corrupt is made visible), then the directory
    or manifest, then pin (``target.upload``);
@@ -15,6 +18,7 @@ sends only what is missing (content addressing makes repeats harmless).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
@@ -30,7 +34,13 @@ from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
 from odfweb3.publish.plan import PublishPlan, plan_publish
 from odfweb3.publish.state import PublishState
-from odfweb3.publish.target import PublishTarget, RemoteView, SealingTarget, UploadResult
+from odfweb3.publish.target import (
+    PublishTarget,
+    RemoteView,
+    SealingTarget,
+    SessionTarget,
+    UploadResult,
+)
 
 __all__ = ["PublishOutcome", "load_verified_chain", "publish_dataset"]
 
@@ -117,7 +127,9 @@ def publish_dataset(
         on_plan(plan)
     if dry_run:
         return PublishOutcome(plan, view, notes=view.notes)
-    upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4
-    state = target.commit(plan, upload, view)  # 5
-    target.save(state)  # 6
+    session = target.session() if isinstance(target, SessionTarget) else contextlib.nullcontext()
+    with session:
+        upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4
+        state = target.commit(plan, upload, view)  # 5
+        target.save(state)  # 6
     return PublishOutcome(plan, view, upload, state, view.notes)

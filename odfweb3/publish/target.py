@@ -8,6 +8,7 @@ function over them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -18,7 +19,7 @@ from odfweb3.publish.state import PublishState
 if TYPE_CHECKING:
     from odfweb3.crypto.sealer import Sealer
 
-__all__ = ["PublishTarget", "RemoteView", "SealingTarget", "UploadResult"]
+__all__ = ["PublishTarget", "RemoteView", "SealingTarget", "SessionTarget", "UploadResult"]
 
 ProgressFn = Callable[[int], None]
 
@@ -84,4 +85,22 @@ class SealingTarget(Protocol):
     @property
     def sealer(self) -> Sealer | None:
         """The sealer given when the target was opened."""
+        ...
+
+
+@runtime_checkable
+class SessionTarget(Protocol):
+    """A target written by one publisher at a time: the executor opens its session.
+
+    :func:`odfweb3.publish.execute.publish_dataset` holds the session around steps 4-6
+    (``upload``, ``commit``, ``save``) and closes it however they end, so the target
+    never takes or drops the exclusion itself (``car:`` holds ``OUT_DIR/.publish.lock``).
+    """
+
+    def session(self) -> AbstractContextManager[None]:
+        """Exclusive use of the target until the context ends.
+
+        Raises:
+            ConflictError: another live publisher holds it.
+        """
         ...

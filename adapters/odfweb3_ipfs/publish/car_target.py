@@ -24,8 +24,9 @@ Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the
 old ``publish.json``, so the next run redoes the delta.
 
-One publisher at a time: ``upload`` takes ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
-pid; a lock of a dead process is taken over) and ``save`` drops it; ``upload`` and
+One publisher at a time: :meth:`CarTarget.session`, which the executor opens around
+``upload``, ``commit`` and ``save``, holds ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
+pid; a lock of a dead process is taken over) and drops it however they end; ``upload`` and
 ``commit`` also re-read ``publish.json`` (compare-and-set on the head ``inspect`` saw). A
 second, concurrent publisher gets a ConflictError and writes nothing visible.
 """
@@ -36,7 +37,7 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -158,24 +159,20 @@ class CarTarget:
     ) -> UploadResult:
         """Write the delta CAR (temp file, then renamed to ``<root>.car``)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._lock()
-        try:
-            self._check_unchanged(view)
-            if self._nothing_new(plan, view):
-                # Issue 20: same head, same record content: write nothing, and keep the
-                # record at its sequence (no new CAR, no re-signed record, no publish.json).
-                assert view.state is not None
-                self._unchanged = True
-                return UploadResult(
-                    locator=str(view.state.locator),
-                    objects=view.state.objects,
-                    extra=dict(view.state.extra),
-                    summary={"note": "nothing new: no CAR written, record unchanged"},
-                )
-            return self._upload(plan, reader, view, progress)
-        except BaseException:
-            self._unlock()  # nothing of ours is visible: let the next publisher in
-            raise
+        self._unchanged = False
+        self._check_unchanged(view)
+        if self._nothing_new(plan, view):
+            # Issue 20: same head, same record content: write nothing, and keep the
+            # record at its sequence (no new CAR, no re-signed record, no publish.json).
+            assert view.state is not None
+            self._unchanged = True
+            return UploadResult(
+                locator=str(view.state.locator),
+                objects=view.state.objects,
+                extra=dict(view.state.extra),
+                summary={"note": "nothing new: no CAR written, record unchanged"},
+            )
+        return self._upload(plan, reader, view, progress)
 
     def _nothing_new(self, plan: PublishPlan, view: RemoteView) -> bool:
         """The directory holds this head with a complete record saying what we would say."""
@@ -317,14 +314,10 @@ class CarTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
-        try:
-            self._check_unchanged(view)
-            if self._unchanged and view.state is not None:
-                return view.state
-            return self._commit(plan, upload, view)
-        except BaseException:
-            self._unlock()
-            raise
+        self._check_unchanged(view)
+        if self._unchanged and view.state is not None:
+            return view.state
+        return self._commit(plan, upload, view)
 
     def _commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         key = self.keystore.load_or_generate(plan.dataset_id)
@@ -380,7 +373,6 @@ class CarTarget:
         """Write ``publish.json`` last: the state plus a human-facing summary."""
         if self._unchanged:  # nothing new: publish.json stays as it was
             self._unchanged = False
-            self._unlock()
             return
         doc = state.to_json()
         side = [state.extra.get("descriptorCar"), state.extra.get("keyEnvelopeCar")]
@@ -401,9 +393,27 @@ class CarTarget:
             }
         )
         write_atomic(self.summary_path, (state_json_text(doc) + "\n").encode())
-        self._unlock()
 
-    # -- one publisher at a time (a lock file in OUT_DIR, taken from upload to save) ---------
+    # -- one publisher at a time (a lock file in OUT_DIR, held by the executor's session) ----
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        """Hold ``OUT_DIR/.publish.lock`` for ``upload``, ``commit`` and ``save``.
+
+        The executor opens it (:class:`odfweb3.publish.target.SessionTarget`); the lock goes
+        however the publish ends (a killed process leaves it: the next publisher takes it
+        over, :meth:`_lock`).
+
+        Raises:
+            ConflictError: another live process is publishing into this directory.
+        """
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            yield
+        finally:
+            self._unchanged = False
+            self._unlock()
 
     @property
     def lock_path(self) -> Path:
@@ -461,7 +471,6 @@ class CarTarget:
             self._conflict(now)
 
     def _conflict(self, now: bytes | None) -> None:
-        self._unlock()
         raise ConflictError(
             f"{self.out_dir}: another publish moved it to "
             f"{multihash_to_str(now) if now else 'nothing'} meanwhile; nothing of ours was "

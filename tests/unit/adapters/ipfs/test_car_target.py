@@ -244,3 +244,47 @@ def test_unchanged_publish_json_is_not_parsed_again(tmp_path, keystore, monkeypa
     monkeypatch.setattr(target, "_load", lambda: loads.append(1) or real())
     publish_dataset(ds, target)
     assert len(loads) == 1  # inspect's; upload's and commit's checks saw the same file
+
+
+def test_the_executor_holds_the_lock_from_upload_to_save_and_drops_it(tmp_path, keystore):
+    # Issue 15 item 5: the lock is a session the executor opens around upload, commit and
+    # save; the target never takes or drops it itself. Seen from inside each step.
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=13).path
+    out = tmp_path / "out"
+    target = CarTarget(out, keystore)
+    held = []
+    for step in ("upload", "commit", "save"):
+        real = getattr(target, step)
+
+        def spy(*args, _real=real, _step=step):
+            held.append((_step, target.lock_path.read_text("ascii")))
+            return _real(*args)
+
+        setattr(target, step, spy)
+    publish_dataset(ds, target)
+    assert held == [(s, str(os.getpid())) for s in ("upload", "commit", "save")]
+    assert not target.lock_path.exists()
+    # a live holder (this process's parent stands in for another publisher) is refused
+    target.lock_path.write_text(str(os.getppid()))
+    append_blocks(ds, 1, data_bytes=1000, seed=5)
+    before = sorted(os.listdir(out))
+    with pytest.raises(ConflictError, match="another publisher"):
+        publish_dataset(ds, CarTarget(out, keystore))
+    assert sorted(os.listdir(out)) == before
+    target.lock_path.unlink()
+
+
+def test_a_failed_step_inside_the_session_drops_the_lock(tmp_path, keystore, monkeypatch):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=14).path
+    out = tmp_path / "out"
+    target = CarTarget(out, keystore)
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(target, "_commit", fail)
+    with pytest.raises(OSError, match="disk full"):
+        publish_dataset(ds, target)
+    assert not target.lock_path.exists()
+    publish_dataset(ds, CarTarget(out, keystore))  # the next publisher gets in
+    assert (out / "publish.json").is_file()
