@@ -45,21 +45,18 @@ from typing import Any
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
 from odfweb3.errors import ConflictError
 from odfweb3.foreign_json import read_foreign_json_file
-from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.formats.car import CarWriter
-from odfweb3_ipfs.formats.cid import Cid
-from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, OdfExtension, create_record, encode_record
+from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag, reusable_links
+from odfweb3_ipfs.publish.pipeline import SideFile, record_extension, write_delta_car
 
 __all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
 
@@ -200,34 +197,25 @@ class CarTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         prev = view.state
-        previous, prev_dirs = reusable_links(
-            prev,
-            view.has,
-            cid_version=self.cid_version,
-            encrypted=self.sealer is not None,
-            profile=self.profile,
-        )
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=self.out_dir)
         _public_mode(fd)
         try:
             with os.fdopen(fd, "w+b") as f:
-                writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
-                dag = build_dataset_dag(
+                delta = write_delta_car(
+                    f,
+                    plan,
                     reader,
-                    plan.head,
-                    plan.objects,
-                    previous,
-                    cid_version=self.cid_version,
+                    view,
+                    keystore=self.keystore,
+                    publisher=self.publisher,
                     profile=self.profile,
-                    sink=writer,
-                    previous_dir_blocks=prev_dirs,
-                    progress=progress,
                     sealer=self.sealer,
+                    progress=progress,
                 )
-                writer.set_root(dag.root.cid)
                 f.flush()
                 os.fsync(f.fileno())
-                car_bytes = writer.bytes_written
+                car_bytes = delta.bytes
+            dag = delta.dag
             car_name = f"{dag.root.cid.encode()}.car"
             if (self.out_dir / car_name).exists():
                 # Same root as an earlier publish: that CAR already holds these blocks.
@@ -243,11 +231,9 @@ class CarTarget:
         if car_name not in cars:
             cars.append(car_name)
         self._written = [car_name]
-        if self.sealer is None:
-            desc = self._write_descriptor(plan, reader, dag.root.cid.encode())
-        else:
-            desc = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
-            desc |= self._write_envelope(self.sealer)
+        desc = dict(delta.side.skipped)
+        for file in delta.side.files:  # each its own CAR beside the root's
+            desc |= {file.kind: file.cid.encode(), f"{file.kind}Car": self._write_side_car(file)}
         return UploadResult(
             locator=dag.root.cid.encode(),
             objects=dag.objects_json(prev.objects if prev else {}),
@@ -267,50 +253,16 @@ class CarTarget:
             summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
         )
 
-    def _write_car_file(self, data: bytes) -> tuple[str, str]:
-        """Write ``data`` as a one-file UnixFS CAR; its CID and file name."""
-        blocks: list[tuple[Cid, bytes]] = []
-        node = self.profile.import_bytes(data, lambda cid, b: blocks.append((cid, b)))
+    def _write_side_car(self, file: SideFile) -> str:
+        """Write a side file (descriptor, key envelope) as its own CAR; the CAR's name."""
         buf = io.BytesIO()
-        writer = CarWriter(buf, node.cid)
-        for cid, block in blocks:
+        writer = CarWriter(buf, file.cid)
+        for cid, block in file.blocks:
             writer.write_block(cid, block)
-        car_name = f"{node.cid.encode()}.car"
+        car_name = f"{file.cid.encode()}.car"
         write_atomic(self.out_dir / car_name, buf.getvalue())
         self._written.append(car_name)
-        return node.cid.encode(), car_name
-
-    def _write_envelope(self, sealer: Sealer) -> dict[str, str]:
-        """Write the key envelope's own CAR (public: wrapped keys only)."""
-        cid, car_name = self._write_car_file(sealer.envelope)
-        return {"keyEnvelope": cid, "keyEnvelopeCar": car_name}
-
-    def _write_descriptor(
-        self, plan: PublishPlan, reader: DatasetReader, root: str
-    ) -> dict[str, str]:
-        """Write the descriptor's own CAR; its CID and file, or why it was left out."""
-        name = IpnsName.from_public_key(
-            public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
-        )
-        entries = list(plan.chain) or list(walk_chain(reader, plan.head))
-        doc = build_descriptor(
-            entries, self.publisher, {"ipfs": root, "ipns": str(name)}, identity=f"ipns://{name}"
-        )
-        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
-        if errors:
-            return {"descriptorSkipped": "; ".join(p.message for p in errors)}
-        blocks: list[tuple[Cid, bytes]] = []
-        node = self.profile.import_bytes(
-            encode_descriptor(doc), lambda cid, data: blocks.append((cid, data))
-        )
-        buf = io.BytesIO()
-        writer = CarWriter(buf, node.cid)
-        for cid, data in blocks:
-            writer.write_block(cid, data)
-        car_name = f"{node.cid.encode()}.car"
-        write_atomic(self.out_dir / car_name, buf.getvalue())
-        self._written.append(car_name)
-        return {"descriptor": node.cid.encode(), "descriptorCar": car_name}
+        return car_name
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
@@ -324,23 +276,7 @@ class CarTarget:
         name = IpnsName.from_public_key(public_key_bytes(key))
         prev = view.state
         sequence = int(prev.record.get("sequence", -1)) + 1 if prev else 0
-        descriptor = upload.extra.get("descriptor")
-        odf_extra = {"descriptor": descriptor} if descriptor else {}
-        if upload.extra.get("keyEnvelope"):
-            odf_extra["keyEnvelope"] = upload.extra["keyEnvelope"]
-        # Issue 11: where each input lives (dataset ID -> ipns://NAME); a plain publish
-        # keeps the map the last --with-inputs publish recorded.
-        inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
-        state_extra = dict(upload.extra)
-        if inputs:
-            odf_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
-            state_extra["inputs"] = odf_extra["inputs"]
-        ext = OdfExtension(
-            dataset_id=plan.dataset_id,
-            head=multihash_to_str(plan.head),
-            prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
-            extra=odf_extra,
-        )
+        ext, state_extra = record_extension(plan, upload, prev)
         now = self.clock()
         record = create_record(
             key,

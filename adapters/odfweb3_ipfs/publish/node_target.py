@@ -54,7 +54,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import MAGIC
-from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
 from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -62,7 +61,6 @@ from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.client.kubo import KuboClient
-from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import (
     DEFAULT_LIFETIME,
@@ -76,7 +74,7 @@ from odfweb3_ipfs.formats.ipns import (
 )
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag, reusable_links
+from odfweb3_ipfs.publish.pipeline import odf_extra, record_extension, write_delta_car
 
 __all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
 
@@ -328,40 +326,28 @@ class IpfsNodeTarget:
     ) -> UploadResult:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         prev = view.state
-        previous, prev_dirs = reusable_links(
-            prev,
-            view.has,
-            cid_version=self.cid_version,
-            encrypted=self.sealer is not None,
-            profile=self.profile,
-        )
         sent_before = self.client.stats.bytes_sent
         fd, tmp = tempfile.mkstemp(prefix="odfweb3-delta-", suffix=".car", dir=self.tmp_dir)
         try:
             with os.fdopen(fd, "w+b") as f:
-                writer = CarWriter.with_root_later(f, cid_version=self.cid_version)
-                dag = build_dataset_dag(
+                # Side files (descriptor or key envelope) in the same CAR, outside the root;
+                # the same descriptor already pinned (a re-publish with nothing new, a re-run
+                # after an interruption) is not sent again.
+                delta = write_delta_car(
+                    f,
+                    plan,
                     reader,
-                    plan.head,
-                    plan.objects,
-                    previous,
-                    cid_version=self.cid_version,
+                    view,
+                    keystore=self.keystore,
+                    publisher=self.publisher,
                     profile=self.profile,
-                    sink=writer,
-                    previous_dir_blocks=prev_dirs,
-                    progress=progress,
                     sealer=self.sealer,
+                    progress=progress,
+                    inline=lambda file: (
+                        not (file.kind == "descriptor" and self.client.has_pin(file.cid))
+                    ),
                 )
-                envelope = None
-                side: dict[str, str] = {}
-                if self.sealer is not None:  # its own file, outside the dataset root
-                    envelope = self.profile.import_bytes(self.sealer.envelope, writer)
-                    side = {"descriptorSkipped": "encrypted dataset: a descriptor would reveal it"}
-                else:  # the descriptor: its own file too, never inside the dataset root
-                    side = self._import_descriptor(plan, dag.root.cid.encode(), writer)
-                writer.set_root(dag.root.cid)
-                car_blocks = writer.blocks_written
-                car_bytes = writer.bytes_written
+            car_blocks, car_bytes, dag, side = delta.blocks, delta.bytes, delta.dag, delta.side
             if car_blocks:
                 self.client.dag_import(Path(tmp))
         finally:
@@ -377,15 +363,17 @@ class IpfsNodeTarget:
             )
         self._pin(root)
         sealed: dict[str, Any] = {}
-        if "descriptor" in side:
-            self.client.pin_add(Cid.decode(side["descriptor"]))
-        if self.sealer is not None and envelope is not None:
-            self.client.pin_add(envelope.cid)
+        found: dict[str, str] = {}
+        for file in side.files:
+            self.client.pin_add(file.cid)
+            found[file.kind] = file.cid.encode()
+        if self.sealer is not None and "keyEnvelope" in found:
             sealed = {
                 "encrypted": True,
                 "keyEpoch": self.sealer.epoch,
-                "keyEnvelope": envelope.cid.encode(),
+                "keyEnvelope": found["keyEnvelope"],
             }
+        desc = {**side.skipped, **{k: v for k, v in found.items() if k == "descriptor"}}
         objects = dag.objects_json(prev.objects if prev else {})
         dir_hex = sorted(c.hex() for c in dag.dir_blocks)
         self._checkpoint(plan, prev, root.encode(), objects, dir_hex)
@@ -397,7 +385,7 @@ class IpfsNodeTarget:
                 "dirBlocks": dir_hex,
                 "source": str(reader.root),
                 "node": self.client.node.kind,
-                **({"descriptor": side["descriptor"]} if "descriptor" in side else {}),
+                **({"descriptor": desc["descriptor"]} if "descriptor" in desc else {}),
                 **sealed,
             },
             bytes_sent=self.client.stats.bytes_sent - sent_before,
@@ -406,35 +394,9 @@ class IpfsNodeTarget:
                 "carBytes": car_bytes if car_blocks else 0,
                 "pinned": root.encode(),
                 **({"keyEnvelope": sealed["keyEnvelope"]} if sealed else {}),
-                **side,
+                **desc,
             },
         )
-
-    def _import_descriptor(self, plan: PublishPlan, root: str, sink: CarWriter) -> dict[str, str]:
-        """Build, validate and write the descriptor's blocks; its CID, or why it was left out."""
-        name = IpnsName.from_public_key(
-            public_key_bytes(self.keystore.load_or_generate(plan.dataset_id))
-        )
-        # plan.chain is the chain publish_dataset already verified: no second walk.
-        doc = build_descriptor(
-            list(plan.chain),
-            self.publisher,
-            {"ipfs": root, "ipns": str(name)},
-            identity=f"ipns://{name}",
-        )
-        errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
-        if errors:
-            return {"descriptorSkipped": "; ".join(p.message for p in errors)}
-        blocks: list[tuple[Cid, bytes]] = []
-        node = self.profile.import_bytes(
-            encode_descriptor(doc), lambda cid, data: blocks.append((cid, data))
-        )
-        # The same descriptor already pinned (a re-publish with nothing new, a re-run after an
-        # interruption): its blocks are not sent again.
-        if not self.client.has_pin(node.cid):
-            for cid, data in blocks:
-                sink(cid, data)
-        return {"descriptor": node.cid.encode()}
 
     def _pin(self, root: Cid) -> None:
         """Pin the new root: ``pin/update`` from the previous root where the node has it
@@ -503,18 +465,9 @@ class IpfsNodeTarget:
             sequences.append(now_seen.record.sequence)
         sequence = max(sequences) + 1
         value = f"/ipfs/{upload.locator}"
-        state_extra = dict(upload.extra)
-        # Issue 11: kept in the state too, so republish re-signs the same map and a plain
-        # publish keeps the map the last --with-inputs publish recorded.
-        inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
-        if inputs:
-            state_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
-        ext = OdfExtension(
-            dataset_id=plan.dataset_id,
-            head=multihash_to_str(plan.head),
-            prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
-            extra=_odf_extra(state_extra),
-        )
+        # Issue 11: the inputs map is kept in the state too, so republish re-signs the same
+        # map and a plain publish keeps the map the last --with-inputs publish recorded.
+        ext, state_extra = record_extension(plan, upload, prev)
         mode, record = self._put_record(key, name, value, sequence, ext)
         record_facts = _record_facts(name, record, mode)
         return PublishState(
@@ -610,16 +563,6 @@ class RepublishResult:
     mode: str
 
 
-def _odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope,
-    and the lineage ``inputs`` map of issue 11)."""
-    out: dict[str, Any] = {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
-    inputs = extra.get("inputs")
-    if isinstance(inputs, Mapping) and inputs:
-        out["inputs"] = {str(k): str(v) for k, v in inputs.items()}
-    return out
-
-
 def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> dict[str, Any]:
     return {
         "name": str(name),
@@ -658,7 +601,7 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
         ext = OdfExtension(
             dataset_id=dataset_id,
             head=multihash_to_str(state.head),
-            extra=_odf_extra(state.extra),
+            extra=odf_extra(state.extra),
         )
     if seen is not None and seen.record.sequence >= sequence:
         value, sequence, ext = seen.record.value_text, seen.record.sequence, seen.record.odf

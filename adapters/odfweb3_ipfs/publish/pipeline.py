@@ -1,0 +1,228 @@
+"""One IPFS publish pipeline: what ``car:DIR`` and the node target both build (issue 15 item 5).
+
+The plan decides (:func:`odfweb3.publish.plan.plan_publish`); this module builds what it
+decided, the same way for every IPFS target, as :mod:`odfweb3_arweave.publish.publish_bundle`
+does for Arweave; the targets only move the blocks (``car:`` writes CAR files into a
+directory, the node target streams one CAR to ``dag/import`` and pins):
+
+- :func:`build_delta`: the dataset's UnixFS DAG, only the new blocks to a sink (objects
+  the view's state links are reused without reading their files);
+- :func:`side_files`: the UnixFS files published beside the dataset root, never inside
+  it: the discovery descriptor (plain publishes; left out with the reason when it fails
+  validation) or the key envelope (encrypted publishes, docs/design.md, "Encryption");
+- :func:`write_delta_car`: both in one CAR stream (the side files' blocks only where the
+  target wants them in the same CAR);
+- :func:`record_extension`: the IPNS record's ``_odf`` extension and the state's extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Literal
+
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
+from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.state import PublishState
+from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3_ipfs.formats.car import CarWriter
+from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.ipns import OdfExtension
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.cid_profile import CidProfile
+from odfweb3_ipfs.publish.dataset_dag import DatasetDag, build_dataset_dag, reusable_links
+from odfweb3_ipfs.publish.unixfs_import import BlockSink
+
+__all__ = [
+    "ENCRYPTED_NO_DESCRIPTOR",
+    "DeltaCar",
+    "SideFile",
+    "SideFiles",
+    "build_delta",
+    "odf_extra",
+    "record_extension",
+    "side_files",
+    "write_delta_car",
+]
+
+ENCRYPTED_NO_DESCRIPTOR = "encrypted dataset: a descriptor would reveal it"
+
+Block = tuple[Cid, bytes]
+SideKind = Literal["descriptor", "keyEnvelope"]
+
+
+def build_delta(
+    plan: PublishPlan,
+    reader: DatasetReader,
+    view: RemoteView,
+    *,
+    profile: CidProfile,
+    sealer: Sealer | None,
+    sink: BlockSink,
+    progress: Callable[[int], None],
+) -> DatasetDag:
+    """Build the dataset DAG at ``plan.head``, its new blocks to ``sink``: objects the
+    view's state links (and the target holds) are reused, the others imported (read and
+    verified as they stream).
+
+    Raises:
+        IntegrityError / HashMismatch: a sent object's size or hash is wrong.
+    """
+    previous, prev_dirs = reusable_links(
+        view.state,
+        view.has,
+        cid_version=profile.cid_version,
+        encrypted=sealer is not None,
+        profile=profile,
+    )
+    return build_dataset_dag(
+        reader,
+        plan.head,
+        plan.objects,
+        previous,
+        cid_version=profile.cid_version,
+        profile=profile,
+        sink=sink,
+        previous_dir_blocks=prev_dirs,
+        progress=progress,
+        sealer=sealer,
+    )
+
+
+@dataclass(frozen=True)
+class DeltaCar:
+    """What :func:`write_delta_car` wrote: the DAG, the side files, the CAR's size."""
+
+    dag: DatasetDag
+    side: SideFiles
+    blocks: int
+    bytes: int
+
+
+def write_delta_car(
+    f: BinaryIO,
+    plan: PublishPlan,
+    reader: DatasetReader,
+    view: RemoteView,
+    *,
+    keystore: Keystore,
+    publisher: Mapping[str, Any] | None,
+    profile: CidProfile,
+    sealer: Sealer | None,
+    progress: Callable[[int], None],
+    inline: Callable[[SideFile], bool] = lambda file: False,
+) -> DeltaCar:
+    """Write the delta CAR (rooted at the dataset root) to ``f``: the new blocks of
+    :func:`build_delta`, then the blocks of each side file ``inline`` accepts (the others
+    are the caller's to write elsewhere)."""
+    writer = CarWriter.with_root_later(f, cid_version=profile.cid_version)
+    dag = build_delta(
+        plan, reader, view, profile=profile, sealer=sealer, sink=writer, progress=progress
+    )
+    side = side_files(
+        plan,
+        reader,
+        dag.root.cid.encode(),
+        keystore=keystore,
+        publisher=publisher,
+        profile=profile,
+        sealer=sealer,
+    )
+    for file in side.files:
+        if inline(file):
+            for cid, block in file.blocks:
+                writer(cid, block)
+    writer.set_root(dag.root.cid)
+    return DeltaCar(dag, side, writer.blocks_written, writer.bytes_written)
+
+
+@dataclass(frozen=True)
+class SideFile:
+    """A UnixFS file published beside the dataset root: its CID and blocks."""
+
+    kind: SideKind
+    cid: Cid
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class SideFiles:
+    """The side files of one publish, and why the descriptor was left out (if it was)."""
+
+    files: tuple[SideFile, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _unixfs_file(kind: SideKind, data: bytes, profile: CidProfile) -> SideFile:
+    blocks: list[Block] = []
+    node = profile.import_bytes(data, lambda cid, block: blocks.append((cid, block)))
+    return SideFile(kind, node.cid, tuple(blocks))
+
+
+def side_files(
+    plan: PublishPlan,
+    reader: DatasetReader,
+    root: str,
+    *,
+    keystore: Keystore,
+    publisher: Mapping[str, Any] | None,
+    profile: CidProfile,
+    sealer: Sealer | None,
+) -> SideFiles:
+    """The descriptor (plain) or the key envelope (encrypted), as UnixFS files.
+
+    The descriptor names the dataset root and its IPNS name (the dataset key's); one that
+    fails validation (e.g. no ``publisher.name`` configured) is left out, the reason in
+    ``skipped["descriptorSkipped"]``.
+    """
+    if sealer is not None:
+        return SideFiles(
+            (_unixfs_file("keyEnvelope", sealer.envelope, profile),),
+            {"descriptorSkipped": ENCRYPTED_NO_DESCRIPTOR},
+        )
+    name = IpnsName.from_public_key(public_key_bytes(keystore.load_or_generate(plan.dataset_id)))
+    # plan.chain is the chain publish_dataset already verified: no second walk.
+    entries = list(plan.chain) or list(walk_chain(reader, plan.head))
+    doc = build_descriptor(
+        entries, publisher, {"ipfs": root, "ipns": str(name)}, identity=f"ipns://{name}"
+    )
+    errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
+    if errors:
+        return SideFiles((), {"descriptorSkipped": "; ".join(p.message for p in errors)})
+    return SideFiles((_unixfs_file("descriptor", encode_descriptor(doc), profile),))
+
+
+def odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope,
+    and the lineage ``inputs`` map of issue 11)."""
+    out: dict[str, Any] = {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
+    inputs = extra.get("inputs")
+    if isinstance(inputs, Mapping) and inputs:
+        out["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+    return out
+
+
+def record_extension(
+    plan: PublishPlan, upload: UploadResult, prev: PublishState | None
+) -> tuple[OdfExtension, dict[str, Any]]:
+    """The record's ``_odf`` extension and the state's extra for the new head.
+
+    Issue 11: the inputs map (dataset ID -> where each input lives) is the plan's, else
+    the one the last publish recorded (a plain publish keeps it; republish re-signs it).
+    """
+    state_extra = dict(upload.extra)
+    inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
+    if inputs:
+        state_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+    ext = OdfExtension(
+        dataset_id=plan.dataset_id,
+        head=multihash_to_str(plan.head),
+        prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
+        extra=odf_extra(state_extra),
+    )
+    return ext, state_extra

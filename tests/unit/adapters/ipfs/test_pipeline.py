@@ -1,0 +1,89 @@
+"""The one IPFS publish pipeline (issue 15 item 5): what car:DIR and the node target build."""
+
+import dataclasses
+import io
+
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.descriptor import decode_descriptor
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.publish.execute import load_verified_chain
+from odfweb3.publish.plan import plan_publish
+from odfweb3.publish.state import PublishState
+from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3_ipfs.formats.car import iter_car
+from odfweb3_ipfs.publish.cid_profile import profile_for
+from odfweb3_ipfs.publish.pipeline import (
+    record_extension,
+    side_files,
+    write_delta_car,
+)
+
+PROFILE = profile_for(None, 1)
+
+
+def _plan(ds, view):
+    entries, dataset_id = load_verified_chain(DatasetReader.open(ds))
+    return plan_publish(
+        entries, dataset_id=str(dataset_id), target="t", remote_head=view.head, remote_has=view.has
+    )
+
+
+def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp_path):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=3000, seed=21).path
+    keystore = Keystore(tmp_path / "keys")
+    plan = _plan(ds, RemoteView(head=None))
+    args = dict(keystore=keystore, publisher=None, profile=PROFILE, sealer=None)
+    outs = {}
+    for inline in (False, True):
+        buf = io.BytesIO()
+        delta = write_delta_car(
+            buf,
+            plan,
+            DatasetReader.open(ds),
+            RemoteView(head=None),
+            progress=lambda n: None,
+            inline=lambda f, _i=inline: _i,
+            **args,
+        )
+        buf.seek(0)
+        roots, blocks = iter_car(buf)
+        outs[inline] = (delta, [r.encode() for r in roots], {c.raw for c, _ in blocks})
+    (plain, roots0, cids0), (with_side, roots1, cids1) = outs[False], outs[True]
+    [desc] = plain.side.files
+    assert desc.kind == "descriptor" and plain.side.skipped == {}
+    assert roots0 == roots1 == [plain.dag.root.cid.encode()]  # the dataset root, never a side file
+    assert cids1 - cids0 == {c.raw for c, _ in desc.blocks}
+    assert plain.blocks == len(cids0) and with_side.blocks == len(cids1)
+    doc = decode_descriptor(b"".join(b for _, b in desc.blocks))
+    assert plain.dag.root.cid.encode() in str(doc)  # it names the root it travels beside
+
+
+def test_descriptor_names_the_dataset_key_and_is_the_same_for_every_target(tmp_path):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=22).path
+    keystore = Keystore(tmp_path / "keys")
+    plan = _plan(ds, RemoteView(head=None))
+    kw = dict(keystore=keystore, publisher=None, profile=PROFILE, sealer=None)
+    a = side_files(plan, DatasetReader.open(ds), "bafyroot", **kw)
+    b = side_files(dataclasses.replace(plan, chain=()), DatasetReader.open(ds), "bafyroot", **kw)
+    assert a == b  # the chain is walked again only when the plan does not carry it
+
+
+def test_record_extension_keeps_the_last_inputs_map_unless_the_plan_gives_one(tmp_path):
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=23).path
+    first = _plan(ds, RemoteView(head=None))
+    append_blocks(ds, 1, data_bytes=500, seed=2)
+    plan = _plan(ds, RemoteView(head=first.head))
+    upload = UploadResult("bafyroot", {}, extra={"descriptor": "bafydesc", "cars": ["x.car"]})
+    prev = PublishState(
+        dataset_id=plan.dataset_id, target="t", head=first.head, extra={"inputs": {"did:a": "x"}}
+    )
+    ext, extra = record_extension(plan, upload, prev)
+    assert ext.extra == {"descriptor": "bafydesc", "inputs": {"did:a": "x"}}
+    assert extra == {"descriptor": "bafydesc", "cars": ["x.car"], "inputs": {"did:a": "x"}}
+    assert ext.prev_head is not None and ext.dataset_id == plan.dataset_id
+    asked = dataclasses.replace(plan, record_extra={"inputs": {"did:b": "y"}})
+    ext, extra = record_extension(asked, upload, prev)
+    assert ext.extra["inputs"] == extra["inputs"] == {"did:b": "y"}
+    ext, extra = record_extension(first, upload, None)
+    assert "inputs" not in ext.extra and "inputs" not in extra and ext.prev_head is None
