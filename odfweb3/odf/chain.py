@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
@@ -48,11 +47,16 @@ class DatasetObject:
     hash: bytes
     size: int | None
 
-    @cached_property
+    @property
     def path(self) -> str:
         """Path inside the dataset layout, e.g. ``data/f1620…`` (formatted once: a publish
-        asks it of every object several times)."""
-        return object_relpath(self.kind, self.hash)
+        asks it of every object several times; kept in the instance dict, which a frozen
+        dataclass allows and ``functools.cached_property`` would lock for on 3.11)."""
+        cache = self.__dict__
+        path = cache.get("_path")
+        if path is None:
+            path = cache["_path"] = object_relpath(self.kind, self.hash)
+        return str(path)
 
 
 BlockSource = Callable[[bytes], bytes]

@@ -35,7 +35,9 @@ __all__ = [
     "DEFAULT_FANOUT",
     "HASH_MURMUR3_X64_64",
     "ShardEntry",
+    "ShardTable",
     "build_hamt",
+    "build_hamt_tracked",
     "hamt_hash",
 ]
 
@@ -135,3 +137,102 @@ def _build_level(
     if sink is not None:
         sink(cid, block)
     return cid, len(block) + total
+
+
+# Bucket path of a shard ("" for the root, then each level's upper-case hex index, e.g.
+# "3A1F") -> (shard CID bytes, shard tsize): what an update needs of the previous trie.
+ShardTable = dict[str, tuple[bytes, int]]
+
+
+def build_hamt_tracked(
+    names: Sequence[bytes],
+    link_of: Callable[[bytes], tuple[bytes, int]],
+    *,
+    cid_version: int,
+    sink: BlockSinkFn | None,
+    fanout: int = DEFAULT_FANOUT,
+    previous: ShardTable | None = None,
+    added: Sequence[bytes] = (),
+) -> tuple[Cid, int, ShardTable]:
+    """:func:`build_hamt` that records every shard, and reuses an earlier trie's (issue 19).
+
+    Args:
+        names: every entry name (unique).
+        link_of: an entry's ``(child cid bytes, child tsize)``; asked only for the entries
+            of rebuilt shards.
+        previous: the table of a trie built (with the same ``fanout`` and ``cid_version``)
+            from ``names`` minus ``added``; None builds everything.
+        added: the names ``previous`` lacks. A shard none of them falls under is the same
+            node as before (the trie is canonical and entries were only added) and is linked
+            by its recorded CID, neither rebuilt nor sent to ``sink``.
+
+    Returns:
+        ``(root cid, root tsize, table of every shard of the new trie)``.
+    """
+    bits, width = _check_fanout(fanout)
+    table: ShardTable = dict(previous) if previous is not None else {}
+    dirty: set[str] = set()
+    if previous is not None:
+        for name in added:
+            h = hamt_hash(name)
+            path = ""
+            for depth in range(64 // bits):
+                dirty.add(path)
+                path += f"{(h >> (64 - (depth + 1) * bits)) & (fanout - 1):0{width}X}"
+    hashed = [(hamt_hash(name), name) for name in names]
+
+    def level(items: list[tuple[int, bytes]], depth: int, path: str) -> tuple[Cid, int]:
+        shift = 64 - (depth + 1) * bits
+        if shift < 0:
+            raise FormatError("HAMT directory too deep: entry names collide in all 64 hash bits")
+        mask = fanout - 1
+        buckets: dict[int, list[tuple[int, bytes]]] = {}
+        for item in items:
+            buckets.setdefault((item[0] >> shift) & mask, []).append(item)
+        parts: list[bytes] = []
+        bitfield = 0
+        total = 0
+        for index in sorted(buckets):
+            group = buckets[index]
+            bitfield |= 1 << index
+            hexed = f"{index:0{width}X}"
+            prefix = hexed.encode("ascii")
+            if len(group) == 1:
+                name = group[0][1]
+                child, tsize = link_of(name)
+                parts.append(encode_link(child, prefix + name, tsize))
+            else:
+                sub = path + hexed
+                kept = table.get(sub) if previous is not None and sub not in dirty else None
+                if kept is not None:
+                    child, tsize = kept
+                else:
+                    cid, tsize = level(group, depth + 1, sub)
+                    child = cid.raw
+                parts.append(encode_link(child, prefix, tsize))
+            total += tsize
+        cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink)
+        table[path] = (cid.raw, size + total)
+        return cid, size + total
+
+    root, tsize = level(hashed, 0, "")
+    return root, tsize, table
+
+
+def _encode_shard(
+    parts: list[bytes], bitfield: int, fanout: int, cid_version: int, sink: BlockSinkFn | None
+) -> tuple[Cid, int]:
+    """One shard node from its encoded links: its CID and block length (as ``_build_level``)."""
+    data = encode_unixfs_data(
+        UnixFSData(
+            type=DataType.HAMT_SHARD,
+            data=bitfield.to_bytes((bitfield.bit_length() + 7) // 8, "big") or None,
+            hash_type=HASH_MURMUR3_X64_64,
+            fanout=fanout,
+        )
+    )
+    block = b"".join([*parts, b"\x0a" + encode_uvarint(len(data)), data])
+    cid = Cid.sha256(hashlib.sha256(block).digest(), version=cid_version, codec=CODEC_DAG_PB)
+    if sink is not None:
+        sink(cid, block)
+    return cid, len(block)

@@ -27,7 +27,8 @@ old ``publish.json``, so the next run redoes the delta.
 One publisher at a time: :meth:`CarTarget.session`, which the executor opens around
 ``upload``, ``commit`` and ``save``, holds ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
 pid; a lock of a dead process is taken over) and drops it however they end; ``upload`` and
-``commit`` also re-read ``publish.json`` (compare-and-set on the head ``inspect`` saw). A
+``commit`` also check ``publish.json`` (compare-and-set on the head ``inspect`` saw: the
+same file, by inode, size and times, is the same head; another file is read again). A
 second, concurrent publisher gets a ConflictError and writes nothing visible.
 """
 
@@ -56,6 +57,7 @@ from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.dataset_dag import shards_json
 from odfweb3_ipfs.publish.pipeline import SideFile, record_extension, write_delta_car
 
 __all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
@@ -241,6 +243,9 @@ class CarTarget:
                 "cidVersion": self.cid_version,
                 **({"cidProfile": self.profile.state_tag} if self.profile.state_tag else {}),
                 "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
+                # The HAMT tries of the top directories: the next publish rebuilds only
+                # the shards its new entries fall under (issue 19).
+                **({"hamtShards": shards_json(dag.shards)} if dag.shards else {}),
                 "cars": cars,
                 **{
                     k: v

@@ -21,7 +21,7 @@ the previous publish already sent (``previous_dir_blocks``) are not emitted agai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final, cast
 
@@ -32,6 +32,7 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
 from odfweb3.publish.state import PublishState
 from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.hamt import ShardTable, build_hamt_tracked
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.unixfs_import import (
     BlockSink,
@@ -40,7 +41,14 @@ from odfweb3_ipfs.publish.unixfs_import import (
     FileNode,
 )
 
-__all__ = ["DatasetDag", "ObjectLink", "build_dataset_dag", "reusable_links"]
+__all__ = [
+    "DatasetDag",
+    "ObjectLink",
+    "build_dataset_dag",
+    "reusable_links",
+    "reusable_shards",
+    "shards_json",
+]
 
 _TOP_DIRS: Final = ("blocks", "checkpoints", "data")
 
@@ -68,12 +76,13 @@ class DatasetDag:
     """The result: root, per-object links, and the directory blocks' CIDs."""
 
     root: DirNode
-    objects: dict[str, ObjectLink]
+    objects: Mapping[str, ObjectLink]
     dir_blocks: frozenset[bytes]
     new_blocks: int = 0
     new_bytes: int = 0
     dirs: dict[str, DirNode] = field(default_factory=dict)
     reused: frozenset[str] = frozenset()
+    shards: dict[str, ShardTable] = field(default_factory=dict)
 
     def objects_json(self, previous: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Per-object state entries: the previous publish's entries for reused objects
@@ -81,9 +90,65 @@ class DatasetDag:
         return {
             path: previous[path]  # shared, never mutated: no copy per object (issue 19)
             if path in self.reused and path in previous
-            else link.to_json()
-            for path, link in self.objects.items()
+            else self.objects[path].to_json()
+            for path in self.objects
         }
+
+
+class _LazyLinks(Mapping[str, ObjectLink]):
+    """The previous publish's links, each CID parsed only when asked (issue 19: an update
+    that rebuilds one HAMT shard path needs a few hundred of 100,000)."""
+
+    def __init__(self, objects: Mapping[str, Mapping[str, Any]], has: frozenset[str]) -> None:
+        self._objects = objects
+        self._has = has
+        self._parsed: dict[str, ObjectLink] = {}
+        self._keys = [k for k in objects if k in has]
+        self.per_folder: dict[str, int] = {}
+        for k in self._keys:
+            folder = k.split("/", 1)[0]
+            self.per_folder[folder] = self.per_folder.get(folder, 0) + 1
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._has and key in self._objects
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        link = self._parsed.get(key)
+        if link is None:
+            if key not in self:
+                raise KeyError(key)
+            link = self._parsed[key] = ObjectLink.from_json(self._objects[key])
+        return link
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class _AllLinks(Mapping[str, ObjectLink]):
+    """Every object's link, in dataset order: new ones, and reused ones parsed when asked."""
+
+    def __init__(
+        self, order: list[str], new: Mapping[str, ObjectLink], previous: Mapping[str, ObjectLink]
+    ) -> None:
+        self._order = order
+        self._new = new
+        self._previous = previous
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._new or key in self._previous
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        link = self._new.get(key)
+        return link if link is not None else self._previous[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
 
 
 def reusable_links(
@@ -93,7 +158,7 @@ def reusable_links(
     cid_version: int,
     encrypted: bool,
     profile: CidProfile | None = None,
-) -> tuple[dict[str, ObjectLink], frozenset[bytes]]:
+) -> tuple[Mapping[str, ObjectLink], frozenset[bytes]]:
     """What an incremental build may reuse from the previous publish's state.
 
     Returns the links of objects the target still holds and the directory blocks sent
@@ -103,9 +168,7 @@ def reusable_links(
     """
     if state is None:
         return {}, frozenset()
-    previous = {
-        path: ObjectLink.from_json(link) for path, link in state.objects.items() if path in has
-    }
+    previous: Mapping[str, ObjectLink] = _LazyLinks(state.objects, has)
     if state.extra.get("cidVersion", 1) != cid_version:
         previous = {}
     tag = (profile or profile_for(None, cid_version)).state_tag
@@ -115,6 +178,44 @@ def reusable_links(
         previous = {}
     dirs = frozenset(bytes.fromhex(h) for h in state.extra.get("dirBlocks", []))
     return previous, dirs
+
+
+def _count_in(links: Mapping[str, ObjectLink], folder: str) -> int:
+    """How many of ``links`` are under ``folder/``."""
+    if isinstance(links, _LazyLinks):
+        return links.per_folder.get(folder, 0)
+    return sum(1 for p in links if p.startswith(folder + "/"))
+
+
+def reusable_shards(
+    state: PublishState | None, previous: Mapping[str, ObjectLink]
+) -> dict[str, ShardTable]:
+    """The previous publish's HAMT shard tables (state ``hamtShards``), per top directory.
+
+    Empty unless ``previous`` (from :func:`reusable_links`) is: a changed CID version,
+    profile or encryption rebuilds every directory.
+    """
+    if state is None or not previous:
+        return {}
+    raw = state.extra.get("hamtShards")
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, ShardTable] = {}
+    try:
+        for folder, table in raw.items():
+            if folder in _TOP_DIRS and isinstance(table, dict) and "" in table:
+                out[folder] = {str(p): (bytes.fromhex(v[0]), int(v[1])) for p, v in table.items()}
+    except (TypeError, ValueError, IndexError):
+        return {}  # a damaged table costs a full rebuild, never a wrong directory
+    return out
+
+
+def shards_json(shards: Mapping[str, ShardTable]) -> dict[str, dict[str, list[Any]]]:
+    """State form of :attr:`DatasetDag.shards`."""
+    return {
+        folder: {p: [raw.hex(), tsize] for p, (raw, tsize) in table.items()}
+        for folder, table in shards.items()
+    }
 
 
 def build_dataset_dag(
@@ -129,6 +230,7 @@ def build_dataset_dag(
     progress: Callable[[int], None] | None = None,
     sealer: Sealer | None = None,
     profile: CidProfile | None = None,
+    previous_shards: Mapping[str, ShardTable] | None = None,
 ) -> DatasetDag:
     """Build the dataset's UnixFS DAG, importing only objects not in ``previous``.
 
@@ -147,6 +249,9 @@ def build_dataset_dag(
             come from an encrypted publish too.
         profile: the UnixFS import parameters (default: ``cid_version``'s, see
             :func:`.cid_profile.profile_for`); ``previous`` must come from the same profile.
+        previous_shards: the previous publish's HAMT shard tables (:func:`reusable_shards`):
+            a sharded top directory that only gained entries rebuilds only the shards on the
+            new entries' paths (issue 19); the result is the same node as a full build.
 
     Raises:
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
@@ -177,11 +282,14 @@ def build_dataset_dag(
 
     links: dict[str, ObjectLink] = {}
     reused: set[str] = set()
-    folders: dict[str, dict[str, Entry]] = {name: {} for name in _TOP_DIRS}
+    added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
+    folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
+    order: list[str] = []
     for obj in objects:
         path = obj.path
-        link = previous.get(path)
-        if link is not None:
+        order.append(path)
+        folder, name = path.split("/", 1)
+        if path in previous:
             reused.add(path)
         else:
             with open_for_publish(reader, obj, sealer) as stream:
@@ -189,20 +297,71 @@ def build_dataset_dag(
                 stream.finish()
             if progress is not None:
                 progress(node.size)
-            link = ObjectLink(node.cid, node.tsize, node.size)
-        links[path] = link
-        folder, name = path.split("/", 1)
-        folders[folder][name] = Entry(link.cid, link.tsize)
+            links[path] = ObjectLink(node.cid, node.tsize, node.size)
+            added[folder].append(name)
+        folders[folder].append(name)
 
+    # refs/head before the directories: the CAR keeps its block order.
     head_text = multihash_to_str(head).encode("ascii")
     if sealer is not None:
         head_text = sealer.seal_bytes(head_text, "refs/head")
     head_file = prof.import_bytes(head_text, file_sink)
+
+    def link_at(path: str) -> ObjectLink:
+        link = links.get(path)
+        return link if link is not None else previous[path]
+
+    shards: dict[str, ShardTable] = {}
     dirs: dict[str, DirNode] = {}
     for name in _TOP_DIRS:
-        dirs[name] = prof.build_directory(folders[name], dir_sink)
+        table = (previous_shards or {}).get(name)
+        kept = len(folders[name]) - len(added[name])
+        if table is not None and kept == _count_in(previous, name):
+            # Sharded before, and every earlier entry is still there: the directory only
+            # grew, so it is still sharded; rebuild the shards the new names fall under.
+            def link_of(entry: bytes, folder: str = name) -> tuple[bytes, int]:
+                link = link_at(f"{folder}/{entry.decode('ascii')}")
+                return link.cid.raw, link.tsize
+
+            cid, tsize, new_table = build_hamt_tracked(
+                [n.encode("ascii") for n in folders[name]],
+                link_of,
+                cid_version=prof.cid_version,
+                sink=dir_sink,
+                fanout=prof.hamt_fanout,
+                previous=table,
+                added=[n.encode("ascii") for n in added[name]],
+            )
+            dir_cids.update(raw for raw, _ in new_table.values())
+            dirs[name] = DirNode(cid=cid, tsize=tsize, sharded=True)
+            shards[name] = new_table
+            continue
+        entries = {n: Entry(link_at(f"{name}/{n}").cid, link_at(f"{name}/{n}").tsize)
+                   for n in folders[name]}  # fmt: skip
+        dirs[name] = prof.build_directory(entries, dir_sink)
+        if dirs[name].sharded:
+            # Record the trie for the next publish (the same nodes, not sent again).
+            def entry_of(e: bytes, got: Mapping[str, Entry] = entries) -> tuple[bytes, int]:
+                entry = got[e.decode("ascii")]
+                return entry.cid.raw, entry.tsize
+
+            _, _, shards[name] = build_hamt_tracked(
+                [n.encode("ascii") for n in folders[name]],
+                entry_of,
+                cid_version=prof.cid_version,
+                sink=None,
+                fanout=prof.hamt_fanout,
+            )
+
     dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, dir_sink)
     root = prof.build_directory({name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, dir_sink)
     return DatasetDag(
-        root, links, frozenset(dir_cids), new_blocks, new_bytes, dirs, frozenset(reused)
+        root,
+        _AllLinks(order, links, previous),
+        frozenset(dir_cids),
+        new_blocks,
+        new_bytes,
+        dirs,
+        frozenset(reused),
+        shards,
     )

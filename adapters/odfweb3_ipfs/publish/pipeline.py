@@ -35,7 +35,12 @@ from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import OdfExtension
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile
-from odfweb3_ipfs.publish.dataset_dag import DatasetDag, build_dataset_dag, reusable_links
+from odfweb3_ipfs.publish.dataset_dag import (
+    DatasetDag,
+    build_dataset_dag,
+    reusable_links,
+    reusable_shards,
+)
 from odfweb3_ipfs.publish.unixfs_import import BlockSink
 
 __all__ = [
@@ -91,6 +96,8 @@ def build_delta(
         previous_dir_blocks=prev_dirs,
         progress=progress,
         sealer=sealer,
+        # A target whose state keeps hamtShards (car:DIR) rebuilds only changed shards.
+        previous_shards=reusable_shards(view.state, previous),
     )
 
 

@@ -1,5 +1,6 @@
 """Offline publish (car:DIR): full, incremental, and every refusal leaves nothing behind."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -288,3 +289,38 @@ def test_a_failed_step_inside_the_session_drops_the_lock(tmp_path, keystore, mon
     assert not target.lock_path.exists()
     publish_dataset(ds, CarTarget(out, keystore))  # the next publisher gets in
     assert (out / "publish.json").is_file()
+
+
+@pytest.mark.parametrize("fanout", [8, 256])
+def test_sharded_updates_rebuild_one_shard_path_and_equal_a_full_build(tmp_path, keystore, fanout):
+    # Issue 19: an update of a sharded directory reuses the previous trie (publish.json
+    # hamtShards) and must give the root a full build gives, while writing only the shards
+    # on the new entries' paths. A low threshold shards the 40-block dataset's directories.
+    from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE
+
+    prof = dataclasses.replace(DEFAULT_PROFILE, name="test-sharded", hamt_threshold=500,
+                               hamt_fanout=fanout)  # fmt: skip
+    ds = create_root_dataset(tmp_path / "ds", blocks=40, data_bytes=40_000, seed=21).path
+    out = tmp_path / "out"
+    first = publish_dataset(ds, CarTarget(out, keystore, profile=prof))
+    tables = json.loads((out / "publish.json").read_text())["extra"]["hamtShards"]
+    assert set(tables) == {"blocks", "data", "checkpoints"}
+    for step in range(3):
+        append_blocks(ds, 1, data_bytes=700, seed=step)
+        upd = publish_dataset(ds, CarTarget(out, keystore, profile=prof))
+        full_out = tmp_path / f"full-{step}"
+        full = publish_dataset(ds, CarTarget(full_out, keystore, profile=prof))
+        assert upd.upload.locator == full.upload.locator
+        assert import_tree(ds, cid_version=1, hamt_threshold=500, fanout=fanout).cid.encode() == (
+            upd.upload.locator
+        )
+        state = json.loads((out / "publish.json").read_text())["extra"]
+        assert (
+            state["hamtShards"]
+            == json.loads((full_out / "publish.json").read_text())["extra"]["hamtShards"]
+        )
+        assert sorted(state["dirBlocks"]) == sorted(
+            json.loads((full_out / "publish.json").read_text())["extra"]["dirBlocks"]
+        )
+        check_car_dir(out)
+    assert first.upload.locator != upd.upload.locator

@@ -1,0 +1,75 @@
+"""The tracked HAMT builder (issue 19): the same trie as build_hamt, built from scratch or
+updated from the previous trie's shard table, sending only the rebuilt shards."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from odfweb3_ipfs.formats.hamt import build_hamt, build_hamt_tracked
+
+
+def _link(name: bytes) -> tuple[bytes, int]:
+    return b"\x01\x55\x12\x20" + hashlib.sha256(name).digest(), len(name) * 7 + 1
+
+
+def _full(names: list[bytes], fanout: int) -> tuple[bytes, int, set[bytes]]:
+    blocks: set[bytes] = set()
+    cid, tsize, _ = build_hamt(
+        [(n, *_link(n)) for n in names],
+        cid_version=1,
+        sink=lambda c, b: blocks.add(c.raw),
+        fanout=fanout,
+    )
+    return cid.raw, tsize, blocks
+
+
+names_st = st.lists(st.binary(min_size=1, max_size=6), min_size=2, max_size=120, unique=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(names_st, st.integers(min_value=0, max_value=30), st.sampled_from([8, 16, 256]))
+def test_update_equals_full_build(names: list[bytes], n_added: int, fanout: int) -> None:
+    n_added = min(n_added, len(names) - 1)
+    old, added = names[: len(names) - n_added], names[len(names) - n_added :]
+    _, _, table = build_hamt_tracked(old, _link, cid_version=1, sink=None, fanout=fanout)
+    assert _full(old, fanout)[:2] == (table[""][0], table[""][1])
+    sent: set[bytes] = set()
+    asked: list[bytes] = []
+
+    def link(name: bytes) -> tuple[bytes, int]:
+        asked.append(name)
+        return _link(name)
+
+    cid, tsize, new_table = build_hamt_tracked(
+        names, link, cid_version=1, sink=lambda c, b: sent.add(c.raw), fanout=fanout,
+        previous=table, added=added,
+    )  # fmt: skip
+    root, full_tsize, all_blocks = _full(names, fanout)
+    assert (cid.raw, tsize) == (root, full_tsize)
+    assert {raw for raw, _ in new_table.values()} == all_blocks
+    assert sent <= all_blocks
+    fresh = build_hamt_tracked(names, _link, cid_version=1, sink=None, fanout=fanout)[2]
+    assert new_table == fresh
+    if not added:
+        assert len(sent) == 1  # the root only (its table entry is rebuilt, same bytes)
+
+
+def test_one_added_name_rebuilds_one_shard_path() -> None:
+    names = [f"name-{i}".encode() for i in range(5000)]
+    _, _, table = build_hamt_tracked(names[:-1], _link, cid_version=1, sink=None, fanout=256)
+    sent: list[bytes] = []
+    asked: list[bytes] = []
+
+    def link(name: bytes) -> tuple[bytes, int]:
+        asked.append(name)
+        return _link(name)
+
+    build_hamt_tracked(
+        names, link, cid_version=1, sink=lambda c, b: sent.append(c.raw), fanout=256,
+        previous=table, added=names[-1:],
+    )  # fmt: skip
+    assert 1 <= len(sent) <= 3  # root, and the shards on the new name's path
+    assert len(asked) < 300  # only the entries of those shards, not all 5,000
