@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from odfweb3.errors import ConfigError, CryptoError, FormatError, SignatureError
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3_arweave.formats.b64 import b64url_decode, b64url_encode
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "verify_signature",
     "wallet_from_jwk",
 ]
+
+_MAX_WALLET_BYTES = 1 << 20  # a JWK is about 3 KiB
 
 KEY_BITS = 4096
 OWNER_LENGTH = KEY_BITS // 8
@@ -202,14 +205,15 @@ def load_wallet(path: str | os.PathLike[str]) -> Wallet:
     """
     where = f"wallet file {os.fspath(path)}"
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as f:  # a symlinked secret is fine; a JWK is a few KiB
+            raw = f.read(_MAX_WALLET_BYTES + 1)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(f"{where}: cannot read it ({reason}); check --wallet") from None
     try:
-        jwk = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        # No `from exc`: the JSON error's message quotes the document (key material).
+        jwk = load_foreign_json(raw, what=where, max_bytes=_MAX_WALLET_BYTES)
+    except FormatError:
+        # Not the loader's message: a JSON error may quote the document (key material).
         raise ConfigError(f"{where}: not JSON; expected an Arweave JWK wallet") from None
     return wallet_from_jwk(jwk, where)
 

@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.serialization import (
 from odfweb3.crypto.envelope import Envelope, decode_envelope, encode_envelope, new_envelope
 from odfweb3.crypto.keys import ContentKey, KeyRing
 from odfweb3.errors import ConflictError, CryptoError, FormatError, NotFound, UsageError
+from odfweb3.foreign_json import load_foreign_json
 
 __all__ = [
     "ContentKeyStore",
@@ -242,10 +243,7 @@ def decode_keyring(data: bytes) -> DatasetKeys:
     Raises:
         FormatError: not a content key file.
     """
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError("content key file: not JSON") from exc
+    doc = load_foreign_json(data, what="content key file", max_bytes=max(len(data), 1))
     if not isinstance(doc, dict) or doc.get("format") != _KEYS_FORMAT or doc.get("version") != 1:
         raise FormatError("content key file: not an odfweb3 content key file (version 1)")
     did = doc.get("datasetId")

@@ -115,7 +115,15 @@ def _value_to(ftype: str, fname: str, value: Any) -> Any:
         out.update(table_to_dict(value))
         return out
     if isinstance(value, m.ExtraAttributes):
-        return json.loads(value.entries) if value.entries is not None else {}
+        if value.entries is None:
+            return {}
+        # A JSON string inside a block from a replica (its size bounded by the block's):
+        # odfweb3.odf may not use odfweb3.foreign_json (dependency rule), so a document
+        # too deep for the parser is refused here in one line.
+        try:
+            return json.loads(value.entries)
+        except (ValueError, RecursionError) as exc:
+            raise FormatError(f"extra attributes: not JSON ({str(exc)[:100]})") from None
     if type(value) in _FIELDS:
         return table_to_dict(value)
     return value

@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3.atomic_file import write_file_atomic
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, NotFound
+from odfweb3.foreign_json import read_foreign_json_file
 
 __all__ = ["BatchQueue", "QueuedDataset"]
+
+_MAX_BYTES = 16 << 20  # the queue file, read bounded
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,11 @@ class BatchQueue:
     def load(self) -> list[QueuedDataset]:
         """Every queued entry."""
         try:
-            data = json.loads(self.path.read_text("utf-8"))
-        except FileNotFoundError:
+            data = read_foreign_json_file(
+                self.path, what=f"{self.path}: batch queue", max_bytes=_MAX_BYTES
+            )
+        except NotFound:
             return []
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{self.path}: batch queue is not JSON ({exc.msg})") from None
         try:
             return [
                 QueuedDataset(

@@ -18,6 +18,7 @@ from typing import Final
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError, OdfWeb3Error
+from odfweb3.foreign_json import load_foreign_json
 from odfweb3.publish.state import PublishState, load_summary_file
 
 __all__ = ["INDEX_NAME", "OFFLINE_KINDS", "OfflineEntry", "OfflineIndex"]
@@ -64,7 +65,7 @@ class OfflineIndex:
         if len(raw) > _MAX_INDEX_BYTES:
             raise FormatError(f"{self.path}: larger than 4 MiB; move it away")
         try:
-            data = json.loads(raw)
+            data = load_foreign_json(raw, what=str(self.path), max_bytes=_MAX_INDEX_BYTES)
             return [
                 OfflineEntry(str(e["datasetId"]), str(e["target"]), str(e.get("source", "")))
                 for e in data["targets"]

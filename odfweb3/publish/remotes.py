@@ -17,6 +17,7 @@ from typing import Final
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError, NotFound, UsageError
+from odfweb3.foreign_json import load_foreign_json
 
 __all__ = ["LOCAL_KINDS", "REMOTES_FILE", "RESERVED", "Remotes", "normalize_target"]
 
@@ -61,7 +62,7 @@ class Remotes:
         try:
             if len(raw) > _MAX_BYTES:
                 raise ValueError("too large")
-            data = json.loads(raw)
+            data = load_foreign_json(raw, what=str(self.path), max_bytes=_MAX_BYTES)
             remotes = data["remotes"]
             if not isinstance(remotes, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in remotes.items()

@@ -50,8 +50,10 @@ from odfweb3.errors import (
     BackendRejected,
     ConflictError,
     FormatError,
+    NotFound,
     UsageError,
 )
+from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
@@ -91,6 +93,8 @@ from odfweb3_arweave.read.lookup import (
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = ["GatewayTarget", "PriceFn", "checkpoint_doc", "upload_statuses"]
+
+_MAX_CHECKPOINT = 64 << 20  # the upload checkpoint (objects map), read bounded
 
 PriceFn = Callable[[int, int], None]
 Clock = Callable[[], datetime]
@@ -481,10 +485,10 @@ class GatewayTarget:
     def _load_checkpoint(self, plan: PublishPlan, prev_upload: str | None) -> dict[str, Any] | None:
         path = self._checkpoint_path(plan.dataset_id)
         try:
-            doc = json.loads(path.read_text("utf-8"))
-        except FileNotFoundError:
+            doc = read_foreign_json_file(path, max_bytes=_MAX_CHECKPOINT)
+        except NotFound:
             return None
-        except (OSError, ValueError):
+        except FormatError:
             doc = None
         if (
             isinstance(doc, dict)
@@ -589,16 +593,20 @@ class GatewayTarget:
             self.sleep(self.poll_interval)
 
     def _read_checkpoint(self, dataset_id: str) -> dict[str, Any] | None:
-        with contextlib.suppress(OSError, ValueError):
-            doc = json.loads(self._checkpoint_path(dataset_id).read_text("utf-8"))
+        with contextlib.suppress(FormatError, NotFound):
+            doc = read_foreign_json_file(
+                self._checkpoint_path(dataset_id), max_bytes=_MAX_CHECKPOINT
+            )
             return doc if isinstance(doc, dict) else None
         return None
 
     def save(self, state: PublishState) -> None:
         """Save the state, then drop the checkpoint and the spooled bundle."""
         doc = None
-        with contextlib.suppress(OSError, ValueError):
-            doc = json.loads(self._checkpoint_path(state.dataset_id).read_text("utf-8"))
+        with contextlib.suppress(FormatError, NotFound):
+            doc = read_foreign_json_file(
+                self._checkpoint_path(state.dataset_id), max_bytes=_MAX_CHECKPOINT
+            )
         self.states.save(state)
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
 

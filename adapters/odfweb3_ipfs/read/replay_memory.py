@@ -9,11 +9,15 @@ from typing import Any
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import (
     FormatError,
+    NotFound,
     ReplicaMismatch,
 )
+from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3_ipfs.formats.ipns import IpnsRecord
 
 __all__ = ["SequenceMemory"]
+
+_MAX_BYTES = 16 << 20  # one small entry per IPNS name seen
 
 
 class SequenceMemory:
@@ -30,11 +34,11 @@ class SequenceMemory:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text("utf-8"))
-        except FileNotFoundError:
+            data = read_foreign_json_file(self.path, max_bytes=_MAX_BYTES)
+        except NotFound:
             return {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise FormatError(f"{self.path}: not JSON ({exc}); delete it to start over") from None
+        except FormatError as exc:
+            raise FormatError(f"{exc}; delete it to start over") from None
         return data if isinstance(data, dict) else {}
 
     def check(self, name: str, record: IpnsRecord, *, source: str = "the node or gateway") -> None:

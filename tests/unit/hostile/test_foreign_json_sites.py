@@ -19,13 +19,22 @@ from pathlib import Path
 import pytest
 
 from odfweb3.cli.publish_cmds import _import_lines
-from odfweb3.errors import BackendRejected, FormatError, OdfWeb3Error
+from odfweb3.crypto.keyfiles import decode_keyring
+from odfweb3.errors import BackendRejected, ConfigError, FormatError, OdfWeb3Error
+from odfweb3.odf.model_gen import ExtraAttributes
+from odfweb3.odf.yaml_form import _value_to
+from odfweb3.publish.batch import BatchQueue
+from odfweb3.publish.offline import INDEX_NAME, OfflineIndex
+from odfweb3.publish.remotes import REMOTES_FILE, Remotes
 from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
 from odfweb3_arweave.read.bundle_replica import BundleDirReplica
+from odfweb3_arweave.wallet import load_wallet
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.client.pinning import MAX_ANSWER, PinningClient
 from odfweb3_ipfs.publish.car_target import head_of_summary
 from odfweb3_ipfs.read.car_replica import CarDirReplica
+from odfweb3_ipfs.read.replay_memory import SequenceMemory
 from tests.support.hostile_server import Rule, hostile_server
 
 DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
@@ -152,3 +161,69 @@ def test_car_dir_input_hints_are_bounded(tmp_path: Path) -> None:
     replica = CarDirReplica.__new__(CarDirReplica)
     replica.out_dir = out
     assert replica.local_inputs() == {"ipns://k51good": f"car:{out / 'inputs' / 'ok'}"}
+
+
+def _state_files(tmp_path: Path, name: str) -> dict[str, Path]:
+    """A state directory per kind holding ``name``: deep, not UTF-8, a FIFO."""
+    out: dict[str, Path] = {}
+    for kind, data in (("deep", DEEP), ("not-utf8", NOT_UTF8), ("fifo", None)):
+        path = tmp_path / f"{kind}-{name}" / name
+        path.parent.mkdir()
+        if data is None:
+            os.mkfifo(path)
+        else:
+            path.write_bytes(data)
+        out[kind] = path
+    return out
+
+
+def test_local_state_files_are_one_line(tmp_path: Path) -> None:
+    """Replay memory, batch queue, offline index, remotes: one line, exit 65, no hang."""
+    readers: dict[str, tuple[str, Callable[[Path], object]]] = {
+        "replay": ("ipns-seq.json", lambda p: SequenceMemory(p)._load()),
+        "batch": ("batch.json", lambda p: BatchQueue(p).load()),
+        "offline": (INDEX_NAME, lambda p: OfflineIndex(p.parent).entries()),
+        "remotes": (REMOTES_FILE, lambda p: Remotes(p.parent).load()),
+    }
+    for reader, (name, read) in readers.items():
+        for kind, path in _state_files(tmp_path, f"{reader}-{name}").items():
+            if kind == "fifo" and reader in ("offline", "remotes"):
+                continue  # read with open(): a FIFO there is the user's own doing
+            target = path.parent / name if reader in ("offline", "remotes") else path
+            if target != path:
+                path.rename(target)
+            with pytest.raises(FormatError) as info:
+                read(target)
+            assert info.value.exit_code == 65, (reader, kind)
+            _one_line(info.value)
+
+
+def test_content_key_file_and_wallet_are_bounded(tmp_path: Path) -> None:
+    for data in (DEEP, NOT_UTF8):
+        with pytest.raises(FormatError) as info:
+            decode_keyring(data)
+        _one_line(info.value)
+        wallet = tmp_path / "wallet.json"
+        wallet.write_bytes(data)
+        with pytest.raises(ConfigError) as cinfo:
+            load_wallet(wallet)
+        assert cinfo.value.exit_code == 78
+        assert "not JSON" in _one_line(cinfo.value)
+
+
+def test_arweave_upload_checkpoint_is_bounded(tmp_path: Path) -> None:
+    target = GatewayTarget.__new__(GatewayTarget)
+    for kind, path in _hostile_files(tmp_path).items():
+        target._checkpoint_path = lambda dataset_id, p=path: p  # type: ignore[method-assign]
+        assert target._read_checkpoint("did:odf:x") is None, kind
+
+
+def test_extra_attributes_inside_a_block_are_one_line() -> None:
+    """A block's ``ExtraAttributes.entries`` (JSON in a block from a replica) shown as YAML."""
+    deep = ExtraAttributes(entries="[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FormatError) as info:
+        _value_to("ExtraAttributes", "extra", deep)
+    assert "extra attributes: not JSON" in _one_line(info.value)
+    assert _value_to("ExtraAttributes", "extra", ExtraAttributes(entries='{"a/b": 1}')) == {
+        "a/b": 1
+    }
