@@ -82,6 +82,22 @@ def _insecure(config: Config) -> bool:
     return config.get("arweave", "insecure_unverified_manifests") is True
 
 
+def _trust_note(replica: ArweaveReplica) -> str:
+    """What binds the head: a signed record, a signed manifest, or nothing (opt-in)."""
+    if replica.record is not None:
+        return f"upload record signed by {replica.owner} (signature and id checked)"
+    if not replica.unverified:
+        return (
+            f"path manifest and its refs/head signed by {replica.owner} (raw bytes from "
+            "GET /raw/{id}; signatures and ids checked); no upload record: no dataset ID claim"
+        )
+    return (
+        "opened by its path manifest (arweave.insecure_unverified_manifests): no signature "
+        "checked, no signed record binds the head: UNVERIFIED; use ar://RECORD or did:odf "
+        "with --owner"
+    )
+
+
 def _arweave_claims(
     ref: str, config: Config, owner: str | None = None
 ) -> tuple[ArweaveReplica, NameClaims]:
@@ -97,15 +113,7 @@ def _arweave_claims(
         head=multihash_from_str(head) if head else None,
         notes=(
             f"read through {gateway.url}; every block and object re-hashed",
-            *(
-                (f"upload record signed by {replica.owner} (signature and id checked)",)
-                if replica.record is not None
-                else (
-                    "opened by its path manifest (arweave.insecure_unverified_manifests): "
-                    "no signature checked, no signed record binds the head: UNVERIFIED; "
-                    "use ar://RECORD or did:odf with --owner",
-                )
-            ),
+            _trust_note(replica),
         ),
     )
 

@@ -163,6 +163,11 @@ def test_raw_manifest_bytes_are_verified_then_trusted(capsys, world, arlocal) ->
         assert code == 0, err
         assert (dest / "refs" / "head").read_text().strip() == w["head"]
         assert proxy.count("/raw/") >= 2
+        code, out, err = run(capsys, w["root"], proxy.url, "resolve", ref, "--json")
+        assert code == 0, err
+        (result,) = json.loads(out)["results"]
+        assert result["head"] == w["head"]
+        assert "path manifest and its refs/head signed by" in str(result), result
 
 
 def test_forged_raw_manifest_is_refused(capsys, world, arlocal) -> None:  # type: ignore[no-untyped-def]
