@@ -153,6 +153,7 @@ def build_hamt_tracked(
     fanout: int = DEFAULT_FANOUT,
     previous: ShardTable | None = None,
     added: Sequence[bytes] = (),
+    keep_depth: int = 1,
 ) -> tuple[Cid, int, ShardTable]:
     """:func:`build_hamt` that records every shard, and reuses an earlier trie's (issue 19).
 
@@ -165,6 +166,10 @@ def build_hamt_tracked(
         added: the names ``previous`` lacks. A shard none of them falls under is the same
             node as before (the trie is canonical and entries were only added) and is linked
             by its recorded CID, neither rebuilt nor sent to ``sink``.
+        keep_depth: record shards down to this depth only (0 = the root): the root and its
+            children (at most ``fanout + 1`` entries) keep the table small however large the
+            directory; a changed child is rebuilt whole from its entries (1/``fanout`` of
+            them), its unchanged descendants giving the blocks they gave before.
 
     Returns:
         ``(root cid, root tsize, table of every shard of the new trie)``.
@@ -212,7 +217,8 @@ def build_hamt_tracked(
                 parts.append(encode_link(child, prefix, tsize))
             total += tsize
         cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink)
-        table[path] = (cid.raw, size + total)
+        if depth <= keep_depth:
+            table[path] = (cid.raw, size + total)
         return cid, size + total
 
     root, tsize = level(hashed, 0, "")

@@ -332,7 +332,10 @@ def build_dataset_dag(
                 previous=table,
                 added=[n.encode("ascii") for n in added[name]],
             )
+            # Blocks of the previous directories stay in the target (the CARs): counted as
+            # held, so a rebuilt subtree's unchanged shards are not sent again.
             dir_cids.update(raw for raw, _ in new_table.values())
+            dir_cids.update(previous_dir_blocks)
             dirs[name] = DirNode(cid=cid, tsize=tsize, sharded=True)
             shards[name] = new_table
             continue

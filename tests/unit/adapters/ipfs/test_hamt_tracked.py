@@ -49,7 +49,8 @@ def test_update_equals_full_build(names: list[bytes], n_added: int, fanout: int)
     )  # fmt: skip
     root, full_tsize, all_blocks = _full(names, fanout)
     assert (cid.raw, tsize) == (root, full_tsize)
-    assert {raw for raw, _ in new_table.values()} == all_blocks
+    assert {raw for raw, _ in new_table.values()} <= all_blocks
+    assert all(len(path) <= 2 * len(f"{fanout - 1:X}") for path in new_table)  # depth <= 1
     assert sent <= all_blocks
     fresh = build_hamt_tracked(names, _link, cid_version=1, sink=None, fanout=fanout)[2]
     assert new_table == fresh
@@ -71,5 +72,12 @@ def test_one_added_name_rebuilds_one_shard_path() -> None:
         names, link, cid_version=1, sink=lambda c, b: sent.append(c.raw), fanout=256,
         previous=table, added=names[-1:],
     )  # fmt: skip
-    assert 1 <= len(sent) <= 3  # root, and the shards on the new name's path
+    assert 1 <= len(sent) <= 6  # root, the child shard on the new name's path, its subtree
     assert len(asked) < 300  # only the entries of those shards, not all 5,000
+
+
+def test_the_table_stays_small_for_a_large_directory() -> None:
+    # 100,000 entries: the root and its 256 children only (a publish state must stay small).
+    names = [f"n{i}".encode() for i in range(100_000)]
+    _, _, table = build_hamt_tracked(names, _link, cid_version=1, sink=None, fanout=256)
+    assert len(table) == 257
