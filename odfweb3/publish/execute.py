@@ -120,6 +120,7 @@ def publish_dataset(
         remote_has=view.has,
         remote_ahead=view.ahead,
         force=force,
+        remote_holds_head=view.holds_head,
     )
     if record_extra:
         plan = dataclasses.replace(plan, record_extra=dict(record_extra))

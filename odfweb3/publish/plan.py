@@ -115,6 +115,7 @@ def plan_publish(
     remote_has: Collection[str] = (),
     remote_ahead: bool = False,
     force: bool = False,
+    remote_holds_head: bool = True,
 ) -> PublishPlan:
     """Decide what to send.
 
@@ -129,6 +130,8 @@ def plan_publish(
         remote_ahead: the caller found our head inside the target's chain (the target
             is ahead of us); only meaningful when ``remote_head`` is not in ``entries``.
         force: publish even when the target's head is not an ancestor of ours.
+        remote_holds_head: the target holds every object of ``remote_head`` (False: only
+            ``remote_has``; the objects its head covers are sent again).
 
     Raises:
         ConflictError: the target's head is ahead of ours or diverged, and not forced.
@@ -163,7 +166,7 @@ def plan_publish(
     # content-addressed: what is there stays valid even if forced
     known = remote_has if isinstance(remote_has, set | frozenset) else set(remote_has)
     covered: set[tuple[str, bytes]] = set()
-    if relation == "ahead" and position is not None:
+    if relation == "ahead" and position is not None and remote_holds_head:
         # Everything the remote head already covers is there: its blocks and objects
         # (keyed by kind and hash: no path text formatted per old object, issue 19).
         covered = {(o.kind, o.hash) for o in iter_objects(entries[position:])}

@@ -34,6 +34,10 @@ class RemoteView:
         ahead: the target's chain contains our head (it is ahead of us).
         state: the publish state to build on (verified, or rebuilt), if any.
         notes: human notes (e.g. "state was stale: rebuilt from the node").
+        holds_head: the target holds every object of ``head`` as this publish would make
+            it (False: only those in ``has``; e.g. a node that lost the published root,
+            or objects made with another CID profile or encryption): the plan sends the
+            rest again.
     """
 
     head: bytes | None
@@ -41,6 +45,7 @@ class RemoteView:
     ahead: bool = False
     state: PublishState | None = None
     notes: tuple[str, ...] = ()
+    holds_head: bool = True
 
 
 @dataclass(frozen=True)

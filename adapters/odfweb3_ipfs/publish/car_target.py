@@ -58,7 +58,12 @@ from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_re
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import shards_json
-from odfweb3_ipfs.publish.pipeline import SideFile, record_extension, write_delta_car
+from odfweb3_ipfs.publish.pipeline import (
+    SideFile,
+    record_extension,
+    reusable_state,
+    write_delta_car,
+)
 
 __all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
 
@@ -147,6 +152,9 @@ class CarTarget:
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
             return RemoteView(head=None, state=None, notes=(note,))
+        if not reusable_state(state, self.profile, encrypted=self.sealer is not None):
+            # Its CARs hold the objects made another way (CID profile, encryption).
+            return RemoteView(head=state.head, state=state, holds_head=False)
         return RemoteView(head=state.head, has=frozenset(state.objects), state=state)
 
     def upload(

@@ -74,7 +74,12 @@ from odfweb3_ipfs.formats.ipns import (
 )
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.pipeline import odf_extra, record_extension, write_delta_car
+from odfweb3_ipfs.publish.pipeline import (
+    odf_extra,
+    record_extension,
+    reusable_state,
+    write_delta_car,
+)
 
 __all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
 
@@ -240,19 +245,24 @@ class IpfsNodeTarget:
         has: set[str] = set()
         objects = dict(state.objects)
         dir_blocks = list(state.extra.get("dirBlocks", []))
+        # Objects made another way (CID profile, encryption) cannot be linked: sent again.
+        usable = reusable_state(state, self.profile, encrypted=self.sealer is not None)
+        holds_head = usable
         if state.locator is not None:
             if self._root_complete(state.locator):
-                has |= set(objects)
                 self._previous_root = state.locator
+                if usable:
+                    has |= set(objects)
             else:
                 notes.append(
                     f"the node no longer holds the published root {state.locator}: "
                     "sending the whole dataset again"
                 )
-                objects, dir_blocks = {}, []
+                objects, dir_blocks, holds_head = {}, [], False
         pending = state.extra.get("pending")
         if (
-            isinstance(pending, dict)
+            usable
+            and isinstance(pending, dict)
             and pending.get("root")
             and _same_profile(pending, state.extra)
             and self._root_complete(str(pending["root"]))
@@ -268,7 +278,13 @@ class IpfsNodeTarget:
         if seen is None and state.head is not None:
             notes.append("the node has no record for the name; this publish puts it back")
         checked = state.evolve(objects=objects, extra=extra)
-        return RemoteView(head=state.head, has=frozenset(has), state=checked, notes=tuple(notes))
+        return RemoteView(
+            head=state.head,
+            has=frozenset(has),
+            state=checked,
+            notes=tuple(notes),
+            holds_head=holds_head,
+        )
 
     def _view_from_record(
         self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
@@ -312,8 +328,10 @@ class IpfsNodeTarget:
             )
             self._previous_root = root.encode()
             notes.append("the record names the root of our interrupted publish: reusing it")
-            return RemoteView(head=head, has=frozenset(objects), state=base, notes=tuple(notes))
-        return RemoteView(head=head, state=base, notes=tuple(notes))
+            if reusable_state(base, self.profile, encrypted=self.sealer is not None):
+                return RemoteView(head=head, has=frozenset(objects), state=base, notes=tuple(notes))
+        # No links for the root's objects: the plan sends them all.
+        return RemoteView(head=head, state=base, notes=tuple(notes), holds_head=False)
 
     # -- steps 3-5 ----------------------------------------------------------------------
 

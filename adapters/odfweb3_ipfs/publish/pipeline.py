@@ -5,8 +5,11 @@ decided, the same way for every IPFS target, as :mod:`odfweb3_arweave.publish.pu
 does for Arweave; the targets only move the blocks (``car:`` writes CAR files into a
 directory, the node target streams one CAR to ``dag/import`` and pins):
 
-- :func:`build_delta`: the dataset's UnixFS DAG, only the new blocks to a sink (objects
-  the view's state links are reused without reading their files);
+- :func:`build_delta`: the dataset's UnixFS DAG, only the new blocks to a sink. It imports
+  exactly the plan's ``send`` objects and links every other one from the view's state,
+  never re-deciding: a state this publish cannot link to (another CID profile, plaintext
+  vs encrypted) is the targets' ``inspect`` to report (:func:`reusable_state`,
+  ``RemoteView.holds_head``), so the plan sends those objects;
 - :func:`side_files`: the UnixFS files published beside the dataset root, never inside
   it: the discovery descriptor (plain publishes; left out with the reason when it fails
   validation) or the key envelope (encrypted publishes, docs/design.md, "Encryption");
@@ -24,6 +27,7 @@ from typing import Any, BinaryIO, Literal
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
+from odfweb3.errors import FormatError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
@@ -51,6 +55,7 @@ __all__ = [
     "build_delta",
     "odf_extra",
     "record_extension",
+    "reusable_state",
     "side_files",
     "write_delta_car",
 ]
@@ -59,6 +64,22 @@ ENCRYPTED_NO_DESCRIPTOR = "encrypted dataset: a descriptor would reveal it"
 
 Block = tuple[Cid, bytes]
 SideKind = Literal["descriptor", "keyEnvelope"]
+
+
+def reusable_state(state: PublishState, profile: CidProfile, *, encrypted: bool) -> bool:
+    """A publish with ``profile`` and ``encrypted`` can link to the state's objects.
+
+    Not when the CID version, the CID profile (state ``cidProfile``) or the encryption
+    changed (plaintext and ciphertext files never mix in one root): the target then holds
+    none of the objects as this publish makes them. The same rule as
+    :func:`.dataset_dag.reusable_links`, asked before planning.
+    """
+    extra = state.extra
+    return (
+        extra.get("cidVersion", 1) == profile.cid_version
+        and extra.get("cidProfile") == profile.state_tag
+        and bool(extra.get("encrypted")) == encrypted
+    )
 
 
 def build_delta(
@@ -71,11 +92,13 @@ def build_delta(
     sink: BlockSink,
     progress: Callable[[int], None],
 ) -> DatasetDag:
-    """Build the dataset DAG at ``plan.head``, its new blocks to ``sink``: objects the
-    view's state links (and the target holds) are reused, the others imported (read and
-    verified as they stream).
+    """Build the dataset DAG at ``plan.head``, its new blocks to ``sink``: the plan's
+    ``send`` objects are imported (read and verified as they stream), every other object
+    is linked from the view's state without reading its file.
 
     Raises:
+        FormatError: the plan and the state disagree on an object: not sent and not
+            linked (the target's ``inspect`` said it holds what it cannot name), or both.
         IntegrityError / HashMismatch: a sent object's size or hash is wrong.
     """
     previous, prev_dirs = reusable_links(
@@ -85,6 +108,18 @@ def build_delta(
         encrypted=sealer is not None,
         profile=profile,
     )
+    # Each object is either sent or linked, as the plan says: checked by membership only
+    # (``previous`` parses a link's CID when it is used, issue 19).
+    send = {o.path for o in plan.send}
+    for obj in plan.objects:
+        sent, linked = obj.path in send, obj.path in previous
+        if sent == linked:
+            what = "sends" if sent else "does not send"
+            state_says = "links it already" if linked else "names no reusable link for it"
+            raise FormatError(
+                f"{plan.target}: the plan {what} {obj.path}, but the publish state "
+                f"{state_says}; delete the target's publish state and publish again"
+            )
     return build_dataset_dag(
         reader,
         plan.head,

@@ -98,6 +98,26 @@ def test_ahead_sends_only_the_delta(grown) -> None:
     assert plan.send_bytes < plan.total_bytes
 
 
+def test_ahead_of_a_head_the_target_does_not_hold_sends_what_it_lacks(grown) -> None:
+    # Issue 15 item 5: the plan alone decides what is sent. A target that names the old
+    # head but not its objects (a node that lost the root; objects made with another CID
+    # profile or encryption) says so (remote_holds_head=False): only remote_has counts.
+    old, new = grown
+    objects = tuple(iter_objects(new))
+    kept = set(paths(list(iter_objects(old))[:2]))
+    plan = plan_publish(
+        new,
+        dataset_id=DID,
+        target="t",
+        remote_head=old[0].hash,
+        remote_has=kept,
+        remote_holds_head=False,
+    )
+    assert plan.relation == "ahead"
+    assert paths(plan.send) == [o.path for o in objects if o.path not in kept]
+    assert plan.new_blocks == sum(1 for o in plan.send if o.kind == "block") > 2
+
+
 def test_behind_is_refused_unless_forced(grown) -> None:
     old, new = grown
     with pytest.raises(ConflictError, match="roll the name back") as err:

@@ -3,17 +3,22 @@
 import dataclasses
 import io
 
+import pytest
+
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.descriptor import decode_descriptor
+from odfweb3.errors import FormatError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.publish.execute import load_verified_chain
+from odfweb3.publish.execute import load_verified_chain, publish_dataset
 from odfweb3.publish.plan import plan_publish
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.formats.car import iter_car
+from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import profile_for
 from odfweb3_ipfs.publish.pipeline import (
+    build_delta,
     record_extension,
     side_files,
     write_delta_car,
@@ -87,3 +92,36 @@ def test_record_extension_keeps_the_last_inputs_map_unless_the_plan_gives_one(tm
     assert ext.extra["inputs"] == extra["inputs"] == {"did:b": "y"}
     ext, extra = record_extension(first, upload, None)
     assert "inputs" not in ext.extra and "inputs" not in extra and ext.prev_head is None
+
+
+def test_the_build_follows_the_plan_and_refuses_to_guess(tmp_path):
+    # The plan alone decides what is sent: an object it does not send must be linked from
+    # the state; a view claiming objects it cannot name is an error, not a silent resend.
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=24).path
+    claims = RemoteView(
+        head=None, has=frozenset(o.path for o in _plan(ds, RemoteView(None)).objects)
+    )
+    plan = _plan(ds, claims)
+    assert plan.send == ()
+    with pytest.raises(FormatError, match="the plan does not send"):
+        build_delta(
+            plan, DatasetReader.open(ds), claims, profile=PROFILE, sealer=None,
+            sink=lambda cid, block: None, progress=lambda n: None,
+        )  # fmt: skip
+
+
+def test_a_state_made_with_another_cid_profile_is_sent_again_by_the_plan(tmp_path):
+    # car:DIR published with CIDv1, then again with CIDv0 and one more block: the old CARs
+    # hold no object as CIDv0 names it, so the plan (not the build) sends every object.
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=25).path
+    keystore = Keystore(tmp_path / "keys")
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    append_blocks(ds, 1, data_bytes=500, seed=3)
+    v0 = CarTarget(out, keystore, cid_version=0)
+    outcome = publish_dataset(ds, v0)
+    assert outcome.view.holds_head is False
+    assert outcome.plan.relation == "ahead" and outcome.plan.send == outcome.plan.objects
+    assert outcome.upload is not None and outcome.upload.locator.startswith("Qm")
+    again = publish_dataset(ds, CarTarget(out, keystore, cid_version=0))
+    assert again.view.holds_head and again.plan.send == ()  # now it holds them as CIDv0
