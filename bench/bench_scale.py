@@ -66,12 +66,16 @@ def _step(target: str, ds: Path, out: Path, keys: Path, append: bool) -> dict[st
     return {"seconds": elapsed, "bytes": float(outcome.upload.bytes_sent)}
 
 
-def _child(argv: list[str]) -> tuple[dict[str, float], int]:
-    """Run ``--step`` in a child; its result and peak RSS in bytes."""
+def _child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str, float], int]:
+    """Run ``--step`` in a child (with ``PYTHONPATH`` when given); its result and peak RSS."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--step", *argv],
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert proc.stdout is not None
     text = proc.stdout.read()
@@ -82,10 +86,23 @@ def _child(argv: list[str]) -> tuple[dict[str, float], int]:
     return json.loads(text.strip().splitlines()[-1]), usage.ru_maxrss * 1024
 
 
-def _svg(rows: list[dict[str, float | str]], path: Path, title: str) -> None:
-    """A log-log plot of +1-block seconds (left) and bytes written (right) against blocks."""
+def _svg(
+    rows: list[dict[str, float | str]],
+    path: Path,
+    title: str,
+    before: list[dict[str, float | str]] | None = None,
+) -> None:
+    """A log-log plot of +1-block seconds (left) and bytes written (right) against blocks;
+    ``before`` (an earlier run's rows) is drawn dashed, labelled "before"."""
+    before = [{**r, "target": f"{r['target']} before"} for r in before or []]
+    rows = [*rows, *before]
     w, h, pad = 760, 360, 60
-    colors = {"car": "#1f77b4", "bundle": "#d62728"}
+    colors = {
+        "car": "#1f77b4",
+        "bundle": "#d62728",
+        "car before": "#1f77b4",
+        "bundle before": "#d62728",
+    }
     panels = [("seconds", "+1 block: seconds"), ("bytes", "+1 block: bytes written")]
     xs = sorted({float(r["blocks"]) for r in rows})
     parts = [
@@ -136,15 +153,32 @@ def _svg(rows: list[dict[str, float | str]], path: Path, title: str) -> None:
             if not pts:
                 continue
             line = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
-            parts.append(f'<polyline points="{line}" fill="none" stroke="{color}"/>')
+            dash = ' stroke-dasharray="5,4"' if tgt.endswith("before") else ""
+            parts.append(f'<polyline points="{line}" fill="none" stroke="{color}"{dash}/>')
             parts.extend(
                 f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts
             )
-        for i, (tgt, color) in enumerate(colors.items()):
+        shown = [t for t in colors if any(r["target"] == t for r in rows)]
+        for i, tgt in enumerate(shown):
             ty = pad + 14 + 14 * i
-            parts.append(f'<text x="{x0 + 8}" y="{ty}" fill="{color}">{tgt}:</text>')
+            dash = " (dashed)" if tgt.endswith("before") else ""
+            parts.append(f'<text x="{x0 + 8}" y="{ty}" fill="{colors[tgt]}">{tgt}{dash}</text>')
     parts.append("</svg>")
     path.write_text("\n".join(parts) + "\n", "utf-8")
+
+
+def _rows_of(output: Path) -> list[dict[str, float | str]]:
+    """The rows a run printed (its ``json:`` line)."""
+    for line in output.read_text("utf-8").splitlines():
+        if line.startswith("json: "):
+            rows: list[dict[str, float | str]] = json.loads(line[6:])
+            return rows
+    raise SystemExit(f"{output}: no json: line (the output of a bench_scale.py run?)")
+
+
+def _title(output: Path) -> str:
+    first = output.read_text("utf-8").splitlines()[0].removeprefix("machine: ")
+    return f"odfweb3 publish, +1 block vs dataset size ({first[:16]})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,12 +196,27 @@ def main(argv: list[str] | None = None) -> int:
         help="measure bundle: up to this many blocks (its initial publish RSA-signs two data "
         "items per object: ~150 s at 10,000 blocks on 2 cores)",
     )
+    ap.add_argument(
+        "--before-code",
+        help="PYTHONPATH of another checkout (e.g. DIR:DIR/adapters of `git archive`): each "
+        "step also runs on it, interleaved with this one, as target 'car before'",
+    )
+    ap.add_argument("--plot", type=Path, help="only draw --svg from this run's json: line")
+    ap.add_argument("--before", type=Path, help="an earlier run's output: drawn dashed")
     ap.add_argument("--step", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.step:
         target, ds, out, keys, append = args.step
         result = _step(target, Path(ds), Path(out), Path(keys), append == "1")
         print(json.dumps(result))
+        return 0
+
+    before = _rows_of(args.before) if args.before else None
+    if args.plot:
+        if not args.svg:
+            ap.error("--plot needs --svg")
+        _svg(_rows_of(args.plot), args.svg, _title(args.plot), before)
+        print(f"plot: {args.svg}")
         return 0
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -193,14 +242,18 @@ def main(argv: list[str] | None = None) -> int:
                 args.cache / str(n), tmp, blocks=n, data_bytes=n * args.block_bytes
             )
             print(f"{n} blocks: " + (f"built in {built:.1f} s" if built else "from cache"))
-            for tgt in targets:
+            variants: list[tuple[str, str | None]] = [("", None)]
+            if args.before_code:
+                variants.insert(0, (" before", args.before_code))
+            for tgt, (suffix, code) in [(t, v) for t in targets for v in variants]:
                 if tgt == "bundle" and n > args.bundle_max:
                     print(f"  bundle: skipped above --bundle-max {args.bundle_max}")
                     continue
                 work = linked_copy(base, tmp / f"ds-{n}-{tgt}")
                 out = tmp / f"out-{n}-{tgt}"
-                first, rss1 = _child([tgt, str(work), str(out), str(keys), "0"])
-                plus, rss2 = _child([tgt, str(work), str(out), str(keys), "1"])
+                first, rss1 = _child([tgt, str(work), str(out), str(keys), "0"], code)
+                plus, rss2 = _child([tgt, str(work), str(out), str(keys), "1"], code)
+                tgt = tgt + suffix
                 row: dict[str, float | str] = {
                     "blocks": n,
                     "target": tgt,
@@ -221,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(work)
                 shutil.rmtree(out)
     print_table(table)
-    for tgt in targets:
+    labels = [t + sfx for t in targets for sfx in ([" before", ""] if args.before_code else [""])]
+    for tgt in labels:
         mine = [r for r in rows if r["target"] == tgt]
         if len(mine) >= 2:
             lo, hi = mine[0], mine[-1]
@@ -233,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("json: " + json.dumps(rows))
     if args.svg:
-        _svg(rows, args.svg, f"odfweb3 publish, +1 block vs dataset size ({machine()[:16]})")
+        title = f"odfweb3 publish, +1 block vs dataset size ({machine()[:16]})"
+        _svg(rows, args.svg, title, before)
         print(f"plot: {args.svg}")
     return 0
 
