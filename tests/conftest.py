@@ -4,6 +4,11 @@
 the external node named by ODFWEB3_IPFS_API / ODFWEB3_IPFS_GATEWAY, e.g. kubo-docker). `arlocal`:
 a fresh arlocal gateway (`make nodes`). A missing install fails the tests that use them (never a
 skip). Tests that need two connected Kubo nodes start their own (tests/support/kubo.py).
+
+Every test runs with its own HOME (`_own_home`): nothing a test publishes, remembers or hints
+at, and no key it generates, lands in the user's ``~/.local/share/odfweb3`` (commands called with
+``env={}`` read their defaults from the process's HOME). Session nodes are started before it
+and keep the real HOME.
 """
 
 from __future__ import annotations
@@ -15,6 +20,13 @@ import pytest
 
 from tests.support.kubo import start_kubo
 from tests.support.nodes import ArlocalNode, IpfsNode, external_ipfs, start_arlocal
+
+
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", os.path.join(tmp_path, "home"))
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "ODFWEB3_STATE_DIR", "ODFWEB3_KEYSTORE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")
