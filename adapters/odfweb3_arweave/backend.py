@@ -20,13 +20,14 @@ from typing import Final
 
 from odfweb3.backends import Backend, ReadAccess, TargetOptions, TargetStatus
 from odfweb3.config import Config
-from odfweb3.errors import BackendError, OdfWeb3Error, ResolutionError, UsageError
+from odfweb3.errors import BackendError, ConfigError, OdfWeb3Error, ResolutionError, UsageError
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
 from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.publish.bundle_plan import ManifestKind
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
@@ -74,7 +75,23 @@ def open_arweave_target(
         # issue 10: how long the post-check waits for the upload to be mined
         confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
         race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
+        manifest=_manifest_kind(config),
     )
+
+
+def _manifest_kind(config: Config) -> ManifestKind:
+    """``arweave.manifest``: ``delta`` (default: each upload's manifest maps what it adds) or
+    ``full`` (every path: a consolidation; issue 19, docs/arweave.md section 9).
+
+    Raises:
+        ConfigError: another value.
+    """
+    value = config.get("arweave", "manifest", default="delta")
+    if value == "delta":
+        return "delta"
+    if value == "full":
+        return "full"
+    raise ConfigError(f"arweave.manifest is {str(value)[:40]!r}; use delta or full")
 
 
 def _insecure(config: Config) -> bool:
@@ -164,6 +181,7 @@ class ArweaveBackend:
                 publisher=config.get("publisher"),
                 sealer=options.sealer,
                 drive_password=options.drive_password,
+                manifest=_manifest_kind(config),
             )
         return open_arweave_target(config, options, gateway=arg or None)
 

@@ -124,11 +124,14 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert record2.drive == record.drive
     assert set(record2.added) == {o.path for o in second.plan.send} | {"refs/head"}
     assert record2.added["refs/head"].file_id == record.added["refs/head"].file_id  # revision
+    # Issue 19: a delta manifest, the paths this upload added only, naming the full one
     manifest2 = decode_manifest(items2[-3].data)
+    assert tags_of(items2[-3])["ODF-Full-Manifest"] == record.manifest_id
+    assert record2.full_manifest == record.manifest_id
+    assert dict(manifest2.paths) == {p: a.data_item_id for p, a in record2.added.items()}
     all_items = by_id | {i.id_b64: i.data for i in items2}
-    check_manifest_covers_dataset(ds, dict(manifest2.paths), all_items)
-    old_paths = set(manifest.paths) - {"refs/head"}
-    assert {p: manifest2.paths[p] for p in old_paths} == {p: manifest.paths[p] for p in old_paths}
+    # the full manifest overlaid with the delta: every path of the dataset, old ids kept
+    check_manifest_covers_dataset(ds, dict(manifest.paths) | dict(manifest2.paths), all_items)
     assert all_items[manifest2.paths["refs/head"]] == (ds / "refs/head").read_bytes()
     assert oracle("verify-bundle", bundle2)["valid"] is True
 
@@ -138,7 +141,7 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert summary["bundleBytes"] == bundle2.stat().st_size
     assert {"name": "Bundle-Format", "value": "binary"} in summary["l1Tags"]
     assert {"name": "Bundle-Version", "value": "2.0.0"} in summary["l1Tags"]
-    assert summary["itemsByPath"] == dict(manifest2.paths)
+    assert summary["itemsByPath"] == dict(manifest.paths) | dict(manifest2.paths)
     assert summary["extra"]["bundles"] == [bundle1.name, bundle2.name]
 
     # Nothing new: no bundle is written, the state stays.

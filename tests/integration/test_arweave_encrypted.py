@@ -23,6 +23,7 @@ from odfweb3.crypto.envelope import (
 from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys, IdentityStore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import decrypt_bytes, decrypt_object
+from odfweb3.odf.builder import append_blocks
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
@@ -153,6 +154,24 @@ def test_recipient_pulls_and_verifies_ar_record_through_cli(
     _out, err = capsys.readouterr()
     assert code == 69 and "is a path manifest" in err and "ar://RECORD_ID" in err
     assert not (tmp_path / "m" / "blocks").exists()
+
+    # Issue 19: an encrypted update stores a delta manifest; the reader walks back to the
+    # full one for the older (ciphertext) paths, and a delta manifest alone is refused.
+    append_blocks(world.ds, 1, data_bytes=3_000, seed=31)
+    update = publish_dataset(world.ds, target, sealer=sealer)
+    assert update.state.extra["deltaUploads"] == 1
+    assert update.state.extra["fullManifestId"] == outcome.state.locator
+    ref2 = f"ar://{update.state.record['recordId']}"
+    code = main(["--json", "pull", ref2, str(tmp_path / "pulled2")], env=env)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["head"] == multihash_to_str(DatasetReader.open(world.ds).head())
+    for obj in update.plan.objects:
+        assert (tmp_path / "pulled2" / obj.path).read_bytes() == (world.ds / obj.path).read_bytes()
+    code = main(["pull", f"ar://{update.state.locator}", str(tmp_path / "d")], env=env)
+    _out, err = capsys.readouterr()
+    assert code != 0 and "delta path manifest" in err and "ar://RECORD_ID" in err
+    assert not (tmp_path / "d" / "blocks").exists()
 
 
 def test_resolve_encrypted_ar_record_and_did_with_and_without_keys(

@@ -58,11 +58,19 @@ def dataset_files(ds: Path) -> dict[str, bytes]:
     }
 
 
-def check_read_back(arlocal, manifest_id: str, ds: Path) -> None:
-    """Every file of the dataset, byte for byte, through arlocal's manifest paths."""
+def check_read_back(arlocal, state, ds: Path, full_paths: set[str]) -> None:
+    """Every file of the dataset, byte for byte, as a plain gateway serves it (issue 19):
+    the paths the latest upload added under its manifest, the paths of the last full
+    manifest under it, and every path by its data item id."""
     gw = ArweaveGateway(arlocal.url)
+    added = json.loads(gw.get_data(state.record["recordId"]))["added"]
+    full = state.extra["fullManifestId"]
     for path, data in dataset_files(ds).items():
-        assert gw.get_data(f"{manifest_id}/{path}") == data, path
+        if path in added:
+            assert gw.get_data(f"{state.locator}/{path}") == data, path
+        if path in full_paths and path != "refs/head":
+            assert gw.get_data(f"{full}/{path}") == data, path
+        assert gw.get_data(state.objects[path]["dataItemId"]) == data, path
 
 
 def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> None:
@@ -79,7 +87,9 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
     # priced before posting, with the gateway's own price for the bundle's size
     assert prices and prices[0][1] == first.upload.extra["bundleBytes"]
     assert prices[0][0] == ArweaveGateway(arlocal.url).price(prices[0][1])
-    check_read_back(arlocal, first.state.locator, ds)
+    check_read_back(arlocal, first.state, ds, set(dataset_files(ds)))
+    assert first.state.extra["fullManifestId"] == first.state.locator  # the first is full
+    first_paths = set(dataset_files(ds))
 
     heads = [multihash_to_str(DatasetReader.open(ds).head())]
     sent = []
@@ -89,7 +99,10 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
         out = publish_dataset(ds, make_target(arlocal, wallet, state_dir))
         assert out.view.head is not None and multihash_to_str(out.view.head) == heads[-2]
         sent.append(len(out.plan.send))
-        check_read_back(arlocal, out.state.locator, ds)
+        check_read_back(arlocal, out.state, ds, first_paths)
+        # a delta manifest: the paths this upload added, naming the first (full) one
+        assert out.state.extra["fullManifestId"] == first.state.locator
+        assert out.state.extra["deltaUploads"] == n + 1
     assert all(0 < s < len(first.plan.objects) for s in sent)  # incremental
 
     gw = ArweaveGateway(arlocal.url)
@@ -114,6 +127,15 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
     for obj in iter_objects(list(walk_chain(reader))):
         if obj.kind != "block":
             assert read_object_verified(replica, obj) > 0
+
+    # state rebuilt from the network (a new state directory) continues the delta chain
+    append_blocks(ds, 1, data_bytes=2_000, seed=79)
+    rebuilt = publish_dataset(ds, make_target(arlocal, wallet, tmp_path / "state2"))
+    assert rebuilt.state.extra["fullManifestId"] == first.state.locator
+    assert rebuilt.state.extra["deltaUploads"] == 3
+    replica = open_ar_replica(gw, f"ar://{rebuilt.state.record['recordId']}")
+    for entry in walk_chain(DatasetReader.open(ds)):
+        assert replica.read_block(entry.hash) == DatasetReader.open(ds).read_block_bytes(entry.hash)
 
     # confirmations: mine, then status per upload
     arlocal.mine(2)
@@ -249,7 +271,7 @@ def test_chunked_upload_and_resume(arlocal, wallet, tmp_path) -> None:
         if gw.tx_status(out.state.record["recordId"]).state != "not_found":
             break
         time.sleep(0.1)
-    check_read_back(arlocal, out.state.locator, ds)
+    check_read_back(arlocal, out.state, ds, set(dataset_files(ds)))
     assert (
         find_latest_upload(gw, wallet.address, out.state.dataset_id).id
         == (out.state.record["recordId"])
@@ -318,6 +340,18 @@ def test_cli_publish_status_and_wallet_from_env(arlocal, wallet, tmp_path, capsy
     (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
     assert len(row["uploads"]) == uploads_before + 1  # one L1 transaction for both updates
     assert row["publishedHead"] == row["localHead"]
+    # Issue 19: the last two uploads stored delta manifests; pull, verify and resolve walk
+    # back to the full one and read every path.
+    saved = StateStore(tmp_path / "state").load(row["datasetId"], f"arweave:{arlocal.url}")
+    assert saved is not None and saved.extra["deltaUploads"] == 2
+    ref = f"ar://{saved.record['recordId']}"
+    assert main(["pull", ref, str(tmp_path / "copy")], env) == 0
+    assert dataset_files(tmp_path / "copy") == dataset_files(ds)
+    assert main(["verify", str(ds), "--against", ref, "--deep"], env) == 0
+    assert "identical" in capsys.readouterr().out
+    owner = ["--owner", wallet.address, "--json"]
+    assert main(["resolve", row["datasetId"], *owner], env) == 0
+    assert [r["head"] for r in json.loads(capsys.readouterr().out)["results"]] == [row["localHead"]]
 
 
 def test_newest_of_many_pending_uploads_is_found_across_pages(arlocal, tmp_path) -> None:

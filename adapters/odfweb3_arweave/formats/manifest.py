@@ -9,9 +9,16 @@ Format (ArweaveTeam/arweave ``doc/path-manifest-schema.md``)::
 
 served with ``Content-Type: application/x.arweave-manifest+json``. We write version 0.1.0
 (arlocal resolves only 0.1.0; gateways supporting 0.2.0 read it too) and read 0.1.0 and
-0.2.0 (which adds ``fallback`` and lets ``index`` carry an ``id``). Our manifests map
-*every* path of the dataset, old paths to the items of earlier uploads, so each manifest
-alone describes the whole dataset at its head.
+0.2.0 (which adds ``fallback`` and lets ``index`` carry an ``id``).
+
+Two kinds (issue 19; docs/arweave.md, section 9). A *full* manifest maps every path of the
+dataset, old paths to the items of earlier uploads, so it alone describes the whole dataset
+at its head: the first upload's, every upload before delta manifests existed, and a
+consolidation. A *delta* manifest maps only the paths its upload added (new objects and
+``refs/head``): its item and its upload record carry ``ODF-Full-Manifest`` (the last full
+manifest's id), and readers find older paths in earlier uploads' manifests, walking at most
+:data:`MAX_DELTA_UPLOADS` of them; a publisher writes a full manifest before a chain of
+deltas would get longer.
 
 Encoding is deterministic: sorted keys, no whitespace, ASCII-only JSON. Decoding refuses
 paths a gateway could resolve surprisingly (``..``, ``.``, absolute, empty segments,
@@ -30,9 +37,11 @@ from odfweb3.errors import FormatError
 from odfweb3.foreign_json import load_foreign_json
 
 __all__ = [
+    "FULL_MANIFEST_TAG",
     "MANIFEST_CONTENT_TYPE",
     "MANIFEST_TYPE",
     "MANIFEST_VERSION",
+    "MAX_DELTA_UPLOADS",
     "PathManifest",
     "check_manifest_path",
     "decode_manifest",
@@ -42,6 +51,12 @@ __all__ = [
 MANIFEST_TYPE: Final = "arweave/paths"
 MANIFEST_VERSION: Final = "0.1.0"
 MANIFEST_CONTENT_TYPE: Final = "application/x.arweave-manifest+json"
+# On a delta manifest's item and its upload record: the id of the last full manifest.
+FULL_MANIFEST_TAG: Final = "ODF-Full-Manifest"
+# The longest chain of delta uploads after a full manifest: readers walk at most this many
+# upload records (each signature-checked) and refuse a longer one; publishers write a full
+# manifest instead of the delta that would make it longer.
+MAX_DELTA_UPLOADS: Final = 10_000
 _READ_VERSIONS: Final = ("0.1.0", "0.2.0")
 _ID = re.compile(r"[A-Za-z0-9_-]{43}")
 

@@ -13,9 +13,17 @@ earlier uploads by ``ODF-Prev-Upload``; items from other owners are ignored (doc
 ``ODF-Head``        the head block hash (multibase, as in ``refs/head``)
 ``ODF-Prev-Head``   the head of the previous upload (absent on the first)
 ``ODF-Prev-Upload`` the previous upload's record item id (absent on the first)
-``ODF-Manifest``    the path manifest item id (the whole dataset at ``ODF-Head``)
+``ODF-Manifest``    the path manifest item id (see ``ODF-Full-Manifest`` below)
 ``Unix-Time``       seconds since the epoch
 ==================  ==========================================================
+
+``ODF-Full-Manifest`` (between ``ODF-Manifest`` and ``Unix-Time``) is on an upload whose
+manifest is a *delta* (issue 19) only: the id of the last full manifest. Without it,
+``ODF-Manifest`` maps every path of the dataset at ``ODF-Head``.
+A delta upload's manifest maps only the paths it added (its ``added`` keys); a reader
+finds older paths in the manifests of earlier uploads (``ODF-Prev-Upload``) back to the
+first one without ``ODF-Full-Manifest``, whose manifest maps every path up to it
+(docs/arweave.md, section 9). Old uploads have no such tag: their manifests are full.
 
 The body (JSON, sorted keys) repeats these and lists what the upload added: for each
 path its data item, ArFS metadata item and ArFS ``File-Id``; and the drive's ids, so
@@ -44,7 +52,7 @@ from odfweb3_arweave.formats.arfs import (
     is_uuid,
     tag_value,
 )
-from odfweb3_arweave.formats.manifest import check_manifest_path
+from odfweb3_arweave.formats.manifest import FULL_MANIFEST_TAG, check_manifest_path
 from odfweb3_arweave.formats.tags import Tag
 
 __all__ = [
@@ -102,6 +110,12 @@ class RecordTags:
     manifest_id: str
     unix_time: int
     app_version: str
+    full_manifest: str | None = None
+
+    @property
+    def delta(self) -> bool:
+        """Whether the upload's manifest holds only the paths it added."""
+        return self.full_manifest is not None
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,8 @@ class UploadRecord:
         key_envelope: the key envelope item id of an encrypted upload.
         inputs: where each input of a derivative lives (dataset ID -> ``ar://RECORD``),
             written by ``publish --with-inputs`` (issue 11); absent from plain records.
+        full_manifest: on a delta upload (its manifest maps only ``added``), the id of the
+            last full manifest; None: ``manifest_id`` maps every path (issue 19).
     """
 
     dataset_id: str
@@ -157,6 +173,12 @@ class UploadRecord:
     app_version: str
     key_envelope: str | None = None
     inputs: Mapping[str, str] | None = None
+    full_manifest: str | None = None
+
+    @property
+    def delta(self) -> bool:
+        """Whether the upload's manifest holds only the paths it added."""
+        return self.full_manifest is not None
 
     @property
     def tags_view(self) -> RecordTags:
@@ -169,6 +191,7 @@ class UploadRecord:
             self.manifest_id,
             self.unix_time,
             self.app_version,
+            self.full_manifest,
         )
 
 
@@ -185,7 +208,10 @@ def record_tags(record: UploadRecord) -> tuple[Tag, ...]:
         tags.append(Tag.of("ODF-Prev-Head", record.prev_head))
     if record.prev_upload is not None:
         tags.append(Tag.of("ODF-Prev-Upload", record.prev_upload))
-    tags += [Tag.of("ODF-Manifest", record.manifest_id), Tag.of("Unix-Time", str(record.unix_time))]
+    tags.append(Tag.of("ODF-Manifest", record.manifest_id))
+    if record.full_manifest is not None:
+        tags.append(Tag.of(FULL_MANIFEST_TAG, record.full_manifest))
+    tags.append(Tag.of("Unix-Time", str(record.unix_time)))
     return tuple(tags)
 
 
@@ -206,6 +232,8 @@ def encode_record(record: UploadRecord) -> bytes:
         doc["keyEnvelope"] = record.key_envelope
     if record.inputs is not None:
         doc["inputs"] = dict(sorted(record.inputs.items()))
+    if record.full_manifest is not None:
+        doc["fullManifestId"] = record.full_manifest
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
@@ -224,6 +252,8 @@ def parse_record_tags(tags: Sequence[Tag], where: str = "upload record") -> Reco
     raw_prev = tag_value(tags, "ODF-Prev-Upload")
     prev_upload = _item_id(raw_prev, f"{where}: ODF-Prev-Upload") if raw_prev else None
     manifest_id = _item_id(tag_value(tags, "ODF-Manifest"), f"{where}: ODF-Manifest")
+    raw_full = tag_value(tags, FULL_MANIFEST_TAG)
+    full = _item_id(raw_full, f"{where}: {FULL_MANIFEST_TAG}") if raw_full is not None else None
     unix = tag_value(tags, "Unix-Time") or ""
     if not unix.isdigit() or len(unix) > 12:
         raise FormatError(f"{where}: Unix-Time is not a number of seconds")
@@ -235,6 +265,7 @@ def parse_record_tags(tags: Sequence[Tag], where: str = "upload record") -> Reco
         manifest_id,
         int(unix),
         tag_value(tags, "App-Version") or "",
+        full,
     )
 
 
@@ -255,6 +286,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         doc.get("prevUpload"),
         doc.get("manifestId"),
         doc.get("unixTime"),
+        doc.get("fullManifestId"),
     )
     told = (
         facts.dataset_id,
@@ -263,6 +295,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         facts.prev_upload,
         facts.manifest_id,
         facts.unix_time,
+        facts.full_manifest,
     )
     if said != told:
         raise FormatError(f"{where}: body and tags disagree (dataset, heads, ids or time)")
@@ -293,6 +326,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         if "keyEnvelope" in doc
         else None,
         inputs=_inputs(doc["inputs"], where) if "inputs" in doc else None,
+        full_manifest=facts.full_manifest,
     )
 
 

@@ -14,8 +14,12 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
 3. on the first upload only: the drive, its root folder and ``blocks/ refs/ data/
    checkpoints/``; then, for an encrypted publish, the key envelope (JSON, tagged
    ``ODF-Key-Envelope: 1``), named by the record;
-4. the path manifest (every path of the dataset: new paths -> new items, old -> old;
-   index ``refs/head``);
+4. the path manifest, index ``refs/head``: a *delta* (the paths this bundle adds, tagged
+   ``ODF-Full-Manifest``: the last full manifest's id) when an earlier upload left a full
+   manifest and the chain of deltas after it stays within
+   :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS`; else (a first upload, a
+   resend of everything, ``manifest="full"``) *full*: every path of the dataset, new paths
+   -> new items, old -> old (issue 19; docs/arweave.md, section 9);
 5. optionally an extra item that must name the manifest (the discovery descriptor, whose
    ``relation`` lists ``ar://<manifest>``), made by a caller's function of the manifest id;
 6. the upload record (names the manifest and the previous record).
@@ -43,7 +47,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
@@ -60,6 +64,7 @@ from odfweb3_arweave.formats.arfs import (
     Privacy,
     is_uuid,
 )
+from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS
 from odfweb3_arweave.formats.record import AddedFile, UploadRecord, record_tags
 from odfweb3_arweave.formats.tags import Tag
 
@@ -69,6 +74,7 @@ __all__ = [
     "BundlePlan",
     "FileRef",
     "FileToAdd",
+    "ManifestKind",
     "PreviousUpload",
     "VerifiedStream",
     "plan_bundle",
@@ -78,6 +84,10 @@ REFS_HEAD = "refs/head"
 KEY_ENVELOPE_TAG = "ODF-Key-Envelope"
 _REFS_HEAD_CONTENT_TYPE = "text/plain"
 _PLACEHOLDER_ID = "A" * 43
+
+# "delta": the manifest maps the paths the bundle adds, when the chain allows it;
+# "full": every path (a consolidation: one id serves the whole dataset again).
+ManifestKind = Literal["delta", "full"]
 
 
 class VerifiedStream(Protocol):
@@ -154,6 +164,8 @@ class PreviousUpload:
         complete: the earlier items can be relied on. When false (e.g. an earlier bundle
             was lost before it was posted) everything is sent again, drive included, under
             the same drive, folder and file ids.
+        full_manifest_id: the last full manifest (None: unknown, the next one is full).
+        deltas: delta uploads since that full manifest.
     """
 
     drive: DriveLayout
@@ -161,6 +173,8 @@ class PreviousUpload:
     record_id: str | None
     head: str | None
     complete: bool = True
+    full_manifest_id: str | None = None
+    deltas: int = 0
 
 
 @dataclass(frozen=True)
@@ -210,6 +224,9 @@ class BundlePlan:
         record_extra_tags: extra tags for the record item (checked against the limits).
         inputs: dataset ID -> ``ar://RECORD`` of each input, for the record body (issue 11;
             from ``plan.record_extra["inputs"]``), or None.
+        full_manifest: the last full manifest's id when this bundle's manifest is a delta
+            (the paths of ``add`` only); None: a full manifest (``add`` and ``keep``).
+        deltas: delta uploads since the last full manifest, this one included (0: full).
     """
 
     dataset_id: str
@@ -225,6 +242,8 @@ class BundlePlan:
     app_version: str
     record_extra_tags: tuple[Tag, ...] = ()
     inputs: Mapping[str, str] | None = None
+    full_manifest: str | None = None
+    deltas: int = 0
 
     @property
     def item_count(self) -> int:
@@ -244,6 +263,7 @@ def plan_bundle(
     new_id: Callable[[], uuid.UUID] = uuid.uuid4,
     sealer: Sealer | None = None,
     privacy: Privacy = "public",
+    manifest: ManifestKind = "delta",
 ) -> BundlePlan:
     """Decide the bundle's content (pure: no I/O, nothing signed).
 
@@ -259,6 +279,9 @@ def plan_bundle(
         sealer: encrypt: data item sizes are ciphertext sizes, ``refs/head`` is sealed.
         privacy: ``"private"``: an ArFS private drive (sizes stay plaintext sizes here;
             :func:`sign_bundle` encrypts). Not with ``sealer``.
+        manifest: ``"delta"`` (default): a delta manifest when ``previous`` names a full
+            one and the chain of deltas stays within ``MAX_DELTA_UPLOADS``, else a full
+            one; ``"full"``: a full manifest (consolidation).
 
     Raises:
         FormatError: an object the plan does not send is missing from ``previous``, an
@@ -319,6 +342,11 @@ def plan_bundle(
             content=head_bytes,
         )
     )
+    full_id = previous.full_manifest_id if previous is not None and reliable else None
+    deltas = previous.deltas + 1 if previous is not None else 0
+    # Every path sent again (a first upload, an encryption switch): the delta is full.
+    if manifest == "full" or full_id is None or deltas > MAX_DELTA_UPLOADS or not keep:
+        full_id, deltas = None, 0
     bundle = BundlePlan(
         dataset_id=plan.dataset_id,
         head=head_text,
@@ -333,6 +361,8 @@ def plan_bundle(
         app_version=app_version,
         record_extra_tags=tuple(record_extra_tags),
         inputs=_inputs(plan),
+        full_manifest=full_id,
+        deltas=deltas,
     )
     # Refuse tags over the limits now, before any file is read or anything signed.
     encode_tags(_record_tags(bundle, _PLACEHOLDER_ID, {}))
@@ -363,6 +393,7 @@ def _record(
         app_version=bundle.app_version,
         key_envelope=key_envelope,
         inputs=bundle.inputs,
+        full_manifest=bundle.full_manifest,
     )
 
 

@@ -44,7 +44,12 @@ from odfweb3_arweave.formats.arfs_private import (
     private_data_tags,
     seal_entity,
 )
-from odfweb3_arweave.formats.manifest import MANIFEST_CONTENT_TYPE, PathManifest, encode_manifest
+from odfweb3_arweave.formats.manifest import (
+    FULL_MANIFEST_TAG,
+    MANIFEST_CONTENT_TYPE,
+    PathManifest,
+    encode_manifest,
+)
 from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
@@ -70,7 +75,7 @@ class SignedBundle:
         items: in bundle order, the record last.
         files: path -> current revision for the whole dataset after this upload.
         added: path -> the revisions this bundle adds.
-        manifest: the path manifest.
+        manifest: the path manifest (every path, or a delta: the paths of ``added``).
         manifest_id: its item id.
         record: the upload record.
         record_id: its item id.
@@ -255,8 +260,12 @@ def sign_bundle(
         envelope_id = envelope_item.id_b64
     # index = refs/head: a gateway serves the head at /{manifest}. arlocal 1.1.66 also needs
     # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
-    manifest = PathManifest({p: f.data_item_id for p, f in sorted(files.items())}, index=REFS_HEAD)
-    manifest_tags = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
+    # A delta manifest maps what this bundle adds (refs/head always among it; issue 19).
+    mapped: Mapping[str, FileRef | AddedFile] = files if bundle.full_manifest is None else added
+    manifest = PathManifest({p: f.data_item_id for p, f in sorted(mapped.items())}, index=REFS_HEAD)
+    manifest_tags: tuple[Tag, ...] = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
+    if bundle.full_manifest is not None:
+        manifest_tags += (Tag.of(FULL_MANIFEST_TAG, bundle.full_manifest),)
     manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
     items.append(manifest_item)
     extra_id = None

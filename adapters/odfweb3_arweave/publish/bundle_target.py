@@ -50,9 +50,10 @@ from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.record import inputs_to_record
 from odfweb3_arweave.formats.tags import Tag
-from odfweb3_arweave.publish.bundle_plan import PreviousUpload
+from odfweb3_arweave.publish.bundle_plan import ManifestKind, PreviousUpload
 from odfweb3_arweave.publish.publish_bundle import (
     encryption_view,
+    manifest_extra,
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
@@ -81,8 +82,10 @@ class BundleTarget:
         publisher: Mapping[str, Any] | None = None,
         sealer: Sealer | None = None,
         drive_password: str | None = None,
+        manifest: ManifestKind = "delta",
     ) -> None:
         self.out_dir = out_dir
+        self.manifest = manifest
         self.sealer = sealer
         # ArFS private drive (arfs_private): only used to derive the drive key; never
         # stored, logged or shown in the repr.
@@ -181,6 +184,7 @@ class BundleTarget:
             progress=progress,
             sealer=self.sealer,
             drive_password=self._drive_password,
+            manifest=self.manifest,
         )
         bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
         bundle_name = f"{signed.record_id}.bundle"
@@ -202,6 +206,7 @@ class BundleTarget:
                 "bundle": bundle_name,
                 "bundleBytes": size,
                 "bundleItems": len(signed.items),
+                **manifest_extra(prepared),
                 **{k: v for k, v in descriptor.items() if k == "descriptorId"},
                 **sealed_extra(self.sealer, descriptor),
                 **({"inputs": inputs} if inputs else {}),
@@ -212,6 +217,7 @@ class BundleTarget:
                 "bundleItems": len(signed.items),
                 "bundleBytes": size,
                 "manifestId": signed.manifest_id,
+                **manifest_extra(prepared),
                 "recordId": signed.record_id,
                 **descriptor,
             },

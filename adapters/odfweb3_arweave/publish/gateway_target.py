@@ -72,10 +72,11 @@ from odfweb3_arweave.formats.tx import (
     sign_transaction,
     to_json_dict,
 )
-from odfweb3_arweave.publish.bundle_plan import FileRef, PreviousUpload
+from odfweb3_arweave.publish.bundle_plan import FileRef, ManifestKind, PreviousUpload
 from odfweb3_arweave.publish.publish_bundle import (
     PreparedBundle,
     encryption_view,
+    manifest_extra,
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
@@ -124,6 +125,8 @@ class GatewayTarget:
         poll_interval: seconds between two post-check looks.
         sleep: how to wait (injected for tests).
         monotonic: a monotonic clock in seconds (injected for tests).
+        manifest: ``"delta"``: each upload's path manifest maps the paths it adds (issue 19);
+            ``"full"``: every path (``arweave.manifest: full``, a consolidation).
     """
 
     def __init__(
@@ -145,8 +148,10 @@ class GatewayTarget:
         poll_interval: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        manifest: ManifestKind = "delta",
     ) -> None:
         self.gateway = gateway
+        self.manifest = manifest
         self.sealer = sealer
         # ArFS private drive (arfs_private): only used to derive the drive key; never
         # stored, logged or shown in the repr.
@@ -262,6 +267,7 @@ class GatewayTarget:
                     for u in chain
                 ],
                 "rebuilt": True,
+                **_manifest_chain(records),
                 **(
                     {"encrypted": True, "keyEnvelope": last.key_envelope}
                     if last.key_envelope
@@ -375,6 +381,7 @@ class GatewayTarget:
             progress=progress,
             sealer=self.sealer,
             drive_password=self._drive_password,
+            manifest=self.manifest,
         )
 
     def _price(self, size: int) -> int:
@@ -611,6 +618,15 @@ class GatewayTarget:
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
 
 
+def _manifest_chain(records: list[UploadRecord]) -> dict[str, Any]:
+    """``fullManifestId`` / ``deltaUploads`` of rebuilt state: the newest upload without
+    ``ODF-Full-Manifest`` and the delta uploads after it (none found: the next is full)."""
+    for deltas, record in enumerate(reversed(records)):
+        if not record.delta:
+            return {"fullManifestId": record.manifest_id, "deltaUploads": deltas}
+    return {"fullManifestId": None, "deltaUploads": 0}
+
+
 def checkpoint_doc(
     prepared: PreparedBundle,
     view: RemoteView,
@@ -653,6 +669,7 @@ def checkpoint_doc(
                 "bundleItems": len(signed.items),
                 "reward": reward,
                 "uploads": [*prev_uploads, new_upload],
+                **manifest_extra(prepared),
                 **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
                 **sealed_extra(sealer, prepared.descriptor),
                 **({"inputs": dict(inputs)} if inputs else {}),
@@ -663,6 +680,7 @@ def checkpoint_doc(
                 "bundleBytes": size,
                 "cost": format_winston(reward),
                 "manifestId": signed.manifest_id,
+                **manifest_extra(prepared),
                 "recordId": signed.record_id,
                 **prepared.descriptor,
             },

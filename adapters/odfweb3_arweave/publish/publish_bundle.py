@@ -51,6 +51,7 @@ from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
     BundlePlan,
     FileRef,
+    ManifestKind,
     PreviousUpload,
     plan_bundle,
 )
@@ -60,6 +61,7 @@ from odfweb3_arweave.wallet import Wallet
 __all__ = [
     "PreparedBundle",
     "encryption_view",
+    "manifest_extra",
     "previous_from_state",
     "sealed_extra",
     "sign_publish_bundle",
@@ -83,6 +85,12 @@ def previous_from_state(
     """
     if state is None:
         return None
+    # Issue 19: the last full manifest and the deltas since. A state written before delta
+    # manifests existed names a full manifest as its locator.
+    full_id = state.extra.get("fullManifestId", state.locator)
+    deltas = state.extra.get("deltaUploads", 0)
+    if not isinstance(full_id, str) or not isinstance(deltas, int) or deltas < 0:
+        full_id, deltas = None, 0  # unreadable: the next manifest is a full one
     files = {
         path: FileRef.from_json(ref, f"{where}: {path}") for path, ref in state.objects.items()
     }
@@ -92,7 +100,22 @@ def previous_from_state(
         record_id=state.record.get("recordId"),
         head=multihash_to_str(state.head) if state.head else None,
         complete=complete,
+        full_manifest_id=full_id,
+        deltas=deltas,
     )
+
+
+def manifest_extra(prepared: PreparedBundle) -> dict[str, Any]:
+    """The state entries that say which manifest is the last full one (issue 19).
+
+    ``fullManifestId``: this bundle's manifest when it is full, else the one its delta
+    names; ``deltaUploads``: delta uploads since that full manifest (0: this one is full).
+    """
+    bplan, signed = prepared.plan, prepared.signed
+    return {
+        "fullManifestId": bplan.full_manifest or signed.manifest_id,
+        "deltaUploads": bplan.deltas,
+    }
 
 
 class _Descriptor:
@@ -159,12 +182,15 @@ def sign_publish_bundle(
     progress: Callable[[int], None] = lambda n: None,
     sealer: Sealer | None = None,
     drive_password: str | None = None,
+    manifest: ManifestKind = "delta",
 ) -> PreparedBundle:
     """Plan, describe and sign the bundle of one publish (nothing is written).
 
     With ``sealer`` every data item is encrypted (docs/design.md, "Encryption") and the key
     envelope is one more item of the bundle. With ``drive_password`` the drive is an ArFS
     private drive (its key derived from ``wallet`` and the password; never stored).
+    ``manifest``: ``"full"`` writes a full path manifest even when a delta would do
+    (:func:`.bundle_plan.plan_bundle`).
 
     Raises:
         FormatError: tags over the limits, an object unknown to ``previous``.
@@ -181,6 +207,7 @@ def sign_publish_bundle(
         new_id=new_id,
         sealer=sealer,
         privacy="private" if drive_password is not None else "public",
+        manifest=manifest,
     )
     drive_key = None
     if drive_password is not None:

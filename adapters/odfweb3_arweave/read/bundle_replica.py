@@ -10,7 +10,10 @@ As checkable as ``car:DIR`` (issue 20): nothing in the directory is trusted.
    body are checked against each other (:func:`.record.decode_record`).
 3. Every upload record in the directory must be signed by one wallet, and every item read
    later by that same wallet (anyone can put a bundle in a directory); the path manifest
-   is the record's ``ODF-Manifest``. Which wallet that should be only the reader knows:
+   is the record's ``ODF-Manifest``; a delta upload's (``ODF-Full-Manifest``, issue 19)
+   maps only what it added, so the records before it are read back to the last full
+   manifest (same wallet and dataset, head continuity) and their manifests overlaid, the
+   newest winning. Which wallet that should be only the reader knows:
    ``resolve``/``verify`` show the dataset, compare the publisher's address yourself.
 4. The head is the record's signed ``ODF-Head``; blocks are hashed by the chain walk and
    objects by :func:`odfweb3.read.replica.read_object_verified`.
@@ -26,12 +29,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ReplicaMismatch, UsageError
+from odfweb3.errors import (
+    FormatError,
+    HashMismatch,
+    NotFound,
+    OdfWeb3Error,
+    ReplicaMismatch,
+    ResolutionError,
+    UsageError,
+)
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3_arweave.formats.ans104 import iter_bundle
-from odfweb3_arweave.formats.manifest import decode_manifest
+from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS, decode_manifest
 from odfweb3_arweave.formats.record import UploadRecord, decode_record, parse_record_tags
 from odfweb3_arweave.formats.tags import Tag
 
@@ -95,6 +106,10 @@ class BundleDirReplica:
         for path in bundles:
             try:
                 _index_bundle(path, self._items)
+            except HashMismatch as exc:  # an item id that is not SHA-256(signature)
+                raise HashMismatch(
+                    exc.expected, exc.actual, f"{ref}: {path.name}: {exc.where}"
+                ) from None
             except OdfWeb3Error as exc:
                 raise type(exc)(f"{ref}: {path.name}: {exc}") from None
         record_id = self._latest_record()
@@ -113,11 +128,13 @@ class BundleDirReplica:
                 f"{ref}: an encrypted or private-drive upload; read it through ar://{record_id} "
                 "once posted"
             )
-        manifest = decode_manifest(
-            _read(self._owned(self.record.manifest_id, "path manifest"), _MAX_SMALL_ITEM, ref),
-            f"{ref}: manifest {self.record.manifest_id}",
-        )
-        self._paths = dict(manifest.paths)
+        self._paths: dict[str, str] = {}
+        for record in self._back_to_full_manifest(record_id):
+            manifest = decode_manifest(
+                _read(self._owned(record.manifest_id, "path manifest"), _MAX_SMALL_ITEM, ref),
+                f"{ref}: manifest {record.manifest_id}",
+            )
+            self._paths.update(manifest.paths)
         served = self._paths.get("refs/head")
         if served is not None:
             text = _read(self._owned(served, "refs/head"), 1024, f"{ref}: refs/head").strip()
@@ -155,6 +172,44 @@ class BundleDirReplica:
                 "the directory mixes diverged publishes"
             )
         return tips[0]
+
+    def _back_to_full_manifest(self, record_id: str) -> list[UploadRecord]:
+        """The records from the last one with a full manifest to the latest (oldest first).
+
+        A delta upload's manifest maps only what it added (issue 19): its predecessors are
+        read back to the newest upload without ``ODF-Full-Manifest``, each link checked as
+        on a gateway (:func:`.lookup.walk_to_full_manifest`): signed by the same wallet,
+        same dataset, ``ODF-Prev-Head`` = the previous ``ODF-Head``, every delta naming that
+        full manifest, at most ``MAX_DELTA_UPLOADS`` of them.
+        """
+        records = [self.record]
+        current, current_id = self.record, record_id
+        while current.delta:
+            prev_id = current.prev_upload
+            where = f"{self.name}: upload {current_id} -> ODF-Prev-Upload {prev_id}"
+            if prev_id is None:
+                raise ResolutionError(f"{where}: the first upload has a delta manifest")
+            if len(records) > MAX_DELTA_UPLOADS:
+                raise ResolutionError(
+                    f"{self.name}: more than {MAX_DELTA_UPLOADS} delta manifests since the last "
+                    "full one; refusing to walk them"
+                )
+            item = self._owned(prev_id, "upload record")
+            prev = decode_record(item.tags, _read(item, _MAX_SMALL_ITEM, where), where)
+            if prev.dataset_id != self.dataset_id or prev.head != current.prev_head:
+                raise ResolutionError(
+                    f"{where}: another dataset or head than ODF-Prev-Head; the chain is broken"
+                )
+            records.append(prev)
+            current, current_id = prev, prev_id
+        full = records[-1].manifest_id
+        if any(r.full_manifest != full for r in records[:-1]):
+            raise ResolutionError(
+                f"{self.name}: a delta upload names another full manifest than {full}; "
+                "the chain of uploads is broken"
+            )
+        records.reverse()
+        return records
 
     def _summary_record_id(self) -> str | None:
         # Only a hint among the tips; bounded and confined like every file of bundle:DIR

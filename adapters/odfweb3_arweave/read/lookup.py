@@ -27,7 +27,9 @@ docs/design.md, "Arweave mapping" and docs/arweave-format.md section 4:
 4. :func:`walk_uploads` follows ``ODF-Prev-Upload`` from the latest record to the first,
    checking at each link the owner, the dataset id and head continuity (a record's
    ``ODF-Prev-Head`` is the previous record's ``ODF-Head``); a broken link raises
-   :class:`~odfweb3.errors.ResolutionError` naming it.
+   :class:`~odfweb3.errors.ResolutionError` naming it. :func:`walk_to_full_manifest`
+   walks the same links only back to the last upload with a full path manifest (issue 19),
+   at most :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS` of them.
 
 What the gateway says is not trusted beyond this: record bodies are checked against their
 tags (:func:`.record.decode_record`) and every dataset byte read later is hashed.
@@ -49,6 +51,7 @@ from odfweb3_arweave.formats.item_check import (
     verify_data_item_proof,
     verify_transaction_item,
 )
+from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS
 from odfweb3_arweave.formats.record import (
     RecordTags,
     UploadRecord,
@@ -68,6 +71,7 @@ __all__ = [
     "item_tags",
     "lookup_items",
     "verify_item",
+    "walk_to_full_manifest",
     "walk_uploads",
 ]
 
@@ -303,14 +307,13 @@ def lookup_items(gateway: ArweaveGateway, ids: Sequence[str]) -> dict[str, dict[
     return found
 
 
-def walk_uploads(gateway: ArweaveGateway, latest: Upload) -> list[Upload]:
-    """Every upload from the first to ``latest``, following ``ODF-Prev-Upload``.
+def _links(gateway: ArweaveGateway, latest: Upload) -> Iterator[tuple[Upload, UploadRecord]]:
+    """The uploads before ``latest``, newest first, each link checked and its record verified.
 
     Raises:
         ResolutionError: a link is missing, owned by someone else, names another dataset,
             or breaks head continuity; or the chain loops.
     """
-    chain = [latest]
     seen = {latest.id}
     current = latest
     while current.facts.prev_upload is not None:
@@ -330,13 +333,13 @@ def walk_uploads(gateway: ArweaveGateway, latest: Upload) -> list[Upload]:
         prev = _as_upload(node, latest.owner, latest.facts.dataset_id)
         if prev is None:
             raise ResolutionError(f"{where}: not an upload record of {latest.facts.dataset_id}")
-        fetch_record(gateway, prev)  # its tags and owner are the signer's, or it is refused
+        record = fetch_record(gateway, prev)  # its tags and owner are the signer's, or refused
         if current.facts.prev_head != prev.facts.head:
             raise ResolutionError(
                 f"{where}: ODF-Prev-Head {current.facts.prev_head} is not that upload's "
                 f"ODF-Head {prev.facts.head}; the chain of uploads is broken"
             )
-        chain.append(prev)
+        yield prev, record
         seen.add(prev_id)
         current = prev
     if current.facts.prev_head is not None:
@@ -344,8 +347,65 @@ def walk_uploads(gateway: ArweaveGateway, latest: Upload) -> list[Upload]:
             f"upload {current.id}: names a previous head but no previous upload; "
             "the chain of uploads is broken"
         )
+
+
+def walk_uploads(gateway: ArweaveGateway, latest: Upload) -> list[Upload]:
+    """Every upload from the first to ``latest``, following ``ODF-Prev-Upload``.
+
+    Raises:
+        ResolutionError: a link is missing, owned by someone else, names another dataset,
+            or breaks head continuity; or the chain loops.
+    """
+    chain = [latest, *(u for u, _ in _links(gateway, latest))]
     chain.reverse()
     return chain
+
+
+def walk_to_full_manifest(
+    gateway: ArweaveGateway,
+    latest: Upload,
+    record: UploadRecord,
+    *,
+    limit: int = MAX_DELTA_UPLOADS,
+) -> list[UploadRecord]:
+    """The records from the last upload with a full manifest to ``latest`` (oldest first).
+
+    ``record`` is ``latest``'s verified record. A delta upload's manifest maps only the
+    paths it added (issue 19), so a reader needs every upload back to the newest one
+    without ``ODF-Full-Manifest``; each link is checked as in :func:`walk_uploads` (owner,
+    dataset, head continuity, the record's signature), and every delta must name that full
+    manifest. At most ``limit`` delta uploads are walked.
+
+    Raises:
+        ResolutionError: a broken link (see :func:`walk_uploads`), more than ``limit`` delta
+            uploads, a delta naming another full manifest, or no full manifest at all.
+    """
+    records = [record]
+    if record.delta:
+        for _, prev in _links(gateway, latest):
+            records.append(prev)
+            if not prev.delta:
+                break
+            if len(records) > limit:
+                raise ResolutionError(
+                    f"upload {latest.id}: more than {limit} delta manifests since the last "
+                    "full one; readers walk at most that many (a publisher writes a full "
+                    "manifest before that): refusing it"
+                )
+        full = records[-1]
+        if full.delta:
+            raise ResolutionError(
+                f"upload {latest.id}: the first upload has a delta manifest; the chain of "
+                "uploads is broken"
+            )
+        other = next((r for r in records[:-1] if r.full_manifest != full.manifest_id), None)
+        if other is not None:
+            raise ResolutionError(
+                f"upload of head {other.head}: names full manifest {other.full_manifest}, but "
+                f"the last full one is {full.manifest_id}; the chain of uploads is broken"
+            )
+    records.reverse()
+    return records
 
 
 def verify_item(

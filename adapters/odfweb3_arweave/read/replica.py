@@ -14,6 +14,13 @@ item id (the body is checked against the record's tags by
 serves the encrypted ``refs/head`` and blocks are returned unchecked for
 :class:`odfweb3.read.sealed_replica.DecryptingReplica`, whose chain walk checks the plaintext.
 
+A *delta* upload (its record carries ``ODF-Full-Manifest``, issue 19) has a manifest with
+only the paths it added. A path it did not add is read through the manifest of the upload
+that added it last, older paths through the last full manifest: the uploads back to it are
+walked once, on the first such path (:func:`.lookup.walk_to_full_manifest`: each record's
+signature, owner, dataset and head continuity checked; at most ``MAX_DELTA_UPLOADS``). A
+delta manifest opened by its own id is refused: it does not hold the dataset.
+
 An ArFS private drive (the record body's ``drive.privacy`` is ``private``) is read by
 :mod:`.private_replica` with the owner's wallet and the drive password; this class only
 keeps the record and owner for it and refuses to serve the ciphertext as a dataset.
@@ -43,10 +50,20 @@ from odfweb3.odf.multihash import (
 from odfweb3_arweave.client.gateway import MAX_STREAM, ArweaveGateway
 from odfweb3_arweave.formats.arfs import tag_value
 from odfweb3_arweave.formats.item_check import proof_of
-from odfweb3_arweave.formats.manifest import MANIFEST_CONTENT_TYPE, decode_manifest
-from odfweb3_arweave.formats.record import UploadRecord, decode_record
+from odfweb3_arweave.formats.manifest import (
+    FULL_MANIFEST_TAG,
+    MANIFEST_CONTENT_TYPE,
+    decode_manifest,
+)
+from odfweb3_arweave.formats.record import UploadRecord, decode_record, record_tags
 from odfweb3_arweave.formats.tags import Tag
-from odfweb3_arweave.read.lookup import item_tags, lookup_items, verify_item
+from odfweb3_arweave.read.lookup import (
+    Upload,
+    item_tags,
+    lookup_items,
+    verify_item,
+    walk_to_full_manifest,
+)
 
 __all__ = ["MAX_BLOCK_SIZE", "ArweaveReplica", "open_ar_replica"]
 
@@ -91,6 +108,27 @@ class ArweaveReplica:
         # Opened by its path manifest under arweave.insecure_unverified_manifests: nothing
         # signed binds refs/head, so odfweb3.read.compare never reports it identical.
         self.unverified = unverified and expected_head is None
+        # A delta upload: path -> the manifest that maps it, built on the first path the
+        # latest manifest lacks (None until then); other paths: the last full manifest.
+        self._older: dict[str, str] | None = None
+        self._full_manifest: str | None = None
+
+    def _path(self, relpath: str) -> str:
+        """``{manifest}/{relpath}`` for the manifest that maps ``relpath`` (issue 19)."""
+        record = self.record
+        if record is None or not record.delta or relpath in record.added:
+            return f"{self.manifest_id}/{relpath}"
+        if self._older is None:
+            assert self.record_id is not None and self.owner is not None
+            latest = Upload(self.record_id, self.owner, record.tags_view, record_tags(record), None)
+            records = walk_to_full_manifest(self.gateway, latest, record)
+            older: dict[str, str] = {}
+            for rec in records[1:]:
+                older.update(dict.fromkeys(rec.added, rec.manifest_id))
+            self._full_manifest = records[0].manifest_id
+            self._older = older
+        assert self._full_manifest is not None
+        return f"{self._older.get(relpath, self._full_manifest)}/{relpath}"
 
     @property
     def arfs_private(self) -> bool:
@@ -161,9 +199,7 @@ class ArweaveReplica:
         return head
 
     def read_block(self, mh: bytes) -> bytes:
-        data = self.gateway.get_data(
-            f"{self.manifest_id}/{object_relpath('block', mh)}", limit=MAX_BLOCK_SIZE
-        )
+        data = self.gateway.get_data(self._path(object_relpath("block", mh)), limit=MAX_BLOCK_SIZE)
         if self.encrypted:
             return data  # ciphertext: the plaintext's hash is checked after decryption
         verify_bytes(data, mh, self.name)
@@ -171,7 +207,7 @@ class ArweaveReplica:
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
         n = 0
-        path = f"{self.manifest_id}/{object_relpath(kind, mh)}"
+        path = self._path(object_relpath(kind, mh))
         # The transport's limit sits one read above the size the verified chain names, so
         # the check below is what reports a longer object; nothing is buffered either way.
         limit = MAX_STREAM if size is None else size + (2 << 20)
@@ -307,6 +343,14 @@ def open_ar_replica(
             owner=item.owner,
         )
     if tag_value(tags, "Content-Type") == MANIFEST_CONTENT_TYPE:
+        full = tag_value(tags, FULL_MANIFEST_TAG)
+        if full is not None:
+            # A lying gateway can only make this refuse, as it could by serving nothing.
+            raise ResolutionError(
+                f"{ref} is a delta path manifest: it maps only the paths its upload added; "
+                f"open the dataset by its upload record (ar://RECORD_ID, printed by publish "
+                f"and status), or ar://{full[:43]} (the last full manifest before it)"
+            )
         signed = _signed_manifest_head(gateway, item_id, node, tags, ref, expected_owner)
         if signed is not None:
             head, owner = signed

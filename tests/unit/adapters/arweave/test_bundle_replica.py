@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from odfweb3.cli.main import main
-from odfweb3.errors import ReplicaMismatch, SignatureError
+from odfweb3.errors import HashMismatch, ReplicaMismatch, SignatureError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.execute import publish_dataset
@@ -65,7 +65,19 @@ def test_a_flipped_byte_is_refused(tmp_path, published):
     data = bytearray(bundle.read_bytes())
     data[len(data) // 2] ^= 0x01
     bundle.write_bytes(bytes(data))
-    with pytest.raises((SignatureError, ReplicaMismatch), match=bundle.name):
+    with pytest.raises((SignatureError, ReplicaMismatch, HashMismatch), match=bundle.name):
+        open_bundle_dir(f"bundle:{out}")
+
+
+def test_a_flipped_signature_byte_is_one_line(tmp_path, published):
+    # A byte of the first item's signature: its id is no longer SHA-256(signature).
+    _, out, second = published
+    bundle = out / f"{second.state.record['recordId']}.bundle"
+    data = bytearray(bundle.read_bytes())
+    count = int.from_bytes(data[:32], "little")
+    data[32 + 64 * count + 2 + 10] ^= 0x01
+    bundle.write_bytes(bytes(data))
+    with pytest.raises(HashMismatch, match=f"{bundle.name}: bundle item 0 id"):
         open_bundle_dir(f"bundle:{out}")
 
 

@@ -108,3 +108,32 @@ def test_body_must_agree_with_tags() -> None:
             decode_record(tags, json.dumps(broken).encode())
     with pytest.raises(FormatError, match="not UTF-8"):
         decode_record(tags, b"\xff")
+
+
+def test_a_delta_record_names_the_full_manifest_in_tags_and_body() -> None:
+    # Issue 19: a delta upload's manifest maps only what it added; ODF-Full-Manifest says so.
+    delta = replace(RECORD, full_manifest=ID4)
+    tags = record_tags(delta)
+    assert [t.text()[0] for t in tags][-3:] == ["ODF-Manifest", "ODF-Full-Manifest", "Unix-Time"]
+    body = encode_record(delta)
+    assert json.loads(body)["fullManifestId"] == ID4
+    back = decode_record(tags, body)
+    assert back == delta and back.delta and back.tags_view.delta
+    assert parse_record_tags(tags).full_manifest == ID4
+    # a full upload (and every record written before delta manifests) has neither
+    assert "fullManifestId" not in json.loads(encode_record(RECORD))
+    assert not decode_record(record_tags(RECORD), encode_record(RECORD)).delta
+
+
+def test_full_manifest_tag_and_body_must_agree() -> None:
+    delta = replace(RECORD, full_manifest=ID4)
+    with pytest.raises(FormatError, match="body and tags disagree"):
+        decode_record(record_tags(RECORD), encode_record(delta))
+    with pytest.raises(FormatError, match="body and tags disagree"):
+        decode_record(record_tags(delta), encode_record(RECORD))
+    bad = [
+        t if t.text()[0] != "ODF-Full-Manifest" else Tag.of(t.text()[0], "x")
+        for t in record_tags(delta)
+    ]
+    with pytest.raises(FormatError, match="ODF-Full-Manifest"):
+        parse_record_tags(bad)
