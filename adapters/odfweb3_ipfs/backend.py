@@ -41,6 +41,7 @@ from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.name_push import push_record_file, record_file
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
 from odfweb3_ipfs.publish.pinning_config import load_service, open_pinning_target
+from odfweb3_ipfs.publish.state import parse_ipns_facts, parse_pin_state
 from odfweb3_ipfs.read.access import IpfsAccess
 from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from odfweb3_ipfs.read.names import open_ipfs_ref, open_ipns_name, read_ipfs_file
@@ -198,7 +199,7 @@ class IpfsBackend:
         opened: dict[str, IpfsNodeTarget] = {}
         out: list[TargetStatus | None] = []
         for state in states:
-            name = state.record.get("name")
+            name = _ipns_name(state)
             if not state.target.startswith("ipfs:"):
                 out.append(None)
                 continue
@@ -209,7 +210,7 @@ class IpfsBackend:
                 out.append(None)
                 continue
             try:
-                seen = read_node_record(opened[api].client, parse_ipns_name(str(name)))
+                seen = read_node_record(opened[api].client, parse_ipns_name(name))
             except (BackendError, OdfWeb3Error) as exc:
                 out.append(TargetStatus(node={"error": str(exc)}))
                 continue
@@ -234,13 +235,13 @@ class IpfsBackend:
 
     def dnslink_record(self, domain: str, state: PublishState) -> DnsLinkRecord | None:
         """``_dnslink.DOMAIN TXT "dnslink=/ipns/NAME"`` for the publish's IPNS name."""
-        name = state.record.get("name")
-        if not isinstance(name, str) or not name:
+        name = _ipns_name(state)
+        if not name:
             return None
         return dnslink_record(domain, name)
 
     def record_locator(self, state: PublishState) -> str | None:
-        name = state.record.get("name")
+        name = _ipns_name(state)
         return f"ipns://{name}" if name else None
 
     def record_file(self, source: str) -> tuple[Path, str]:
@@ -274,17 +275,23 @@ class IpfsBackend:
         return [_pin_status(state, config, env, online) for state in states]
 
 
+def _ipns_name(state: PublishState) -> str | None:
+    """The IPNS name in the ``record`` of an IPFS target's state (car:, ipfs:, pinning:)."""
+    return parse_ipns_facts(state.record, f"publish state of {state.target}").name
+
+
 def _pin_status(
     state: PublishState, config: Config, env: Mapping[str, str], online: bool
 ) -> dict[str, Any] | None:
     if not state.target.startswith("pinning:"):
         return None
     service = state.target[len("pinning:") :]
+    saved = parse_pin_state(state, f"publish state of {state.target}").extra
     pin: dict[str, Any] = {
         "service": service,
-        "requestid": state.extra.get("requestid"),
-        "status": state.extra.get("status"),
-        "endpoint": state.extra.get("endpoint"),
+        "requestid": saved.requestid,
+        "status": saved.status,
+        "endpoint": saved.endpoint,
         "live": False,
     }
     if not online or not pin["requestid"]:

@@ -39,6 +39,7 @@ import io
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,16 @@ from odfweb3_ipfs.publish.pipeline import (
     record_extension,
     reusable_state,
     write_delta_car,
+)
+from odfweb3_ipfs.publish.state import (
+    CarExtra,
+    CarState,
+    DagFacts,
+    IpnsFacts,
+    parse_car_extra,
+    parse_car_state,
+    serialize_car_extra,
+    serialize_car_state,
 )
 
 __all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
@@ -127,6 +138,11 @@ class CarTarget:
     def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
         return load_summary_file(self.summary_path)
 
+    def _typed(self, state: PublishState) -> CarState:
+        """The typed record and extra of a state of this directory (FormatError naming
+        ``publish.json`` when a field has the wrong type)."""
+        return parse_car_state(state, str(self.summary_path))
+
     def _summary_stat(self) -> tuple[int, int, int, int] | None:
         """Identity of ``publish.json`` as it is now (every write renames a new file in)."""
         try:
@@ -147,12 +163,13 @@ class CarTarget:
                 f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
                 "use another output directory"
             )
-        cars = [str(c) for c in state.extra.get("cars", [])]
+        car = self._typed(state)
+        cars = car.extra.cars or ()
         missing = [c for c in cars if not (self.out_dir / c).is_file()]
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
             return RemoteView(head=None, state=None, notes=(note,))
-        if not reusable_state(state, self.profile, encrypted=self.sealer is not None):
+        if not reusable_state(car.extra.dag, self.profile, encrypted=self.sealer is not None):
             # Its CARs hold the objects made another way (CID profile, encryption).
             return RemoteView(head=state.head, state=state, holds_head=False)
         return RemoteView(head=state.head, has=frozenset(state.objects), state=state)
@@ -186,18 +203,18 @@ class CarTarget:
         state = view.state
         if not plan.is_noop or state is None or state.head != plan.head or self.sealer:
             return False
-        if state.extra.get("pending") or not state.record.get("file"):
-            return False
-        if not (self.out_dir / str(state.record["file"])).is_file():
+        car = self._typed(state)
+        record = car.record
+        if not record.file or not (self.out_dir / record.file).is_file():
             return False
         try:  # a record past half its lifetime is renewed (sequence + 1) even so
-            expires = datetime.fromisoformat(str(state.record.get("validity")))
+            expires = datetime.fromisoformat(str(record.validity))
         except ValueError:
             return False
         if expires - self.clock() < self.lifetime / 2:
             return False
         asked = plan.record_extra.get("inputs")
-        return not asked or {str(k): str(v) for k, v in asked.items()} == state.extra.get("inputs")
+        return not asked or {str(k): str(v) for k, v in asked.items()} == car.extra.dag.inputs
 
     def _upload(
         self,
@@ -237,7 +254,7 @@ class CarTarget:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-        cars = [str(c) for c in (prev.extra.get("cars", []) if prev else [])]
+        cars = list(self._typed(prev).extra.cars or ()) if prev else []
         if car_name not in cars:
             cars.append(car_name)
         self._written = [car_name]
@@ -247,21 +264,25 @@ class CarTarget:
         return UploadResult(
             locator=dag.root.cid.encode(),
             objects=dag.objects_json(prev.objects if prev else {}),
-            extra={
-                "cidVersion": self.cid_version,
-                **({"cidProfile": self.profile.state_tag} if self.profile.state_tag else {}),
-                "dirBlocks": sorted(c.hex() for c in dag.dir_blocks),
-                # The HAMT tries of the top directories: the next publish rebuilds only
-                # the shards its new entries fall under (issue 19).
-                **({"hamtShards": shards_json(dag.shards)} if dag.shards else {}),
-                "cars": cars,
-                **{
-                    k: v
-                    for k, v in desc.items()
-                    if k in ("descriptor", "descriptorCar", "keyEnvelope", "keyEnvelopeCar")
-                },
-                **({"encrypted": True, "keyEpoch": self.sealer.epoch} if self.sealer else {}),
-            },
+            extra=serialize_car_extra(
+                CarExtra(
+                    dag=DagFacts(
+                        cid_version=self.cid_version,
+                        cid_profile=self.profile.state_tag or None,
+                        encrypted=True if self.sealer else None,
+                        key_epoch=self.sealer.epoch if self.sealer else None,
+                        dir_blocks=tuple(sorted(c.hex() for c in dag.dir_blocks)),
+                        descriptor=desc.get("descriptor"),
+                        key_envelope=desc.get("keyEnvelope"),
+                    ),
+                    cars=tuple(cars),
+                    # The HAMT tries of the top directories: the next publish rebuilds
+                    # only the shards its new entries fall under (issue 19).
+                    hamt_shards=shards_json(dag.shards) if dag.shards else None,
+                    descriptor_car=desc.get("descriptorCar"),
+                    key_envelope_car=desc.get("keyEnvelopeCar"),
+                )
+            ),
             bytes_sent=car_bytes,
             summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
         )
@@ -287,9 +308,11 @@ class CarTarget:
     def _commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         key = self.keystore.load_or_generate(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
-        prev = view.state
-        sequence = int(prev.record.get("sequence", -1)) + 1 if prev else 0
-        ext, state_extra = record_extension(plan, upload, prev)
+        prev = self._typed(view.state) if view.state else None
+        last = prev.record.sequence if prev else None
+        sequence = (-1 if last is None else last) + 1 if prev else 0
+        sent = parse_car_extra(upload.extra, self.name)
+        ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev else None)
         now = self.clock()
         record = create_record(
             key,
@@ -307,15 +330,19 @@ class CarTarget:
             target=self.name,
             head=plan.head,
             locator=upload.locator,
-            record={
-                "name": str(name),
-                "sequence": sequence,
-                "validity": record.expires_at.isoformat(),
-                "value": record.value_text,
-                "file": record_file,
-            },
             objects=upload.objects,
-            extra=state_extra,
+            **serialize_car_state(
+                CarState(
+                    record=IpnsFacts(
+                        name=str(name),
+                        sequence=sequence,
+                        validity=record.expires_at.isoformat(),
+                        value=record.value_text,
+                        file=record_file,
+                    ),
+                    extra=replace(sent, dag=dag),
+                )
+            ),
         )
 
     def save(self, state: PublishState) -> None:
@@ -324,20 +351,20 @@ class CarTarget:
             self._unchanged = False
             return
         doc = state.to_json()
-        side = [state.extra.get("descriptorCar"), state.extra.get("keyEnvelopeCar")]
-        cars = [*state.extra.get("cars", []), *filter(None, side)]
+        car = self._typed(state)
+        side = [car.extra.descriptor_car, car.extra.key_envelope_car]
+        cars = [*(car.extra.cars or ()), *filter(None, side)]
         doc.update(
             {
                 "root": state.locator,
-                "ipnsName": state.record.get("name"),
-                "sequence": state.record.get("sequence"),
-                "descriptor": state.extra.get("descriptor"),
-                "keyEnvelope": state.extra.get("keyEnvelope"),
+                "ipnsName": car.record.name,
+                "sequence": car.record.sequence,
+                "descriptor": car.extra.dag.descriptor,
+                "keyEnvelope": car.extra.dag.key_envelope,
                 "filesWritten": list(self._written),
                 "import": [
                     f"ipfs dag import {' '.join(cars)}",
-                    f"ipfs routing put --allow-offline /ipns/{state.record.get('name')} "
-                    f"{state.record.get('file')}",
+                    f"ipfs routing put --allow-offline /ipns/{car.record.name} {car.record.file}",
                 ],
             }
         )

@@ -34,6 +34,7 @@ from odfweb3.publish.state import PublishState
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.hamt import ShardTable, build_hamt_tracked
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.state import parse_car_extra, parse_dag_facts
 from odfweb3_ipfs.publish.unixfs_import import (
     BlockSink,
     DirNode,
@@ -168,15 +169,16 @@ def reusable_links(
     """
     if state is None:
         return {}, frozenset()
+    facts = parse_dag_facts(state.extra, f"publish state of {state.target}")
     previous: Mapping[str, ObjectLink] = _LazyLinks(state.objects, has)
-    if state.extra.get("cidVersion", 1) != cid_version:
+    if facts.version != cid_version:
         previous = {}
     tag = (profile or profile_for(None, cid_version)).state_tag
-    if state.extra.get("cidProfile") != tag:
+    if facts.cid_profile != tag:
         previous = {}
-    if bool(state.extra.get("encrypted")) != encrypted:
+    if bool(facts.encrypted) != encrypted:
         previous = {}
-    dirs = frozenset(bytes.fromhex(h) for h in state.extra.get("dirBlocks", []))
+    dirs = frozenset(bytes.fromhex(h) for h in facts.dir_blocks or ())
     return previous, dirs
 
 
@@ -197,8 +199,8 @@ def reusable_shards(
     """
     if state is None or not previous:
         return {}
-    raw = state.extra.get("hamtShards")
-    if not isinstance(raw, dict):
+    raw = parse_car_extra(state.extra, f"publish state of {state.target}").hamt_shards
+    if raw is None:
         return {}
     out: dict[str, ShardTable] = {}
     try:

@@ -20,6 +20,7 @@ from odfweb3.publish.state import load_summary_file
 from odfweb3_ipfs.client.routing_v1 import get_ipns_record, ipns_url, put_ipns_record
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, verify_record
 from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
+from odfweb3_ipfs.publish.state import parse_ipns_facts
 
 __all__ = ["RECORD_SUFFIX", "push_record_file", "read_record", "record_file"]
 
@@ -33,8 +34,8 @@ def record_file(source: str) -> tuple[Path, str]:
         state, _ = load_summary_file(out / "publish.json")
         if state is None:
             raise NotFound(f"{out}: no publish.json; publish --to car:{out} first")
-        name = state.record.get("name")
-        if not isinstance(name, str):
+        name = parse_ipns_facts(state.record, str(out / "publish.json")).name
+        if name is None:
             raise NotFound(f"{out}/publish.json names no IPNS record; publish again")
         parsed = str(parse_ipns_name(name))  # a name, never a path
         return out / f"{parsed}{RECORD_SUFFIX}", parsed

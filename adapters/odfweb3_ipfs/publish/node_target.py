@@ -44,7 +44,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,18 @@ from odfweb3_ipfs.publish.pipeline import (
     record_extension,
     reusable_state,
     write_delta_car,
+)
+from odfweb3_ipfs.publish.state import (
+    DagFacts,
+    IpnsFacts,
+    NodeExtra,
+    NodePending,
+    NodeState,
+    parse_node_extra,
+    parse_node_state,
+    serialize_ipns_facts,
+    serialize_node_extra,
+    serialize_node_state,
 )
 
 __all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
@@ -226,11 +238,13 @@ class IpfsNodeTarget:
         if seen is not None and seen.expired:
             notes.append("the node's IPNS record has expired; this publish renews it")
 
-        our_seq = int(state.record["sequence"]) if state and "sequence" in state.record else -1
+        typed = self._typed(state) if state is not None else None
+        last = typed.record.sequence if typed is not None else None
+        our_seq = -1 if last is None else last
         if (
             seen is not None
             and seen.record.sequence > our_seq
-            and (state is None or seen.record.value_text != state.record.get("value"))
+            and (typed is None or seen.record.value_text != typed.record.value)
         ):
             if state is not None:
                 notes.append(
@@ -238,15 +252,16 @@ class IpfsNodeTarget:
                     "another publisher moved the name; building on its head"
                 )
             return self._view_from_record(dataset_id, seen, state, notes)
-        if state is None:
+        if state is None or typed is None:
             return RemoteView(head=None, notes=tuple(notes))
 
         # The committed state, checked against the node.
         has: set[str] = set()
         objects = dict(state.objects)
-        dir_blocks = list(state.extra.get("dirBlocks", []))
+        dag = typed.extra.dag
+        dir_blocks = list(dag.dir_blocks or ())
         # Objects made another way (CID profile, encryption) cannot be linked: sent again.
-        usable = reusable_state(state, self.profile, encrypted=self.sealer is not None)
+        usable = reusable_state(dag, self.profile, encrypted=self.sealer is not None)
         holds_head = usable
         if state.locator is not None:
             if self._root_complete(state.locator):
@@ -259,25 +274,21 @@ class IpfsNodeTarget:
                     "sending the whole dataset again"
                 )
                 objects, dir_blocks, holds_head = {}, [], False
-        pending = state.extra.get("pending")
+        pending = typed.extra.pending
         if (
             usable
-            and isinstance(pending, dict)
-            and pending.get("root")
-            and _same_profile(pending, state.extra)
-            and self._root_complete(str(pending["root"]))
+            and pending is not None
+            and pending.profile.same_profile(dag)
+            and self._root_complete(pending.root)
         ):
-            notes.append(
-                f"resuming an interrupted publish: {pending['root']} is already on the node"
-            )
-            objects.update(pending.get("objects") or {})
-            has |= set(pending.get("objects") or {})
-            dir_blocks = sorted(set(dir_blocks) | set(pending.get("dirBlocks") or []))
-        extra = {k: v for k, v in state.extra.items() if k != "pending"}
-        extra["dirBlocks"] = dir_blocks
+            notes.append(f"resuming an interrupted publish: {pending.root} is already on the node")
+            objects.update(pending.objects or {})
+            has |= set(pending.objects or {})
+            dir_blocks = sorted(set(dir_blocks) | set(pending.dir_blocks or ()))
+        extra = replace(typed.extra, dag=replace(dag, dir_blocks=tuple(dir_blocks)), pending=None)
         if seen is None and state.head is not None:
             notes.append("the node has no record for the name; this publish puts it back")
-        checked = state.evolve(objects=objects, extra=extra)
+        checked = state.evolve(objects=objects, **serialize_node_state(replace(typed, extra=extra)))
         return RemoteView(
             head=state.head,
             has=frozenset(has),
@@ -291,11 +302,10 @@ class IpfsNodeTarget:
     ) -> RemoteView:
         """Rebuild the view from the node's record (no or stale state)."""
         root = seen.root
-        record_facts: dict[str, Any] = {
-            "sequence": seen.record.sequence,
-            "value": seen.record.value_text,
-        }
-        base = PublishState(dataset_id=dataset_id, target=self.name, record=record_facts)
+        record_facts = IpnsFacts(sequence=seen.record.sequence, value=seen.record.value_text)
+        base = PublishState(
+            dataset_id=dataset_id, target=self.name, record=serialize_ipns_facts(record_facts)
+        )
         if root is None:
             notes.append(f"the node's record points at {seen.record.value_text}, not /ipfs/<cid>")
             return RemoteView(head=None, state=base, notes=tuple(notes))
@@ -311,24 +321,20 @@ class IpfsNodeTarget:
             f"{seen.record.sequence}, root {root})"
         )
         base = base.evolve(head=head, locator=root.encode())
-        pending = state.extra.get("pending") if state is not None else None
+        pending = self._typed(state).extra.pending if state is not None else None
         if (
-            isinstance(pending, dict)
-            and pending.get("root")
-            and Cid.decode(str(pending["root"])).raw == root.raw
+            pending is not None
+            and Cid.decode(pending.root).raw == root.raw
             and self.client.has_pin(root)
         ):
             # Our own publish was interrupted after the record was put, before the state
             # was saved: its checkpoint lists what the (pinned, so complete) root holds.
-            objects = dict(pending.get("objects") or {})
-            extra = {k: pending[k] for k in ("cidVersion", "cidProfile") if k in pending}
-            base = base.evolve(
-                objects=objects,
-                extra={"dirBlocks": list(pending.get("dirBlocks") or []), **extra},
-            )
+            objects = dict(pending.objects or {})
+            dag = replace(pending.profile, dir_blocks=pending.dir_blocks or ())
+            base = base.evolve(objects=objects, extra=serialize_node_extra(NodeExtra(dag=dag)))
             self._previous_root = root.encode()
             notes.append("the record names the root of our interrupted publish: reusing it")
-            if reusable_state(base, self.profile, encrypted=self.sealer is not None):
+            if reusable_state(dag, self.profile, encrypted=self.sealer is not None):
                 return RemoteView(head=head, has=frozenset(objects), state=base, notes=tuple(notes))
         # No links for the root's objects: the plan sends them all.
         return RemoteView(head=head, state=base, notes=tuple(notes), holds_head=False)
@@ -380,38 +386,36 @@ class IpfsNodeTarget:
                 "root missing after import",
             )
         self._pin(root)
-        sealed: dict[str, Any] = {}
         found: dict[str, str] = {}
         for file in side.files:
             self.client.pin_add(file.cid)
             found[file.kind] = file.cid.encode()
-        if self.sealer is not None and "keyEnvelope" in found:
-            sealed = {
-                "encrypted": True,
-                "keyEpoch": self.sealer.epoch,
-                "keyEnvelope": found["keyEnvelope"],
-            }
+        # The key envelope of an encrypted publish (pinned above, as a side file).
+        envelope = found.get("keyEnvelope") if self.sealer is not None else None
         desc = {**side.skipped, **{k: v for k, v in found.items() if k == "descriptor"}}
         objects = dag.objects_json(prev.objects if prev else {})
         dir_hex = sorted(c.hex() for c in dag.dir_blocks)
-        self._checkpoint(plan, prev, root.encode(), objects, dir_hex)
+        self._checkpoint(plan, root.encode(), objects, dir_hex)
+        facts = replace(
+            self._profile_facts(),
+            dir_blocks=tuple(dir_hex),
+            descriptor=desc.get("descriptor"),
+            encrypted=True if envelope else None,
+            key_epoch=self.sealer.epoch if envelope and self.sealer is not None else None,
+            key_envelope=envelope,
+        )
         return UploadResult(
             locator=root.encode(),
             objects=objects,
-            extra={
-                **self._profile_extra(),
-                "dirBlocks": dir_hex,
-                "source": str(reader.root),
-                "node": self.client.node.kind,
-                **({"descriptor": desc["descriptor"]} if "descriptor" in desc else {}),
-                **sealed,
-            },
+            extra=serialize_node_extra(
+                NodeExtra(dag=facts, source=str(reader.root), node=self.client.node.kind)
+            ),
             bytes_sent=self.client.stats.bytes_sent - sent_before,
             summary={
                 "carBlocks": car_blocks,
                 "carBytes": car_bytes if car_blocks else 0,
                 "pinned": root.encode(),
-                **({"keyEnvelope": sealed["keyEnvelope"]} if sealed else {}),
+                **({"keyEnvelope": envelope} if envelope else {}),
                 **desc,
             },
         )
@@ -437,7 +441,6 @@ class IpfsNodeTarget:
     def _checkpoint(
         self,
         plan: PublishPlan,
-        prev: PublishState | None,
         root: str,
         objects: dict[str, dict[str, Any]],
         dir_blocks: list[str],
@@ -446,20 +449,27 @@ class IpfsNodeTarget:
         saved = self.states.load(plan.dataset_id, self.name)
         if saved is None:
             saved = PublishState(dataset_id=plan.dataset_id, target=self.name)
-        extra = dict(saved.extra)
-        extra["pending"] = {
-            "root": root,
-            "head": multihash_to_str(plan.head),
-            "objects": objects,
-            "dirBlocks": dir_blocks,
-            **self._profile_extra(),
-        }
-        self.states.save(saved.evolve(extra=extra))
+        typed = self._typed(saved)
+        profile = self._profile_facts()
+        pending = NodePending(
+            root=root,
+            head=multihash_to_str(plan.head),
+            objects=objects,
+            dir_blocks=tuple(dir_blocks),
+            cid_version=profile.cid_version,
+            cid_profile=profile.cid_profile,
+        )
+        typed = replace(typed, extra=replace(typed.extra, pending=pending))
+        self.states.save(saved.evolve(**serialize_node_state(typed)))
 
-    def _profile_extra(self) -> dict[str, Any]:
+    def _profile_facts(self) -> DagFacts:
         """How this target's CIDs are made, as publish state records it."""
-        tag = self.profile.state_tag
-        return {"cidVersion": self.cid_version, **({"cidProfile": tag} if tag else {})}
+        return DagFacts(cid_version=self.cid_version, cid_profile=self.profile.state_tag or None)
+
+    def _typed(self, state: PublishState) -> NodeState:
+        """The typed record and extra of one of this target's states (FormatError naming
+        the state file when a field has the wrong type)."""
+        return parse_node_state(state, str(self.states.path_for(state.dataset_id, self.name)))
 
     # -- step 6 -------------------------------------------------------------------------
 
@@ -477,25 +487,26 @@ class IpfsNodeTarget:
                 f"({now_seen.record.value_text}) for {name} while we published; "
                 "our objects are stored and pinned, the name was not changed: run publish again"
             )
-        prev = view.state
-        sequences = [int(prev.record.get("sequence", -1)) if prev else -1]
+        prev = self._typed(view.state) if view.state is not None else None
+        last = prev.record.sequence if prev is not None else None
+        sequences = [-1 if last is None else last]
         if now_seen is not None:
             sequences.append(now_seen.record.sequence)
         sequence = max(sequences) + 1
         value = f"/ipfs/{upload.locator}"
         # Issue 11: the inputs map is kept in the state too, so republish re-signs the same
         # map and a plain publish keeps the map the last --with-inputs publish recorded.
-        ext, state_extra = record_extension(plan, upload, prev)
+        sent = parse_node_extra(upload.extra, self.name)
+        ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev is not None else None)
         mode, record = self._put_record(key, name, value, sequence, ext)
-        record_facts = _record_facts(name, record, mode)
+        typed = NodeState(_record_facts(name, record, mode), replace(sent, dag=dag))
         return PublishState(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
-            record=record_facts,
             objects=upload.objects,
-            extra=state_extra,
+            **serialize_node_state(typed),
         )
 
     def _put_record(
@@ -581,16 +592,16 @@ class RepublishResult:
     mode: str
 
 
-def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> dict[str, Any]:
-    return {
-        "name": str(name),
-        "peerId": name.peer_id,
-        "sequence": record.sequence,
-        "validity": record.expires_at.isoformat(),
-        "value": record.value_text,
-        "mode": mode,
-        "extension": record.odf is not None,
-    }
+def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> IpnsFacts:
+    return IpnsFacts(
+        name=str(name),
+        peer_id=name.peer_id,
+        sequence=record.sequence,
+        validity=record.expires_at.isoformat(),
+        value=record.value_text,
+        mode=mode,
+        extension=record.odf is not None,
+    )
 
 
 def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
@@ -604,7 +615,8 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
     """
     state = target.states.load(dataset_id, target.name)
     key = _dataset_key(target.keystore, dataset_id)
-    if key is None or state is None or "value" not in state.record:
+    typed = target._typed(state) if state is not None else None
+    if key is None or state is None or typed is None or typed.record.value is None:
         raise NotFound(
             f"{target.name}: nothing published for {dataset_id} (no key or state); "
             "run odfweb3 publish first"
@@ -612,25 +624,18 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
     name = IpnsName.from_public_key(public_key_bytes(key))
     seen = read_node_record(target.client, name)
     target._seen = seen
-    value = str(state.record["value"])
-    sequence = int(state.record.get("sequence", -1))
+    value = typed.record.value
+    sequence = -1 if typed.record.sequence is None else typed.record.sequence
     ext: OdfExtension | None = None
-    if state.head is not None and state.record.get("extension", True):
+    if state.head is not None and typed.record.extension is not False:
         ext = OdfExtension(
             dataset_id=dataset_id,
             head=multihash_to_str(state.head),
-            extra=odf_extra(state.extra),
+            extra=odf_extra(typed.extra.dag),
         )
     if seen is not None and seen.record.sequence >= sequence:
         value, sequence, ext = seen.record.value_text, seen.record.sequence, seen.record.odf
     mode, record = target._put_record(key, name, value, sequence + 1, ext)
     facts = _record_facts(name, record, mode)
-    target.states.save(state.evolve(record=facts))
+    target.states.save(state.evolve(record=serialize_ipns_facts(facts)))
     return RepublishResult(dataset_id, str(name), value, record.sequence, record.expires_at, mode)
-
-
-def _same_profile(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Two state entries made their CIDs the same way (``cidVersion``, ``cidProfile``)."""
-    return a.get("cidVersion", 1) == b.get("cidVersion", 1) and a.get("cidProfile") == b.get(
-        "cidProfile"
-    )

@@ -65,6 +65,14 @@ from odfweb3_ipfs.client.pinning import (
 )
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+from odfweb3_ipfs.publish.state import (
+    IpnsFacts,
+    PinExtra,
+    PinState,
+    parse_ipns_facts,
+    parse_pin_state,
+    serialize_pin_state,
+)
 
 __all__ = [
     "UPDATE_MODES",
@@ -188,23 +196,28 @@ class PinningTarget:
 
     def save(self, state: PublishState) -> None:
         self.node.save(state)
+        # The IPNS name the node (or car:) target's record stands under, named by the pins.
+        name = parse_ipns_facts(state.record, f"publish state of {state.target}").name
         for svc in self.services:
             o = self.outcomes.get(svc.name)
             if o is None or o.status is None:
                 continue
+            pin = PinState(
+                IpnsFacts(name=name or None),
+                PinExtra(
+                    endpoint=svc.client.endpoint,
+                    requestid=o.status.requestid,
+                    status=o.status.status,
+                    node=self.node.name,
+                ),
+            )
             self.states.save(
                 PublishState(
                     dataset_id=state.dataset_id,
                     target=service_state_target(svc.name),
                     head=state.head,
                     locator=o.status.cid,
-                    record={"name": state.record.get("name")} if state.record.get("name") else {},
-                    extra={
-                        "endpoint": svc.client.endpoint,
-                        "requestid": o.status.requestid,
-                        "status": o.status.status,
-                        "node": self.node.name,
-                    },
+                    **serialize_pin_state(pin),
                 )
             )
 
@@ -254,7 +267,8 @@ class PinningTarget:
             meta={"odf_dataset_id": dataset_id, "odf_head": head},
         )
         prev = self.states.load(dataset_id, service_state_target(svc.name))
-        prev_rid = str(prev.extra.get("requestid") or "") if prev is not None else ""
+        where = str(self.states.path_for(dataset_id, service_state_target(svc.name)))
+        prev_rid = (parse_pin_state(prev, where).extra.requestid or "") if prev else ""
         old = client.get(prev_rid) if prev_rid else None
         seen: list[str] = []
         notify = self._notifier(svc, root, seen)

@@ -15,13 +15,14 @@ directory, the node target streams one CAR to ``dag/import`` and pins):
   validation) or the key envelope (encrypted publishes, docs/design.md, "Encryption");
 - :func:`write_delta_car`: both in one CAR stream (the side files' blocks only where the
   target wants them in the same CAR);
-- :func:`record_extension`: the IPNS record's ``_odf`` extension and the state's extra.
+- :func:`record_extension`: the IPNS record's ``_odf`` extension and the state's
+  :class:`.state.DagFacts`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Literal
 
 from odfweb3.crypto.keystore import Keystore
@@ -32,8 +33,7 @@ from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.target import RemoteView
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import OdfExtension
@@ -45,6 +45,7 @@ from odfweb3_ipfs.publish.dataset_dag import (
     reusable_links,
     reusable_shards,
 )
+from odfweb3_ipfs.publish.state import DagFacts
 from odfweb3_ipfs.publish.unixfs_import import BlockSink
 
 __all__ = [
@@ -66,19 +67,19 @@ Block = tuple[Cid, bytes]
 SideKind = Literal["descriptor", "keyEnvelope"]
 
 
-def reusable_state(state: PublishState, profile: CidProfile, *, encrypted: bool) -> bool:
-    """A publish with ``profile`` and ``encrypted`` can link to the state's objects.
+def reusable_state(dag: DagFacts, profile: CidProfile, *, encrypted: bool) -> bool:
+    """A publish with ``profile`` and ``encrypted`` can link to the objects of a state
+    whose DAG facts are ``dag``.
 
     Not when the CID version, the CID profile (state ``cidProfile``) or the encryption
     changed (plaintext and ciphertext files never mix in one root): the target then holds
     none of the objects as this publish makes them. The same rule as
     :func:`.dataset_dag.reusable_links`, asked before planning.
     """
-    extra = state.extra
     return (
-        extra.get("cidVersion", 1) == profile.cid_version
-        and extra.get("cidProfile") == profile.state_tag
-        and bool(extra.get("encrypted")) == encrypted
+        dag.version == profile.cid_version
+        and dag.cid_profile == profile.state_tag
+        and bool(dag.encrypted) == encrypted
     )
 
 
@@ -239,32 +240,35 @@ def side_files(
     return SideFiles((_unixfs_file("descriptor", encode_descriptor(doc), profile),))
 
 
-def odf_extra(extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``_odf`` map's optional entries from a state's extra (descriptor, key envelope,
-    and the lineage ``inputs`` map of issue 11)."""
-    out: dict[str, Any] = {k: str(extra[k]) for k in ("descriptor", "keyEnvelope") if extra.get(k)}
-    inputs = extra.get("inputs")
-    if isinstance(inputs, Mapping) and inputs:
-        out["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+def odf_extra(dag: DagFacts) -> dict[str, Any]:
+    """The ``_odf`` map's optional entries from a state's DAG facts (descriptor, key
+    envelope, and the lineage ``inputs`` map of issue 11)."""
+    out: dict[str, Any] = {}
+    if dag.descriptor:
+        out["descriptor"] = dag.descriptor
+    if dag.key_envelope:
+        out["keyEnvelope"] = dag.key_envelope
+    if dag.inputs:
+        out["inputs"] = dict(dag.inputs)
     return out
 
 
 def record_extension(
-    plan: PublishPlan, upload: UploadResult, prev: PublishState | None
-) -> tuple[OdfExtension, dict[str, Any]]:
-    """The record's ``_odf`` extension and the state's extra for the new head.
+    plan: PublishPlan, dag: DagFacts, prev: DagFacts | None
+) -> tuple[OdfExtension, DagFacts]:
+    """The record's ``_odf`` extension and the state's DAG facts for the new head, from
+    the upload's facts ``dag`` and the last publish's ``prev``.
 
     Issue 11: the inputs map (dataset ID -> where each input lives) is the plan's, else
     the one the last publish recorded (a plain publish keeps it; republish re-signs it).
     """
-    state_extra = dict(upload.extra)
-    inputs = plan.record_extra.get("inputs") or (prev.extra.get("inputs") if prev else None)
+    inputs = plan.record_extra.get("inputs") or (prev.inputs if prev else None)
     if inputs:
-        state_extra["inputs"] = {str(k): str(v) for k, v in inputs.items()}
+        dag = replace(dag, inputs={str(k): str(v) for k, v in inputs.items()})
     ext = OdfExtension(
         dataset_id=plan.dataset_id,
         head=multihash_to_str(plan.head),
         prev_head=multihash_to_str(plan.remote_head) if plan.remote_head else None,
-        extra=odf_extra(state_extra),
+        extra=odf_extra(dag),
     )
-    return ext, state_extra
+    return ext, dag

@@ -12,8 +12,7 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.execute import load_verified_chain, publish_dataset
 from odfweb3.publish.plan import plan_publish
-from odfweb3.publish.state import PublishState
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.target import RemoteView
 from odfweb3_ipfs.formats.car import iter_car
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import profile_for
@@ -23,6 +22,7 @@ from odfweb3_ipfs.publish.pipeline import (
     side_files,
     write_delta_car,
 )
+from odfweb3_ipfs.publish.state import DagFacts
 
 PROFILE = profile_for(None, 1)
 
@@ -79,19 +79,17 @@ def test_record_extension_keeps_the_last_inputs_map_unless_the_plan_gives_one(tm
     first = _plan(ds, RemoteView(head=None))
     append_blocks(ds, 1, data_bytes=500, seed=2)
     plan = _plan(ds, RemoteView(head=first.head))
-    upload = UploadResult("bafyroot", {}, extra={"descriptor": "bafydesc", "cars": ["x.car"]})
-    prev = PublishState(
-        dataset_id=plan.dataset_id, target="t", head=first.head, extra={"inputs": {"did:a": "x"}}
-    )
-    ext, extra = record_extension(plan, upload, prev)
+    sent = DagFacts(descriptor="bafydesc", dir_blocks=())
+    prev = DagFacts(inputs={"did:a": "x"})
+    ext, dag = record_extension(plan, sent, prev)
     assert ext.extra == {"descriptor": "bafydesc", "inputs": {"did:a": "x"}}
-    assert extra == {"descriptor": "bafydesc", "cars": ["x.car"], "inputs": {"did:a": "x"}}
+    assert dag == DagFacts(descriptor="bafydesc", dir_blocks=(), inputs={"did:a": "x"})
     assert ext.prev_head is not None and ext.dataset_id == plan.dataset_id
     asked = dataclasses.replace(plan, record_extra={"inputs": {"did:b": "y"}})
-    ext, extra = record_extension(asked, upload, prev)
-    assert ext.extra["inputs"] == extra["inputs"] == {"did:b": "y"}
-    ext, extra = record_extension(first, upload, None)
-    assert "inputs" not in ext.extra and "inputs" not in extra and ext.prev_head is None
+    ext, dag = record_extension(asked, sent, prev)
+    assert ext.extra["inputs"] == dag.inputs == {"did:b": "y"}
+    ext, dag = record_extension(first, sent, None)
+    assert "inputs" not in ext.extra and dag.inputs is None and ext.prev_head is None
 
 
 def test_the_build_follows_the_plan_and_refuses_to_guess(tmp_path):

@@ -1,0 +1,486 @@
+"""Typed publish state of the IPFS targets (issue 15 item 6): pure parse / serialize pairs.
+
+The core keeps one :class:`odfweb3.publish.state.PublishState` per (dataset, target) with
+JSON maps ``record`` and ``extra`` (docs/design.md, "State files"); what those maps hold is
+this adapter's business. Each target reads them here once, into frozen dataclasses whose
+fields mypy checks, and writes them back through the matching ``serialize_*``:
+
+- :class:`IpnsFacts`: ``record`` of every IPFS target (the IPNS name and the last record);
+- :class:`DagFacts`: the part of ``extra`` the ``car:`` and node targets share (how the
+  objects' CIDs were made, the directory blocks sent, the side files, the inputs map);
+- :class:`CarState` (``car:DIR``'s ``publish.json``), :class:`NodeState` (a Kubo node's
+  state, with its interrupted-publish checkpoint :class:`NodePending`) and
+  :class:`PinState` (one ``pinning:NAME`` service).
+
+A field of the wrong type is a :class:`~odfweb3.errors.FormatError` naming the file. A field
+absent on disk is ``None`` here and stays absent when written: ``serialize(parse(x)) == x``
+for every state odfweb3 writes, so the JSON on disk is byte-identical to what the
+``dict[str, Any]`` code wrote. ``objects`` stays the core's map (path -> JSON object): it is
+read lazily, entry by entry, by :class:`.dataset_dag.ObjectLink` (100,000 entries, issue 19).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypedDict, TypeVar
+
+from odfweb3.errors import FormatError
+from odfweb3.publish.state import PublishState
+
+__all__ = [
+    "CarExtra",
+    "CarState",
+    "DagFacts",
+    "IpnsFacts",
+    "NodeExtra",
+    "NodePending",
+    "NodeState",
+    "PinExtra",
+    "PinState",
+    "StateParts",
+    "parse_car_extra",
+    "parse_car_state",
+    "parse_dag_facts",
+    "parse_ipns_facts",
+    "parse_node_extra",
+    "parse_node_state",
+    "parse_pin_state",
+    "serialize_car_extra",
+    "serialize_car_state",
+    "serialize_dag_facts",
+    "serialize_ipns_facts",
+    "serialize_node_extra",
+    "serialize_node_state",
+    "serialize_pin_state",
+]
+
+T = TypeVar("T")
+
+
+class StateParts(TypedDict):
+    """The ``record`` and ``extra`` maps of a :class:`PublishState` (``PublishState(**parts)``
+    or ``state.evolve(**parts)``)."""
+
+    record: dict[str, Any]
+    extra: dict[str, Any]
+
+
+def _bad(where: str, part: str, key: str, what: str) -> FormatError:
+    return FormatError(f"{where}: malformed publish state ({part}.{key}: expected {what})")
+
+
+def _opt(raw: Mapping[str, Any], key: str, kind: type[T], where: str, part: str) -> T | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    # bool is an int in Python, never in these files.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _bad(where, part, key, kind.__name__)
+    return value
+
+
+def _str_list(raw: Mapping[str, Any], key: str, where: str, part: str) -> tuple[str, ...] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(where, part, key, "a list of strings")
+    return tuple(value)
+
+
+def _hex_list(raw: Mapping[str, Any], key: str, where: str, part: str) -> tuple[str, ...] | None:
+    value = _str_list(raw, key, where, part)
+    if value is not None:
+        try:
+            for v in value:
+                bytes.fromhex(v)
+        except ValueError:
+            raise _bad(where, part, key, "a list of hex strings") from None
+    return value
+
+
+def _str_map(raw: Mapping[str, Any], key: str, where: str, part: str) -> dict[str, str] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _bad(where, part, key, "a map of strings")
+    return {str(k): v for k, v in value.items()}
+
+
+def _dict(raw: Mapping[str, Any], key: str, where: str, part: str) -> dict[str, Any] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _bad(where, part, key, "a JSON object")
+    return value
+
+
+def _present(pairs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
+# -- record: the IPNS name and the last record ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class IpnsFacts:
+    """``record``: the dataset's IPNS name and the last record put under it.
+
+    Attributes:
+        name: the IPNS name (``k51…``).
+        peer_id: the name's peer ID (node target).
+        sequence: the last record's sequence.
+        validity: when it expires (ISO 8601).
+        value: what it points at (``/ipfs/<root>``).
+        file: the record file in ``OUT_DIR`` (``car:`` target).
+        mode: how the node took it (``routing/put`` or ``name/publish``; node target).
+        extension: whether the record carries the ``_odf`` extension (node target).
+    """
+
+    name: str | None = None
+    peer_id: str | None = None
+    sequence: int | None = None
+    validity: str | None = None
+    value: str | None = None
+    file: str | None = None
+    mode: str | None = None
+    extension: bool | None = None
+
+
+def parse_ipns_facts(raw: Mapping[str, Any], where: str) -> IpnsFacts:
+    """``record`` as :class:`IpnsFacts` (FormatError naming ``where`` on a wrong type)."""
+    p = "record"
+    return IpnsFacts(
+        name=_opt(raw, "name", str, where, p),
+        peer_id=_opt(raw, "peerId", str, where, p),
+        sequence=_opt(raw, "sequence", int, where, p),
+        validity=_opt(raw, "validity", str, where, p),
+        value=_opt(raw, "value", str, where, p),
+        file=_opt(raw, "file", str, where, p),
+        mode=_opt(raw, "mode", str, where, p),
+        extension=_opt(raw, "extension", bool, where, p),
+    )
+
+
+def serialize_ipns_facts(facts: IpnsFacts) -> dict[str, Any]:
+    """JSON form of :class:`IpnsFacts` (absent fields stay absent)."""
+    return _present(
+        {
+            "name": facts.name,
+            "peerId": facts.peer_id,
+            "sequence": facts.sequence,
+            "validity": facts.validity,
+            "value": facts.value,
+            "file": facts.file,
+            "mode": facts.mode,
+            "extension": facts.extension,
+        }
+    )
+
+
+# -- extra: what the car: and node targets share ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class DagFacts:
+    """The dataset DAG's facts in ``extra`` (``car:`` and node targets).
+
+    Attributes:
+        cid_version: ``cidVersion`` (absent: 1, :attr:`version`).
+        cid_profile: ``cidProfile``, the UnixFS import profile's tag (absent: the
+            parameters ``cidVersion`` alone names).
+        encrypted: ``encrypted`` (written only as true).
+        key_epoch: ``keyEpoch`` of the sealer (encrypted publishes).
+        dir_blocks: ``dirBlocks``, hex CIDs of the directory blocks sent before.
+        descriptor: ``descriptor``, the discovery descriptor's CID.
+        key_envelope: ``keyEnvelope``, the key envelope's CID (encrypted publishes).
+        inputs: ``inputs``, dataset ID -> where the input lives (issue 11).
+    """
+
+    cid_version: int | None = None
+    cid_profile: str | None = None
+    encrypted: bool | None = None
+    key_epoch: int | None = None
+    dir_blocks: tuple[str, ...] | None = None
+    descriptor: str | None = None
+    key_envelope: str | None = None
+    inputs: Mapping[str, str] | None = None
+
+    @property
+    def version(self) -> int:
+        """The CID version (1 when the state does not say)."""
+        return 1 if self.cid_version is None else self.cid_version
+
+    def same_profile(self, other: DagFacts) -> bool:
+        """Both made their CIDs the same way (``cidVersion``, ``cidProfile``)."""
+        return self.version == other.version and self.cid_profile == other.cid_profile
+
+
+def parse_dag_facts(raw: Mapping[str, Any], where: str) -> DagFacts:
+    """The :class:`DagFacts` of ``extra`` (FormatError naming ``where`` on a wrong type)."""
+    p = "extra"
+    return DagFacts(
+        cid_version=_opt(raw, "cidVersion", int, where, p),
+        cid_profile=_opt(raw, "cidProfile", str, where, p),
+        encrypted=_opt(raw, "encrypted", bool, where, p),
+        key_epoch=_opt(raw, "keyEpoch", int, where, p),
+        dir_blocks=_hex_list(raw, "dirBlocks", where, p),
+        descriptor=_opt(raw, "descriptor", str, where, p),
+        key_envelope=_opt(raw, "keyEnvelope", str, where, p),
+        inputs=_str_map(raw, "inputs", where, p),
+    )
+
+
+def serialize_dag_facts(facts: DagFacts) -> dict[str, Any]:
+    """JSON form of :class:`DagFacts` (absent fields stay absent)."""
+    return _present(
+        {
+            "cidVersion": facts.cid_version,
+            "cidProfile": facts.cid_profile,
+            "encrypted": facts.encrypted,
+            "keyEpoch": facts.key_epoch,
+            "dirBlocks": list(facts.dir_blocks) if facts.dir_blocks is not None else None,
+            "descriptor": facts.descriptor,
+            "keyEnvelope": facts.key_envelope,
+            "inputs": dict(facts.inputs) if facts.inputs is not None else None,
+        }
+    )
+
+
+# -- car:DIR ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CarExtra:
+    """``extra`` of ``car:DIR``'s ``publish.json``.
+
+    Attributes:
+        dag: the DAG facts.
+        cars: ``cars``, the dataset CARs in ``OUT_DIR``, oldest first.
+        hamt_shards: ``hamtShards``, the HAMT shard tables of the top directories (read by
+            :func:`.dataset_dag.reusable_shards`; a damaged table costs a rebuild).
+        descriptor_car: ``descriptorCar``, the descriptor's CAR file.
+        key_envelope_car: ``keyEnvelopeCar``, the key envelope's CAR file.
+    """
+
+    dag: DagFacts = DagFacts()
+    cars: tuple[str, ...] | None = None
+    hamt_shards: Mapping[str, Any] | None = None
+    descriptor_car: str | None = None
+    key_envelope_car: str | None = None
+
+
+@dataclass(frozen=True)
+class CarState:
+    """What ``car:DIR``'s ``publish.json`` says beyond the core's head, locator and objects."""
+
+    record: IpnsFacts
+    extra: CarExtra
+
+
+def parse_car_extra(raw: Mapping[str, Any], where: str) -> CarExtra:
+    """``extra`` of ``car:DIR`` as :class:`CarExtra`."""
+    p = "extra"
+    return CarExtra(
+        dag=parse_dag_facts(raw, where),
+        cars=_str_list(raw, "cars", where, p),
+        hamt_shards=_dict(raw, "hamtShards", where, p),
+        descriptor_car=_opt(raw, "descriptorCar", str, where, p),
+        key_envelope_car=_opt(raw, "keyEnvelopeCar", str, where, p),
+    )
+
+
+def serialize_car_extra(extra: CarExtra) -> dict[str, Any]:
+    """JSON form of :class:`CarExtra`."""
+    return serialize_dag_facts(extra.dag) | _present(
+        {
+            "cars": list(extra.cars) if extra.cars is not None else None,
+            "hamtShards": extra.hamt_shards,
+            "descriptorCar": extra.descriptor_car,
+            "keyEnvelopeCar": extra.key_envelope_car,
+        }
+    )
+
+
+def parse_car_state(state: PublishState, where: str) -> CarState:
+    """The typed ``record`` and ``extra`` of a ``car:`` state read from ``where``."""
+    return CarState(parse_ipns_facts(state.record, where), parse_car_extra(state.extra, where))
+
+
+def serialize_car_state(car: CarState) -> StateParts:
+    """``record`` and ``extra`` of :class:`CarState` for a :class:`PublishState`."""
+    return StateParts(record=serialize_ipns_facts(car.record), extra=serialize_car_extra(car.extra))
+
+
+# -- a Kubo node -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodePending:
+    """``extra.pending``: a publish whose root is on the node but whose name may not have
+    moved yet (written before the record is put; resumes an interruption).
+
+    Attributes:
+        root: the new root CID.
+        head: the head it holds (multibase text).
+        objects: path -> object link JSON, as the core's ``objects``.
+        dir_blocks: hex CIDs of its directory blocks.
+        cid_version: how its CIDs were made (absent: 1).
+        cid_profile: the import profile's tag.
+    """
+
+    root: str
+    head: str | None = None
+    objects: Mapping[str, Any] | None = None
+    dir_blocks: tuple[str, ...] | None = None
+    cid_version: int | None = None
+    cid_profile: str | None = None
+
+    @property
+    def profile(self) -> DagFacts:
+        """Its CID version and profile, to compare with the state's."""
+        return DagFacts(cid_version=self.cid_version, cid_profile=self.cid_profile)
+
+
+@dataclass(frozen=True)
+class NodeExtra:
+    """``extra`` of a node target's state.
+
+    Attributes:
+        dag: the DAG facts.
+        source: ``source``, the local dataset directory published (``status``).
+        node: ``node``, the node's kind (``kubo``...).
+        pending: ``pending``, the checkpoint of an unfinished publish.
+    """
+
+    dag: DagFacts = DagFacts()
+    source: str | None = None
+    node: str | None = None
+    pending: NodePending | None = None
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """What a node target's state says beyond the core's head, locator and objects."""
+
+    record: IpnsFacts
+    extra: NodeExtra
+
+
+def _parse_pending(raw: Mapping[str, Any], where: str) -> NodePending | None:
+    pending = _dict(raw, "pending", where, "extra")
+    if pending is None:
+        return None
+    p = "extra.pending"
+    root = _opt(pending, "root", str, where, p)
+    if not root:
+        raise _bad(where, p, "root", "a CID")
+    return NodePending(
+        root=root,
+        head=_opt(pending, "head", str, where, p),
+        objects=_dict(pending, "objects", where, p),
+        dir_blocks=_hex_list(pending, "dirBlocks", where, p),
+        cid_version=_opt(pending, "cidVersion", int, where, p),
+        cid_profile=_opt(pending, "cidProfile", str, where, p),
+    )
+
+
+def _serialize_pending(pending: NodePending) -> dict[str, Any]:
+    return _present(
+        {
+            "root": pending.root,
+            "head": pending.head,
+            "objects": pending.objects,
+            "dirBlocks": list(pending.dir_blocks) if pending.dir_blocks is not None else None,
+            "cidVersion": pending.cid_version,
+            "cidProfile": pending.cid_profile,
+        }
+    )
+
+
+def parse_node_extra(raw: Mapping[str, Any], where: str) -> NodeExtra:
+    """``extra`` of a node target as :class:`NodeExtra`."""
+    p = "extra"
+    return NodeExtra(
+        dag=parse_dag_facts(raw, where),
+        source=_opt(raw, "source", str, where, p),
+        node=_opt(raw, "node", str, where, p),
+        pending=_parse_pending(raw, where),
+    )
+
+
+def serialize_node_extra(extra: NodeExtra) -> dict[str, Any]:
+    """JSON form of :class:`NodeExtra`."""
+    pending = _serialize_pending(extra.pending) if extra.pending is not None else None
+    return serialize_dag_facts(extra.dag) | _present(
+        {"source": extra.source, "node": extra.node, "pending": pending}
+    )
+
+
+def parse_node_state(state: PublishState, where: str) -> NodeState:
+    """The typed ``record`` and ``extra`` of a node target's state read from ``where``."""
+    return NodeState(parse_ipns_facts(state.record, where), parse_node_extra(state.extra, where))
+
+
+def serialize_node_state(node: NodeState) -> StateParts:
+    """``record`` and ``extra`` of :class:`NodeState` for a :class:`PublishState`."""
+    return StateParts(
+        record=serialize_ipns_facts(node.record), extra=serialize_node_extra(node.extra)
+    )
+
+
+# -- a pinning service -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PinExtra:
+    """``extra`` of a ``pinning:NAME`` state: the service's pin of the last root.
+
+    Attributes:
+        endpoint: the service's endpoint URL.
+        requestid: the pin's request ID at the service.
+        status: its last status (``queued``, ``pinning``, ``pinned``, ``failed``).
+        node: the target that published the root (``ipfs:…`` or ``car:…``).
+    """
+
+    endpoint: str | None = None
+    requestid: str | None = None
+    status: str | None = None
+    node: str | None = None
+
+
+@dataclass(frozen=True)
+class PinState:
+    """A pinning service's state: the IPNS name (``record.name``) and the pin."""
+
+    record: IpnsFacts
+    extra: PinExtra
+
+
+def parse_pin_state(state: PublishState, where: str) -> PinState:
+    """The typed ``record`` and ``extra`` of a ``pinning:NAME`` state."""
+    p = "extra"
+    raw = state.extra
+    return PinState(
+        parse_ipns_facts(state.record, where),
+        PinExtra(
+            endpoint=_opt(raw, "endpoint", str, where, p),
+            requestid=_opt(raw, "requestid", str, where, p),
+            status=_opt(raw, "status", str, where, p),
+            node=_opt(raw, "node", str, where, p),
+        ),
+    )
+
+
+def serialize_pin_state(pin: PinState) -> StateParts:
+    """``record`` and ``extra`` of :class:`PinState` for a :class:`PublishState`."""
+    x = pin.extra
+    return StateParts(
+        record=serialize_ipns_facts(pin.record),
+        extra=_present(
+            {"endpoint": x.endpoint, "requestid": x.requestid, "status": x.status, "node": x.node}
+        ),
+    )
