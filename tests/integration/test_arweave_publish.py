@@ -27,7 +27,7 @@ from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS, create_data_item, encode
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.formats.tx import new_transaction, sign_transaction
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
-from odfweb3_arweave.read.lookup import find_latest_upload, walk_uploads
+from odfweb3_arweave.read.lookup import find_latest_upload, walk_to_full_manifest, walk_uploads
 from odfweb3_arweave.read.replica import open_ar_replica
 from odfweb3_arweave.wallet import Wallet, generate_wallet
 
@@ -134,6 +134,15 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
     assert rebuilt.state.extra["fullManifestId"] == first.state.locator
     assert rebuilt.state.extra["deltaUploads"] == 3
     replica = open_ar_replica(gw, f"ar://{rebuilt.state.record['recordId']}")
+    # the walk back to the full manifest: three verified records and the full one, bounded
+    assert replica.record is not None
+    tip = find_latest_upload(gw, wallet.address, first.state.dataset_id)
+    assert tip is not None and tip.id == rebuilt.state.record["recordId"]
+    walked = walk_to_full_manifest(gw, tip, replica.record)
+    assert walked[0].manifest_id == first.state.locator and len(walked) == 4
+    assert [r.delta for r in walked] == [False, True, True, True]
+    with pytest.raises(ResolutionError, match="more than 2 delta manifests"):
+        walk_to_full_manifest(gw, tip, replica.record, limit=2)
     for entry in walk_chain(DatasetReader.open(ds)):
         assert replica.read_block(entry.hash) == DatasetReader.open(ds).read_block_bytes(entry.hash)
 
