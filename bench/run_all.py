@@ -31,6 +31,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
     "bench_unixfs": (["--mb", "50", "--files", "8", "--repeat", "2"], []),
     "bench_cluster": (["--blocks", "50", "--data-bytes", "20000000"], []),
     "bench_scale": (["--sizes", "200,2000"], ["--svg", str(HERE / "scale.svg")]),
+    "bench_arweave_updates": (["--sizes", "200", "--updates", "5", "--full-updates", "2"], []),
 }
 # Scripts that accept --cache DIR (the shared 10,000-block dataset).
 _CACHEABLE = ("bench_validate", "bench_publish_car")
