@@ -25,6 +25,7 @@ against N (log-log, hand-written SVG, no plotting dependency). No timing asserti
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -59,8 +60,14 @@ def _step(target: str, ds: Path, out: Path, keys: Path, append: bool) -> dict[st
         from odfweb3_arweave.wallet import load_wallet
 
         tgt = BundleTarget(out, load_wallet(keys / "wallet.json"))
+    kwargs: dict[str, object] = {}
+    if "chain_cache" in inspect.signature(publish_dataset).parameters:
+        # As the CLI does: heads verified by the initial publish (older code: no cache).
+        from odfweb3.publish.chain_cache import ChainCache
+
+        kwargs["chain_cache"] = ChainCache(out.with_name(out.name + "-verified"))
     start = time.perf_counter()
-    outcome = publish_dataset(ds, tgt)  # type: ignore[arg-type]
+    outcome = publish_dataset(ds, tgt, **kwargs)  # type: ignore[arg-type]
     elapsed = time.perf_counter() - start
     assert outcome.upload is not None
     return {"seconds": elapsed, "bytes": float(outcome.upload.bytes_sent)}

@@ -15,6 +15,7 @@ from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
+from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.plan import PublishPlan
@@ -429,6 +430,11 @@ def _publish_one(
             sealer=sealer,
             record_extra=record_extra,
             on_plan=planned,
+            # Not for encrypted publishes: the cache holds the chain's metadata in the
+            # clear (docs/design.md, "State files").
+            chain_cache=None
+            if sealer is not None or password is not None
+            else ChainCache(ctx.config.state_dir / "cache" / "verified-chains"),
         )
     out.debug(f"{target.name}: done in {format_duration(time.monotonic() - started)}")
     if outcome.state is not None:  # status finds offline publishes through this index

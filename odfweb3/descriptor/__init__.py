@@ -15,6 +15,7 @@ from odfweb3.descriptor.build import (
     build_descriptor,
     derive_title,
     descriptor_context,
+    descriptor_from_facts,
     with_locators,
 )
 from odfweb3.descriptor.codec import decode_descriptor, encode_descriptor
@@ -32,6 +33,7 @@ __all__ = [
     "decode_descriptor",
     "derive_title",
     "descriptor_context",
+    "descriptor_from_facts",
     "descriptor_tags",
     "encode_descriptor",
     "to_turtle",

@@ -43,10 +43,11 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-from odfweb3.odf.chain import ChainEntry, iter_objects
-from odfweb3.odf.model_gen import SetAttachments, SetLicense
+from odfweb3.odf.chain import ChainEntry
+from odfweb3.odf.facts import ChainFacts, facts_of_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.model_gen import SetLicense
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.odf.summary import summarize
 
 __all__ = [
     "CONTEXT_RESOURCE",
@@ -57,6 +58,7 @@ __all__ = [
     "build_descriptor",
     "derive_title",
     "descriptor_context",
+    "descriptor_from_facts",
     "with_locators",
 ]
 
@@ -176,41 +178,57 @@ def build_descriptor(
     Raises:
         ValueError: the chain does not end at a Seed, or an unknown locator kind is given.
     """
-    chain = list(entries)
-    summary = summarize(chain)
+    return descriptor_from_facts(
+        facts_of_chain(list(entries)), publisher, locators, title=title, identity=identity
+    )
+
+
+def descriptor_from_facts(
+    facts: ChainFacts,
+    publisher: Mapping[str, Any] | None,
+    locators: Mapping[str, str] | None = None,
+    *,
+    title: str | None = None,
+    identity: str | None = None,
+) -> dict[str, Any]:
+    """:func:`build_descriptor` from the chain's facts (:mod:`odfweb3.odf.facts`): the same
+    document, without the chain (a publish keeps the facts of verified heads, issue 19).
+
+    Raises:
+        ValueError: an unknown locator kind is given.
+    """
+    dataset_id = DatasetId.from_bytes(facts.dataset_id)
     doc: dict[str, Any] = {
         "@context": descriptor_context(),
-        "id": str(summary.dataset_id),
+        "id": str(dataset_id),
         "type": DATASET_TYPE,
-        "identifier": str(summary.dataset_id),
+        "identifier": str(dataset_id),
     }
-    description = summary.info.description if summary.info is not None else None
+    description = facts.info.description if facts.info is not None else None
     derived = title if title is not None else derive_title(description)
     if derived:
         doc["title"] = derived
     if description:
         doc["description"] = description
-    keywords = list(summary.info.keywords or ()) if summary.info is not None else []
+    keywords = list(facts.info.keywords or ()) if facts.info is not None else []
     if keywords:
         doc["subject"] = keywords
-    if summary.license is not None:
-        doc.update(_license_fields(summary.license))
+    if facts.license is not None:
+        doc.update(_license_fields(facts.license))
     creator = _agent(publisher) if publisher else None
     if identity and (creator is None or not creator.get("name")):
         creator = {**(creator or {"type": "foaf:Agent"}), "name": identity}
     if creator is not None:
         doc["creator"] = creator
-    doc["created"] = summary.created.isoformat()
-    doc["modified"] = summary.modified.isoformat()
+    doc["created"] = facts.created.isoformat()
+    doc["modified"] = facts.modified.isoformat()
     doc["format"] = ODF_SPEC_URL
-    total = sum(o.size or 0 for o in iter_objects(chain))
-    doc["extent"] = f"{total} bytes"
-    doc["byteSize"] = total
-    doc["head"] = multihash_to_str(summary.head)
-    doc["kind"] = summary.kind.name.capitalize()
-    attachments = _attachment_paths(chain)
-    if attachments:
-        doc["hasPart"] = [{"title": p} for p in attachments]
+    doc["extent"] = f"{facts.object_bytes} bytes"
+    doc["byteSize"] = facts.object_bytes
+    doc["head"] = multihash_to_str(facts.head)
+    doc["kind"] = facts.kind.name.capitalize()
+    if facts.attachments:
+        doc["hasPart"] = [{"title": p} for p in facts.attachments]
     relation = _relations(locators or {})
     if relation:
         doc["relation"] = relation
@@ -230,16 +248,6 @@ def with_locators(doc: Mapping[str, Any], locators: Mapping[str, str]) -> dict[s
     else:
         out.pop("relation", None)
     return out
-
-
-def _attachment_paths(chain: Sequence[ChainEntry]) -> list[str]:
-    # Head first: the first SetAttachments seen replaces all earlier ones (ODF SetAttachments).
-    for e in chain:
-        ev = e.block.event
-        if isinstance(ev, SetAttachments):
-            items = ev.attachments.items if ev.attachments is not None else None
-            return [i.path for i in items or () if i.path]
-    return []
 
 
 def _is_web_iri(value: object) -> bool:

@@ -32,6 +32,7 @@ from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
+from odfweb3.publish.chain_cache import ChainCache, load_chain
 from odfweb3.publish.plan import PublishPlan, plan_publish
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import (
@@ -86,6 +87,7 @@ def publish_dataset(
     sealer: Sealer | None = None,
     record_extra: Mapping[str, Any] | None = None,
     on_plan: Callable[[PublishPlan], None] | None = None,
+    chain_cache: ChainCache | None = None,
 ) -> PublishOutcome:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
@@ -101,9 +103,14 @@ def publish_dataset(
         record_extra: extra facts for the name record (``inputs``: dataset ID -> locator of
             each input, issue 11), carried in the plan (``plan.record_extra``).
         on_plan: called with the plan before anything is sent (progress totals, ``-v``).
+        chain_cache: heads verified before (:mod:`odfweb3.publish.chain_cache`): only the
+            blocks above the newest cached ancestor are read and checked (issue 19).
+            Ignored with ``sealer`` (the cache holds the chain's metadata in the clear).
     """
     reader = DatasetReader.open(path)
-    entries, dataset_id = load_verified_chain(reader)  # 1
+    # An encrypted publish keeps no plaintext metadata in the clear: no cache.
+    chain = load_chain(reader, chain_cache if sealer is None else None)  # 1
+    dataset_id = chain.dataset_id
     if sealer is not None:
         if sealer.dataset_id != str(dataset_id):
             raise UsageError(
@@ -111,9 +118,9 @@ def publish_dataset(
             )
         if not (isinstance(target, SealingTarget) and target.sealer is sealer):
             raise UsageError(f"{target.name} was not opened to encrypt; nothing was sent")
-    view = target.inspect(str(dataset_id), entries[0].hash)  # 2
+    view = target.inspect(str(dataset_id), chain.head)  # 2
     plan = plan_publish(  # 3
-        entries,
+        chain,
         dataset_id=str(dataset_id),
         target=target.name,
         remote_head=view.head,

@@ -17,17 +17,65 @@ Relations between the local head and the target's head (docs/design.md, "Commit 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from odfweb3.errors import ConflictError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects
+from odfweb3.odf.facts import ChainFacts
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.publish.chain_cache import VerifiedChain
 
-__all__ = ["PublishPlan", "Relation", "plan_publish"]
+__all__ = ["LazySequence", "PublishPlan", "Relation", "plan_publish"]
 
 Relation = Literal["new", "same", "ahead", "behind", "diverged"]
+
+T = TypeVar("T")
+
+
+class LazySequence(Sequence[T], Generic[T]):
+    """A sequence whose length is known up front and whose items are loaded when first
+    asked (issue 19: a one-block update need not walk the whole chain to say how many
+    objects the dataset has). Equal to any sequence with the same items."""
+
+    def __init__(self, length: int, load: Callable[[], Sequence[T]]) -> None:
+        self._length = length
+        self._load = load
+        self._items: Sequence[T] | None = None
+
+    def _all(self) -> Sequence[T]:
+        if self._items is None:
+            self._items = self._load()
+        return self._items
+
+    @property
+    def loaded(self) -> bool:
+        """The items were loaded (something iterated them)."""
+        return self._items is not None
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[T]: ...
+    def __getitem__(self, i: int | slice) -> T | Sequence[T]:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == self._length and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LazySequence(len={self._length})"
 
 
 @dataclass(frozen=True)
@@ -43,9 +91,14 @@ class PublishPlan:
         forced: the user overrode a ``behind``/``diverged`` refusal.
         new_blocks: how many blocks the target does not have.
         send: objects to upload (not at the target yet), in chain order head first.
-        objects: every object of the dataset (the full layout the target will hold).
+        objects: every object of the dataset (the full layout the target will hold); when
+            planned from a :class:`VerifiedChain`, a :class:`LazySequence` whose length is
+            known and whose items are walked only when iterated.
         chain: the verified local chain, head first, for targets that need the blocks
-            themselves (the discovery descriptor) without walking the chain again.
+            themselves without walking the chain again (lazy like ``objects``).
+        facts: the chain's facts at the head (the discovery descriptor's, issue 19), when
+            planned from a :class:`VerifiedChain`.
+        total: the sum of the recorded sizes of ``objects``.
         record_extra: extra facts for the name record (issue 11: ``inputs``, dataset ID ->
             locator of each input); every target copies ``inputs`` into its record.
     """
@@ -58,9 +111,11 @@ class PublishPlan:
     forced: bool
     new_blocks: int
     send: tuple[DatasetObject, ...]
-    objects: tuple[DatasetObject, ...]
-    chain: tuple[ChainEntry, ...] = field(default=(), repr=False, compare=False)
+    objects: Sequence[DatasetObject]
+    chain: Sequence[ChainEntry] = field(default=(), repr=False, compare=False)
     record_extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    facts: ChainFacts | None = field(default=None, repr=False, compare=False)
+    total: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def send_bytes(self) -> int:
@@ -70,6 +125,8 @@ class PublishPlan:
     @property
     def total_bytes(self) -> int:
         """Bytes of the whole dataset."""
+        if self.total is not None:
+            return self.total
         return sum(o.size or 0 for o in self.objects)
 
     @property
@@ -107,7 +164,7 @@ class PublishPlan:
 
 
 def plan_publish(
-    entries: Sequence[ChainEntry],
+    entries: Sequence[ChainEntry] | VerifiedChain,
     *,
     dataset_id: str,
     target: str,
@@ -120,7 +177,9 @@ def plan_publish(
     """Decide what to send.
 
     Args:
-        entries: the local chain, verified, head first (``list(walk_chain(...))``).
+        entries: the local chain, verified, head first (``list(walk_chain(...))``), or a
+            :class:`VerifiedChain` (:func:`~odfweb3.publish.chain_cache.load_chain`): then
+            only the blocks above the target's head are read when it is an ancestor.
         dataset_id: the dataset's ID (for messages and the plan).
         target: printable target name.
         remote_head: the head the target holds now (checked against the network by
@@ -136,6 +195,17 @@ def plan_publish(
     Raises:
         ConflictError: the target's head is ahead of ours or diverged, and not forced.
     """
+    if isinstance(entries, VerifiedChain):
+        return _plan_verified(
+            entries,
+            dataset_id=dataset_id,
+            target=target,
+            remote_head=remote_head,
+            remote_has=remote_has,
+            remote_ahead=remote_ahead,
+            force=force,
+            remote_holds_head=remote_holds_head,
+        )
     head = entries[0].hash
     objects = tuple(iter_objects(entries))
     if remote_head is None:
@@ -145,23 +215,7 @@ def plan_publish(
             dataset_id, target, head, None, "new", False, new_blocks, send, objects, tuple(entries)
         )
     position = next((i for i, e in enumerate(entries) if e.hash == remote_head), None)
-    relation: Relation
-    if position == 0:
-        relation = "same"
-    elif position is not None:
-        relation = "ahead"
-    else:
-        relation = "behind" if remote_ahead else "diverged"
-    if relation in ("behind", "diverged") and not force:
-        what = (
-            "a newer head than ours (publishing would roll the name back)"
-            if relation == "behind"
-            else "a head that is not in the local chain (the histories diverged)"
-        )
-        raise ConflictError(
-            f"{target}: holds {multihash_to_str(remote_head)}, {what}; pull and reconcile "
-            "first, or pass --force to point the name at our head (old content stays)"
-        )
+    relation = _relation(target, remote_head, position, remote_ahead, force)
     forced = relation in ("behind", "diverged")
     # content-addressed: what is there stays valid even if forced
     known = remote_has if isinstance(remote_has, set | frozenset) else set(remote_has)
@@ -184,3 +238,92 @@ def plan_publish(
         objects,
         tuple(entries),
     )
+
+
+def _relation(
+    target: str, remote_head: bytes, position: int | None, remote_ahead: bool, force: bool
+) -> Relation:
+    """The relation of our head to the target's (``position``: of its head in our chain).
+
+    Raises:
+        ConflictError: behind or diverged, and not forced.
+    """
+    relation: Relation
+    if position == 0:
+        relation = "same"
+    elif position is not None:
+        relation = "ahead"
+    else:
+        relation = "behind" if remote_ahead else "diverged"
+    if relation in ("behind", "diverged") and not force:
+        what = (
+            "a newer head than ours (publishing would roll the name back)"
+            if relation == "behind"
+            else "a head that is not in the local chain (the histories diverged)"
+        )
+        raise ConflictError(
+            f"{target}: holds {multihash_to_str(remote_head)}, {what}; pull and reconcile "
+            "first, or pass --force to point the name at our head (old content stays)"
+        )
+    return relation
+
+
+def _plan_verified(
+    chain: VerifiedChain,
+    *,
+    dataset_id: str,
+    target: str,
+    remote_head: bytes | None,
+    remote_has: Collection[str],
+    remote_ahead: bool,
+    force: bool,
+    remote_holds_head: bool,
+) -> PublishPlan:
+    """:func:`plan_publish` from a :class:`VerifiedChain`: when the target's head is an
+    ancestor it holds, only the blocks above it are read (issue 19); otherwise the whole
+    chain is, as for a list of entries."""
+    facts = chain.facts
+    objects: LazySequence[DatasetObject] = LazySequence(facts.objects, chain.objects)
+    whole: LazySequence[ChainEntry] = LazySequence(facts.sequence + 1, chain.whole)
+    known = remote_has if isinstance(remote_has, set | frozenset) else set(remote_has)
+
+    def plan(relation: Relation, send: tuple[DatasetObject, ...]) -> PublishPlan:
+        return PublishPlan(
+            dataset_id,
+            target,
+            chain.head,
+            remote_head,
+            relation,
+            relation in ("behind", "diverged"),
+            sum(1 for o in send if o.kind == "block"),
+            send,
+            objects,
+            whole,
+            facts=facts,
+            total=facts.object_bytes,
+        )
+
+    if remote_head is None:
+        return plan("new", tuple(o for o in objects if o.path not in known))
+    position = chain.find(remote_head)
+    relation = _relation(target, remote_head, position, remote_ahead, force)
+    if relation != "ahead" or position is None or not remote_holds_head:
+        # As for a list of entries: only ``remote_has`` is known to be there.
+        return plan(relation, tuple(o for o in objects if o.path not in known))
+    new = list(iter_objects(chain.walked[:position]))
+    # An object a new block names may have been named by an older block too (held by
+    # the target then): exact below the walked blocks' filter, else the whole chain.
+    older = {(o.kind, o.hash) for o in iter_objects(chain.walked[position:])}
+    # The base's filter covers every object at and below the cached base block, so it
+    # answers for what lies below the walked blocks when the target's head is above it.
+    base = chain.base
+    base_at = next((i for i, e in enumerate(chain.walked) if base and e.hash == base.head), None)
+    if not chain.complete and (
+        base is None
+        or base_at is None
+        or position > base_at
+        or any(o.kind != "block" and base.seen.may_hold(o.kind, o.hash) for o in new)
+    ):
+        older = {(o.kind, o.hash) for o in iter_objects(chain.whole()[position:])}
+    send = tuple(o for o in new if (o.kind, o.hash) not in older and o.path not in known)
+    return plan(relation, send)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final, cast
 
 from odfweb3.crypto.sealer import Sealer
+from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
@@ -223,7 +224,7 @@ def shards_json(shards: Mapping[str, ShardTable]) -> dict[str, dict[str, list[An
 def build_dataset_dag(
     reader: DatasetReader,
     head: bytes,
-    objects: Iterable[DatasetObject],
+    objects: Iterable[DatasetObject | str],
     previous: Mapping[str, ObjectLink],
     *,
     cid_version: int = 1,
@@ -239,7 +240,8 @@ def build_dataset_dag(
     Args:
         reader: the local dataset (new objects are read through verified streams).
         head: the head being published (written as ``refs/head``).
-        objects: every object of the dataset at ``head``.
+        objects: every object of the dataset at ``head``; an object ``previous`` links may
+            be given by its path alone.
         previous: object path -> link from an earlier publish (their files are not read).
         cid_version: 1 (raw leaves, default) or 0.
         sink: receives every *new* block (file blocks of new objects, directory blocks
@@ -288,11 +290,15 @@ def build_dataset_dag(
     folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     order: list[str] = []
     for obj in objects:
-        path = obj.path
+        path = obj if isinstance(obj, str) else obj.path
         order.append(path)
         folder, name = path.split("/", 1)
+        if folder not in folders:
+            raise FormatError(f"{path}: not in the dataset layout")
         if path in previous:
             reused.add(path)
+        elif isinstance(obj, str):
+            raise FormatError(f"{path}: not an object to import nor a link of the state")
         else:
             with open_for_publish(reader, obj, sealer) as stream:
                 node: FileNode = prof.import_file(cast(BinaryIO, stream), file_sink)

@@ -21,15 +21,20 @@ directory, the node target streams one CAR to ``dag/import`` and pins):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, NoReturn
 
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.descriptor import build_descriptor, encode_descriptor, validate_descriptor
+from odfweb3.descriptor import (
+    build_descriptor,
+    descriptor_from_facts,
+    encode_descriptor,
+    validate_descriptor,
+)
 from odfweb3.errors import FormatError
-from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.chain import DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
@@ -112,19 +117,22 @@ def build_delta(
     # Each object is either sent or linked, as the plan says: checked by membership only
     # (``previous`` parses a link's CID when it is used, issue 19).
     send = {o.path for o in plan.send}
-    for obj in plan.objects:
-        sent, linked = obj.path in send, obj.path in previous
-        if sent == linked:
-            what = "sends" if sent else "does not send"
-            state_says = "links it already" if linked else "names no reusable link for it"
-            raise FormatError(
-                f"{plan.target}: the plan {what} {obj.path}, but the publish state "
-                f"{state_says}; delete the target's publish state and publish again"
-            )
+    layout: Iterable[DatasetObject | str]
+    if _grows_held_layout(plan, view, previous):
+        # The target holds exactly its head's layout and ours only adds the sent objects
+        # to it: the layout is the linked objects plus the sent ones, and the chain below
+        # the target's head is not walked (issue 19).
+        layout = [*plan.send, *previous]
+    else:
+        layout = plan.objects
+        for obj in plan.objects:
+            sent, linked = obj.path in send, obj.path in previous
+            if sent == linked:
+                _disagree(plan, obj.path, sent, linked)
     return build_dataset_dag(
         reader,
         plan.head,
-        plan.objects,
+        layout,
         previous,
         cid_version=profile.cid_version,
         profile=profile,
@@ -135,6 +143,33 @@ def build_delta(
         # A target whose state keeps hamtShards (car:DIR) rebuilds only changed shards.
         previous_shards=reusable_shards(view.state, previous),
     )
+
+
+def _disagree(plan: PublishPlan, path: str, sent: bool, linked: bool) -> NoReturn:
+    what = "sends" if sent else "does not send"
+    state_says = "links it already" if linked else "names no reusable link for it"
+    raise FormatError(
+        f"{plan.target}: the plan {what} {path}, but the publish state "
+        f"{state_says}; delete the target's publish state and publish again"
+    )
+
+
+def _grows_held_layout(plan: PublishPlan, view: RemoteView, previous: Mapping[str, object]) -> bool:
+    """The plan only adds its sent objects to the layout the target holds.
+
+    True when the target holds its head (an ancestor of ours) with every object of it
+    linked in the state, and the counts add up: the linked objects and the sent ones are
+    exactly our layout (the plan sent everything else; a sent object is never linked).
+
+    Raises:
+        FormatError: a sent object is linked already.
+    """
+    if plan.relation != "ahead" or plan.forced or not view.holds_head or not previous:
+        return False
+    for obj in plan.send:
+        if obj.path in previous:
+            _disagree(plan, obj.path, True, True)
+    return len(previous) + len(plan.send) == len(plan.objects)
 
 
 @dataclass(frozen=True)
@@ -229,11 +264,13 @@ def side_files(
             {"descriptorSkipped": ENCRYPTED_NO_DESCRIPTOR},
         )
     name = IpnsName.from_public_key(public_key_bytes(keystore.load_or_generate(plan.dataset_id)))
-    # plan.chain is the chain publish_dataset already verified: no second walk.
-    entries = list(plan.chain) or list(walk_chain(reader, plan.head))
-    doc = build_descriptor(
-        entries, publisher, {"ipfs": root, "ipns": str(name)}, identity=f"ipns://{name}"
-    )
+    locators = {"ipfs": root, "ipns": str(name)}
+    if plan.facts is not None:  # the verified chain's facts: no walk at all (issue 19)
+        doc = descriptor_from_facts(plan.facts, publisher, locators, identity=f"ipns://{name}")
+    else:
+        # plan.chain is the chain publish_dataset already verified: no second walk.
+        entries = list(plan.chain) or list(walk_chain(reader, plan.head))
+        doc = build_descriptor(entries, publisher, locators, identity=f"ipns://{name}")
     errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
     if errors:
         return SideFiles((), {"descriptorSkipped": "; ".join(p.message for p in errors)})

@@ -1,0 +1,295 @@
+"""The verified-chain cache: facts of heads verified before, so a publish walks only new blocks.
+
+Like git's commit-graph, a local, derived file: ``<state dir>/cache/verified-chains/<head hex>.json``
+holds the :class:`~odfweb3.odf.facts.ChainFacts` of one head this machine walked to its Seed
+and checked against every chain rule (or extended from such a head by checking every new
+block against them). A publish walks back from the local head until it meets a cached head
+(:func:`load_chain`), checks the blocks above it with
+:func:`~odfweb3.odf.validate.check_chain_rules` continued from the cached state, and caches
+the new head. ``odfweb3 validate`` never reads it (a full walk, always).
+
+The cache only speeds things up: a missing, unreadable, damaged or foreign entry is
+ignored (the whole chain is walked), entries are written atomically
+(:mod:`odfweb3.atomic_file`) and read bounded (:mod:`odfweb3.foreign_json`), and the
+newest :data:`KEEP` entries are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from odfweb3.atomic_file import write_file_atomic
+from odfweb3.errors import IntegrityError, OdfWeb3Error
+from odfweb3.foreign_json import read_foreign_json_file
+from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.facts import ChainFacts, ObjectFilter, extend_facts, facts_of_chain
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.model_gen import DatasetKind, SetInfo, SetLicense
+from odfweb3.odf.timestamp import Timestamp
+from odfweb3.odf.validate import ChainState, check_chain_rules
+
+__all__ = ["KEEP", "ChainCache", "VerifiedChain", "facts_from_json", "facts_to_json", "load_chain"]
+
+KEEP: Final = 64  # entries kept (newest by modification time)
+_FORMAT: Final = 1
+_MAX_ENTRY: Final = 64 << 20
+
+
+def _ts(t: Timestamp | None) -> list[int] | None:
+    return None if t is None else [t.year, t.ordinal, t.seconds_from_midnight, t.nanoseconds]
+
+
+def _ts_from(v: Any) -> Timestamp | None:
+    return None if v is None else Timestamp(*(int(x) for x in v))
+
+
+def facts_to_json(f: ChainFacts) -> dict[str, Any]:
+    """The cache entry's JSON form."""
+    return {
+        "format": _FORMAT,
+        "datasetId": f.dataset_id.hex(),
+        "head": f.head.hex(),
+        "sequence": f.sequence,
+        "modified": _ts(f.modified),
+        "kind": int(f.kind),
+        "created": _ts(f.created),
+        "lastOffset": f.last_offset,
+        "lastCheckpoint": f.last_checkpoint.hex() if f.last_checkpoint is not None else None,
+        "lastWatermark": _ts(f.last_watermark),
+        "info": None
+        if f.info is None
+        else {"description": f.info.description, "keywords": f.info.keywords},
+        "license": None
+        if f.license is None
+        else [f.license.short_name, f.license.name, f.license.spdx_id, f.license.website_url],
+        "attachments": None if f.attachments is None else list(f.attachments),
+        "counts": [
+            f.objects,
+            f.object_bytes,
+            f.data_files,
+            f.data_bytes,
+            f.checkpoints,
+            f.checkpoint_bytes,
+            f.records,
+        ],
+        "seen": [f.seen.bits, f.seen.count, base64.b64encode(f.seen.data).decode("ascii")],
+    }
+
+
+def _opt_str(v: Any) -> str | None:
+    if v is not None and not isinstance(v, str):
+        raise TypeError("not a string")
+    return v
+
+
+def facts_from_json(d: Any) -> ChainFacts:
+    """Parse a cache entry (TypeError / ValueError / KeyError when malformed)."""
+    if not isinstance(d, dict) or d.get("format") != _FORMAT:
+        raise ValueError("not a verified-chain cache entry")
+    info = d["info"]
+    lic = d["license"]
+    bits, count, data = d["seen"]
+    seen = ObjectFilter(int(bits), int(count), base64.b64decode(data, validate=True))
+    if seen.bits < 8 or seen.bits & (seen.bits - 1) or len(seen.data) * 8 != seen.bits:
+        raise ValueError("bad object filter")
+    counts = [int(x) for x in d["counts"]]
+    if len(counts) != 7:
+        raise ValueError("bad counts")
+    kw = None if info is None else info["keywords"]
+    return ChainFacts(
+        dataset_id=bytes.fromhex(d["datasetId"]),
+        head=bytes.fromhex(d["head"]),
+        sequence=int(d["sequence"]),
+        modified=_ts_from(d["modified"]),  # type: ignore[arg-type]
+        kind=DatasetKind(int(d["kind"])),
+        created=_ts_from(d["created"]),  # type: ignore[arg-type]
+        last_offset=None if d["lastOffset"] is None else int(d["lastOffset"]),
+        last_checkpoint=None if d["lastCheckpoint"] is None else bytes.fromhex(d["lastCheckpoint"]),
+        last_watermark=_ts_from(d["lastWatermark"]),
+        info=None
+        if info is None
+        else SetInfo(
+            description=_opt_str(info["description"]),
+            keywords=None if kw is None else tuple(str(k) for k in kw),
+        ),
+        license=None if lic is None else SetLicense(*(_opt_str(x) for x in lic)),
+        attachments=None if d["attachments"] is None else tuple(str(p) for p in d["attachments"]),
+        objects=counts[0],
+        object_bytes=counts[1],
+        data_files=counts[2],
+        data_bytes=counts[3],
+        checkpoints=counts[4],
+        checkpoint_bytes=counts[5],
+        records=counts[6],
+        seen=seen,
+    )
+
+
+class ChainCache:
+    """Verified heads' facts under one directory (``<state dir>/cache/verified-chains``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._names: set[str] | None = None
+
+    def _path(self, head: bytes) -> Path:
+        return self.root / f"{head.hex()}.json"
+
+    def _known(self) -> set[str]:
+        if self._names is None:
+            try:
+                self._names = {n for n in os.listdir(self.root) if n.endswith(".json")}
+            except OSError:
+                self._names = set()
+        return self._names
+
+    def get(self, head: bytes) -> ChainFacts | None:
+        """The facts cached for ``head``; None when absent or unusable (never raises)."""
+        if f"{head.hex()}.json" not in self._known():
+            return None
+        try:
+            raw = read_foreign_json_file(self._path(head), max_bytes=_MAX_ENTRY, expect=dict)
+            facts = facts_from_json(raw)
+        except (OdfWeb3Error, TypeError, ValueError, KeyError, IndexError, OverflowError):
+            return None
+        return facts if facts.head == head else None
+
+    def put(self, facts: ChainFacts) -> None:
+        """Cache ``facts`` (atomically); keep the newest :data:`KEEP` entries. Best effort."""
+        import json
+
+        text = json.dumps(facts_to_json(facts), separators=(",", ":")).encode()
+        try:
+            write_file_atomic(self._path(facts.head), text)
+        except OdfWeb3Error:
+            return  # a cache that cannot be written only costs the next full walk
+        self._names = None
+        names = sorted(self._known())
+        if len(names) > KEEP:
+            dated = []
+            for n in names:
+                with contextlib.suppress(OSError):
+                    dated.append((os.stat(self.root / n).st_mtime_ns, n))
+            for _, n in sorted(dated)[: len(dated) - KEEP]:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.root / n)
+            self._names = None
+
+
+@dataclass
+class VerifiedChain:
+    """A local chain, verified: its newest blocks walked, the rest known by its facts.
+
+    Attributes:
+        reader: the dataset.
+        walked: the blocks walked in this run, head first; down to the Seed when
+            ``complete``, else down to (and including) a cached, verified ancestor.
+        complete: ``walked`` is the whole chain.
+        facts: the facts at the head.
+        dataset_id: the Seed's dataset ID.
+        base: the cached facts of the oldest walked block (None when ``complete`` from
+            the start): its filter covers every object below the walked blocks.
+    """
+
+    reader: DatasetReader
+    walked: list[ChainEntry]
+    complete: bool
+    facts: ChainFacts
+    dataset_id: DatasetId
+    base: ChainFacts | None = None
+    _objects: list[DatasetObject] | None = field(default=None, repr=False)
+
+    @property
+    def head(self) -> bytes:
+        """The head hash."""
+        return self.walked[0].hash
+
+    def whole(self) -> list[ChainEntry]:
+        """The whole chain, head first (walked on from the oldest walked block when needed;
+        every block re-hashed, its chain rules were checked when it was cached)."""
+        if not self.complete:
+            last = self.walked[-1]
+            if last.block.prev_block_hash is not None:
+                self.walked.extend(walk_chain(self.reader, last.block.prev_block_hash))
+            self.complete = True
+        return self.walked
+
+    def find(self, h: bytes) -> int | None:
+        """Position of ``h`` in the chain (0 = head), walking further back only until it is
+        found or the Seed is reached."""
+        for i, e in enumerate(self.walked):
+            if e.hash == h:
+                return i
+        if self.complete:
+            return None
+        last = self.walked[-1]
+        if last.block.prev_block_hash is not None:
+            for e in walk_chain(self.reader, last.block.prev_block_hash):
+                self.walked.append(e)
+                if e.hash == h:
+                    return len(self.walked) - 1
+        self.complete = True
+        return None
+
+    def objects(self) -> list[DatasetObject]:
+        """Every object of the chain (``iter_objects`` of the whole chain; walked once)."""
+        if self._objects is None:
+            self._objects = list(iter_objects(self.whole()))
+        return self._objects
+
+    def __iter__(self) -> Iterator[ChainEntry]:
+        return iter(self.whole())
+
+
+def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> VerifiedChain:
+    """Walk the chain from its head down to a cached verified head (or the Seed) and check
+    every block walked against every chain rule, continued from the cached state.
+
+    The new head's facts are cached (when ``cache`` is given).
+
+    Raises:
+        IntegrityError / FormatError / NotFound: the dataset is invalid; nothing is sent.
+    """
+    walked: list[ChainEntry] = []
+    base: ChainFacts | None = None
+    for entry in walk_chain(reader):
+        walked.append(entry)
+        if cache is not None:
+            base = cache.get(entry.hash)
+            if base is not None:
+                break
+    new: Sequence[ChainEntry] = walked[:-1] if base is not None else walked
+    after = None
+    if base is not None:
+        tip = walked[-1]
+        after = ChainState(
+            tip, base.kind, base.last_offset, base.last_checkpoint, base.last_watermark
+        )
+    violations = check_chain_rules(list(reversed(new)), after=after)
+    if violations:
+        raise IntegrityError(
+            f"{reader.root}: invalid dataset: {violations[0]}; "
+            "run odfweb3 validate for every problem (nothing was published)"
+        )
+    facts = extend_facts(base, new) if base is not None else None
+    complete = base is None
+    if facts is None:
+        if not complete:
+            last = walked[-1]
+            if last.block.prev_block_hash is not None:
+                walked.extend(walk_chain(reader, last.block.prev_block_hash))
+            complete = True
+        facts = facts_of_chain(walked)
+    chain = VerifiedChain(
+        reader, walked, complete, facts, DatasetId.from_bytes(facts.dataset_id), base
+    )
+    if cache is not None and (base is None or base.head != facts.head):
+        cache.put(facts)
+    return chain
