@@ -1,7 +1,8 @@
 """The verified-chain cache: facts of heads verified before, so a publish walks only new blocks.
 
-Like git's commit-graph, a local, derived file: ``<state dir>/cache/verified-chains/<head hex>.json``
-holds the :class:`~odfweb3.odf.facts.ChainFacts` of one head this machine walked to its Seed
+Like git's commit-graph, a local, derived file,
+``<state dir>/cache/verified-chains/<head hex>.json``, holds the
+:class:`~odfweb3.odf.facts.ChainFacts` of one head this machine walked to its Seed
 and checked against every chain rule (or extended from such a head by checking every new
 block against them). A publish walks back from the local head until it meets a cached head
 (:func:`load_chain`), checks the blocks above it with
