@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from odfweb3.odf.builder import create_root_dataset
+from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
 from odfweb3_arweave.client.gateway import ArweaveGateway
@@ -88,3 +88,32 @@ def test_ardrive_core_lists_published_drive(arlocal, tmp_path) -> None:
         assert entry["dataTxId"] == manifest.resolve(path) == ref["dataItemId"], path
         assert entry["metaDataTxId"] == ref["metaItemId"], path
         assert gw.get_data(entry["dataTxId"]) == (ds / path).read_bytes(), path
+
+    # Issue 19: an update stores a delta manifest; ArDrive still sees the whole drive (ArFS
+    # entities, not manifests): every path, old files unchanged, refs/head a new revision.
+    append_blocks(ds, 1, data_bytes=2_000, seed=92)
+    update = publish_dataset(ds, target)
+    arlocal.mine(1)
+    assert update.state.extra["deltaUploads"] == 1
+    after = run_oracle("ardrive_list.mjs", arlocal.url, drive["driveId"], wallet.address)
+    files2 = {
+        e["path"].removeprefix(root_path + "/"): e
+        for e in after["entries"]
+        if e["entityType"] == "file"
+    }
+    expected2 = dataset_files(ds)
+    assert sorted(files2) == sorted(expected2)
+    bundle_tx = update.state.extra["uploads"][-1]["bundleTxId"]
+    items = {i.id_b64: i for i in decode_bundle(gw.get_data(bundle_tx))}
+    delta = decode_manifest(items[update.state.locator].data)
+    assert set(delta.paths) == set(expected2) - set(expected) | {"refs/head"}
+    for path, size in expected2.items():
+        entry, ref = files2[path], update.state.objects[path]
+        assert entry["size"] == size and entry["entityId"] == ref["fileId"], path
+        assert entry["dataTxId"] == ref["dataItemId"], path
+        if path in delta.paths:
+            assert delta.resolve(path) == entry["dataTxId"], path
+        else:
+            assert entry["dataTxId"] == manifest.resolve(path), path  # still the first upload's
+    assert files2["refs/head"]["entityId"] == files["refs/head"]["entityId"]  # a new revision
+    assert gw.get_data(files2["refs/head"]["dataTxId"]) == (ds / "refs/head").read_bytes()
