@@ -30,6 +30,7 @@ from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.publish.bundle_plan import ManifestKind
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
+from odfweb3_arweave.publish.state import parse_arweave_extra, parse_upload_facts
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
 from odfweb3_arweave.read.lookup import find_latest_upload
 from odfweb3_arweave.read.private_replica import open_private_replica
@@ -221,9 +222,12 @@ class ArweaveBackend:
         gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
         owner = access.owner
         if owner is None:
-            state = StateStore(config.state_dir).load(did, f"arweave:{gateway.url}")
-            known = state.extra.get("owner") if state is not None else None
-            owner = str(known) if known else None
+            states = StateStore(config.state_dir)
+            target = f"arweave:{gateway.url}"
+            state = states.load(did, target)
+            where = str(states.path_for(did, target))
+            owner = parse_arweave_extra(state.extra, where).owner if state is not None else None
+            owner = owner or None
         if owner is None:
             return [], [
                 "Arweave not searched: no owner known for this dataset (anyone can post its "
@@ -268,8 +272,8 @@ class ArweaveBackend:
         return out
 
     def record_locator(self, state: PublishState) -> str | None:
-        record_id = state.record.get("recordId")
-        return f"ar://{record_id}" if record_id else None
+        record = parse_upload_facts(state.record, f"publish state of {state.target}", "record")
+        return f"ar://{record.record_id}" if record is not None and record.record_id else None
 
     def new_wallet(self, path: Path) -> str:
         """An RSA-4096 wallet written as a JWK file with mode 0600 (``odfweb3 wallet new``)."""

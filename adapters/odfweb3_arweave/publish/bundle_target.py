@@ -53,11 +53,21 @@ from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import ManifestKind, PreviousUpload
 from odfweb3_arweave.publish.publish_bundle import (
     encryption_view,
+    manifest_chain,
     manifest_extra,
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
     write_bundle_file,
+)
+from odfweb3_arweave.publish.state import (
+    ArweaveExtra,
+    ArweaveState,
+    UploadFacts,
+    parse_arweave_extra,
+    parse_arweave_state,
+    serialize_arweave_extra,
+    serialize_arweave_state,
 )
 from odfweb3_arweave.wallet import Wallet
 
@@ -99,6 +109,7 @@ class BundleTarget:
         self.clock = clock
         self.new_id = new_id
         self._written: list[str] = []
+        self._unchanged = False  # upload found nothing new: commit and save write nothing
 
     def __repr__(self) -> str:
         return f"BundleTarget({self.out_dir}, owner={self.wallet.address})"
@@ -111,6 +122,11 @@ class BundleTarget:
     def _load(self) -> PublishState | None:
         return load_summary_file(self.summary_path)[0]
 
+    def _typed(self, state: PublishState) -> ArweaveState:
+        """The typed record and extra of a state of this directory (FormatError naming
+        ``publish.json`` when a field has the wrong type)."""
+        return parse_arweave_state(state, str(self.summary_path))
+
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its bundles are all there."""
         state = self._load()
@@ -121,13 +137,14 @@ class BundleTarget:
                 f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
                 "use another output directory"
             )
-        owner = state.extra.get("owner")
+        typed = self._typed(state)
+        owner = typed.extra.owner
         if owner != self.wallet.address:
             raise ConflictError(
                 f"{self.out_dir}: was published with wallet {owner}, not {self.wallet.address}; "
                 "readers ignore uploads by other owners: use the same wallet or another directory"
             )
-        bundles = [str(b) for b in state.extra.get("bundles", [])]
+        bundles = typed.extra.bundles or ()
         missing = [b for b in bundles if not (self.out_dir / b).is_file()]
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing every object again"
@@ -149,9 +166,11 @@ class BundleTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``."""
+        self._unchanged = False
         previous = self._previous(view)
+        prev = self._typed(view.state) if view.state is not None else None
         # Issue 11: a plain publish keeps the inputs map the last upload recorded.
-        last_inputs = view.state.extra.get("inputs") if view.state else None
+        last_inputs = dict(prev.extra.inputs) if prev and prev.extra.inputs else None
         asked = plan.record_extra.get("inputs")
         inputs = inputs_to_record(asked, last_inputs, str(self.summary_path))
         if inputs and not asked:
@@ -164,10 +183,11 @@ class BundleTarget:
             and inputs == (last_inputs or None)  # a new inputs map needs a new record
         ):
             # Same head, nothing new: an upload would only repeat refs/head. Keep the last one.
+            self._unchanged = True
             return UploadResult(
                 locator=str(view.state.locator),
                 objects=view.state.objects,
-                extra=dict(view.state.extra, unchanged=True),
+                extra=dict(view.state.extra),
                 summary={"bundle": None, "note": "nothing new: no bundle written"},
             )
         prepared = sign_publish_bundle(
@@ -189,28 +209,28 @@ class BundleTarget:
         bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
         bundle_name = f"{signed.record_id}.bundle"
         _, size = write_bundle_file(signed.items, self.out_dir, bundle_name)
-        prev_state = view.state
-        bundles = [str(b) for b in (prev_state.extra.get("bundles", []) if prev_state else [])]
-        bundles.append(bundle_name)
+        bundles = [*(prev.extra.bundles or () if prev else ()), bundle_name]
         self._written = [bundle_name]
+        extra = ArweaveExtra(
+            upload=UploadFacts(
+                record_id=signed.record_id,
+                prev_upload=bundle_plan.prev_upload,
+                unix_time=bundle_plan.unix_time,
+                bundle=bundle_name,
+                bundle_bytes=size,
+                bundle_items=len(signed.items),
+            ),
+            drive=bundle_plan.drive,
+            owner=self.wallet.address,
+            bundles=tuple(bundles),
+            manifests=manifest_chain(prepared),
+            descriptor_id=descriptor.get("descriptorId"),
+            inputs=inputs or None,
+        )
         return UploadResult(
             locator=signed.manifest_id,
             objects={p: ref.to_json() for p, ref in sorted(signed.files.items())},
-            extra={
-                "drive": bundle_plan.drive.to_json(),
-                "owner": self.wallet.address,
-                "bundles": bundles,
-                "recordId": signed.record_id,
-                "prevUpload": bundle_plan.prev_upload,
-                "unixTime": bundle_plan.unix_time,
-                "bundle": bundle_name,
-                "bundleBytes": size,
-                "bundleItems": len(signed.items),
-                **manifest_extra(prepared),
-                **{k: v for k, v in descriptor.items() if k == "descriptorId"},
-                **sealed_extra(self.sealer, descriptor),
-                **({"inputs": inputs} if inputs else {}),
-            },
+            extra=serialize_arweave_extra(sealed_extra(extra, self.sealer, descriptor)),
             bytes_sent=size,
             summary={
                 "bundle": bundle_name,
@@ -225,39 +245,43 @@ class BundleTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """The record travels inside the bundle; here only the state is assembled."""
-        if upload.extra.get("unchanged") and view.state is not None:
+        if self._unchanged and view.state is not None:
             self._written = []
             return view.state
-        extra = dict(upload.extra)
+        sent = parse_arweave_extra(upload.extra, self.name)
+        up = sent.upload
+        assert up is not None  # our own upload's facts
+        record = UploadFacts(
+            record_id=up.record_id,
+            manifest_id=upload.locator,
+            prev_upload=up.prev_upload,
+            unix_time=up.unix_time,
+            bundle=up.bundle,
+            bundle_bytes=up.bundle_bytes,
+        )
         return PublishState(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
-            record={
-                "recordId": extra["recordId"],
-                "manifestId": upload.locator,
-                "prevUpload": extra["prevUpload"],
-                "unixTime": extra["unixTime"],
-                "bundle": extra["bundle"],
-                "bundleBytes": extra["bundleBytes"],
-            },
             objects=upload.objects,
-            extra=extra,
+            **serialize_arweave_state(ArweaveState(record, sent)),
         )
 
     def save(self, state: PublishState) -> None:
         """Write ``publish.json`` last: the state plus what to do with the bundle."""
-        size = int(state.record.get("bundleBytes", 0))
+        typed = self._typed(state)
+        record = typed.record
+        size = record.bundle_bytes or 0 if record is not None else 0
         l1_tags = [*BUNDLE_TAGS, *app_tags(self.app_version)]
         doc = state.to_json()
         doc.update(
             {
-                "driveId": state.extra.get("drive", {}).get("driveId"),
+                "driveId": typed.extra.drive.drive_id if typed.extra.drive else None,
                 "manifestId": state.locator,
-                "recordId": state.record.get("recordId"),
-                "keyEnvelope": state.extra.get("keyEnvelope"),
-                "bundle": state.record.get("bundle"),
+                "recordId": record.record_id if record is not None else None,
+                "keyEnvelope": typed.extra.key_envelope,
+                "bundle": record.bundle if record is not None else None,
                 "bundleBytes": size,
                 "itemsByPath": {p: o.get("dataItemId") for p, o in sorted(state.objects.items())},
                 "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],

@@ -76,11 +76,24 @@ from odfweb3_arweave.publish.bundle_plan import FileRef, ManifestKind, PreviousU
 from odfweb3_arweave.publish.publish_bundle import (
     PreparedBundle,
     encryption_view,
+    manifest_chain,
     manifest_extra,
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
     write_bundle_file,
+)
+from odfweb3_arweave.publish.state import (
+    ArweaveExtra,
+    ArweaveState,
+    ManifestChain,
+    UploadEntry,
+    UploadFacts,
+    parse_arweave_extra,
+    parse_arweave_state,
+    serialize_arweave_extra,
+    serialize_arweave_state,
+    serialize_upload_facts,
 )
 from odfweb3_arweave.read.lookup import (
     Upload,
@@ -170,6 +183,7 @@ class GatewayTarget:
         self.poll_interval = poll_interval
         self.sleep = sleep
         self.monotonic = monotonic
+        self._unchanged = False  # upload found nothing new: commit returns the saved state
 
     def __repr__(self) -> str:
         return f"GatewayTarget({self.gateway.url}, owner={self.wallet.address})"
@@ -180,9 +194,10 @@ class GatewayTarget:
         """The latest upload of ``dataset_id`` by this wallet; state checked against it."""
         notes: list[str] = []
         state = self.states.load(dataset_id, self.name)
-        if state is not None and state.extra.get("owner") != self.wallet.address:
+        owner = self._typed(state).extra.owner if state is not None else None
+        if state is not None and owner != self.wallet.address:
             notes.append(
-                f"saved state is for wallet {state.extra.get('owner')}: ignored, reading the "
+                f"saved state is for wallet {owner}: ignored, reading the "
                 f"uploads of {self.wallet.address} from {self.gateway.url}"
             )
             state = None
@@ -217,16 +232,23 @@ class GatewayTarget:
         )
         return encryption_view(view, self.sealer)
 
+    def _typed(self, state: PublishState) -> ArweaveState:
+        """The typed record and extra of one of this target's states (FormatError naming
+        the state file when a field has the wrong type)."""
+        return parse_arweave_state(state, str(self.states.path_for(state.dataset_id, self.name)))
+
     def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
-        record_id = state.record.get("recordId")
-        if latest is not None and latest.id == record_id:
+        record = self._typed(state).record
+        if record is None:
+            return False
+        if latest is not None and latest.id == record.record_id:
             return True
         # Our last upload may not be indexed yet: trust it while the gateway has its tx
         # and the network's latest is the upload it replaced.
-        prev = state.record.get("prevUpload")
+        prev = record.prev_upload
         if (latest is None and prev is None) or (latest is not None and latest.id == prev):
-            tx_id = state.record.get("bundleTxId")
-            if tx_id and self.gateway.tx_status(str(tx_id)).state != "not_found":
+            tx_id = record.bundle_tx_id
+            if tx_id and self.gateway.tx_status(tx_id).state != "not_found":
                 return True
         return False
 
@@ -246,36 +268,36 @@ class GatewayTarget:
             size = int((node.get("data") or {}).get("size") or 0)
             objects[path] = FileRef(file_id, data_id, meta_id, size).to_json()
         last = records[-1]
+        typed = ArweaveState(
+            record=UploadFacts(
+                record_id=latest.id,
+                manifest_id=last.manifest_id,
+                prev_upload=last.prev_upload,
+                unix_time=last.unix_time,
+                status="pending" if latest.pending else "confirmed",
+            ),
+            extra=ArweaveExtra(
+                drive=last.drive,
+                owner=self.wallet.address,
+                uploads=tuple(
+                    UploadEntry(u.id, head=u.facts.head, manifest_id=u.facts.manifest_id)
+                    for u in chain
+                ),
+                rebuilt=True,
+                manifests=_manifest_chain(records),
+                encrypted=True if last.key_envelope else None,
+                key_envelope=last.key_envelope or None,
+                # Issue 11: the next plain publish keeps the last record's inputs map.
+                inputs=dict(last.inputs) if last.inputs else None,
+            ),
+        )
         state = PublishState(
             dataset_id=dataset_id,
             target=self.name,
             head=multihash_from_str(last.head),
             locator=last.manifest_id,
-            record={
-                "recordId": latest.id,
-                "manifestId": last.manifest_id,
-                "prevUpload": last.prev_upload,
-                "unixTime": last.unix_time,
-                "status": "pending" if latest.pending else "confirmed",
-            },
             objects=objects,
-            extra={
-                "drive": last.drive.to_json(),
-                "owner": self.wallet.address,
-                "uploads": [
-                    {"recordId": u.id, "head": u.facts.head, "manifestId": u.facts.manifest_id}
-                    for u in chain
-                ],
-                "rebuilt": True,
-                **_manifest_chain(records),
-                **(
-                    {"encrypted": True, "keyEnvelope": last.key_envelope}
-                    if last.key_envelope
-                    else {}
-                ),
-                # Issue 11: the next plain publish keeps the last record's inputs map.
-                **({"inputs": dict(last.inputs)} if last.inputs else {}),
-            },
+            **serialize_arweave_state(typed),
         )
         return state, chain
 
@@ -304,16 +326,18 @@ class GatewayTarget:
         (:meth:`_price`), sign the L1 transaction (:meth:`_sign_transaction`), checkpoint
         (:func:`checkpoint_doc`, pure) and post (:meth:`_post`).
         """
+        self._unchanged = False
         where = str(self.states.path_for(plan.dataset_id, self.name))
         previous = previous_from_state(view.state, where)
         prev_id = previous.record_id if previous else None
         inputs = self._record_inputs(plan, view, where)
-        if previous is not None and self._unchanged(plan, view, inputs):
+        if previous is not None and self._nothing_new(plan, view, inputs):
             assert view.state is not None
+            self._unchanged = True
             return UploadResult(
                 locator=str(view.state.locator),
                 objects=view.state.objects,
-                extra=dict(view.state.extra, unchanged=True),
+                extra=dict(view.state.extra),
                 summary={"note": "nothing new: no transaction posted"},
             )
         checkpoint = self._load_checkpoint(plan, prev_id)
@@ -347,19 +371,25 @@ class GatewayTarget:
         self._save_checkpoint(plan.dataset_id, checkpoint)
         return self._post(plan.dataset_id, checkpoint, resumed=False)
 
-    @staticmethod
-    def _record_inputs(plan: PublishPlan, view: RemoteView, where: str) -> dict[str, str] | None:
-        """The inputs map the new record carries (issue 11: a plain publish keeps the last)."""
-        last_inputs = view.state.extra.get("inputs") if view.state else None
-        return inputs_to_record(plan.record_extra.get("inputs"), last_inputs, where)
+    def _last_inputs(self, view: RemoteView) -> dict[str, str] | None:
+        """The inputs map the last upload recorded (None: none)."""
+        last = self._typed(view.state).extra.inputs if view.state is not None else None
+        return dict(last) if last else None
 
-    @staticmethod
-    def _unchanged(plan: PublishPlan, view: RemoteView, inputs: dict[str, str] | None) -> bool:
+    def _record_inputs(
+        self, plan: PublishPlan, view: RemoteView, where: str
+    ) -> dict[str, str] | None:
+        """The inputs map the new record carries (issue 11: a plain publish keeps the last)."""
+        return inputs_to_record(plan.record_extra.get("inputs"), self._last_inputs(view), where)
+
+    def _nothing_new(
+        self, plan: PublishPlan, view: RemoteView, inputs: dict[str, str] | None
+    ) -> bool:
         """Nothing to post: the plan sends nothing and the record would say the same."""
         if not plan.is_noop or view.state is None:
             return False
         # a new inputs map needs a new record
-        return inputs == (view.state.extra.get("inputs") or None)
+        return inputs == self._last_inputs(view)
 
     def _sign_bundle(
         self,
@@ -449,8 +479,9 @@ class GatewayTarget:
         """
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         ours = {expected}
-        if view.state is not None:
-            ours.add(view.state.record.get("prevUpload"))
+        record = self._typed(view.state).record if view.state is not None else None
+        if record is not None:
+            ours.add(record.prev_upload)
         if latest is not None and latest.id not in ours:
             raise ConflictError(
                 f"{self.gateway.url}: another publisher posted upload {latest.id} (head "
@@ -525,27 +556,33 @@ class GatewayTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """The record is inside the posted bundle: assemble the (pending) state."""
-        if upload.extra.get("unchanged") and view.state is not None:
+        if self._unchanged and view.state is not None:
             return view.state
-        extra = {k: v for k, v in upload.extra.items() if k != "unchanged"}
-        settled = self._post_check(plan.dataset_id, str(extra["recordId"]))
-        extra["raceCheck"] = "won" if settled else "unsettled"
+        sent = parse_arweave_extra(upload.extra, str(self._checkpoint_path(plan.dataset_id)))
+        up = sent.upload
+        if up is None:
+            raise FormatError(
+                f"{self._checkpoint_path(plan.dataset_id)}: the upload names no record; "
+                "delete it and publish again"
+            )
+        settled = self._post_check(plan.dataset_id, up.record_id)
+        record = UploadFacts(
+            record_id=up.record_id,
+            manifest_id=upload.locator,
+            bundle_tx_id=up.bundle_tx_id,
+            prev_upload=up.prev_upload,
+            unix_time=up.unix_time,
+            reward=up.reward,
+            status="pending",
+        )
+        extra = dataclasses.replace(sent, race_check="won" if settled else "unsettled")
         return PublishState(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
-            record={
-                "recordId": extra["recordId"],
-                "manifestId": upload.locator,
-                "bundleTxId": extra["bundleTxId"],
-                "prevUpload": extra["prevUpload"],
-                "unixTime": extra["unixTime"],
-                "reward": extra["reward"],
-                "status": "pending",
-            },
             objects=upload.objects,
-            extra=extra,
+            **serialize_arweave_state(ArweaveState(record, extra)),
         )
 
     def _post_check(self, dataset_id: str, record_id: str) -> bool:
@@ -618,13 +655,13 @@ class GatewayTarget:
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
 
 
-def _manifest_chain(records: list[UploadRecord]) -> dict[str, Any]:
-    """``fullManifestId`` / ``deltaUploads`` of rebuilt state: the newest upload without
+def _manifest_chain(records: list[UploadRecord]) -> ManifestChain:
+    """The manifest chain of rebuilt state: the newest upload without
     ``ODF-Full-Manifest`` and the delta uploads after it (none found: the next is full)."""
     for deltas, record in enumerate(reversed(records)):
         if not record.delta:
-            return {"fullManifestId": record.manifest_id, "deltaUploads": deltas}
-    return {"fullManifestId": None, "deltaUploads": 0}
+            return ManifestChain(record.manifest_id, deltas)
+    return ManifestChain(None, 0)
 
 
 def checkpoint_doc(
@@ -642,13 +679,27 @@ def checkpoint_doc(
     """The upload checkpoint (pure): saved before the first byte is posted, so a resumed
     publish posts the same transaction; its ``result`` is the :class:`UploadResult`."""
     signed, bplan = prepared.signed, prepared.plan
-    prev_uploads = list(view.state.extra.get("uploads", [])) if view.state else []
-    new_upload = {
-        "recordId": signed.record_id,
-        "head": bplan.head,
-        "manifestId": signed.manifest_id,
-        "bundleTxId": tx.id_b64,
-    }
+    state = view.state
+    where = f"publish state of {state.target}" if state is not None else ""
+    prev_uploads = parse_arweave_extra(state.extra, where).uploads if state is not None else None
+    new_upload = UploadEntry(signed.record_id, bplan.head, signed.manifest_id, tx.id_b64)
+    extra = ArweaveExtra(
+        upload=UploadFacts(
+            record_id=signed.record_id,
+            prev_upload=bplan.prev_upload,
+            unix_time=bplan.unix_time,
+            bundle_tx_id=tx.id_b64,
+            bundle_bytes=size,
+            bundle_items=len(signed.items),
+            reward=reward,
+        ),
+        drive=bplan.drive,
+        owner=owner,
+        uploads=(*(prev_uploads or ()), new_upload),
+        manifests=manifest_chain(prepared),
+        descriptor_id=prepared.descriptor.get("descriptorId"),
+        inputs=dict(inputs) if inputs else None,
+    )
     return {
         "head": bplan.head,
         "prevUpload": bplan.prev_upload,
@@ -658,22 +709,7 @@ def checkpoint_doc(
         "result": {
             "locator": signed.manifest_id,
             "objects": {p: ref.to_json() for p, ref in sorted(signed.files.items())},
-            "extra": {
-                "drive": bplan.drive.to_json(),
-                "owner": owner,
-                "recordId": signed.record_id,
-                "prevUpload": bplan.prev_upload,
-                "unixTime": bplan.unix_time,
-                "bundleTxId": tx.id_b64,
-                "bundleBytes": size,
-                "bundleItems": len(signed.items),
-                "reward": reward,
-                "uploads": [*prev_uploads, new_upload],
-                **manifest_extra(prepared),
-                **{k: v for k, v in prepared.descriptor.items() if k == "descriptorId"},
-                **sealed_extra(sealer, prepared.descriptor),
-                **({"inputs": dict(inputs)} if inputs else {}),
-            },
+            "extra": serialize_arweave_extra(sealed_extra(extra, sealer, prepared.descriptor)),
             "summary": {
                 "transaction": tx.id_b64,
                 "bundleItems": len(signed.items),
@@ -694,9 +730,11 @@ def upload_statuses(gateway: ArweaveGateway, state: PublishState) -> list[dict[s
     Uses ``/tx/{bundle}/status`` when the bundle transaction is known, else the record's
     block in GraphQL and ``/info``'s height.
     """
-    uploads = list(state.extra.get("uploads") or [])
-    if not uploads and state.record.get("recordId"):
-        uploads = [dict(state.record, head=multihash_to_str(state.head) if state.head else None)]
+    typed = parse_arweave_state(state, f"publish state of {state.target}")
+    uploads = [u.to_json() for u in typed.extra.uploads or ()]
+    if not uploads and typed.record is not None:
+        head = multihash_to_str(state.head) if state.head else None
+        uploads = [serialize_upload_facts(typed.record) | {"head": head}]
     nodes = lookup_items(gateway, [str(u["recordId"]) for u in uploads if u.get("recordId")])
     height: int | None = None
     out: list[dict[str, Any]] = []

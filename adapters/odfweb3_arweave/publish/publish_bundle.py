@@ -37,6 +37,7 @@ from odfweb3.descriptor import (
     validate_descriptor,
     with_locators,
 )
+from odfweb3.errors import FormatError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
@@ -45,7 +46,7 @@ from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publi
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView
 from odfweb3_arweave.formats.ans104 import DataItem, StreamedDataItem, write_bundle
-from odfweb3_arweave.formats.arfs import DriveLayout, app_tags
+from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.arfs_private import derive_drive_key
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
@@ -56,11 +57,18 @@ from odfweb3_arweave.publish.bundle_plan import (
     plan_bundle,
 )
 from odfweb3_arweave.publish.bundle_sign import SignedBundle, sign_bundle
+from odfweb3_arweave.publish.state import (
+    ArweaveExtra,
+    ManifestChain,
+    parse_arweave_extra,
+    parse_arweave_state,
+)
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = [
     "PreparedBundle",
     "encryption_view",
+    "manifest_chain",
     "manifest_extra",
     "previous_from_state",
     "sealed_extra",
@@ -75,8 +83,9 @@ def previous_from_state(
     """What earlier uploads left, from a checked publish state (None: a first upload).
 
     Args:
-        state: the state (its ``objects`` map path -> :class:`.bundle_plan.FileRef` JSON,
-            ``extra["drive"]`` the drive ids, ``record["recordId"]`` the last record).
+        state: the state (its ``objects`` map path -> :class:`.bundle_plan.FileRef` JSON;
+            its typed record and extra, :mod:`.state`: the drive ids, the last record, the
+            manifest chain).
         where: the state's location, for messages.
         complete: the earlier items can be relied on (else everything is sent again).
 
@@ -85,37 +94,40 @@ def previous_from_state(
     """
     if state is None:
         return None
-    # Issue 19: the last full manifest and the deltas since. A state written before delta
-    # manifests existed names a full manifest as its locator.
-    full_id = state.extra.get("fullManifestId", state.locator)
-    deltas = state.extra.get("deltaUploads", 0)
-    if not isinstance(full_id, str) or not isinstance(deltas, int) or deltas < 0:
-        full_id, deltas = None, 0  # unreadable: the next manifest is a full one
+    typed = parse_arweave_state(state, where)
+    # Issue 19: the last full manifest and the deltas since (None: the next manifest is a
+    # full one). A state written before delta manifests existed names a full manifest as
+    # its locator.
+    chain = typed.extra.manifests or ManifestChain(state.locator, 0)
     files = {
         path: FileRef.from_json(ref, f"{where}: {path}") for path, ref in state.objects.items()
     }
+    if typed.extra.drive is None:
+        raise FormatError(f"{where}: drive: drive layout is not a JSON object")
     return PreviousUpload(
-        drive=DriveLayout.from_json(state.extra.get("drive"), f"{where}: drive"),
+        drive=typed.extra.drive,
         files=files,
-        record_id=state.record.get("recordId"),
+        record_id=typed.record.record_id if typed.record is not None else None,
         head=multihash_to_str(state.head) if state.head else None,
         complete=complete,
-        full_manifest_id=full_id,
-        deltas=deltas,
+        full_manifest_id=chain.full_manifest_id,
+        deltas=chain.deltas,
     )
 
 
-def manifest_extra(prepared: PreparedBundle) -> dict[str, Any]:
-    """The state entries that say which manifest is the last full one (issue 19).
-
-    ``fullManifestId``: this bundle's manifest when it is full, else the one its delta
-    names; ``deltaUploads``: delta uploads since that full manifest (0: this one is full).
-    """
+def manifest_chain(prepared: PreparedBundle) -> ManifestChain:
+    """Which manifest is the last full one after this bundle (issue 19): this bundle's
+    manifest when it is full, else the one its delta names; and the delta uploads since
+    that full manifest (0: this one is full)."""
     bplan, signed = prepared.plan, prepared.signed
-    return {
-        "fullManifestId": bplan.full_manifest or signed.manifest_id,
-        "deltaUploads": bplan.deltas,
-    }
+    return ManifestChain(bplan.full_manifest or signed.manifest_id, bplan.deltas)
+
+
+def manifest_extra(prepared: PreparedBundle) -> dict[str, Any]:
+    """:func:`manifest_chain` as the summary shows it (``fullManifestId``,
+    ``deltaUploads``, the state's keys)."""
+    chain = manifest_chain(prepared)
+    return {"fullManifestId": chain.full_manifest_id, "deltaUploads": chain.deltas}
 
 
 class _Descriptor:
@@ -282,19 +294,27 @@ def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
     object gets a new revision (same ArFS file ids).
     """
     state = view.state
-    if state is None or bool(state.extra.get("encrypted")) == (sealer is not None):
+    if state is None:
+        return view
+    encrypted = parse_arweave_extra(state.extra, f"publish state of {state.target}").encrypted
+    if bool(encrypted) == (sealer is not None):
         return view
     now = "encrypted" if sealer is not None else "plain"
     note = f"the earlier uploads are not {now}: uploading every object again ({now})"
     return replace(view, has=frozenset(), notes=(*view.notes, note))
 
 
-def sealed_extra(sealer: Sealer | None, descriptor: Mapping[str, Any]) -> dict[str, Any]:
-    """The state entries of an encrypted upload (empty for a plain one)."""
+def sealed_extra(
+    extra: ArweaveExtra, sealer: Sealer | None, descriptor: Mapping[str, Any]
+) -> ArweaveExtra:
+    """``extra`` with the facts of an encrypted upload (unchanged for a plain one):
+    ``encrypted``, the key epoch and the key envelope's item id."""
     if sealer is None:
-        return {}
-    return {
-        "encrypted": True,
-        "keyEpoch": sealer.epoch,
-        "keyEnvelope": descriptor.get("keyEnvelope"),
-    }
+        return extra
+    envelope = descriptor.get("keyEnvelope")
+    return replace(
+        extra,
+        encrypted=True,
+        key_epoch=sealer.epoch,
+        key_envelope=str(envelope) if envelope is not None else None,
+    )

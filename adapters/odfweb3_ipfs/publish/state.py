@@ -23,10 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict
 
-from odfweb3.errors import FormatError
 from odfweb3.publish.state import PublishState
+from odfweb3.publish.state_fields import (
+    hex_list,
+    json_object,
+    malformed,
+    opt_field,
+    present,
+    str_list,
+    str_map,
+)
 
 __all__ = [
     "CarExtra",
@@ -55,8 +63,6 @@ __all__ = [
     "serialize_pin_state",
 ]
 
-T = TypeVar("T")
-
 
 class StateParts(TypedDict):
     """The ``record`` and ``extra`` maps of a :class:`PublishState` (``PublishState(**parts)``
@@ -64,62 +70,6 @@ class StateParts(TypedDict):
 
     record: dict[str, Any]
     extra: dict[str, Any]
-
-
-def _bad(where: str, part: str, key: str, what: str) -> FormatError:
-    return FormatError(f"{where}: malformed publish state ({part}.{key}: expected {what})")
-
-
-def _opt(raw: Mapping[str, Any], key: str, kind: type[T], where: str, part: str) -> T | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    # bool is an int in Python, never in these files.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _bad(where, part, key, kind.__name__)
-    return value
-
-
-def _str_list(raw: Mapping[str, Any], key: str, where: str, part: str) -> tuple[str, ...] | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _bad(where, part, key, "a list of strings")
-    return tuple(value)
-
-
-def _hex_list(raw: Mapping[str, Any], key: str, where: str, part: str) -> tuple[str, ...] | None:
-    value = _str_list(raw, key, where, part)
-    if value is not None:
-        try:
-            for v in value:
-                bytes.fromhex(v)
-        except ValueError:
-            raise _bad(where, part, key, "a list of hex strings") from None
-    return value
-
-
-def _str_map(raw: Mapping[str, Any], key: str, where: str, part: str) -> dict[str, str] | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise _bad(where, part, key, "a map of strings")
-    return {str(k): v for k, v in value.items()}
-
-
-def _dict(raw: Mapping[str, Any], key: str, where: str, part: str) -> dict[str, Any] | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise _bad(where, part, key, "a JSON object")
-    return value
-
-
-def _present(pairs: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in pairs.items() if v is not None}
 
 
 # -- record: the IPNS name and the last record ---------------------------------------------
@@ -154,20 +104,20 @@ def parse_ipns_facts(raw: Mapping[str, Any], where: str) -> IpnsFacts:
     """``record`` as :class:`IpnsFacts` (FormatError naming ``where`` on a wrong type)."""
     p = "record"
     return IpnsFacts(
-        name=_opt(raw, "name", str, where, p),
-        peer_id=_opt(raw, "peerId", str, where, p),
-        sequence=_opt(raw, "sequence", int, where, p),
-        validity=_opt(raw, "validity", str, where, p),
-        value=_opt(raw, "value", str, where, p),
-        file=_opt(raw, "file", str, where, p),
-        mode=_opt(raw, "mode", str, where, p),
-        extension=_opt(raw, "extension", bool, where, p),
+        name=opt_field(raw, "name", str, where, p),
+        peer_id=opt_field(raw, "peerId", str, where, p),
+        sequence=opt_field(raw, "sequence", int, where, p),
+        validity=opt_field(raw, "validity", str, where, p),
+        value=opt_field(raw, "value", str, where, p),
+        file=opt_field(raw, "file", str, where, p),
+        mode=opt_field(raw, "mode", str, where, p),
+        extension=opt_field(raw, "extension", bool, where, p),
     )
 
 
 def serialize_ipns_facts(facts: IpnsFacts) -> dict[str, Any]:
     """JSON form of :class:`IpnsFacts` (absent fields stay absent)."""
-    return _present(
+    return present(
         {
             "name": facts.name,
             "peerId": facts.peer_id,
@@ -223,20 +173,20 @@ def parse_dag_facts(raw: Mapping[str, Any], where: str) -> DagFacts:
     """The :class:`DagFacts` of ``extra`` (FormatError naming ``where`` on a wrong type)."""
     p = "extra"
     return DagFacts(
-        cid_version=_opt(raw, "cidVersion", int, where, p),
-        cid_profile=_opt(raw, "cidProfile", str, where, p),
-        encrypted=_opt(raw, "encrypted", bool, where, p),
-        key_epoch=_opt(raw, "keyEpoch", int, where, p),
-        dir_blocks=_hex_list(raw, "dirBlocks", where, p),
-        descriptor=_opt(raw, "descriptor", str, where, p),
-        key_envelope=_opt(raw, "keyEnvelope", str, where, p),
-        inputs=_str_map(raw, "inputs", where, p),
+        cid_version=opt_field(raw, "cidVersion", int, where, p),
+        cid_profile=opt_field(raw, "cidProfile", str, where, p),
+        encrypted=opt_field(raw, "encrypted", bool, where, p),
+        key_epoch=opt_field(raw, "keyEpoch", int, where, p),
+        dir_blocks=hex_list(raw, "dirBlocks", where, p),
+        descriptor=opt_field(raw, "descriptor", str, where, p),
+        key_envelope=opt_field(raw, "keyEnvelope", str, where, p),
+        inputs=str_map(raw, "inputs", where, p),
     )
 
 
 def serialize_dag_facts(facts: DagFacts) -> dict[str, Any]:
     """JSON form of :class:`DagFacts` (absent fields stay absent)."""
-    return _present(
+    return present(
         {
             "cidVersion": facts.cid_version,
             "cidProfile": facts.cid_profile,
@@ -286,16 +236,16 @@ def parse_car_extra(raw: Mapping[str, Any], where: str) -> CarExtra:
     p = "extra"
     return CarExtra(
         dag=parse_dag_facts(raw, where),
-        cars=_str_list(raw, "cars", where, p),
-        hamt_shards=_dict(raw, "hamtShards", where, p),
-        descriptor_car=_opt(raw, "descriptorCar", str, where, p),
-        key_envelope_car=_opt(raw, "keyEnvelopeCar", str, where, p),
+        cars=str_list(raw, "cars", where, p),
+        hamt_shards=json_object(raw, "hamtShards", where, p),
+        descriptor_car=opt_field(raw, "descriptorCar", str, where, p),
+        key_envelope_car=opt_field(raw, "keyEnvelopeCar", str, where, p),
     )
 
 
 def serialize_car_extra(extra: CarExtra) -> dict[str, Any]:
     """JSON form of :class:`CarExtra`."""
-    return serialize_dag_facts(extra.dag) | _present(
+    return serialize_dag_facts(extra.dag) | present(
         {
             "cars": list(extra.cars) if extra.cars is not None else None,
             "hamtShards": extra.hamt_shards,
@@ -371,25 +321,25 @@ class NodeState:
 
 
 def _parse_pending(raw: Mapping[str, Any], where: str) -> NodePending | None:
-    pending = _dict(raw, "pending", where, "extra")
+    pending = json_object(raw, "pending", where, "extra")
     if pending is None:
         return None
     p = "extra.pending"
-    root = _opt(pending, "root", str, where, p)
+    root = opt_field(pending, "root", str, where, p)
     if not root:
-        raise _bad(where, p, "root", "a CID")
+        raise malformed(where, p, "root", "a CID")
     return NodePending(
         root=root,
-        head=_opt(pending, "head", str, where, p),
-        objects=_dict(pending, "objects", where, p),
-        dir_blocks=_hex_list(pending, "dirBlocks", where, p),
-        cid_version=_opt(pending, "cidVersion", int, where, p),
-        cid_profile=_opt(pending, "cidProfile", str, where, p),
+        head=opt_field(pending, "head", str, where, p),
+        objects=json_object(pending, "objects", where, p),
+        dir_blocks=hex_list(pending, "dirBlocks", where, p),
+        cid_version=opt_field(pending, "cidVersion", int, where, p),
+        cid_profile=opt_field(pending, "cidProfile", str, where, p),
     )
 
 
 def _serialize_pending(pending: NodePending) -> dict[str, Any]:
-    return _present(
+    return present(
         {
             "root": pending.root,
             "head": pending.head,
@@ -406,8 +356,8 @@ def parse_node_extra(raw: Mapping[str, Any], where: str) -> NodeExtra:
     p = "extra"
     return NodeExtra(
         dag=parse_dag_facts(raw, where),
-        source=_opt(raw, "source", str, where, p),
-        node=_opt(raw, "node", str, where, p),
+        source=opt_field(raw, "source", str, where, p),
+        node=opt_field(raw, "node", str, where, p),
         pending=_parse_pending(raw, where),
     )
 
@@ -415,7 +365,7 @@ def parse_node_extra(raw: Mapping[str, Any], where: str) -> NodeExtra:
 def serialize_node_extra(extra: NodeExtra) -> dict[str, Any]:
     """JSON form of :class:`NodeExtra`."""
     pending = _serialize_pending(extra.pending) if extra.pending is not None else None
-    return serialize_dag_facts(extra.dag) | _present(
+    return serialize_dag_facts(extra.dag) | present(
         {"source": extra.source, "node": extra.node, "pending": pending}
     )
 
@@ -467,10 +417,10 @@ def parse_pin_state(state: PublishState, where: str) -> PinState:
     return PinState(
         parse_ipns_facts(state.record, where),
         PinExtra(
-            endpoint=_opt(raw, "endpoint", str, where, p),
-            requestid=_opt(raw, "requestid", str, where, p),
-            status=_opt(raw, "status", str, where, p),
-            node=_opt(raw, "node", str, where, p),
+            endpoint=opt_field(raw, "endpoint", str, where, p),
+            requestid=opt_field(raw, "requestid", str, where, p),
+            status=opt_field(raw, "status", str, where, p),
+            node=opt_field(raw, "node", str, where, p),
         ),
     )
 
@@ -480,7 +430,7 @@ def serialize_pin_state(pin: PinState) -> StateParts:
     x = pin.extra
     return StateParts(
         record=serialize_ipns_facts(pin.record),
-        extra=_present(
+        extra=present(
             {"endpoint": x.endpoint, "requestid": x.requestid, "status": x.status, "node": x.node}
         ),
     )

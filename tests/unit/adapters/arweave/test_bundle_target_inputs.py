@@ -114,6 +114,6 @@ def test_a_malformed_inputs_map_in_publish_json_is_refused(
     doc["extra"]["inputs"] = ["not", "a", "map"]
     (out / "publish.json").write_text(json.dumps(doc))
     before = sorted(p.name for p in out.iterdir())
-    with pytest.raises(FormatError, match=r"publish\.json: inputs"):
+    with pytest.raises(FormatError, match=r"publish\.json: malformed publish state \(extra\.inp"):
         publish_dataset(x, BundleTarget(out, fixed_wallet))
     assert sorted(p.name for p in out.iterdir()) == before  # nothing written

@@ -1,0 +1,309 @@
+"""Typed publish state of the Arweave targets (issue 15 item 6): pure parse / serialize pairs.
+
+``bundle:DIR`` (its ``publish.json``) and the gateway target (``arweave:…``, its state file)
+keep one kind of state, since both publish through :mod:`.publish_bundle`:
+
+- :class:`UploadFacts`: ``record``, the last upload (record item id, manifest, previous
+  upload, time; the bundle file or the L1 transaction); ``extra`` repeats the upload part
+  under the same keys (:attr:`ArweaveExtra.upload`);
+- :class:`ArweaveExtra`: the drive ids, the owner, the bundles written (``bundle:``) or the
+  uploads posted (gateway, :class:`UploadEntry`), the manifest chain (:class:`ManifestChain`,
+  issue 19), encryption, the descriptor item and the inputs map (issue 11);
+- :class:`ArweaveState`: both, read from one file.
+
+A field of the wrong type is one :class:`~odfweb3.errors.FormatError` naming the file; a
+field absent on disk is ``None`` and stays absent when written, except ``prevUpload``,
+written with ``recordId`` (null for a first upload), ``keyEnvelope``, written with
+``encrypted``, and the manifest chain, whose
+``fullManifestId`` is null when rebuilt state found no full manifest. ``serialize(parse(x))
+== x`` for every state odfweb3 writes: the JSON is byte-identical to what the
+``dict[str, Any]`` code wrote. ``objects`` stays the core's map (path ->
+:class:`.bundle_plan.FileRef` JSON, parsed by :func:`.publish_bundle.previous_from_state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from odfweb3.publish.state import PublishState
+from odfweb3.publish.state_fields import (
+    malformed,
+    opt_field,
+    present,
+    str_list,
+    str_map,
+)
+from odfweb3_arweave.formats.arfs import DriveLayout
+
+__all__ = [
+    "ArweaveExtra",
+    "ArweaveState",
+    "ManifestChain",
+    "StateParts",
+    "UploadEntry",
+    "UploadFacts",
+    "parse_arweave_extra",
+    "parse_arweave_state",
+    "parse_upload_facts",
+    "serialize_arweave_extra",
+    "serialize_arweave_state",
+    "serialize_upload_facts",
+]
+
+
+class StateParts(TypedDict):
+    """The ``record`` and ``extra`` maps of a :class:`PublishState` (``PublishState(**parts)``
+    or ``state.evolve(**parts)``)."""
+
+    record: dict[str, Any]
+    extra: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class UploadFacts:
+    """One upload: ``record`` of the state (and the upload part of ``extra``).
+
+    Attributes:
+        record_id: ``recordId``, the upload record's data item id (``ar://RECORD``).
+        prev_upload: ``prevUpload``, the record it replaces (None: the first upload).
+        unix_time: ``unixTime``, the upload's time.
+        manifest_id: ``manifestId``, its path manifest (``record`` only).
+        bundle: ``bundle``, the bundle file in ``OUT_DIR`` (``bundle:``).
+        bundle_bytes: ``bundleBytes``, its size.
+        bundle_items: ``bundleItems``, its data items (``extra`` only).
+        bundle_tx_id: ``bundleTxId``, the L1 transaction carrying it (gateway).
+        reward: ``reward``, the fee paid, in winston (gateway).
+        status: ``status``, ``pending`` or ``confirmed`` (gateway ``record``).
+    """
+
+    record_id: str
+    prev_upload: str | None = None
+    unix_time: int | None = None
+    manifest_id: str | None = None
+    bundle: str | None = None
+    bundle_bytes: int | None = None
+    bundle_items: int | None = None
+    bundle_tx_id: str | None = None
+    reward: int | None = None
+    status: str | None = None
+
+
+def parse_upload_facts(raw: Mapping[str, Any], where: str, part: str) -> UploadFacts | None:
+    """The :class:`UploadFacts` in ``raw`` (``record`` or ``extra``); None without
+    ``recordId``."""
+    record_id = opt_field(raw, "recordId", str, where, part)
+    if record_id is None:
+        return None
+    return UploadFacts(
+        record_id=record_id,
+        prev_upload=opt_field(raw, "prevUpload", str, where, part),
+        unix_time=opt_field(raw, "unixTime", int, where, part),
+        manifest_id=opt_field(raw, "manifestId", str, where, part),
+        bundle=opt_field(raw, "bundle", str, where, part),
+        bundle_bytes=opt_field(raw, "bundleBytes", int, where, part),
+        bundle_items=opt_field(raw, "bundleItems", int, where, part),
+        bundle_tx_id=opt_field(raw, "bundleTxId", str, where, part),
+        reward=opt_field(raw, "reward", int, where, part),
+        status=opt_field(raw, "status", str, where, part),
+    )
+
+
+def serialize_upload_facts(facts: UploadFacts | None) -> dict[str, Any]:
+    """JSON form of :class:`UploadFacts` (``prevUpload`` always, null for a first upload)."""
+    if facts is None:
+        return {}
+    return {"recordId": facts.record_id, "prevUpload": facts.prev_upload} | present(
+        {
+            "unixTime": facts.unix_time,
+            "manifestId": facts.manifest_id,
+            "bundle": facts.bundle,
+            "bundleBytes": facts.bundle_bytes,
+            "bundleItems": facts.bundle_items,
+            "bundleTxId": facts.bundle_tx_id,
+            "reward": facts.reward,
+            "status": facts.status,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class UploadEntry:
+    """One entry of ``extra.uploads`` (gateway): an upload of this dataset by this wallet.
+
+    Attributes:
+        record_id: ``recordId``.
+        head: ``head``, the head it published.
+        manifest_id: ``manifestId``.
+        bundle_tx_id: ``bundleTxId``, the L1 transaction (uploads posted from here).
+    """
+
+    record_id: str
+    head: str | None = None
+    manifest_id: str | None = None
+    bundle_tx_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (absent fields stay absent)."""
+        return present(
+            {
+                "recordId": self.record_id,
+                "head": self.head,
+                "manifestId": self.manifest_id,
+                "bundleTxId": self.bundle_tx_id,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class ManifestChain:
+    """``fullManifestId`` and ``deltaUploads`` (issue 19): the last full path manifest
+    (None: none known, the next manifest is full) and the delta uploads since it."""
+
+    full_manifest_id: str | None
+    deltas: int
+
+
+@dataclass(frozen=True)
+class ArweaveExtra:
+    """``extra`` of an Arweave target's state.
+
+    Attributes:
+        upload: the last upload's facts (the keys of :class:`UploadFacts`; None in state
+            rebuilt from the network).
+        drive: ``drive``, the drive's stable ids.
+        owner: ``owner``, the wallet address that signed the uploads.
+        bundles: ``bundles``, the bundle files in ``OUT_DIR``, oldest first (``bundle:``).
+        uploads: ``uploads``, every upload known, oldest first (gateway).
+        rebuilt: ``rebuilt``, true when the state was rebuilt from the network.
+        manifests: the manifest chain (None in state written before delta manifests: the
+            locator is then a full manifest).
+        encrypted: ``encrypted`` (written only as true).
+        key_epoch: ``keyEpoch`` of the sealer.
+        key_envelope: ``keyEnvelope``, the key envelope's data item id.
+        descriptor_id: ``descriptorId``, the discovery descriptor's data item id.
+        inputs: ``inputs``, dataset ID -> ``ar://RECORD`` (issue 11).
+        race_check: ``raceCheck``, ``won`` or ``unsettled`` (gateway, issue 10).
+    """
+
+    upload: UploadFacts | None = None
+    drive: DriveLayout | None = None
+    owner: str | None = None
+    bundles: tuple[str, ...] | None = None
+    uploads: tuple[UploadEntry, ...] | None = None
+    rebuilt: bool | None = None
+    manifests: ManifestChain | None = None
+    encrypted: bool | None = None
+    key_epoch: int | None = None
+    key_envelope: str | None = None
+    descriptor_id: str | None = None
+    inputs: Mapping[str, str] | None = None
+    race_check: str | None = None
+
+
+@dataclass(frozen=True)
+class ArweaveState:
+    """What an Arweave target's state says beyond the core's head, locator and objects."""
+
+    record: UploadFacts | None
+    extra: ArweaveExtra
+
+
+def _uploads(raw: Mapping[str, Any], where: str) -> tuple[UploadEntry, ...] | None:
+    value = raw.get("uploads")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(u, dict) for u in value):
+        raise malformed(where, "extra", "uploads", "a list of JSON objects")
+    out = []
+    for u in value:
+        record_id = opt_field(u, "recordId", str, where, "extra.uploads")
+        if record_id is None:
+            raise malformed(where, "extra.uploads", "recordId", "a data item id")
+        out.append(
+            UploadEntry(
+                record_id=record_id,
+                head=opt_field(u, "head", str, where, "extra.uploads"),
+                manifest_id=opt_field(u, "manifestId", str, where, "extra.uploads"),
+                bundle_tx_id=opt_field(u, "bundleTxId", str, where, "extra.uploads"),
+            )
+        )
+    return tuple(out)
+
+
+def _manifests(raw: Mapping[str, Any], where: str) -> ManifestChain | None:
+    if "fullManifestId" not in raw and "deltaUploads" not in raw:
+        return None
+    full = opt_field(raw, "fullManifestId", str, where, "extra")
+    deltas = opt_field(raw, "deltaUploads", int, where, "extra")
+    if deltas is not None and deltas < 0:
+        raise malformed(where, "extra", "deltaUploads", "a count")
+    return ManifestChain(full, deltas or 0)
+
+
+def parse_arweave_extra(raw: Mapping[str, Any], where: str) -> ArweaveExtra:
+    """``extra`` of an Arweave target as :class:`ArweaveExtra`."""
+    p = "extra"
+    drive = raw.get("drive")
+    return ArweaveExtra(
+        upload=parse_upload_facts(raw, where, p),
+        drive=DriveLayout.from_json(drive, f"{where}: drive") if drive is not None else None,
+        owner=opt_field(raw, "owner", str, where, p),
+        bundles=str_list(raw, "bundles", where, p),
+        uploads=_uploads(raw, where),
+        rebuilt=opt_field(raw, "rebuilt", bool, where, p),
+        manifests=_manifests(raw, where),
+        encrypted=opt_field(raw, "encrypted", bool, where, p),
+        key_epoch=opt_field(raw, "keyEpoch", int, where, p),
+        key_envelope=opt_field(raw, "keyEnvelope", str, where, p),
+        descriptor_id=opt_field(raw, "descriptorId", str, where, p),
+        inputs=str_map(raw, "inputs", where, p),
+        race_check=opt_field(raw, "raceCheck", str, where, p),
+    )
+
+
+def serialize_arweave_extra(extra: ArweaveExtra) -> dict[str, Any]:
+    """JSON form of :class:`ArweaveExtra`."""
+    chain = extra.manifests
+    return (
+        serialize_upload_facts(extra.upload)
+        | present(
+            {
+                "drive": extra.drive.to_json() if extra.drive is not None else None,
+                "owner": extra.owner,
+                "bundles": list(extra.bundles) if extra.bundles is not None else None,
+                "uploads": [u.to_json() for u in extra.uploads]
+                if extra.uploads is not None
+                else None,
+                "rebuilt": extra.rebuilt,
+                "encrypted": extra.encrypted,
+                "keyEpoch": extra.key_epoch,
+                "descriptorId": extra.descriptor_id,
+                "inputs": dict(extra.inputs) if extra.inputs is not None else None,
+                "raceCheck": extra.race_check,
+            }
+        )
+        # An encrypted upload names its key envelope (null when unknown).
+        | ({"keyEnvelope": extra.key_envelope} if extra.encrypted else {})
+        | present({"keyEnvelope": extra.key_envelope})
+        | (
+            {"fullManifestId": chain.full_manifest_id, "deltaUploads": chain.deltas}
+            if chain is not None
+            else {}
+        )
+    )
+
+
+def parse_arweave_state(state: PublishState, where: str) -> ArweaveState:
+    """The typed ``record`` and ``extra`` of an Arweave state read from ``where``."""
+    return ArweaveState(
+        parse_upload_facts(state.record, where, "record"), parse_arweave_extra(state.extra, where)
+    )
+
+
+def serialize_arweave_state(typed: ArweaveState) -> StateParts:
+    """``record`` and ``extra`` of :class:`ArweaveState` for a :class:`PublishState`."""
+    return StateParts(
+        record=serialize_upload_facts(typed.record), extra=serialize_arweave_extra(typed.extra)
+    )
