@@ -35,27 +35,59 @@ class VerifyingReader:
         self.where = where
         self._hasher = new_hasher(obj.hash[0])
         self.size = 0
+        self._deferred = False
+        self._hashed = 0
+
+    def defer_hashing(self) -> VerifyingReader:
+        """Hash later: reads only count bytes from now on, and every chunk read must be
+        handed to :meth:`absorb`, in order (on any one thread at a time), before
+        :meth:`check`; :meth:`check` refuses a file not every byte of which was hashed.
+        Lets an importer hash on another core (``unixfs_import.import_files``)."""
+        self._deferred = True
+        return self
+
+    def absorb(self, chunk: bytes) -> None:
+        """Hash the next chunk read (deferred hashing, see :meth:`defer_hashing`)."""
+        if self._deferred:
+            self._hasher.update(chunk)
+            self._hashed += len(chunk)
 
     def readinto(self, buf: bytearray | memoryview) -> int:
         """Fill ``buf`` from the file, hashing what was read."""
         n = self._raw.readinto(buf)  # type: ignore[attr-defined]
         if n:
-            self._hasher.update(memoryview(buf)[:n])
+            if not self._deferred:
+                self._hasher.update(memoryview(buf)[:n])
+                self._hashed += n
             self.size += n
         return int(n or 0)
 
     def read(self, n: int = -1) -> bytes:
         """Read up to ``n`` bytes (all when negative), hashing them."""
         data = self._raw.read(n)
-        self._hasher.update(data)
+        if not self._deferred:
+            self._hasher.update(data)
+            self._hashed += len(data)
         self.size += len(data)
         return data
 
+    def end(self) -> None:
+        """Raise unless the file was read to its end (nothing follows the last read)."""
+        if self._raw.read(1):
+            raise IntegrityError(f"{self._where}: not read to the end")
+
     def finish(self) -> None:
         """Raise unless everything was read and matched the recorded size and hash."""
-        rest = self._raw.read(1)
-        if rest:
-            raise IntegrityError(f"{self._where}: not read to the end")
+        self.end()
+        self.check()
+
+    def check(self) -> None:
+        """Raise unless what was read matched the recorded size and hash (after :meth:`end`)."""
+        if self._hashed != self.size:
+            raise IntegrityError(
+                f"{self._where}: {self.size - self._hashed} of {self.size} bytes read were "
+                "never hashed; nothing was published"
+            )
         if self._obj.size is not None and self.size != self._obj.size:
             raise IntegrityError(
                 f"{self._where}: has {self.size} bytes but its block records {self._obj.size}; "
@@ -121,6 +153,18 @@ class SealedReader:
             raise IntegrityError(f"{self._plain.where}: ciphertext not read to the end")
         self._plain.finish()
 
+    # The importer's protocol (``unixfs_import.ImportSource``): the plaintext is verified
+    # as it is decrypted-for-reading on the importing thread, so all of it happens in end().
+    def absorb(self, chunk: bytes) -> None:
+        """Nothing to hash later: the plaintext is hashed as it is read."""
+
+    def end(self) -> None:
+        """Everything :meth:`finish` checks, right after the last read."""
+        self.finish()
+
+    def check(self) -> None:
+        """Done in :meth:`end`."""
+
     def close(self) -> None:
         """Close the file."""
         self._plain.close()
@@ -138,14 +182,21 @@ class SealedReader:
 
 
 def open_for_publish(
-    reader: DatasetReader, obj: DatasetObject, sealer: Sealer | None, *, salt: bytes | None = None
+    reader: DatasetReader,
+    obj: DatasetObject,
+    sealer: Sealer | None,
+    *,
+    salt: bytes | None = None,
+    defer_hashing: bool = False,
 ) -> VerifyingReader | SealedReader:
     """Open an object for sending: verified plaintext, or its ciphertext when ``sealer``.
 
     The object's path (``data/f1620…``) is bound into the ciphertext. ``salt`` (random
     unless given) lets a target read the same ciphertext twice (sign, then send).
+    ``defer_hashing``: a plaintext reader hashes what :meth:`VerifyingReader.absorb` is
+    given instead of what it reads (see :meth:`VerifyingReader.defer_hashing`).
     """
     plain = open_verified(reader, obj)
     if sealer is None:
-        return plain
+        return plain.defer_hashing() if defer_hashing else plain
     return SealedReader(plain, sealer, obj.path, obj.size, salt)

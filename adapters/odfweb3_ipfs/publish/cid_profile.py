@@ -30,9 +30,9 @@ exactly ``unixfs-v0-2015``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, TypeVar
 
 from odfweb3.errors import UsageError
 from odfweb3_ipfs.formats.hamt import DEFAULT_FANOUT
@@ -44,11 +44,15 @@ from odfweb3_ipfs.publish.unixfs_import import (
     DirNode,
     Entry,
     FileNode,
+    ImportSource,
     SizeEstimation,
     build_directory,
     import_bytes,
     import_file,
+    import_files,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -102,6 +106,24 @@ class CidProfile:
         """Import one file stream under this profile (:func:`.unixfs.import_file`)."""
         return import_file(
             stream,
+            cid_version=self.cid_version,
+            raw_leaves=self.raw_leaves,
+            sink=sink,
+            chunk_size=self.chunk_size,
+            max_links=self.max_links,
+        )
+
+    def import_files(
+        self,
+        items: Iterable[T],
+        open_source: Callable[[T], ImportSource],
+        sink: BlockSink | None,
+    ) -> Iterator[tuple[T, FileNode]]:
+        """Import many files under this profile, hashing on workers
+        (:func:`.unixfs_import.import_files`: same blocks, in the same order)."""
+        return import_files(
+            items,
+            open_source,
             cid_version=self.cid_version,
             raw_leaves=self.raw_leaves,
             sink=sink,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Final, cast
+from typing import Any, Final
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
@@ -41,6 +41,7 @@ from odfweb3_ipfs.publish.unixfs_import import (
     DirNode,
     Entry,
     FileNode,
+    ImportSource,
 )
 
 __all__ = [
@@ -289,6 +290,7 @@ def build_dataset_dag(
     added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     order: list[str] = []
+    new: list[DatasetObject] = []
     for obj in objects:
         path = obj if isinstance(obj, str) else obj.path
         order.append(path)
@@ -300,14 +302,20 @@ def build_dataset_dag(
         elif isinstance(obj, str):
             raise FormatError(f"{path}: not an object to import nor a link of the state")
         else:
-            with open_for_publish(reader, obj, sealer) as stream:
-                node: FileNode = prof.import_file(cast(BinaryIO, stream), file_sink)
-                stream.finish()
-            if progress is not None:
-                progress(node.size)
-            links[path] = ObjectLink(node.cid, node.tsize, node.size)
+            new.append(obj)
             added[folder].append(name)
         folders[folder].append(name)
+
+    def open_new(obj: DatasetObject) -> ImportSource:
+        return open_for_publish(reader, obj, sealer, defer_hashing=True)
+
+    # Read in order, hashed (SHA-256 for CIDs, each file's own SHA3-256 check) on workers;
+    # every check has passed once the loop ends, before any directory is built.
+    node: FileNode
+    for obj, node in prof.import_files(new, open_new, file_sink):
+        if progress is not None:
+            progress(node.size)
+        links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
 
     # refs/head before the directories: the CAR keeps its block order.
     head_text = multihash_to_str(head).encode("ascii")

@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
 import queue
 import stat
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Final, Literal, cast
+from typing import BinaryIO, Final, Literal, Protocol, TypeVar, cast
 
 from odfweb3.errors import FormatError
 from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid, encode_uvarint
@@ -59,11 +60,13 @@ __all__ = [
     "DirNode",
     "Entry",
     "FileNode",
+    "ImportSource",
     "SizeEstimation",
     "auto_hash_threads",
     "build_directory",
     "import_bytes",
     "import_file",
+    "import_files",
     "import_symlink",
     "import_tree",
 ]
@@ -513,6 +516,323 @@ def _import_stream(
         settle()
     cid_raw, tsize, size = builder.finish()
     return FileNode(cid=Cid.from_bytes(cid_raw), tsize=tsize, size=size)
+
+
+class ImportSource(Protocol):
+    """A file for :func:`import_files` that checks itself, its hashing run on a worker.
+
+    The importing thread calls :meth:`read` until a short read, then :meth:`end` and
+    :meth:`close`; every chunk read is handed to :meth:`absorb` exactly once, in file
+    order, on a worker thread (e.g. a verifying reader's own hash); :meth:`check` runs
+    once the last chunk was absorbed and raises if the file was bad.
+    """
+
+    def read(self, n: int, /) -> bytes:
+        """Up to ``n`` bytes (short only at the end of the file)."""
+        ...
+
+    def absorb(self, chunk: bytes, /) -> None:
+        """Take the next chunk read (in order, on a worker)."""
+        ...
+
+    def end(self) -> None:
+        """Right after the last read, on the importing thread."""
+        ...
+
+    def check(self) -> None:
+        """After the last :meth:`absorb`; raise if the file was bad."""
+        ...
+
+    def close(self) -> None:
+        """Release the file."""
+        ...
+
+
+T = TypeVar("T")
+
+# import_files: chunks per job are collected up to this many bytes (one thread handoff per
+# MiB, however small the files), and at most this many bytes of chunks are in flight
+# (read and not yet absorbed): the memory bound, and how far a file's own hash may lag.
+_JOB_BYTES: Final = 1 << 20
+DEFAULT_WINDOW: Final = 32 << 20
+
+
+class _File:
+    """One file in :func:`import_files`: its builder, and its chunks' absorb order.
+
+    ``offer`` runs on workers: the thread that finds the file idle drains its chunks in
+    order (the others only leave theirs), so a file's hash is fed in order without any
+    thread waiting for another.
+    """
+
+    __slots__ = ("builder", "busy", "item", "lock", "next", "pending", "settled", "source",
+                 "total")  # fmt: skip
+
+    def __init__(self, item: object, source: ImportSource, builder: _Balanced) -> None:
+        self.item = item
+        self.source = source
+        self.builder = builder
+        self.lock = threading.Lock()
+        self.pending: dict[int, tuple[bytes, _Job]] = {}
+        self.next = 0  # chunks absorbed
+        self.busy = False
+        self.total: int | None = None  # chunks read, once the file was read to its end
+        self.settled = 0  # chunks whose blocks reached the sink
+
+    def offer(self, index: int, chunk: bytes, job: _Job, pipe: _Pipeline) -> None:
+        with self.lock:
+            self.pending[index] = (chunk, job)
+            if self.busy:
+                return
+            self.busy = True
+        while True:
+            with self.lock:
+                got = self.pending.pop(self.next, None)
+                if got is None:
+                    self.busy = False
+                    return
+            data, owner = got
+            if not pipe.errors:
+                try:
+                    self.source.absorb(data)
+                except BaseException as exc:  # reported by the importing thread
+                    pipe.errors.append(exc)
+            with self.lock:
+                self.next += 1
+                last = self.next == self.total
+            if last:
+                pipe.check(self)
+            owner.absorbed_one(pipe)
+
+    def read_all(self, pipe: _Pipeline, total: int) -> None:
+        """The importing thread read the whole file: ``total`` chunks."""
+        with self.lock:
+            self.total = total
+            last = self.next == total
+        if last:
+            pipe.check(self)
+
+
+# One chunk in a job: its file, index, bytes (hashed by the file), block (for the sink).
+_Item = tuple[_File, int, bytes, bytes]
+
+
+class _Job:
+    """Chunks to hash: SHA-256 of each block (for CIDs), then each chunk to its file."""
+
+    __slots__ = ("_absorbed", "_done", "digests", "items")
+
+    def __init__(self, items: list[_Item]) -> None:
+        self.items = items
+        self.digests: list[bytes] = []
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._absorbed = itertools.count(1)  # next() is atomic: no lock between workers
+
+    def run(self, pipe: _Pipeline) -> None:
+        try:
+            self.digests = [hashlib.sha256(block).digest() for _, _, _, block in self.items]
+        except BaseException as exc:  # pragma: no cover - hashlib does not fail on bytes
+            pipe.errors.append(exc)
+        finally:
+            self._done.release()  # the blocks can go to the sink now
+        for file, index, chunk, _ in self.items:
+            file.offer(index, chunk, self, pipe)
+
+    def absorbed_one(self, pipe: _Pipeline) -> None:
+        if next(self._absorbed) == len(self.items):
+            pipe.room.release()
+
+    def wait(self) -> list[bytes]:
+        self._done.acquire()
+        return self.digests
+
+
+class _Pipeline:
+    """Workers running :class:`_Job` s, and the window bounding the bytes in flight."""
+
+    def __init__(self, threads: int, window: int) -> None:
+        self.threads = threads
+        self.slots = max(2, window // _JOB_BYTES)
+        self.room = threading.Semaphore(self.slots)
+        self.errors: list[BaseException] = []
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._workers = [
+            threading.Thread(target=self._work, name=f"unixfs-import-{i}", daemon=True)
+            for i in range(threads)
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job.run(self)
+
+    def submit(self, job: _Job) -> None:
+        self.room.acquire()
+        if self.threads:
+            self._jobs.put(job)
+        else:
+            job.run(self)
+
+    def check(self, file: _File) -> None:
+        if not self.errors:
+            try:
+                file.source.check()
+            except BaseException as exc:
+                self.errors.append(exc)
+
+    def raise_error(self) -> None:
+        if self.errors:
+            raise self.errors[0]
+
+    def drain(self) -> None:
+        """Wait until every chunk was absorbed (and every file checked)."""
+        for _ in range(self.slots):
+            self.room.acquire()
+        for _ in range(self.slots):
+            self.room.release()
+
+    def close(self) -> None:
+        for _ in self._workers:
+            self._jobs.put(None)
+        for worker in self._workers:
+            worker.join()
+
+
+def _read_full(read: Callable[[int], bytes], size: int) -> bytes:
+    """Go's ``io.ReadFull``: ``size`` bytes, fewer only at the end of the stream."""
+    data = read(size)
+    if not data or len(data) == size:
+        return data or b""
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = read(size - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def import_files(
+    items: Iterable[T],
+    open_source: Callable[[T], ImportSource],
+    *,
+    cid_version: int = 1,
+    raw_leaves: bool | None = None,
+    sink: BlockSink | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    max_links: int = DEFAULT_MAX_LINKS,
+    threads: int | None = None,
+    window: int = DEFAULT_WINDOW,
+) -> Iterator[tuple[T, FileNode]]:
+    """Import many files as :func:`import_file` would one by one, hashing on workers.
+
+    This thread opens and reads the files in order and hands their blocks to ``sink``
+    in exactly the order :func:`import_file` would (same CIDs, same CAR bytes, whatever
+    ``threads``); workers compute the blocks' SHA-256 and feed each file's own check
+    (:meth:`ImportSource.absorb`, e.g. a verifying reader's SHA3-256), in file order,
+    so reading, writing and both hashes of two files or of two parts of one file run on
+    different cores. At most ``window`` bytes of chunks are in flight.
+
+    A file is yielded once its blocks reached the sink; its own check may still be
+    running then. Every check has passed when the iteration ends: a failed one is raised
+    (at the latest) by the last ``next()``, so nothing may be made visible before.
+
+    Args:
+        items: what to import, in order; ``open_source`` opens each.
+        threads: hashing workers (0: everything on this thread; None: two on two cores
+            or more, else none).
+        Other arguments: as for :func:`import_file`.
+    """
+    raw = _resolve_leaves(cid_version, raw_leaves)
+    if chunk_size <= 0 or max_links < 2:
+        raise ValueError("chunk_size must be positive and max_links at least 2")
+    if threads is None:
+        threads = 2 if auto_hash_threads() else 0
+    leaf_version = 1 if raw else cid_version  # raw leaves are CIDv1 even under CIDv0
+    leaf_codec = CODEC_RAW if raw else CODEC_DAG_PB
+    pipe = _Pipeline(threads, window)
+    pending: deque[_Job] = deque()
+    done: deque[tuple[T, FileNode]] = deque()
+    depth = 2 * threads + 2  # jobs handed over and not yet settled
+
+    def settle() -> None:
+        job = pending.popleft()
+        digests = job.wait()
+        pipe.raise_error()
+        for (file, _, chunk, block), digest in zip(job.items, digests, strict=True):
+            cid = Cid.sha256(digest, version=leaf_version, codec=leaf_codec)
+            if sink is not None:
+                sink(cid, block)
+            file.builder.push(0, (cid.raw, len(block), len(chunk)))
+            file.settled += 1
+            complete(file)
+
+    def complete(file: _File) -> None:
+        if file.settled == file.total:  # every block of the file reached the sink
+            cid_raw, tsize, size = file.builder.finish()
+            node = FileNode(cid=Cid.from_bytes(cid_raw), tsize=tsize, size=size)
+            done.append((cast(T, file.item), node))
+
+    batch: list[_Item] = []
+    batch_bytes = 0
+
+    def hand_over() -> None:
+        nonlocal batch, batch_bytes
+        job = _Job(batch)
+        batch, batch_bytes = [], 0
+        pipe.submit(job)
+        pending.append(job)
+        while len(pending) > depth:
+            settle()
+
+    try:
+        for item in items:
+            source = open_source(item)
+            try:
+                file = _File(item, source, _Balanced(cid_version, max_links, sink))
+                index = 0
+                while True:
+                    chunk = _read_full(source.read, chunk_size)
+                    n = len(chunk)
+                    if n == 0 and index:
+                        break
+                    if raw:
+                        block = chunk
+                    else:
+                        # dag-pb leaf: 0a len( 08 02 [12 len payload] 18 n ), as _import_stream
+                        n_varint = encode_uvarint(n)
+                        inner = _LEAF_TYPE_FILE + (b"\x12" + n_varint if n else b"")
+                        tail = b"\x18" + n_varint
+                        head = b"\x0a" + encode_uvarint(len(inner) + n + len(tail)) + inner
+                        block = b"".join((head, chunk, tail))
+                    batch.append((file, index, chunk, block))
+                    batch_bytes += len(block)
+                    index += 1
+                    if batch_bytes >= _JOB_BYTES:
+                        hand_over()
+                    if n < chunk_size:
+                        break
+                source.end()
+            finally:
+                source.close()
+            file.read_all(pipe, index)
+            complete(file)
+            while done:
+                yield done.popleft()
+        if batch:
+            hand_over()
+        while pending:
+            settle()
+        pipe.drain()
+        pipe.raise_error()
+        while done:
+            yield done.popleft()
+    finally:
+        pipe.close()
 
 
 def import_symlink(
