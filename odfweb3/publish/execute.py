@@ -19,7 +19,6 @@ sends only what is missing (content addressing makes repeats harmless).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
 from odfweb3.publish.chain_cache import ChainCache, load_chain
-from odfweb3.publish.plan import PublishPlan, plan_publish
+from odfweb3.publish.plan import PublishPlan, plan_publish, plan_record
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import (
     PublishTarget,
@@ -129,8 +128,7 @@ def publish_dataset(
         force=force,
         remote_holds_head=view.holds_head,
     )
-    if record_extra:
-        plan = dataclasses.replace(plan, record_extra=dict(record_extra))
+    plan = plan_record(plan, view.record, record_extra)  # 3: the record too
     if on_plan is not None:
         on_plan(plan)
     if dry_run:

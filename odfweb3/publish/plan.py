@@ -18,7 +18,7 @@ Relations between the local head and the target's head (docs/design.md, "Commit 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from odfweb3.errors import ConflictError
@@ -27,7 +27,7 @@ from odfweb3.odf.facts import ChainFacts
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.chain_cache import VerifiedChain
 
-__all__ = ["LazySequence", "PublishPlan", "Relation", "plan_publish"]
+__all__ = ["LazySequence", "PublishPlan", "Relation", "RemoteRecord", "plan_publish", "plan_record"]
 
 Relation = Literal["new", "same", "ahead", "behind", "diverged"]
 
@@ -79,6 +79,20 @@ class LazySequence(Sequence[T], Generic[T]):
 
 
 @dataclass(frozen=True)
+class RemoteRecord:
+    """The name record a target serves now, as its ``inspect`` read it: facts, no decision.
+
+    Attributes:
+        renewal_due: it expires within half the target's record lifetime by the target's
+            clock (or its validity is unreadable).
+        inputs: the inputs map it carries (issue 11); None: none.
+    """
+
+    renewal_due: bool
+    inputs: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class PublishPlan:
     """What one publish will send.
 
@@ -101,6 +115,9 @@ class PublishPlan:
         total: the sum of the recorded sizes of ``objects``.
         record_extra: extra facts for the name record (issue 11: ``inputs``, dataset ID ->
             locator of each input); every target copies ``inputs`` into its record.
+        keep_record: nothing is sent and the target's record already says what this
+            publish would (same head and inputs, not due for renewal): the target writes
+            nothing, the record stays at its sequence (issue 20; :func:`plan_record`).
     """
 
     dataset_id: str
@@ -116,6 +133,7 @@ class PublishPlan:
     record_extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     facts: ChainFacts | None = field(default=None, repr=False, compare=False)
     total: int | None = field(default=None, repr=False, compare=False)
+    keep_record: bool = field(default=False, compare=False)
 
     @property
     def send_bytes(self) -> int:
@@ -161,6 +179,25 @@ class PublishPlan:
             f"{self.send_bytes} of {self.total_bytes} bytes ({self.new_blocks} new blocks)",
         ]
         return "\n".join(lines)
+
+
+def plan_record(
+    plan: PublishPlan,
+    record: RemoteRecord | None,
+    record_extra: Mapping[str, Any] | None = None,
+) -> PublishPlan:
+    """The plan with the record decided: ``record_extra`` carried, and
+    :attr:`~PublishPlan.keep_record` when nothing is sent and the target's ``record``
+    (None: none it could keep) is not due for renewal and carries the inputs asked."""
+    asked = (record_extra or {}).get("inputs")
+    keep = (
+        plan.is_noop
+        and record is not None
+        and not record.renewal_due
+        and (not asked or {str(k): str(v) for k, v in asked.items()} == record.inputs)
+    )
+    extra = dict(record_extra) if record_extra else plan.record_extra
+    return replace(plan, record_extra=extra, keep_record=keep)
 
 
 def plan_publish(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ class RemoteView:
             it (False: only those in ``has``; e.g. a node that lost the published root,
             or objects made with another CID profile or encryption): the plan sends the
             rest again.
+        record: the name record it serves, when it could be kept as it is (None: a
+            publish writes one; :func:`~odfweb3.publish.plan.plan_record` decides).
     """
 
     head: bytes | None
@@ -46,6 +48,7 @@ class RemoteView:
     state: PublishState | None = None
     notes: tuple[str, ...] = ()
     holds_head: bool = True
+    record: RemoteRecord | None = None
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from odfweb3.errors import ConflictError
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.formats.car import CarWriter
@@ -172,7 +172,24 @@ class CarTarget:
         if not reusable_state(car.extra.dag, self.profile, encrypted=self.sealer is not None):
             # Its CARs hold the objects made another way (CID profile, encryption).
             return RemoteView(head=state.head, state=state, holds_head=False)
-        return RemoteView(head=state.head, has=frozenset(state.objects), state=state)
+        return RemoteView(
+            head=state.head, has=frozenset(state.objects), state=state, record=self._served(car)
+        )
+
+    def _served(self, car: CarState) -> RemoteRecord | None:
+        """The record this directory serves, as facts for the plan (:func:`.plan_record`);
+        None when there is none to keep: no record file, or an encrypted publish (its key
+        envelope is not compared, so it is always re-signed)."""
+        record = car.record
+        if self.sealer is not None or not record.file:
+            return None
+        if not (self.out_dir / record.file).is_file():
+            return None
+        try:  # a record past half its lifetime is renewed (sequence + 1)
+            due = datetime.fromisoformat(str(record.validity)) - self.clock() < self.lifetime / 2
+        except ValueError:
+            due = True
+        return RemoteRecord(renewal_due=due, inputs=car.extra.dag.inputs)
 
     def upload(
         self,
@@ -185,10 +202,9 @@ class CarTarget:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._unchanged = False
         self._check_unchanged(view)
-        if self._nothing_new(plan, view):
-            # Issue 20: same head, same record content: write nothing, and keep the
-            # record at its sequence (no new CAR, no re-signed record, no publish.json).
-            assert view.state is not None
+        if plan.keep_record and view.state is not None:
+            # Issue 20: the plan keeps the record (same head, same record content): write
+            # nothing (no new CAR, no re-signed record, no publish.json).
             self._unchanged = True
             return UploadResult(
                 locator=str(view.state.locator),
@@ -197,24 +213,6 @@ class CarTarget:
                 summary={"note": "nothing new: no CAR written, record unchanged"},
             )
         return self._upload(plan, reader, view, progress)
-
-    def _nothing_new(self, plan: PublishPlan, view: RemoteView) -> bool:
-        """The directory holds this head with a complete record saying what we would say."""
-        state = view.state
-        if not plan.is_noop or state is None or state.head != plan.head or self.sealer:
-            return False
-        car = self._typed(state)
-        record = car.record
-        if not record.file or not (self.out_dir / record.file).is_file():
-            return False
-        try:  # a record past half its lifetime is renewed (sequence + 1) even so
-            expires = datetime.fromisoformat(str(record.validity))
-        except ValueError:
-            return False
-        if expires - self.clock() < self.lifetime / 2:
-            return False
-        asked = plan.record_extra.get("inputs")
-        return not asked or {str(k): str(v) for k, v in asked.items()} == car.extra.dag.inputs
 
     def _upload(
         self,

@@ -13,7 +13,7 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.publish.plan import plan_publish
+from odfweb3.publish.plan import RemoteRecord, plan_publish, plan_record
 
 DID = "did:odf:test"
 
@@ -200,3 +200,28 @@ def test_plan_prints_and_serialises_what_it_sends(grown) -> None:
         plan_publish(new, dataset_id=DID, target="t", remote_head=None).to_json()["remoteHead"]
         is None
     )
+
+
+def test_the_plan_keeps_the_record_only_when_nothing_would_change(grown) -> None:
+    # issue 15 item 5: the target reports its record as facts (RemoteRecord); the plan
+    # decides whether a no-op publish leaves it as it is (issue 20) or re-signs it.
+    old, new = grown
+    everything = frozenset(paths(iter_objects(new)))
+    same = plan_publish(
+        new, dataset_id=DID, target="t", remote_head=new[0].hash, remote_has=everything
+    )
+    fresh = RemoteRecord(renewal_due=False, inputs={"did:odf:a": "ipns://k51a"})
+    assert same.is_noop and not same.keep_record  # before the record is planned
+    assert plan_record(same, fresh).keep_record
+    assert plan_record(same, fresh, {"inputs": {"did:odf:a": "ipns://k51a"}}).keep_record
+    # Renewal due, no record to keep, or another inputs map: the record is written.
+    assert not plan_record(same, RemoteRecord(renewal_due=True)).keep_record
+    assert not plan_record(same, None).keep_record
+    other = plan_record(same, fresh, {"inputs": {"did:odf:b": "ipns://k51b"}})
+    assert not other.keep_record and other.record_extra == {"inputs": {"did:odf:b": "ipns://k51b"}}
+    assert not plan_record(
+        same, RemoteRecord(renewal_due=False), {"inputs": {"x": "y"}}
+    ).keep_record
+    # Something to send: never kept, however fresh the record.
+    ahead = plan_publish(new, dataset_id=DID, target="t", remote_head=old[0].hash)
+    assert not plan_record(ahead, fresh).keep_record

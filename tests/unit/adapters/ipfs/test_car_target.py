@@ -326,3 +326,21 @@ def test_sharded_updates_rebuild_one_shard_path_and_equal_a_full_build(tmp_path,
         )
         check_car_dir(out)
     assert first.upload.locator != upd.upload.locator
+
+
+def test_inspect_reports_the_record_as_facts_and_the_plan_decides(tmp_path, keystore):
+    # issue 15 item 5: car: says what its record is (fresh or due, its inputs map); keeping
+    # it on a no-op publish is the plan's decision (odfweb3.publish.plan.plan_record).
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=7).path
+    out = tmp_path / "out"
+    first = publish_dataset(ds, CarTarget(out, keystore))
+    head, did = first.plan.head, first.plan.dataset_id
+    view = CarTarget(out, keystore).inspect(did, head)
+    assert view.record is not None and not view.record.renewal_due and view.record.inputs is None
+    later = datetime.now(UTC) + DEFAULT_LIFETIME / 2 + timedelta(minutes=1)
+    due = CarTarget(out, keystore, clock=lambda: later).inspect(did, head)
+    assert due.record is not None and due.record.renewal_due
+    (out / first.state.record["file"]).unlink()  # no record file: nothing to keep
+    assert CarTarget(out, keystore).inspect(did, head).record is None
+    again = publish_dataset(ds, CarTarget(out, keystore))
+    assert not again.plan.keep_record and again.state.record["sequence"] == 1
