@@ -60,6 +60,7 @@ from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import shards_json
 from odfweb3_ipfs.publish.pipeline import (
+    BuildSettings,
     SideFile,
     record_extension,
     reusable_state,
@@ -151,6 +152,11 @@ class CarTarget:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
+    @property
+    def build_settings(self) -> BuildSettings:
+        """How this target builds what it publishes (:mod:`.pipeline`)."""
+        return BuildSettings(self.keystore, self.profile, self.sealer, self.publisher)
+
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
         self._seen_stat = self._summary_stat()  # before reading: a later change shows
@@ -231,10 +237,7 @@ class CarTarget:
                     plan,
                     reader,
                     view,
-                    keystore=self.keystore,
-                    publisher=self.publisher,
-                    profile=self.profile,
-                    sealer=self.sealer,
+                    self.build_settings,
                     progress=progress,
                 )
                 f.flush()

@@ -75,6 +75,7 @@ from odfweb3_ipfs.formats.ipns import (
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.pipeline import (
+    BuildSettings,
     odf_extra,
     record_extension,
     reusable_state,
@@ -226,6 +227,11 @@ class IpfsNodeTarget:
             return False
         return self.client.has_pin(cid)
 
+    @property
+    def build_settings(self) -> BuildSettings:
+        """How this target builds what it publishes (:mod:`.pipeline`)."""
+        return BuildSettings(self.keystore, self.profile, self.sealer, self.publisher)
+
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the node holds for the dataset (state checked against the node)."""
         notes: list[str] = []
@@ -362,10 +368,7 @@ class IpfsNodeTarget:
                     plan,
                     reader,
                     view,
-                    keystore=self.keystore,
-                    publisher=self.publisher,
-                    profile=self.profile,
-                    sealer=self.sealer,
+                    self.build_settings,
                     progress=progress,
                     inline=lambda file: (
                         not (file.kind == "descriptor" and self.client.has_pin(file.cid))

@@ -55,6 +55,7 @@ from odfweb3_ipfs.publish.unixfs_import import BlockSink
 
 __all__ = [
     "ENCRYPTED_NO_DESCRIPTOR",
+    "BuildSettings",
     "DeltaCar",
     "SideFile",
     "SideFiles",
@@ -88,13 +89,29 @@ def reusable_state(dag: DagFacts, profile: CidProfile, *, encrypted: bool) -> bo
     )
 
 
+@dataclass(frozen=True)
+class BuildSettings:
+    """How an IPFS target builds what it publishes, given once to the pipeline's steps.
+
+    Attributes:
+        keystore: the datasets' keys (the descriptor names the dataset key's IPNS name).
+        profile: the UnixFS import parameters (CID version, chunking, layout).
+        sealer: encrypt every object, ``refs/head``, and publish the key envelope.
+        publisher: the FOAF agent named as the descriptor's creator.
+    """
+
+    keystore: Keystore
+    profile: CidProfile
+    sealer: Sealer | None = None
+    publisher: Mapping[str, Any] | None = None
+
+
 def build_delta(
     plan: PublishPlan,
     reader: DatasetReader,
     view: RemoteView,
+    settings: BuildSettings,
     *,
-    profile: CidProfile,
-    sealer: Sealer | None,
     sink: BlockSink,
     progress: Callable[[int], None],
 ) -> DatasetDag:
@@ -107,6 +124,7 @@ def build_delta(
             linked (the target's ``inspect`` said it holds what it cannot name), or both.
         IntegrityError / HashMismatch: a sent object's size or hash is wrong.
     """
+    profile, sealer = settings.profile, settings.sealer
     previous, prev_dirs = reusable_links(
         view.state,
         view.has,
@@ -187,30 +205,17 @@ def write_delta_car(
     plan: PublishPlan,
     reader: DatasetReader,
     view: RemoteView,
+    settings: BuildSettings,
     *,
-    keystore: Keystore,
-    publisher: Mapping[str, Any] | None,
-    profile: CidProfile,
-    sealer: Sealer | None,
     progress: Callable[[int], None],
     inline: Callable[[SideFile], bool] = lambda file: False,
 ) -> DeltaCar:
     """Write the delta CAR (rooted at the dataset root) to ``f``: the new blocks of
     :func:`build_delta`, then the blocks of each side file ``inline`` accepts (the others
     are the caller's to write elsewhere)."""
-    writer = CarWriter.with_root_later(f, cid_version=profile.cid_version)
-    dag = build_delta(
-        plan, reader, view, profile=profile, sealer=sealer, sink=writer, progress=progress
-    )
-    side = side_files(
-        plan,
-        reader,
-        dag.root.cid.encode(),
-        keystore=keystore,
-        publisher=publisher,
-        profile=profile,
-        sealer=sealer,
-    )
+    writer = CarWriter.with_root_later(f, cid_version=settings.profile.cid_version)
+    dag = build_delta(plan, reader, view, settings, sink=writer, progress=progress)
+    side = side_files(plan, reader, dag.root.cid.encode(), settings)
     for file in side.files:
         if inline(file):
             for cid, block in file.blocks:
@@ -243,14 +248,7 @@ def _unixfs_file(kind: SideKind, data: bytes, profile: CidProfile) -> SideFile:
 
 
 def side_files(
-    plan: PublishPlan,
-    reader: DatasetReader,
-    root: str,
-    *,
-    keystore: Keystore,
-    publisher: Mapping[str, Any] | None,
-    profile: CidProfile,
-    sealer: Sealer | None,
+    plan: PublishPlan, reader: DatasetReader, root: str, settings: BuildSettings
 ) -> SideFiles:
     """The descriptor (plain) or the key envelope (encrypted), as UnixFS files.
 
@@ -258,6 +256,12 @@ def side_files(
     fails validation (e.g. no ``publisher.name`` configured) is left out, the reason in
     ``skipped["descriptorSkipped"]``.
     """
+    keystore, profile, sealer, publisher = (
+        settings.keystore,
+        settings.profile,
+        settings.sealer,
+        settings.publisher,
+    )
     if sealer is not None:
         return SideFiles(
             (_unixfs_file("keyEnvelope", sealer.envelope, profile),),

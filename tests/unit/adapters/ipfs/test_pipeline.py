@@ -17,6 +17,7 @@ from odfweb3_ipfs.formats.car import iter_car
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import profile_for
 from odfweb3_ipfs.publish.pipeline import (
+    BuildSettings,
     build_delta,
     record_extension,
     side_files,
@@ -38,7 +39,7 @@ def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=3000, seed=21).path
     keystore = Keystore(tmp_path / "keys")
     plan = _plan(ds, RemoteView(head=None))
-    args = dict(keystore=keystore, publisher=None, profile=PROFILE, sealer=None)
+    settings = BuildSettings(keystore, PROFILE)
     outs = {}
     for inline in (False, True):
         buf = io.BytesIO()
@@ -47,9 +48,9 @@ def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp
             plan,
             DatasetReader.open(ds),
             RemoteView(head=None),
+            settings,
             progress=lambda n: None,
             inline=lambda f, _i=inline: _i,
-            **args,
         )
         buf.seek(0)
         roots, blocks = iter_car(buf)
@@ -68,9 +69,11 @@ def test_descriptor_names_the_dataset_key_and_is_the_same_for_every_target(tmp_p
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=22).path
     keystore = Keystore(tmp_path / "keys")
     plan = _plan(ds, RemoteView(head=None))
-    kw = dict(keystore=keystore, publisher=None, profile=PROFILE, sealer=None)
-    a = side_files(plan, DatasetReader.open(ds), "bafyroot", **kw)
-    b = side_files(dataclasses.replace(plan, chain=()), DatasetReader.open(ds), "bafyroot", **kw)
+    settings = BuildSettings(keystore, PROFILE)
+    a = side_files(plan, DatasetReader.open(ds), "bafyroot", settings)
+    b = side_files(
+        dataclasses.replace(plan, chain=()), DatasetReader.open(ds), "bafyroot", settings
+    )
     assert a == b  # the chain is walked again only when the plan does not carry it
 
 
@@ -103,7 +106,7 @@ def test_the_build_follows_the_plan_and_refuses_to_guess(tmp_path):
     assert plan.send == ()
     with pytest.raises(FormatError, match="the plan does not send"):
         build_delta(
-            plan, DatasetReader.open(ds), claims, profile=PROFILE, sealer=None,
+            plan, DatasetReader.open(ds), claims, BuildSettings(Keystore(tmp_path / "k"), PROFILE),
             sink=lambda cid, block: None, progress=lambda n: None,
         )  # fmt: skip
 
