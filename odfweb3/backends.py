@@ -48,6 +48,8 @@ __all__ = [
     "Republisher",
     "RepublishingBackend",
     "SigningIdentity",
+    "StateDescriber",
+    "StateFacts",
     "TargetOptions",
     "TargetStatus",
     "WalletMaker",
@@ -56,6 +58,7 @@ __all__ = [
     "backend_for_target",
     "checked_options",
     "open_target",
+    "state_facts",
 ]
 
 ENTRY_POINT_GROUP = "odfweb3.backends"
@@ -115,6 +118,33 @@ class TargetStatus:
     uploads: list[dict[str, Any]] | None = None
 
 
+@dataclass(frozen=True)
+class StateFacts:
+    """What the CLI shows of a publish state (``status``, ``publish``), read by the
+    target's backend from its own typed state (issue 15 item 6): the core knows no
+    adapter's keys.
+
+    Attributes:
+        name: the IPNS name (IPFS targets).
+        record_id: the upload record's id (Arweave targets).
+        sequence: the name record's sequence.
+        validity: when the name record expires (ISO 8601).
+        mode: how the node took the record (``routing/put``, ``name/publish``).
+        pending: an unfinished publish is checkpointed (resumed by the next one).
+        key_envelope: the key envelope's locator (encrypted publishes, issue 7).
+        source: the local dataset directory the publish came from, when the state says.
+    """
+
+    name: str | None = None
+    record_id: str | None = None
+    sequence: int | None = None
+    validity: str | None = None
+    mode: str | None = None
+    pending: bool = False
+    key_envelope: str | None = None
+    source: str | None = None
+
+
 class Backend(Protocol):
     """One network: its schemes, targets, replicas, status query and record locator."""
 
@@ -163,6 +193,25 @@ class Backend(Protocol):
     def record_locator(self, state: PublishState) -> str | None:
         """Where a reader finds this publish (``ipns://NAME``, ``ar://RECORD``), if anywhere."""
         ...
+
+
+@runtime_checkable
+class StateDescriber(Protocol):
+    """A backend that says what its targets' publish states hold (:class:`StateFacts`)."""
+
+    def state_facts(self, state: PublishState) -> StateFacts:
+        """The shown facts of ``state`` (one of its targets').
+
+        Raises:
+            FormatError: a field of the wrong type (naming the state).
+        """
+        ...
+
+
+def state_facts(state: PublishState) -> StateFacts:
+    """:class:`StateFacts` of ``state`` from its target's backend (none known: empty)."""
+    backend = backend_for_target(state.target)
+    return backend.state_facts(state) if isinstance(backend, StateDescriber) else StateFacts()
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from odfweb3.backends import Backend, ReadAccess, TargetOptions, TargetStatus
+from odfweb3.backends import Backend, ReadAccess, StateFacts, TargetOptions, TargetStatus
 from odfweb3.config import Config
 from odfweb3.errors import BackendError, ConfigError, OdfWeb3Error, ResolutionError, UsageError
 from odfweb3.odf.multihash import multihash_from_str
@@ -30,7 +30,11 @@ from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.publish.bundle_plan import ManifestKind
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
-from odfweb3_arweave.publish.state import parse_arweave_extra, parse_upload_facts
+from odfweb3_arweave.publish.state import (
+    parse_arweave_extra,
+    parse_arweave_state,
+    parse_upload_facts,
+)
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
 from odfweb3_arweave.read.lookup import find_latest_upload
 from odfweb3_arweave.read.private_replica import open_private_replica
@@ -270,6 +274,14 @@ class ArweaveBackend:
             except OdfWeb3Error as exc:
                 out.append(TargetStatus(node={"error": str(exc)}))
         return out
+
+    def state_facts(self, state: PublishState) -> StateFacts:
+        """The shown facts of an ``arweave:`` or ``bundle:`` state, from its typed form."""
+        typed = parse_arweave_state(state, f"publish state of {state.target}")
+        return StateFacts(
+            record_id=typed.record.record_id if typed.record is not None else None,
+            key_envelope=typed.extra.key_envelope,
+        )
 
     def record_locator(self, state: PublishState) -> str | None:
         record = parse_upload_facts(state.record, f"publish state of {state.target}", "record")

@@ -22,7 +22,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from odfweb3.backends import Backend, DnsTxtLookup, ReadAccess, TargetOptions, TargetStatus
+from odfweb3.backends import (
+    Backend,
+    DnsTxtLookup,
+    ReadAccess,
+    StateFacts,
+    TargetOptions,
+    TargetStatus,
+)
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import BackendError, OdfWeb3Error, UsageError
@@ -41,7 +48,13 @@ from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.name_push import push_record_file, record_file
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
 from odfweb3_ipfs.publish.pinning_config import load_service, open_pinning_target
-from odfweb3_ipfs.publish.state import parse_ipns_facts, parse_pin_state
+from odfweb3_ipfs.publish.state import (
+    DagFacts,
+    parse_car_extra,
+    parse_ipns_facts,
+    parse_node_extra,
+    parse_pin_state,
+)
 from odfweb3_ipfs.read.access import IpfsAccess
 from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from odfweb3_ipfs.read.names import open_ipfs_ref, open_ipns_name, read_ipfs_file
@@ -239,6 +252,26 @@ class IpfsBackend:
         if not name:
             return None
         return dnslink_record(domain, name)
+
+    def state_facts(self, state: PublishState) -> StateFacts:
+        """The shown facts of a ``car:``, ``ipfs:`` or ``pinning:`` state, from its typed form."""
+        where = f"publish state of {state.target}"
+        record = parse_ipns_facts(state.record, where)
+        pending, source, dag = False, None, DagFacts()
+        if state.target.startswith("ipfs:"):
+            node = parse_node_extra(state.extra, where)
+            pending, source, dag = node.pending is not None, node.source, node.dag
+        elif state.target.startswith("car:"):
+            dag = parse_car_extra(state.extra, where).dag
+        return StateFacts(
+            name=record.name,
+            sequence=record.sequence,
+            validity=record.validity,
+            mode=record.mode,
+            pending=pending,
+            key_envelope=dag.key_envelope,
+            source=source,
+        )
 
     def record_locator(self, state: PublishState) -> str | None:
         name = _ipns_name(state)

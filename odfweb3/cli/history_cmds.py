@@ -95,12 +95,12 @@ def _log(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _where(state: PublishState) -> str:
+    from odfweb3.backends import backend_for_target
+
     place = shown_target(state.target)
-    if state.record.get("name"):
-        return f"{place} (ipns://{state.record['name']})"
-    if state.record.get("recordId"):
-        return f"{place} (ar://{state.record['recordId']})"
-    return place
+    backend = backend_for_target(state.target)
+    locator = backend.record_locator(state) if backend is not None else None
+    return f"{place} ({locator})" if locator else place
 
 
 def _published(ctx: Any) -> dict[str, list[str]]:

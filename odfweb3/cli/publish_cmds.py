@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import key_values, plural, shown_path, shown_target
@@ -20,7 +20,11 @@ from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.remotes import Remotes
+from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import PublishTarget
+
+if TYPE_CHECKING:
+    from odfweb3.backends import StateFacts
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
 
@@ -281,7 +285,7 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
     if args.routing is not None and outcome.state is not None:
         from odfweb3.cli.name_cmds import push_record_file
 
-        name = str(outcome.state.record.get("name", ""))
+        name = _facts(outcome.state).name or ""
         out_dir = args.to[len("car:") :]
         try:
             pushed = push_record_file(
@@ -446,7 +450,7 @@ def _publish_one(
         out.warn(note)
     if outcome.plan.forced:
         out.warn(f"--force: {target.name} held a head that is not an ancestor of ours")
-    if outcome.state is not None and outcome.state.record.get("mode") == "name/publish":
+    if outcome.state is not None and _facts(outcome.state).mode == "name/publish":
         out.warn(
             f"{target.name} cannot store pre-signed records: the node signed a plain record "
             "with name/publish (no _odf fields; resolvers read refs/head)"
@@ -555,6 +559,13 @@ def _plan_detail(plan: PublishPlan) -> list[str]:
     return lines
 
 
+def _facts(state: PublishState) -> StateFacts:
+    """What the target's backend says its state holds (name, sequence, mode...)."""
+    from odfweb3.backends import state_facts
+
+    return state_facts(state)
+
+
 def _nothing_new(o: PublishOutcome) -> bool:
     return o.plan.is_noop
 
@@ -598,8 +609,7 @@ def _human(o: PublishOutcome) -> str:
         return "\n".join([header, *key_values(_plan_lines(plan)), "dry run: nothing sent"])
     assert o.upload is not None
     if _nothing_new(o):
-        record = o.state.record
-        seq = record.get("sequence")
+        seq = _facts(o.state).sequence
         kept = "record unchanged" if o.upload.summary.get("note") else "record renewed"
         where = f" (sequence {seq})" if seq is not None else ""
         return f"{header}\nnothing new: {target} already has head " + (

@@ -14,7 +14,6 @@ it answers, else from the saved state), and warns when a record expires within 2
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -78,41 +77,45 @@ def dataset_id_of(path: str) -> tuple[str, bytes]:
     return str(DatasetId.from_bytes(seed.dataset_id or b"")), head
 
 
+Sources = dict[tuple[str, str], str]  # (dataset ID, target) -> local dataset directory
+
+
 def _states(
     ctx: Any, dataset: str | None
-) -> tuple[list[PublishState], dict[str, bytes], list[OfflineEntry], list[str]]:
+) -> tuple[list[PublishState], dict[str, bytes], list[OfflineEntry], list[str], Sources]:
     """Saved states (node targets) and offline ones (car:/bundle: publish.json files).
 
-    Returns the states, the local head of ``dataset``, and the offline entries whose
-    directory no longer holds their state, with the reason.
+    Returns the states, the local head of ``dataset``, the offline entries whose
+    directory no longer holds their state, with the reason, and where the offline ones
+    were published from (the offline index remembers it; their states do not say).
     """
     store = StateStore(ctx.config.state_dir)
     local: dict[str, bytes] = {}
     states = store.all()
     lost: list[OfflineEntry] = []
     reasons: list[str] = []
+    sources: Sources = {}
     for entry, state, reason in OfflineIndex(ctx.config.state_dir).states():
         if state is None:
             lost.append(entry)
             reasons.append(reason or "")
-        elif "source" not in state.extra and entry.source:
-            states.append(dataclasses.replace(state, extra={**state.extra, "source": entry.source}))
-        else:
-            states.append(state)
+            continue
+        if entry.source:
+            sources[(state.dataset_id, state.target)] = entry.source
+        states.append(state)
     if dataset is not None:
         dataset_id, head = dataset_id_of(dataset)
         local[dataset_id] = head
         states = [s for s in states if s.dataset_id == dataset_id]
         kept = [(e, r) for e, r in zip(lost, reasons, strict=True) if e.dataset_id == dataset_id]
         lost, reasons = [e for e, _ in kept], [r for _, r in kept]
-    return states, local, lost, reasons
+    return states, local, lost, reasons, sources
 
 
-def _local_head(state: PublishState, local: dict[str, bytes]) -> bytes | None:
+def _local_head(state: PublishState, local: dict[str, bytes], source: str | None) -> bytes | None:
     if state.dataset_id in local:
         return local[state.dataset_id]
-    source = state.extra.get("source")
-    if source and Path(str(source), "refs", "head").is_file():
+    if source and Path(source, "refs", "head").is_file():
         try:
             return DatasetReader.open(str(source)).head()
         except OdfWeb3Error:
@@ -192,13 +195,17 @@ def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
 
 
 def _status(args: argparse.Namespace, ctx: Any) -> int:
-    states, local, lost, reasons = _states(ctx, args.dataset)
+    from odfweb3.backends import state_facts
+
+    states, local, lost, reasons, sources = _states(ctx, args.dataset)
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for entry, reason in zip(lost, reasons, strict=True):
         ctx.out.warn(f"{entry.dataset_id} on {entry.target}: {reason}")
     for state in states:
-        local_head = _local_head(state, local)
+        facts = state_facts(state)
+        source = facts.source or sources.get((state.dataset_id, state.target))
+        local_head = _local_head(state, local, source)
         row: dict[str, Any] = {
             "datasetId": state.dataset_id,
             "target": state.target,
@@ -207,13 +214,13 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "publishedHead": multihash_to_str(state.head) if state.head else None,
             "upToDate": local_head is not None and local_head == state.head,
             "root": state.locator,
-            "name": state.record.get("name"),
-            "recordId": state.record.get("recordId"),
-            "sequence": state.record.get("sequence"),
-            "validity": state.record.get("validity"),
-            "mode": state.record.get("mode"),
-            "pending": bool(state.extra.get("pending")),
-            "keyEnvelope": state.extra.get("keyEnvelope"),  # encrypted publish (issue 7)
+            "name": facts.name,
+            "recordId": facts.record_id,
+            "sequence": facts.sequence,
+            "validity": facts.validity,
+            "mode": facts.mode,
+            "pending": facts.pending,
+            "keyEnvelope": facts.key_envelope,  # encrypted publish (issue 7)
             "node": None,
         }
         rows.append(row)
@@ -303,7 +310,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
 def _republish(args: argparse.Namespace, ctx: Any) -> int:
     if not args.all and not args.dataset:
         raise UsageError("republish: give a DATASET directory or --all")
-    states, _local, _lost, _reasons = _states(ctx, None if args.all else args.dataset)
+    states, _local, _lost, _reasons, _sources = _states(ctx, None if args.all else args.dataset)
     if args.to:
         want = args.to if args.to.startswith("ipfs:") else f"ipfs:{ctx.config.ipfs_api}"
         states = [s for s in states if s.target == want.rstrip("/")]

@@ -155,3 +155,13 @@ def test_bundle_target_refuses_a_malformed_publish_json_in_one_line(tmp_path, fi
     with pytest.raises(FormatError, match=r"publish\.json: malformed publish state \(record\."):
         publish_dataset(ds, BundleTarget(out, fixed_wallet))
     assert sorted(p.name for p in out.iterdir()) == before  # nothing written
+
+
+def test_the_cli_sees_a_state_through_its_backend_and_typed_form():
+    from odfweb3.backends import StateFacts, state_facts
+
+    state = PublishState(
+        dataset_id="did:odf:x", target="arweave:http://gw", record=GATEWAY_RECORD,
+        extra=GATEWAY_EXTRA,
+    )  # fmt: skip
+    assert state_facts(state) == StateFacts(record_id=ID, key_envelope="K" * 43)

@@ -136,3 +136,23 @@ def test_car_target_refuses_a_malformed_publish_json_in_one_line(tmp_path):
     append_blocks(ds, 1, data_bytes=500, seed=4)
     with pytest.raises(FormatError, match=r"publish\.json: malformed publish state \(extra\.cars"):
         publish_dataset(ds, CarTarget(out, keystore))
+
+
+def test_the_cli_sees_a_state_through_its_backend_and_typed_form():
+    from odfweb3.backends import StateFacts, state_facts
+
+    node = PublishState(
+        dataset_id="did:odf:x", target="ipfs:http://127.0.0.1:5001", record=NODE_RECORD,
+        extra=NODE_EXTRA,
+    )  # fmt: skip
+    assert state_facts(node) == StateFacts(
+        name=NODE_RECORD["name"], sequence=4, validity=NODE_RECORD["validity"],
+        mode="routing/put", pending=True, source="/data/ds",
+    )  # fmt: skip
+    car = PublishState(
+        dataset_id="did:odf:x", target="car:/out", record={"name": "k51", "sequence": 0},
+        extra={"encrypted": True, "keyEnvelope": "bafyenv"},
+    )  # fmt: skip
+    assert state_facts(car) == StateFacts(name="k51", sequence=0, key_envelope="bafyenv")
+    with pytest.raises(FormatError, match=r"^publish state of car:/out: malformed"):
+        state_facts(car.evolve(record={"sequence": "0"}))
