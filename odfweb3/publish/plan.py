@@ -18,6 +18,7 @@ Relations between the local head and the target's head (docs/design.md, "Commit 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -255,7 +256,7 @@ def plan_publish(
     relation = _relation(target, remote_head, position, remote_ahead, force)
     forced = relation in ("behind", "diverged")
     # content-addressed: what is there stays valid even if forced
-    known = remote_has if isinstance(remote_has, set | frozenset) else set(remote_has)
+    known = _lookup(remote_has)
     covered: set[tuple[str, bytes]] = set()
     if relation == "ahead" and position is not None and remote_holds_head:
         # Everything the remote head already covers is there: its blocks and objects
@@ -275,6 +276,12 @@ def plan_publish(
         objects,
         tuple(entries),
     )
+
+
+def _lookup(has: Collection[str]) -> Collection[str]:
+    """``has`` for membership tests: sets and mappings (a target's lazy object index, issue
+    19) as they are, other collections as a set."""
+    return has if isinstance(has, AbstractSet | Mapping) else set(has)
 
 
 def _relation(
@@ -322,7 +329,7 @@ def _plan_verified(
     facts = chain.facts
     objects: LazySequence[DatasetObject] = LazySequence(facts.objects, chain.objects)
     whole: LazySequence[ChainEntry] = LazySequence(facts.sequence + 1, chain.whole)
-    known = remote_has if isinstance(remote_has, set | frozenset) else set(remote_has)
+    known = _lookup(remote_has)
 
     def plan(relation: Relation, send: tuple[DatasetObject, ...]) -> PublishPlan:
         return PublishPlan(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -58,7 +59,7 @@ class PublishState:
     head: bytes | None = None
     locator: str | None = None
     record: dict[str, Any] = field(default_factory=dict)
-    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def evolve(self, **changes: Any) -> PublishState:

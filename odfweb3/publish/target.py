@@ -7,7 +7,7 @@ function over them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -43,7 +43,7 @@ class RemoteView:
     """
 
     head: bytes | None
-    has: frozenset[str] = frozenset()
+    has: Collection[str] = frozenset()
     ahead: bool = False
     state: PublishState | None = None
     notes: tuple[str, ...] = ()
@@ -56,7 +56,7 @@ class UploadResult:
     """What steps 3-5 produced: the new locator and facts for the state."""
 
     locator: str
-    objects: dict[str, dict[str, Any]]
+    objects: Mapping[str, Mapping[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)
     bytes_sent: int = 0
     summary: dict[str, Any] = field(default_factory=dict)

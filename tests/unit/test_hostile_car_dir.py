@@ -30,6 +30,7 @@ from odfweb3_ipfs.formats.unixfs_reader import (
     list_directory,
     read_file,
 )
+from odfweb3_ipfs.publish.car_target import objects_of
 from tests.support import hostile_dags as hd
 from tests.support.measure import run_cli, tree_snapshot
 
@@ -53,9 +54,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     run = run_cli(["publish", str(ds), "--to", f"car:{tmp / 'honest'}", "-q"], env=env)
     assert run.code == 0, run.summary()
     doc = json.loads((tmp / "honest" / "publish.json").read_text("utf-8"))
-    new = [
-        k for k in doc["objects"] if k.startswith("data/") and not (tmp / "ancestor" / k).exists()
-    ]
+    objects = objects_of(tmp / "honest")
+    new = [k for k in objects if k.startswith("data/") and not (tmp / "ancestor" / k).exists()]
     assert len(new) == 1
     return {"tmp": tmp, "env": env, "doc": doc, "data": new[0]}
 

@@ -21,7 +21,7 @@ Facts taken from boxo (``hamt/hamt.go``, ``hamt/util.go``) and go-bitfield:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import mmh3
@@ -37,6 +37,7 @@ __all__ = [
     "ShardEntry",
     "ShardTable",
     "build_hamt",
+    "build_hamt_partial",
     "build_hamt_tracked",
     "hamt_hash",
 ]
@@ -185,8 +186,91 @@ def build_hamt_tracked(
                 dirty.add(path)
                 path += f"{(h >> (64 - (depth + 1) * bits)) & (fanout - 1):0{width}X}"
     hashed = [(hamt_hash(name), name) for name in names]
+    builder = _Builder(
+        link_of, cid_version, sink, fanout, table, dirty if previous is not None else None,
+        keep_depth,
+    )  # fmt: skip
+    root, tsize = builder.level(hashed, 0, "")
+    return root, tsize, table
 
-    def level(items: list[tuple[int, bytes]], depth: int, path: str) -> tuple[Cid, int]:
+
+def build_hamt_partial(
+    buckets: Mapping[int, Sequence[bytes] | None],
+    link_of: Callable[[bytes], tuple[bytes, int]],
+    *,
+    cid_version: int,
+    sink: BlockSinkFn | None,
+    previous: ShardTable,
+    single: Callable[[int], bytes],
+) -> tuple[Cid, int, ShardTable]:
+    """:func:`build_hamt_tracked` at fanout 256 from the root's buckets alone (issue 19).
+
+    The same trie as ``build_hamt_tracked(all names, ..., previous=previous, added=...)``
+    without naming every entry: ``buckets`` maps each used root bucket to every name in
+    it when it changed (its child is rebuilt from them), or to None when it did not (its
+    child shard is linked from ``previous``, or, when ``previous`` records none there, the
+    bucket's one entry is linked: ``single(bucket)`` names it).
+
+    Returns:
+        ``(root cid, root tsize, table of the root and its children)``.
+    """
+    fanout = DEFAULT_FANOUT
+    table: ShardTable = dict(previous)
+    builder = _Builder(link_of, cid_version, sink, fanout, table, None, 1)
+    parts: list[bytes] = []
+    bitfield = 0
+    total = 0
+    for index in sorted(buckets):
+        names = buckets[index]
+        hexed = f"{index:02X}"
+        prefix = hexed.encode("ascii")
+        bitfield |= 1 << index
+        if names is None:
+            kept = previous.get(hexed)
+            if kept is not None:
+                child, tsize = kept
+                parts.append(encode_link(child, prefix, tsize))
+            else:
+                name = single(index)
+                child, tsize = link_of(name)
+                parts.append(encode_link(child, prefix + name, tsize))
+        elif len(names) == 1:
+            table.pop(hexed, None)
+            child, tsize = link_of(names[0])
+            parts.append(encode_link(child, prefix + names[0], tsize))
+        else:
+            cid, tsize = builder.level([(hamt_hash(n), n) for n in names], 1, hexed)
+            parts.append(encode_link(cid.raw, prefix, tsize))
+        total += tsize
+    cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink)
+    table[""] = (cid.raw, size + total)
+    return cid, size + total, table
+
+
+class _Builder:
+    """One trie build: shards rebuilt from entries, unchanged ones reused from a table."""
+
+    def __init__(
+        self,
+        link_of: Callable[[bytes], tuple[bytes, int]],
+        cid_version: int,
+        sink: BlockSinkFn | None,
+        fanout: int,
+        table: ShardTable,
+        dirty: set[str] | None,
+        keep_depth: int,
+    ) -> None:
+        self.link_of = link_of
+        self.cid_version = cid_version
+        self.sink = sink
+        self.fanout = fanout
+        self.bits, self.width = _check_fanout(fanout)
+        self.table = table
+        self.dirty = dirty  # None: reuse nothing from the table
+        self.keep_depth = keep_depth
+
+    def level(self, items: list[tuple[int, bytes]], depth: int, path: str) -> tuple[Cid, int]:
+        bits, width, fanout, table = self.bits, self.width, self.fanout, self.table
         shift = 64 - (depth + 1) * bits
         if shift < 0:
             raise FormatError("HAMT directory too deep: entry names collide in all 64 hash bits")
@@ -204,25 +288,23 @@ def build_hamt_tracked(
             prefix = hexed.encode("ascii")
             if len(group) == 1:
                 name = group[0][1]
-                child, tsize = link_of(name)
+                child, tsize = self.link_of(name)
                 parts.append(encode_link(child, prefix + name, tsize))
             else:
                 sub = path + hexed
-                kept = table.get(sub) if previous is not None and sub not in dirty else None
+                reuse = self.dirty is not None and sub not in self.dirty
+                kept = table.get(sub) if reuse else None
                 if kept is not None:
                     child, tsize = kept
                 else:
-                    cid, tsize = level(group, depth + 1, sub)
+                    cid, tsize = self.level(group, depth + 1, sub)
                     child = cid.raw
                 parts.append(encode_link(child, prefix, tsize))
             total += tsize
-        cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink)
-        if depth <= keep_depth:
+        cid, size = _encode_shard(parts, bitfield, fanout, self.cid_version, self.sink)
+        if depth <= self.keep_depth:
             table[path] = (cid.raw, size + total)
         return cid, size + total
-
-    root, tsize = level(hashed, 0, "")
-    return root, tsize, table
 
 
 def _encode_shard(

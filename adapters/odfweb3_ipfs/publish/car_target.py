@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -58,7 +59,8 @@ from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.dataset_dag import shards_json
+from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
+from odfweb3_ipfs.publish.object_index import ObjectIndex, is_pack_name
 from odfweb3_ipfs.publish.pipeline import (
     BuildSettings,
     SideFile,
@@ -77,7 +79,7 @@ from odfweb3_ipfs.publish.state import (
     serialize_car_state,
 )
 
-__all__ = ["LOCK_NAME", "CarTarget", "write_atomic"]
+__all__ = ["LOCK_NAME", "CarTarget", "objects_of", "write_atomic"]
 
 LOCK_NAME = ".publish.lock"
 _MAX_SUMMARY_SIZE = 64 << 20  # publish.json, read bounded as car:DIR readers do
@@ -137,7 +139,13 @@ class CarTarget:
         return self.out_dir / "publish.json"
 
     def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
-        return load_summary_file(self.summary_path)
+        state, raw = load_summary_file(self.summary_path)
+        if state is not None:
+            index = self._typed(state).extra.object_index
+            if index is not None:  # the objects are in OUT_DIR/index, read when asked
+                where = str(self.summary_path)
+                state = state.evolve(objects=ObjectIndex.from_json(self.out_dir, index, where))
+        return state, raw
 
     def _typed(self, state: PublishState) -> CarState:
         """The typed record and extra of a state of this directory (FormatError naming
@@ -178,9 +186,8 @@ class CarTarget:
         if not reusable_state(car.extra.dag, self.profile, encrypted=self.sealer is not None):
             # Its CARs hold the objects made another way (CID profile, encryption).
             return RemoteView(head=state.head, state=state, holds_head=False)
-        return RemoteView(
-            head=state.head, has=frozenset(state.objects), state=state, record=self._served(car)
-        )
+        has = state.objects if isinstance(state.objects, ObjectIndex) else frozenset(state.objects)
+        return RemoteView(head=state.head, has=has, state=state, record=self._served(car))
 
     def _served(self, car: CarState) -> RemoteRecord | None:
         """The record this directory serves, as facts for the plan (:func:`.plan_record`);
@@ -262,9 +269,10 @@ class CarTarget:
         desc = dict(delta.side.skipped)
         for file in delta.side.files:  # each its own CAR beside the root's
             desc |= {file.kind: file.cid.encode(), f"{file.kind}Car": self._write_side_car(file)}
+        index = self._write_index(dag, prev)
         return UploadResult(
             locator=dag.root.cid.encode(),
-            objects=dag.objects_json(prev.objects if prev else {}),
+            objects=index,
             extra=serialize_car_extra(
                 CarExtra(
                     dag=DagFacts(
@@ -282,11 +290,24 @@ class CarTarget:
                     hamt_shards=shards_json(dag.shards) if dag.shards else None,
                     descriptor_car=desc.get("descriptorCar"),
                     key_envelope_car=desc.get("keyEnvelopeCar"),
+                    object_index=index.to_json(),
                 )
             ),
             bytes_sent=car_bytes,
             summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
         )
+
+    def _write_index(self, dag: DatasetDag, prev: PublishState | None) -> ObjectIndex:
+        """The object index of the new layout, its new pack written (before publish.json,
+        named by its content: a crash leaves only an unreferenced pack)."""
+        if dag.indexed and prev is not None and isinstance(prev.objects, ObjectIndex):
+            index, pack = prev.objects.updated({p: link.to_json() for p, link in dag.added.items()})
+        else:
+            objects = dag.objects_json(prev.objects if prev else {})
+            index, pack = ObjectIndex.of_objects(self.out_dir, objects)
+        if pack:
+            write_atomic(self.out_dir / ObjectIndex.pack_name(pack), pack)
+        return index
 
     def _write_side_car(self, file: SideFile) -> str:
         """Write a side file (descriptor, key envelope) as its own CAR; the CAR's name."""
@@ -369,7 +390,24 @@ class CarTarget:
                 ],
             }
         )
-        write_atomic(self.summary_path, (state_json_text(doc) + "\n").encode())
+        if isinstance(state.objects, ObjectIndex):
+            del doc["objects"]  # in OUT_DIR/index (extra.objectIndex says where)
+            large = len(state.objects) > 1000 or len(car.extra.dag.dir_blocks or ()) > 1000
+            text = json.dumps(doc, indent=None if large else 1, sort_keys=True)
+        else:
+            text = state_json_text(doc)
+        write_atomic(self.summary_path, (text + "\n").encode())
+        if isinstance(state.objects, ObjectIndex):
+            self._drop_packs(state.objects.packs)
+
+    def _drop_packs(self, keep: set[str]) -> None:
+        """Remove the packs ``publish.json`` no longer names (left by earlier publishes or
+        an interrupted one); best effort."""
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.out_dir):
+                if is_pack_name(entry.name) and entry.name not in keep:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
 
     # -- one publisher at a time (a lock file in OUT_DIR, held by the executor's session) ----
 
@@ -463,6 +501,19 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def objects_of(out_dir: Path) -> dict[str, Mapping[str, Any]]:
+    """Every object link a ``car:DIR`` records (path -> ``{cid, tsize, size}``), from its
+    object index or, written by older versions, ``publish.json``'s ``objects`` (for tools
+    and tests; reads every part)."""
+    state, _raw = load_summary_file(out_dir / "publish.json")
+    if state is None:
+        return {}
+    index = parse_car_state(state, str(out_dir / "publish.json")).extra.object_index
+    if index is None:
+        return dict(state.objects)
+    return dict(ObjectIndex.from_json(out_dir, index, str(out_dir / "publish.json")))
 
 
 def head_of_summary(path: Path) -> bytes | None:

@@ -21,7 +21,7 @@ the previous publish already sent (``previous_dir_blocks``) are not emitted agai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -33,8 +33,14 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
 from odfweb3.publish.state import PublishState
 from odfweb3_ipfs.formats.cid import Cid
-from odfweb3_ipfs.formats.hamt import ShardTable, build_hamt_tracked
+from odfweb3_ipfs.formats.hamt import (
+    DEFAULT_FANOUT,
+    ShardTable,
+    build_hamt_partial,
+    build_hamt_tracked,
+)
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.object_index import ObjectIndex, partition_of
 from odfweb3_ipfs.publish.state import parse_car_extra, parse_dag_facts
 from odfweb3_ipfs.publish.unixfs_import import (
     BlockSink,
@@ -46,8 +52,10 @@ from odfweb3_ipfs.publish.unixfs_import import (
 
 __all__ = [
     "DatasetDag",
+    "IndexLinks",
     "ObjectLink",
     "build_dataset_dag",
+    "build_dataset_dag_indexed",
     "reusable_links",
     "reusable_shards",
     "shards_json",
@@ -86,8 +94,12 @@ class DatasetDag:
     dirs: dict[str, DirNode] = field(default_factory=dict)
     reused: frozenset[str] = frozenset()
     shards: dict[str, ShardTable] = field(default_factory=dict)
+    added: Mapping[str, ObjectLink] = field(default_factory=dict)
+    indexed: bool = False
 
-    def objects_json(self, previous: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def objects_json(
+        self, previous: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, Mapping[str, Any]]:
         """Per-object state entries: the previous publish's entries for reused objects
         (no re-encoding of thousands of CIDs), fresh ones for new objects."""
         return {
@@ -102,7 +114,7 @@ class _LazyLinks(Mapping[str, ObjectLink]):
     """The previous publish's links, each CID parsed only when asked (issue 19: an update
     that rebuilds one HAMT shard path needs a few hundred of 100,000)."""
 
-    def __init__(self, objects: Mapping[str, Mapping[str, Any]], has: frozenset[str]) -> None:
+    def __init__(self, objects: Mapping[str, Mapping[str, Any]], has: Collection[str]) -> None:
         self._objects = objects
         self._has = has
         self._parsed: dict[str, ObjectLink] = {}
@@ -128,6 +140,30 @@ class _LazyLinks(Mapping[str, ObjectLink]):
 
     def __len__(self) -> int:
         return len(self._keys)
+
+
+class IndexLinks(Mapping[str, ObjectLink]):
+    """The links of ``car:DIR``'s object index (:mod:`.object_index`), each part read and
+    each CID parsed only when asked (issue 19)."""
+
+    def __init__(self, index: ObjectIndex) -> None:
+        self.index = index
+        self._parsed: dict[str, ObjectLink] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.index
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        link = self._parsed.get(key)
+        if link is None:
+            link = self._parsed[key] = ObjectLink.from_json(self.index[key])
+        return link
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
 
 
 class _AllLinks(Mapping[str, ObjectLink]):
@@ -156,7 +192,7 @@ class _AllLinks(Mapping[str, ObjectLink]):
 
 def reusable_links(
     state: PublishState | None,
-    has: frozenset[str],
+    has: Collection[str],
     *,
     cid_version: int,
     encrypted: bool,
@@ -172,7 +208,11 @@ def reusable_links(
     if state is None:
         return {}, frozenset()
     facts = parse_dag_facts(state.extra, f"publish state of {state.target}")
-    previous: Mapping[str, ObjectLink] = _LazyLinks(state.objects, has)
+    previous: Mapping[str, ObjectLink] = (
+        IndexLinks(state.objects)
+        if isinstance(state.objects, ObjectIndex)
+        else _LazyLinks(state.objects, has)
+    )
     if facts.version != cid_version:
         previous = {}
     tag = (profile or profile_for(None, cid_version)).state_tag
@@ -188,6 +228,8 @@ def _count_in(links: Mapping[str, ObjectLink], folder: str) -> int:
     """How many of ``links`` are under ``folder/``."""
     if isinstance(links, _LazyLinks):
         return links.per_folder.get(folder, 0)
+    if isinstance(links, IndexLinks):
+        return links.index.count(folder)
     return sum(1 for p in links if p.startswith(folder + "/"))
 
 
@@ -384,3 +426,182 @@ def build_dataset_dag(
         frozenset(reused),
         shards,
     )
+
+
+class _Sinks:
+    """Where a build's new blocks go, counted; directory blocks sent before are skipped."""
+
+    def __init__(self, sink: BlockSink | None, previous_dir_blocks: frozenset[bytes]) -> None:
+        self.sink = sink
+        self.previous = previous_dir_blocks
+        self.blocks = 0
+        self.bytes = 0
+        self.dir_cids: set[bytes] = set()
+
+    def file(self, cid: Cid, block: bytes) -> None:
+        self.blocks += 1
+        self.bytes += len(block)
+        if self.sink is not None:
+            self.sink(cid, block)
+
+    def dir(self, cid: Cid, block: bytes) -> None:
+        raw = cid.raw
+        self.dir_cids.add(raw)
+        if raw in self.previous:
+            return
+        self.file(cid, block)
+
+
+class _IndexedLayout(Mapping[str, ObjectLink]):
+    """Every object's link: the new ones, then the index's (read when iterated)."""
+
+    def __init__(self, new: Mapping[str, ObjectLink], previous: IndexLinks) -> None:
+        self._new = new
+        self._previous = previous
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._new or key in self._previous
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        link = self._new.get(key)
+        return link if link is not None else self._previous[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._new
+        yield from self._previous
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._previous)
+
+
+def build_dataset_dag_indexed(
+    reader: DatasetReader,
+    head: bytes,
+    send: Iterable[DatasetObject],
+    previous: IndexLinks,
+    *,
+    profile: CidProfile,
+    sink: BlockSink | None = None,
+    previous_dir_blocks: frozenset[bytes] = frozenset(),
+    progress: Callable[[int], None] | None = None,
+    sealer: Sealer | None = None,
+    previous_shards: Mapping[str, ShardTable] | None = None,
+) -> DatasetDag:
+    """:func:`build_dataset_dag` of the index's layout plus ``send`` (issue 19).
+
+    The same DAG and blocks as a build over every object, reading only what changes: a
+    top directory sharded before (its table in ``previous_shards``, fanout 256) rebuilds
+    the root children its new names fall under from their index parts and links the
+    others from the table; any other directory is built from all its names (it is small:
+    below the sharding threshold, or sharding for the first time).
+
+    Raises:
+        FormatError: a sent object is in the index already, or the index is damaged.
+        IntegrityError / HashMismatch: a new object's size or hash is wrong.
+    """
+    prof = profile
+    sinks = _Sinks(sink, previous_dir_blocks)
+    index = previous.index
+    links: dict[str, ObjectLink] = {}
+    added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
+    new: list[DatasetObject] = []
+    for obj in send:
+        path = obj.path
+        folder, name = path.split("/", 1)
+        if folder not in added or path in previous:
+            raise FormatError(f"{path}: sent, but the object index links it already")
+        new.append(obj)
+        added[folder].append(name)
+
+    def open_new(obj: DatasetObject) -> ImportSource:
+        return open_for_publish(reader, obj, sealer, defer_hashing=True)
+
+    # As build_dataset_dag: in order, every check passed before a directory is built.
+    node: FileNode
+    for obj, node in prof.import_files(new, open_new, sinks.file):
+        if progress is not None:
+            progress(node.size)
+        links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
+
+    head_text = multihash_to_str(head).encode("ascii")
+    if sealer is not None:
+        head_text = sealer.seal_bytes(head_text, "refs/head")
+    head_file = prof.import_bytes(head_text, sinks.file)
+
+    def link_at(path: str) -> ObjectLink:
+        link = links.get(path)
+        return link if link is not None else previous[path]
+
+    shards: dict[str, ShardTable] = {}
+    dirs: dict[str, DirNode] = {}
+    for folder in _TOP_DIRS:
+        table = (previous_shards or {}).get(folder)
+
+        def link_of(entry: bytes, f: str = folder) -> tuple[bytes, int]:
+            link = link_at(f"{f}/{entry.decode('ascii')}")
+            return link.cid.raw, link.tsize
+
+        if table is not None and prof.hamt_fanout == DEFAULT_FANOUT and index.count(folder):
+            buckets: dict[int, list[bytes] | None] = dict.fromkeys(index.refs[folder])
+            for name in added[folder]:
+                i = partition_of(name)
+                group = buckets.get(i)
+                if group is None:
+                    group = buckets[i] = [n.encode("ascii") for n in index.part(folder, i)]
+                group.append(name.encode("ascii"))
+
+            def single(i: int, f: str = folder) -> bytes:
+                part = index.part(f, i)
+                if len(part) != 1:
+                    raise FormatError(
+                        f"{index.out_dir}: the object index and hamtShards disagree on "
+                        f"{f}/{i:02X}; move publish.json away to publish afresh"
+                    )
+                return next(iter(part)).encode("ascii")
+
+            cid, tsize, new_table = build_hamt_partial(
+                buckets,
+                link_of,
+                cid_version=prof.cid_version,
+                sink=sinks.dir,
+                previous=table,
+                single=single,
+            )
+            # As build_dataset_dag: earlier directory blocks stay in the earlier CARs.
+            sinks.dir_cids.update(raw for raw, _ in new_table.values())
+            sinks.dir_cids.update(previous_dir_blocks)
+            dirs[folder] = DirNode(cid=cid, tsize=tsize, sharded=True)
+            shards[folder] = new_table
+            continue
+        names = index.names(folder) + added[folder]
+        entries = {n: Entry(*_pair(link_at(f"{folder}/{n}"))) for n in names}
+        dirs[folder] = prof.build_directory(entries, sinks.dir)
+        if dirs[folder].sharded:
+            _, _, shards[folder] = build_hamt_tracked(
+                [n.encode("ascii") for n in names],
+                link_of,
+                cid_version=prof.cid_version,
+                sink=None,
+                fanout=prof.hamt_fanout,
+            )
+
+    dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, sinks.dir)
+    root = prof.build_directory(
+        {name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, sinks.dir
+    )
+    return DatasetDag(
+        root,
+        _IndexedLayout(links, previous),
+        frozenset(sinks.dir_cids),
+        sinks.blocks,
+        sinks.bytes,
+        dirs,
+        frozenset(),
+        shards,
+        added=links,
+        indexed=True,
+    )
+
+
+def _pair(link: ObjectLink) -> tuple[Cid, int]:
+    return link.cid, link.tsize

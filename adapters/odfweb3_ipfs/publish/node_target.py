@@ -445,7 +445,7 @@ class IpfsNodeTarget:
         self,
         plan: PublishPlan,
         root: str,
-        objects: dict[str, dict[str, Any]],
+        objects: Mapping[str, Mapping[str, Any]],
         dir_blocks: list[str],
     ) -> None:
         """Remember what is on the node before the name moves (resumes an interruption)."""

@@ -46,7 +46,9 @@ from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile
 from odfweb3_ipfs.publish.dataset_dag import (
     DatasetDag,
+    IndexLinks,
     build_dataset_dag,
+    build_dataset_dag_indexed,
     reusable_links,
     reusable_shards,
 )
@@ -136,7 +138,22 @@ def build_delta(
     # (``previous`` parses a link's CID when it is used, issue 19).
     send = {o.path for o in plan.send}
     layout: Iterable[DatasetObject | str]
-    if _grows_held_layout(plan, view, previous):
+    grows = _grows_held_layout(plan, view, previous)
+    if grows and isinstance(previous, IndexLinks):
+        # car:DIR's object index: only the parts the new objects fall in are read.
+        return build_dataset_dag_indexed(
+            reader,
+            plan.head,
+            plan.send,
+            previous,
+            profile=profile,
+            sink=sink,
+            previous_dir_blocks=prev_dirs,
+            progress=progress,
+            sealer=sealer,
+            previous_shards=reusable_shards(view.state, previous),
+        )
+    if grows:
         # The target holds exactly its head's layout and ours only adds the sent objects
         # to it: the layout is the linked objects plus the sent ones, and the chain below
         # the target's head is not walked (issue 19).

@@ -214,6 +214,8 @@ class CarExtra:
             :func:`.dataset_dag.reusable_shards`; a damaged table costs a rebuild).
         descriptor_car: ``descriptorCar``, the descriptor's CAR file.
         key_envelope_car: ``keyEnvelopeCar``, the key envelope's CAR file.
+        object_index: ``objectIndex``, where the per-object links are
+            (:class:`.object_index.ObjectIndex`; absent: the core's ``objects`` map).
     """
 
     dag: DagFacts = DagFacts()
@@ -221,6 +223,7 @@ class CarExtra:
     hamt_shards: Mapping[str, Any] | None = None
     descriptor_car: str | None = None
     key_envelope_car: str | None = None
+    object_index: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,7 @@ def parse_car_extra(raw: Mapping[str, Any], where: str) -> CarExtra:
         hamt_shards=json_object(raw, "hamtShards", where, p),
         descriptor_car=opt_field(raw, "descriptorCar", str, where, p),
         key_envelope_car=opt_field(raw, "keyEnvelopeCar", str, where, p),
+        object_index=json_object(raw, "objectIndex", where, p),
     )
 
 
@@ -251,6 +255,7 @@ def serialize_car_extra(extra: CarExtra) -> dict[str, Any]:
             "hamtShards": extra.hamt_shards,
             "descriptorCar": extra.descriptor_car,
             "keyEnvelopeCar": extra.key_envelope_car,
+            "objectIndex": extra.object_index,
         }
     )
 
