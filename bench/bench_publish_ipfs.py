@@ -49,6 +49,7 @@ from _common import ensure_dataset, linked_copy, machine, print_table
 
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.odf.builder import append_blocks
+from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
 from odfweb3_ipfs.client.kubo import KuboClient
@@ -187,7 +188,8 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     def publish() -> tuple[object, KuboClient]:
         client = KuboClient(args.api, timeout=3600)
         target = IpfsNodeTarget(client, keystore, states, tmp_dir=tmp)
-        return publish_dataset(ds, target), client
+        # As the CLI does: heads verified before are not walked again (issue 19).
+        return publish_dataset(ds, target, chain_cache=ChainCache(tmp / "verified")), client
 
     node = KuboClient(args.api).node
     httpx.post(
