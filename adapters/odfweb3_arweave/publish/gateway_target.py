@@ -731,19 +731,21 @@ def upload_statuses(gateway: ArweaveGateway, state: PublishState) -> list[dict[s
     block in GraphQL and ``/info``'s height.
     """
     typed = parse_arweave_state(state, f"publish state of {state.target}")
-    uploads = [u.to_json() for u in typed.extra.uploads or ()]
-    if not uploads and typed.record is not None:
+    uploads = list(typed.extra.uploads or ())
+    rows = [u.to_json() for u in uploads]  # what status shows of each
+    record = typed.record
+    if not uploads and record is not None:  # state older than the uploads list
         head = multihash_to_str(state.head) if state.head else None
-        uploads = [serialize_upload_facts(typed.record) | {"head": head}]
-    nodes = lookup_items(gateway, [str(u["recordId"]) for u in uploads if u.get("recordId")])
+        uploads = [UploadEntry(record.record_id, head, record.manifest_id, record.bundle_tx_id)]
+        rows = [serialize_upload_facts(record) | {"head": head}]
+    nodes = lookup_items(gateway, [u.record_id for u in uploads])
     height: int | None = None
     out: list[dict[str, Any]] = []
-    for u in uploads:
-        tx_id = u.get("bundleTxId")
-        if tx_id:
-            status = gateway.tx_status(str(tx_id))
+    for u, row in zip(uploads, rows, strict=True):
+        if u.bundle_tx_id:
+            status = gateway.tx_status(u.bundle_tx_id)
         else:
-            node = nodes.get(str(u.get("recordId")))
+            node = nodes.get(u.record_id)
             block = (node or {}).get("block")
             if node is None:
                 status = TxStatus("not_found")
@@ -754,5 +756,5 @@ def upload_statuses(gateway: ArweaveGateway, state: PublishState) -> list[dict[s
                 status = TxStatus("confirmed", height=h, confirmations=max(height - h, 0))
             else:
                 status = TxStatus("pending")
-        out.append({**u, **status.to_json()})
+        out.append({**row, **status.to_json()})
     return out
