@@ -50,7 +50,15 @@ from odfweb3.cli.output import Output
 from odfweb3.config import Config, load_config
 from odfweb3.errors import OdfWeb3Error, UsageError
 
-__all__ = ["EXIT_INTERNAL", "EXIT_LOCAL_IO", "Context", "build_parser", "main", "suggest"]
+__all__ = [
+    "EXIT_INTERNAL",
+    "EXIT_LOCAL_IO",
+    "Context",
+    "build_parser",
+    "join_dash_values",
+    "main",
+    "suggest",
+]
 
 EXIT_INTERNAL = 70  # sysexits EX_SOFTWARE: a bug
 EXIT_LOCAL_IO = 74  # sysexits EX_IOERR, as odfweb3.errors.LocalIOError
@@ -236,11 +244,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value is a bare Arweave address or id: 43 base64url characters, which may
+# begin with "-" (about one in 64), which argparse would take for an option.
+_ADDRESS_OPTIONS = frozenset({"--owner", "--ar"})
+_ARWEAVE_ID = re.compile(r"-[A-Za-z0-9_-]{42}")
+
+
+def join_dash_values(argv: Sequence[str]) -> list[str]:
+    """``--owner -abc…`` -> ``--owner=-abc…`` for an Arweave address that begins with "-"."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if token in _ADDRESS_OPTIONS and nxt is not None and _ARWEAVE_ID.fullmatch(nxt):
+            out.append(f"{token}={nxt}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     env = os.environ if env is None else env
     out = Output()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = join_dash_values(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
         if not argv:

@@ -10,7 +10,7 @@ import pytest
 
 from odfweb3 import __version__
 from odfweb3.cli.examples import EXAMPLES
-from odfweb3.cli.main import build_parser, main
+from odfweb3.cli.main import build_parser, join_dash_values, main
 
 
 def run(capsys, *argv):
@@ -131,3 +131,23 @@ def test_two_unseeded_examples_are_two_datasets_not_a_divergence(capsys, tmp_pat
     assert "diverged" not in err
     code, _, err = run(capsys, "publish", str(tmp_path / "b"), "--to", f"car:{tmp_path / 'out2'}")
     assert code == 0, err
+
+
+# About one Arweave address in 64 begins with "-" (base64url): argparse took it for an option
+# ("--owner: expected one argument"), found by a hostile-gateway test whose random wallet had one.
+DASH_ADDRESS = "-" + "a1_B" * 10 + "xy"
+
+
+def test_an_arweave_address_beginning_with_a_dash_is_a_value():
+    argv = ["resolve", "did:odf:fed01" + "ab" * 33, "--owner", DASH_ADDRESS]
+    assert join_dash_values(argv)[-1] == f"--owner={DASH_ADDRESS}"
+    args = build_parser().parse_args(join_dash_values(argv))
+    assert args.owner == DASH_ADDRESS
+    # only a whole address is joined: options and short values keep their meaning
+    assert join_dash_values(["resolve", "X", "--owner", "-v"]) == ["resolve", "X", "--owner", "-v"]
+
+
+def test_main_takes_a_dash_address_after_owner(capsys):
+    code, _, err = run(capsys, "resolve", "did:odf:not-a-did", "--owner", DASH_ADDRESS)
+    assert "expected one argument" not in err
+    assert code != 0 and len(err.strip().splitlines()) == 1
