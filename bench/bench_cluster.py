@@ -24,6 +24,12 @@ the cluster reaches only through the pin's ``origins``. One run:
    is not measured: on v1.1.6 it unpins the old root first and the new pin fails; see
    docs/online.md.)
 
+A pin that stalls (Kubo's bitswap session stops asking for blocks on a loaded machine; see
+bench/RESULTS.md, issue 18) fails after ``pin_timeout`` (1 min here); the step then does what
+docs/online.md tells users — ``recover`` the pin through the REST API, then publish again — up
+to 3 times, and its row says how many times the pin stalled (its wall and pin times are then
+the whole step, stalls included).
+
 Bytes moved between nodes: the sum of ``stats/bitswap`` ``DataReceived`` over the 3 cluster
 Kubo nodes, before/after each step (blocks fetched from the publisher or from each other).
 Ratios: pin time / reference publish time, and bytes moved / dataset bytes. The load average
@@ -53,6 +59,33 @@ from odfweb3.cli.main import main as cli
 from odfweb3.odf.builder import append_blocks
 from tests.support.cluster import Cluster, start_cluster
 from tests.support.kubo import KuboNode, start_kubo
+
+MAX_RECOVERS = 3
+PIN_TIMEOUT = "1m0s"  # no progress for this long: the cluster fails the pin (a stall)
+
+
+def _pending_root(cluster: Cluster) -> str:
+    """The pin in the cluster's pinset that is not pinned on all its allocations."""
+    for cid in cluster.pinset():
+        if sum(1 for v in cluster.status(cid).values() if v == "pinned") < 2:
+            return cid
+    raise SystemExit("a publish failed but every pin in the cluster is pinned")
+
+
+def _recover(cluster: Cluster, cid: str, attempts: int) -> int:
+    """``POST /pins/{cid}/recover`` until 2 peers report it pinned; the stalls it took."""
+    for attempt in range(1, attempts + 1):
+        cluster.rest("POST", f"/pins/{cid}/recover", timeout=600)
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline:
+            seen = cluster.status(cid)
+            if sum(1 for v in seen.values() if v == "pinned") == 2:
+                return attempt
+            if any(v == "pin_error" for v in seen.values()):
+                print(f"recover {cid}: failed again ({seen}), retrying", flush=True)
+                break
+            time.sleep(1)
+    raise SystemExit(f"{cid}: not pinned on 2 peers after {attempts} recover(s)")
 
 
 def received(cluster: Cluster) -> int:
@@ -85,6 +118,9 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=5000)
     ap.add_argument("--data-bytes", type=int, default=1_000_000_000)
     ap.add_argument("--cache", type=Path, default=None)
+    ap.add_argument(
+        "--pin-timeout", default=PIN_TIMEOUT, help="the cluster's pin_timeout (Go duration)"
+    )
     args = ap.parse_args()
 
     print(machine())
@@ -100,7 +136,7 @@ def main() -> int:
         size = dataset_bytes(ds)
         t0 = time.perf_counter()
         with (
-            start_cluster(scratch / "cluster", pin_timeout="2m0s") as cluster,
+            start_cluster(scratch / "cluster", pin_timeout=args.pin_timeout) as cluster,
             start_kubo(scratch / "publisher", name="publisher") as pub,
         ):
             print(f"cluster + publisher started in {time.perf_counter() - t0:.1f} s")
@@ -159,20 +195,38 @@ def bench(
         cfg.write_text(yaml.safe_dump(data))
         before = received(cluster)
         t = time.perf_counter()
-        out = run_cli(["publish", str(ds), "--to", "pinning:cluster", *base])
+        argv = ["publish", str(ds), "--to", "pinning:cluster", *base]
+        stalls = 0
+        while True:
+            try:
+                out = run_cli(argv)
+                break
+            except SystemExit as e:
+                # Kubo's bitswap session can stop asking for blocks on a loaded machine
+                # (bench/RESULTS.md, issue 18; docs/kubo-notes.md): the cluster fails the pin
+                # after pin_timeout. Do what docs/online.md tells users: recover, publish again.
+                if stalls >= MAX_RECOVERS:
+                    raise
+                failed = _pending_root(cluster)
+                print(f"{label}: {e}; recover {failed}, then publish again", flush=True)
+                stalls += _recover(cluster, failed, MAX_RECOVERS - stalls)
         wall = time.perf_counter() - t
+        if stalls:
+            label += f" (pin stalled {stalls}x, recovered)"
         pin = out["pins"]["cluster"]
         assert pin["status"] == "pinned", pin
+        # after a stall the last publish found the pin done: count the whole step
+        pin_s = wall if stalls else float(pin["seconds"])
         cluster.wait_status(out["locator"], pinned=2, timeout=600)
         moved = received(cluster) - before
         rows.append(
             (
                 label,
                 f"{wall:.1f}",
-                f"{pin['seconds']:.1f}",
+                f"{pin_s:.1f}",
                 f"{moved:,}",
                 f"{moved / size:.4f}",
-                f"{pin['seconds'] / ref_s:.3f}",
+                f"{pin_s / ref_s:.3f}",
             )
         )
         return str(out["locator"])
