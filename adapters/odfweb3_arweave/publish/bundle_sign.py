@@ -10,10 +10,12 @@ upload record last. The steps are told in :mod:`.bundle_plan`.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO, cast
+from typing import BinaryIO, TypeVar, cast
 
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject
@@ -94,14 +96,60 @@ class SignedBundle:
     key_envelope_id: str | None = None
 
 
-class _CheckedStream:
-    """Re-reading an object for the bundle: verified again when its ``with`` block ends."""
+# Items signed at once on the signing threads (issue 19): each holds one open file and
+# at most one read of it, so this bounds memory; two threads keep two cores busy (the
+# hashes and OpenSSL's RSA release the GIL on their long runs).
+_SIGN_THREADS = 2
+_SIGN_AHEAD = 8
+# An object re-read for the bundle hashes its chunks (its SHA3-256 check) on a worker while
+# this thread writes them, when it is at least this large (smaller: not worth a handoff).
+_OVERLAP_BYTES = 1 << 20
 
-    def __init__(self, stream: VerifiedStream) -> None:
+T = TypeVar("T")
+
+
+def _in_order(pool: ThreadPoolExecutor, jobs: Iterable[Callable[[], T]]) -> Iterator[T]:
+    """Run ``jobs`` on ``pool``, at most ``_SIGN_AHEAD`` at once; results in job order."""
+    window: deque[Future[T]] = deque()
+    try:
+        for job in jobs:
+            window.append(pool.submit(job))
+            if len(window) >= _SIGN_AHEAD:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+    finally:
+        for future in window:
+            future.cancel()
+
+
+class _CheckedStream:
+    """Re-reading an object for the bundle: verified again when its ``with`` block ends.
+
+    A large plaintext object (a reader with ``defer_hashing``) is hashed on ``hasher``'s
+    one thread, in order, while the caller writes what it read: the check still covers
+    exactly the bytes read, and runs before the ``with`` block ends.
+    """
+
+    def __init__(
+        self, stream: VerifiedStream, hasher: ThreadPoolExecutor | None = None, size: int = 0
+    ) -> None:
         self._stream = stream
+        self._hasher: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[None]] = deque()
+        defer = getattr(stream, "defer_hashing", None)
+        if hasher is not None and size >= _OVERLAP_BYTES and defer is not None:
+            defer()
+            self._hasher = hasher
+            self._absorb: Callable[[bytes], None] = getattr(stream, "absorb")  # noqa: B009
 
     def read(self, n: int = -1) -> bytes:
-        return self._stream.read(n)
+        data = self._stream.read(n)
+        if self._hasher is not None and data:
+            self._pending.append(self._hasher.submit(self._absorb, data))
+            while len(self._pending) > _SIGN_AHEAD:
+                self._pending.popleft().result()
+        return data
 
     def __enter__(self) -> _CheckedStream:
         return self
@@ -113,6 +161,8 @@ class _CheckedStream:
         tb: TracebackType | None,
     ) -> None:
         try:
+            while self._pending:
+                self._pending.popleft().result()
             if exc is None:
                 self._stream.finish()
         finally:
@@ -125,6 +175,7 @@ def _sign_object(
     tags: Sequence[Tag],
     open_object: Callable[[DatasetObject], VerifiedStream],
     size: int,
+    hasher: ThreadPoolExecutor | None = None,
 ) -> StreamedDataItem:
     obj = entry.obj
     assert obj is not None
@@ -136,7 +187,7 @@ def _sign_object(
         stream.close()
 
     def reopen() -> BinaryIO:
-        return cast(BinaryIO, _CheckedStream(open_object(obj)))
+        return cast(BinaryIO, _CheckedStream(open_object(obj), hasher, size))
 
     return StreamedDataItem(header, reopen)
 
@@ -178,61 +229,78 @@ def sign_bundle(
         raise FormatError(
             f"{d.privacy} drive {d.drive_id}: a drive key is needed exactly for private drives"
         )
+    # Items are signed on _SIGN_THREADS threads, in bundle order; the jobs are made here in
+    # order (IVs drawn in order), so only the random PSS salts differ from one by one.
+    # The writer's hasher (one thread) outlives this call with the items that use it.
+    signers = ThreadPoolExecutor(_SIGN_THREADS, thread_name_prefix="ans104-sign")
+    hasher = ThreadPoolExecutor(1, thread_name_prefix="ans104-verify")
+
+    def data_jobs() -> Iterator[Callable[[], DataItem | StreamedDataItem]]:
+        for entry in bundle.add:
+            if drive_key is not None:
+                # ArFS private file data: AES-256-GCM with the file key, fresh IV per
+                # revision (a File-Id is reused by every revision of refs/head).
+                file_key, iv = derive_file_key(drive_key, entry.file_id), new_iv()
+                tags = private_data_tags(iv, v)
+                size = encrypted_size(entry.size)
+                if entry.obj is not None:
+                    plain_open = open_object
+
+                    def opener(
+                        obj: DatasetObject,
+                        k: FileKey = file_key,
+                        i: bytes = iv,
+                        o: Callable[[DatasetObject], VerifiedStream] = plain_open,
+                    ) -> VerifiedStream:
+                        return EncryptingStream(k, i, o(obj))
+
+                    yield lambda e=entry, g=tags, o=opener, n=size: _sign_object(  # type: ignore[misc]
+                        wallet, e, g, o, n
+                    )
+                else:
+                    _, ct = encrypt(file_key, entry.content or b"", iv)
+                    yield lambda c=ct, g=tags: create_data_item(wallet, c, g)  # type: ignore[misc]
+            else:
+                tags = file_data_tags(entry.content_type, v)
+                if entry.obj is not None:
+                    yield lambda e=entry, g=tags: _sign_object(  # type: ignore[misc]
+                        wallet, e, g, open_object, e.size, hasher
+                    )
+                else:
+                    content = entry.content or b""
+                    yield lambda c=content, g=tags: create_data_item(wallet, c, g)  # type: ignore[misc]
+
     data_items: list[DataItem | StreamedDataItem] = []
     data_sizes: list[int] = []
-    for entry in bundle.add:
-        if drive_key is not None:
-            # ArFS private file data: AES-256-GCM with the file key, fresh IV per revision
-            # (a File-Id is reused by every revision of refs/head).
-            file_key, iv = derive_file_key(drive_key, entry.file_id), new_iv()
-            tags = private_data_tags(iv, v)
-            size = encrypted_size(entry.size)
+    with signers:
+        for entry, item in zip(bundle.add, _in_order(signers, data_jobs()), strict=True):
+            data_items.append(item)
+            data_sizes.append(encrypted_size(entry.size) if drive_key is not None else entry.size)
             if entry.obj is not None:
-                plain_open = open_object
-
-                def opener(
-                    obj: DatasetObject,
-                    k: FileKey = file_key,
-                    i: bytes = iv,
-                    o: Callable[[DatasetObject], VerifiedStream] = plain_open,
-                ) -> VerifiedStream:
-                    return EncryptingStream(k, i, o(obj))
-
-                data_items.append(_sign_object(wallet, entry, tags, opener, size))
                 progress(entry.size)
-            else:
-                _, ct = encrypt(file_key, entry.content or b"", iv)
-                data_items.append(create_data_item(wallet, ct, tags))
-        else:
-            tags = file_data_tags(entry.content_type, v)
-            size = entry.size
-            if entry.obj is not None:
-                data_items.append(_sign_object(wallet, entry, tags, open_object, size))
-                progress(entry.size)
-            else:
-                data_items.append(create_data_item(wallet, entry.content or b"", tags))
-        data_sizes.append(size)
-    meta_items: list[DataItem] = []
+        metas: list[tuple[FileToAdd, str, Callable[[], DataItem]]] = []
+        for entry, data_item in zip(bundle.add, data_items, strict=True):
+            data_id = data_item.header.id_b64
+            meta = FileMetadata(
+                drive_id=d.drive_id,
+                file_id=entry.file_id,
+                parent_folder_id=entry.folder_id,
+                name=entry.name,
+                size=entry.size,
+                last_modified_ms=t * 1000,
+                data_tx_id=data_id,
+                data_content_type=entry.content_type,
+                unix_time=t,
+            )
+            entity = file_metadata_entity(meta, v)
+            if drive_key is not None:  # ArFS: file metadata under the file key
+                entity = seal_entity(entity, derive_file_key(drive_key, entry.file_id), new_iv())
+            job = lambda e=entity: create_data_item(wallet, e.body, e.tags)  # noqa: E731
+            metas.append((entry, data_id, job))
+        meta_items = list(_in_order(signers, (job for _, _, job in metas)))
     added: dict[str, AddedFile] = {}
     files: dict[str, FileRef] = dict(bundle.keep)
-    for entry, data_item, size in zip(bundle.add, data_items, data_sizes, strict=True):
-        data_id = data_item.header.id_b64
-        meta = FileMetadata(
-            drive_id=d.drive_id,
-            file_id=entry.file_id,
-            parent_folder_id=entry.folder_id,
-            name=entry.name,
-            size=entry.size,
-            last_modified_ms=t * 1000,
-            data_tx_id=data_id,
-            data_content_type=entry.content_type,
-            unix_time=t,
-        )
-        entity = file_metadata_entity(meta, v)
-        if drive_key is not None:  # ArFS: file metadata under the file key
-            entity = seal_entity(entity, derive_file_key(drive_key, entry.file_id), new_iv())
-        meta_item = create_data_item(wallet, entity.body, entity.tags)
-        meta_items.append(meta_item)
+    for (entry, data_id, _), meta_item, size in zip(metas, meta_items, data_sizes, strict=True):
         added[entry.path] = AddedFile(data_id, meta_item.id_b64, entry.file_id)
         files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, size)
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
