@@ -300,15 +300,22 @@ def plan_bundle(
     reliable = previous is not None and previous.complete
     sending = {o.path for o in plan.send}
     keep: dict[str, FileRef] = {}
-    for obj in plan.objects:
-        if obj.path in sending:
-            continue
-        if not reliable or obj.path not in known:
-            raise FormatError(
-                f"{obj.path}: not in this bundle and not in the publish state; "
-                "move publish.json away to publish everything again"
-            )
-        keep[obj.path] = known[obj.path]
+    if reliable and plan.relation == "ahead":
+        # The head descends from the published one, whose objects the state lists: the rest
+        # of the layout is the state's, without walking the chain (plan.objects is lazy;
+        # issue 19). Its length is known: a state that does not add up is checked below.
+        keep = {p: r for p, r in known.items() if p not in sending and p != REFS_HEAD}
+    if len(keep) + len(sending) != len(plan.objects):
+        keep = {}
+        for obj in plan.objects:
+            if obj.path in sending:
+                continue
+            if not reliable or obj.path not in known:
+                raise FormatError(
+                    f"{obj.path}: not in this bundle and not in the publish state; "
+                    "move publish.json away to publish everything again"
+                )
+            keep[obj.path] = known[obj.path]
     add: list[FileToAdd] = []
     for obj in plan.send:
         size = obj.size if obj.size is not None else (size_of(obj) if size_of else None)

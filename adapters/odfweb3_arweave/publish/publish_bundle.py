@@ -32,6 +32,7 @@ from typing import Any
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import (
     build_descriptor,
+    descriptor_from_facts,
     descriptor_tags,
     encode_descriptor,
     validate_descriptor,
@@ -141,17 +142,20 @@ class _Descriptor:
 
     def __init__(
         self,
-        entries: list[ChainEntry],
+        plan: PublishPlan,
+        reader: DatasetReader,
         publisher: Mapping[str, Any] | None,
         app_version: str,
         owner_address: str,
     ) -> None:
-        self.entries = entries
-        self.publisher = publisher
         self.app_version = app_version
         # Without publisher.name the creator is the signing wallet (issue 20).
-        self.identity = f"Arweave address {owner_address}"
-        doc = build_descriptor(entries, publisher, identity=self.identity)
+        identity = f"Arweave address {owner_address}"
+        if plan.facts is not None:  # the verified chain's facts: no walk (issue 19)
+            doc = descriptor_from_facts(plan.facts, publisher, identity=identity)
+        else:
+            chain: list[ChainEntry] = list(plan.chain) or list(walk_chain(reader, plan.head))
+            doc = build_descriptor(chain, publisher, identity=identity)
         self.doc = doc
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         self.valid = not errors
@@ -225,8 +229,7 @@ def sign_publish_bundle(
     if drive_password is not None:
         drive_key = derive_drive_key(wallet, bundle_plan.drive.drive_id, drive_password)
     if sealer is None and drive_key is None:
-        chain = list(plan.chain) or list(walk_chain(reader, plan.head))
-        desc = _Descriptor(chain, publisher, app_version, wallet.address)
+        desc = _Descriptor(plan, reader, publisher, app_version, wallet.address)
         after = desc.item if desc.valid else None
     else:
         after = None

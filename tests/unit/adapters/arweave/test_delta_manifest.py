@@ -18,9 +18,11 @@ import pytest
 from odfweb3.backends import TargetOptions, open_target
 from odfweb3.cli.main import main
 from odfweb3.config import load_config
-from odfweb3.errors import ConfigError, ResolutionError
+from odfweb3.errors import ConfigError, FormatError, ResolutionError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
+from odfweb3.publish.plan import LazySequence
 from odfweb3_arweave.formats.ans104 import DataItem, iter_bundle
 from odfweb3_arweave.formats.arfs import tag_value
 from odfweb3_arweave.formats.manifest import PathManifest, decode_manifest
@@ -195,3 +197,26 @@ def test_an_unknown_arweave_manifest_value_is_a_config_error(tmp_path) -> None:
             load_config(cfg, env={}),
             TargetOptions(wallet=FIXED_WALLET_PATH),
         )
+
+
+def test_an_update_does_not_walk_the_chain_and_a_short_state_is_refused(
+    tmp_path, fixed_wallet
+) -> None:
+    # Issue 19 goal 1 on bundle:DIR: the layout beyond the new objects comes from the state
+    # (plan.objects stays unloaded), and a state missing an object still stops the publish.
+    ds = create_root_dataset(tmp_path / "ds", blocks=5, data_bytes=5_000, seed=141).path
+    out = tmp_path / "out"
+    cache = ChainCache(tmp_path / "cache")
+    publish_dataset(ds, BundleTarget(out, fixed_wallet), chain_cache=cache)
+    append_blocks(ds, 1, data_bytes=300, seed=142)
+    update = publish_dataset(ds, BundleTarget(out, fixed_wallet), chain_cache=cache)
+    assert isinstance(update.plan.objects, LazySequence) and not update.plan.objects.loaded
+    assert set(update.state.objects) == set(dataset_files(ds))
+    summary = out / "publish.json"
+    doc = json.loads(summary.read_text())
+    dropped = next(p for p in doc["objects"] if p.startswith("data/"))
+    del doc["objects"][dropped]
+    summary.write_text(json.dumps(doc))
+    append_blocks(ds, 1, data_bytes=300, seed=143)
+    with pytest.raises(FormatError, match="not in this bundle and not in the publish state"):
+        publish_dataset(ds, BundleTarget(out, fixed_wallet), chain_cache=cache)
