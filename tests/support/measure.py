@@ -1,11 +1,16 @@
 """Run the odfweb3 CLI in a child process and measure what an attack cost it.
 
-:func:`run_cli` starts ``odfweb3 ARGS`` (this interpreter, this checkout), waits for it with
-``os.wait4`` so that the peak resident memory is that one process's (``ru_maxrss``, not the
-maximum over every child the test run ever had), and kills it after ``timeout`` seconds.
+:func:`run_cli` starts ``odfweb3 ARGS`` (this interpreter, this checkout), measures that one
+process's peak resident memory (its own ``VmHWM``, not the maximum over every child the test
+run ever had, nor the pytest process it was forked from), and kills it after ``timeout``
+seconds.
 An address-space limit (``RLIMIT_AS``, default 2 GiB) keeps a runaway child from taking the
 machine down with it: it fails with MemoryError instead (which the tests then see as a
 traceback and a failure).
+
+With ``ODFWEB3_TEST_MEASURE_LOG=FILE`` in the test run's environment, every run is also
+appended to FILE as one JSON line (test, command, exit code, seconds, peak RSS): the
+before/after table of the hostile-input attacks is made from it.
 
 Also :func:`tree_snapshot`: every path under a directory with its kind, size and content
 hash, to check that nothing outside DEST was written and DEST's previous state is intact.
@@ -14,8 +19,8 @@ hash, to check that nothing outside DEST was written and DEST's previous state i
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -26,7 +31,22 @@ from pathlib import Path
 
 __all__ = ["CliRun", "run_cli", "tree_snapshot"]
 
-_MAIN = "import sys; from odfweb3.cli.main import main; sys.exit(main())"
+# The child sets its address-space limit itself and, when it exits, writes its own peak
+# resident memory (``VmHWM`` of its address space) to a file. ``ru_maxrss`` from ``wait4`` is
+# only the fallback (a child killed at the timeout): Linux carries the pre-exec high-water mark
+# over ``exec``, so it counts the forked pytest process (every run measured the ~108 MB of
+# pytest, or 3 GB after a test had built a 3 GB answer, whatever the child did).
+_MAIN = """
+import atexit, resource, sys
+limit, report = int(sys.argv.pop(1)), sys.argv.pop(1)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def _peak():
+    with open("/proc/self/status") as status, open(report, "w") as out:
+        out.write(next((ln.split()[1] for ln in status if ln.startswith("VmHWM:")), ""))
+atexit.register(_peak)
+from odfweb3.cli.main import main
+sys.exit(main())
+"""
 
 
 @dataclass(frozen=True)
@@ -67,20 +87,17 @@ def run_cli(
     full = {**base, **(env or {})}
     out_path = Path(_tmp_name("out"))
     err_path = Path(_tmp_name("err"))
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (max_address_space, max_address_space))
+    peak_path = Path(_tmp_name("peak"))
 
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-c", _MAIN, *args],
+            [sys.executable, "-c", _MAIN, str(max_address_space), str(peak_path), *args],
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
             env=full,
             cwd=cwd,
-            preexec_fn=limit,
         )
         timed_out = threading.Event()
 
@@ -100,17 +117,33 @@ def run_cli(
     try:
         stdout = out_path.read_text("utf-8", "replace")
         stderr = err_path.read_text("utf-8", "replace")
+        peak_kib = peak_path.read_text("ascii").strip()
     finally:
         out_path.unlink(missing_ok=True)
         err_path.unlink(missing_ok=True)
-    return CliRun(
+        peak_path.unlink(missing_ok=True)
+    run = CliRun(
         proc.returncode,
         stdout,
         stderr,
-        usage.ru_maxrss / 1024,  # Linux: KiB
+        int(peak_kib) / 1024 if peak_kib.isdigit() else usage.ru_maxrss / 1024,  # KiB
         seconds,
         timed_out.is_set(),
     )
+    log = os.environ.get("ODFWEB3_TEST_MEASURE_LOG")
+    if log:
+        entry = {
+            "test": os.environ.get("PYTEST_CURRENT_TEST", "").removesuffix(" (call)"),
+            "args": [a if len(a) < 80 else a[:77] + "..." for a in args],
+            "code": run.code,
+            "seconds": round(run.seconds, 2),
+            "peakRssMb": round(run.peak_rss_mb, 1),
+            "timedOut": run.timed_out,
+            "stderr": run.lines[-1][:300] if run.lines else "",
+        }
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+    return run
 
 
 def _tmp_name(kind: str) -> str:
