@@ -33,6 +33,7 @@ __all__ = [
     "hash_files",
     "linked_copy",
     "machine",
+    "own_peak_rss",
     "page_cache_bytes",
     "print_table",
 ]
@@ -80,6 +81,20 @@ def machine() -> str:
         f"Python {platform.python_version()} ({platform.python_implementation()}); "
         f"{platform.system()} {platform.release()}"
     )
+
+
+def own_peak_rss() -> int:
+    """This process's peak resident memory in bytes (``VmHWM`` of its own address space).
+
+    A child step reports this itself: ``ru_maxrss`` from ``wait4`` would also count the parent
+    (Linux keeps the high-water mark of the image a child was forked from across ``exec``), so
+    every step would weigh at least as much as the benchmark process that built the datasets.
+    """
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def drop_page_cache() -> bool:

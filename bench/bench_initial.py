@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import READ_SIZE, ensure_dataset, linked_copy, machine, print_table
+from _common import READ_SIZE, ensure_dataset, linked_copy, machine, own_peak_rss, print_table
 
 GOAL_RATIO = 0.8
 GOAL_RSS = 200e6
@@ -167,7 +167,9 @@ def _child(argv: list[str]) -> tuple[dict[str, float], int]:
     _pid, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"step {argv} failed with status {os.waitstatus_to_exitcode(status)}")
-    return json.loads(text.strip().splitlines()[-1]), usage.ru_maxrss * 1024
+    result = json.loads(text.strip().splitlines()[-1])
+    # the step's own peak; wait4's also counts this process's image (see own_peak_rss)
+    return result, int(result.pop("ownPeakRss", 0)) or usage.ru_maxrss * 1024
 
 
 def _publish(target: str, base: Path, scratch: Path) -> tuple[dict[str, float], int]:
@@ -215,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.step:
         target, ds, out, keys = args.step
-        print(json.dumps(_step(target, Path(ds), Path(out), Path(keys))))
+        result = _step(target, Path(ds), Path(out), Path(keys))
+        print(json.dumps({**result, "ownPeakRss": own_peak_rss()}))
         return 0
 
     print(f"machine: {machine()}")

@@ -16,7 +16,7 @@ changed), each step in its own child process so its peak RSS is its own:
 2. ``append_blocks(copy, 1)`` (untimed) and the +1-block publish; ``--repeat K`` does it K
    times (each round its own new block) and reports the best round.
 
-Printed per size and target: wall seconds, peak RSS (``wait4`` of the child) and bytes
+Printed per size and target: wall seconds, peak RSS (the child step's own ``VmHWM``) and bytes
 written (the CAR or the bundle), and the ratio t(largest) / t(smallest) of the +1-block
 publish (issue 19 goal 1: <= 2 from 1,000 to 100,000 blocks). The reference is the
 smallest size measured in the same run. ``--svg`` draws the +1-block time and bytes
@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ensure_dataset, linked_copy, machine, print_table
+from _common import ensure_dataset, linked_copy, machine, own_peak_rss, print_table
 
 HERE = Path(__file__).resolve().parent
 
@@ -91,7 +91,9 @@ def _child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str, fl
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"step {argv} failed with status {proc.returncode}")
-    return json.loads(text.strip().splitlines()[-1]), usage.ru_maxrss * 1024
+    result = json.loads(text.strip().splitlines()[-1])
+    # the step's own peak; wait4's also counts this process's image (see own_peak_rss)
+    return result, int(result.pop("ownPeakRss", 0)) or usage.ru_maxrss * 1024
 
 
 def _svg(
@@ -223,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step:
         target, ds, out, keys, append = args.step
         result = _step(target, Path(ds), Path(out), Path(keys), int(append))
-        print(json.dumps(result))
+        print(json.dumps({**result, "ownPeakRss": own_peak_rss()}))
         return 0
 
     before = _rows_of(args.before) if args.before else None
