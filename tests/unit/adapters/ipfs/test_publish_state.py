@@ -12,12 +12,15 @@ from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import PublishState, load_summary_file
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.state import (
+    CarExtra,
     DagFacts,
     IpnsFacts,
     NodePending,
     parse_car_state,
+    parse_dag_facts,
     parse_node_state,
     parse_pin_state,
+    serialize_car_extra,
     serialize_car_state,
     serialize_node_state,
     serialize_pin_state,
@@ -123,6 +126,37 @@ def test_a_field_of_the_wrong_type_is_a_format_error_naming_the_file(record, ext
 def test_car_fields_are_checked_too(extra, field):
     with pytest.raises(FormatError, match=rf"\({field}: expected"):
         parse_car_state(_state({}, extra), WHERE)
+
+
+def test_dir_blocks_are_validated_once_per_map_and_every_new_map_is_checked(monkeypatch):
+    # Issue 19: one publish reads the same extra map in several places; its dirBlocks (tens
+    # of thousands of hex CIDs) is validated the first time only.
+    from odfweb3_ipfs.publish import state as state_mod
+
+    calls = []
+    real = state_mod.hex_list
+
+    def counted(raw, key, where, part):
+        calls.append(key)
+        return real(raw, key, where, part)
+
+    monkeypatch.setattr(state_mod, "hex_list", counted)
+    extra = {"cidVersion": 1, "dirBlocks": ["01701220aa", "01701220bb"]}
+    first = parse_dag_facts(extra, WHERE)
+    assert parse_dag_facts(extra, WHERE) == first
+    assert parse_car_state(_state({}, extra), WHERE).extra.dag == first
+    assert calls == ["dirBlocks"]
+    # What serialize_car_extra writes is known: reading it back validates nothing again.
+    written = serialize_car_extra(CarExtra(dag=DagFacts(dir_blocks=("01701220cc",))))
+    assert parse_dag_facts(written, WHERE) == DagFacts(dir_blocks=("01701220cc",))
+    assert calls == ["dirBlocks"]
+    # An equal but new map (another read of publish.json) is checked again, and a bad one
+    # is still one FormatError naming the file.
+    assert parse_dag_facts(dict(extra), WHERE) == first
+    assert calls == ["dirBlocks", "dirBlocks"]
+    bad = rf"^{WHERE}: malformed publish state \(extra\.dirBlocks"
+    with pytest.raises(FormatError, match=bad):
+        parse_dag_facts({**extra, "dirBlocks": ["zz"]}, WHERE)
 
 
 def test_car_target_refuses_a_malformed_publish_json_in_one_line(tmp_path):
