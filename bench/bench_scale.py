@@ -298,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 shutil.rmtree(work)
                 shutil.rmtree(out)
+                # The step's verified-chain cache too: the next version's run starts from
+                # its own initial publish, not from this one's cached heads.
+                shutil.rmtree(out.with_name(out.name + "-verified"), ignore_errors=True)
     print_table(table)
     labels = [t + sfx for t in targets for sfx in ([" before", ""] if args.before_code else [""])]
     for tgt in labels:
