@@ -38,7 +38,7 @@ import httpx
 
 from odfweb3.errors import BackendAuthError, BackendRejected, BackendUnavailable, FormatError
 from odfweb3.foreign_json import load_foreign_json
-from odfweb3.transport.http import HttpClient
+from odfweb3.transport.http import Answer, HttpClient
 from odfweb3.transport.settings import NetworkSettings
 
 __all__ = [
@@ -284,24 +284,15 @@ class PinningClient:
                 deadline_s=t,
             ) as answer:
                 status = answer.status
-                try:
-                    raw = answer.read(MAX_ANSWER)
-                except BackendRejected as exc:
-                    if exc.detail != "answer too large":
-                        raise
-                    raise FormatError(
-                        f"{where}: answer larger than {MAX_ANSWER} bytes; not a Pinning "
-                        "Service API answer"
-                    ) from None
+                raw = _read_bounded(answer, where, "; not a Pinning Service API answer")
         except BackendUnavailable as exc:
-            cause = exc.__cause__  # the httpx error; none when the deadline passed mid-answer
-            if cause is None or isinstance(cause, httpx.TimeoutException):
-                raise BackendUnavailable(
-                    f"{where}: no answer within {t:.0f} s; check the endpoint or raise the "
-                    "service's timeout_s"
-                ) from None
-            raise BackendUnavailable(
-                f"{where}: cannot reach the service ({type(cause).__name__}); check the endpoint"
+            raise _unreachable(
+                exc,
+                where,
+                t,
+                wait_hint="; check the endpoint or raise the service's timeout_s",
+                what="the service",
+                check="the endpoint",
             ) from None
         data: Any = None
         unreadable: FormatError | None = None
@@ -418,19 +409,9 @@ class PinningClient:
                 deadline_s=t,
             ) as answer:
                 code = answer.status
-                try:
-                    raw = answer.read(MAX_ANSWER)
-                except BackendRejected as exc:
-                    if exc.detail != "answer too large":
-                        raise
-                    raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes") from None
+                raw = _read_bounded(answer, where)
         except BackendUnavailable as exc:
-            cause = exc.__cause__
-            if cause is None or isinstance(cause, httpx.TimeoutException):
-                raise BackendUnavailable(f"{where}: no answer within {t:.0f} s") from None
-            raise BackendUnavailable(
-                f"{where}: cannot reach it ({type(cause).__name__}); check cluster_api"
-            ) from None
+            raise _unreachable(exc, where, t, what="it", check="cluster_api") from None
         finally:
             client.close()
         if code in (401, 403):
@@ -546,19 +527,9 @@ class PinningClient:
                 deadline_s=deadline,
             ) as answer:
                 status = answer.status
-                try:
-                    raw = answer.read(MAX_ANSWER)
-                except BackendRejected as exc:
-                    if exc.detail != "answer too large":
-                        raise
-                    raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes") from None
+                raw = _read_bounded(answer, where)
         except BackendUnavailable as exc:
-            cause = exc.__cause__
-            if cause is None or isinstance(cause, httpx.TimeoutException):
-                raise BackendUnavailable(f"{where}: no answer within {deadline:.0f} s") from None
-            raise BackendUnavailable(
-                f"{where}: cannot reach it ({type(cause).__name__}); check cluster_api"
-            ) from None
+            raise _unreachable(exc, where, deadline, what="it", check="cluster_api") from None
         finally:
             client.close()
         data: Any = None
@@ -648,3 +619,32 @@ class PinningClient:
                     f"{self._clean(got.cid)}, not {cid}; refusing its answer"
                 )
             st = got
+
+
+def _read_bounded(answer: Answer, where: str, note: str = "") -> bytes:
+    """The whole answer, at most :data:`MAX_ANSWER` bytes (larger: FormatError naming ``where``)."""
+    try:
+        return answer.read(MAX_ANSWER)
+    except BackendRejected as exc:
+        if exc.detail != "answer too large":
+            raise
+        raise FormatError(f"{where}: answer larger than {MAX_ANSWER} bytes{note}") from None
+
+
+def _unreachable(
+    exc: BackendUnavailable,
+    where: str,
+    seconds: float,
+    *,
+    what: str,
+    check: str,
+    wait_hint: str = "",
+) -> BackendUnavailable:
+    """One line for a call that got no answer: timed out (no httpx cause: the deadline passed
+    mid-answer) or could not connect."""
+    cause = exc.__cause__  # the httpx error
+    if cause is None or isinstance(cause, httpx.TimeoutException):
+        return BackendUnavailable(f"{where}: no answer within {seconds:.0f} s{wait_hint}")
+    return BackendUnavailable(
+        f"{where}: cannot reach {what} ({type(cause).__name__}); check {check}"
+    )
