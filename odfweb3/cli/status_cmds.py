@@ -44,10 +44,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Per target: local head vs published head, root CID, IPNS name, record "
         "sequence and expiry (asks the node when it answers). Offline targets (car:DIR, "
         "bundle:DIR) are read from each directory's publish.json. Warns when a record "
-        "expires within 24 hours, and when an offline directory is gone.",
+        "expires within 24 hours, and when an offline directory is gone (--forget-gone "
+        "then stops listing it).",
     )
     s.add_argument("dataset", nargs="?", help="dataset directory (default: every dataset)")
     s.add_argument("--offline", action="store_true", help="do not ask the nodes")
+    s.add_argument(
+        "--forget-gone",
+        action="store_true",
+        help="forget offline targets (car:DIR, bundle:DIR) whose publish.json is gone or now "
+        "holds another dataset; nothing published is touched",
+    )
     s.set_defaults(handler=_status)
 
     r = sub.add_parser(
@@ -197,11 +204,16 @@ def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
 def _status(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.backends import state_facts
 
+    if args.forget_gone:
+        for entry, reason in OfflineIndex(ctx.config.state_dir).forget_stale():
+            ctx.out.warn(f"{entry.dataset_id} on {entry.target}: forgotten ({reason})")
     states, local, lost, reasons, sources = _states(ctx, args.dataset)
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for entry, reason in zip(lost, reasons, strict=True):
-        ctx.out.warn(f"{entry.dataset_id} on {entry.target}: {reason}")
+        stale = "is gone" in reason or "now holds" in reason
+        hint = "; status --forget-gone stops listing it" if stale else ""
+        ctx.out.warn(f"{entry.dataset_id} on {entry.target}: {reason}{hint}")
     for state in states:
         facts = state_facts(state)
         source = facts.source or sources.get((state.dataset_id, state.target))

@@ -86,12 +86,7 @@ class OfflineIndex:
             return
         entries = [e for e in entries if (e.dataset_id, e.target) != (dataset_id, target)]
         entries.append(entry)
-        doc = {
-            "targets": [
-                {"datasetId": e.dataset_id, "target": e.target, "source": e.source} for e in entries
-            ]
-        }
-        write_file_atomic(self.path, json.dumps(doc, indent=1).encode("utf-8"))
+        self._write(entries)
 
     def states(self) -> Iterator[tuple[OfflineEntry, PublishState | None, str | None]]:
         """Each entry with the state its directory's ``publish.json`` holds now.
@@ -100,15 +95,43 @@ class OfflineIndex:
         holds another dataset.
         """
         for entry in self.entries():
-            summary = entry.directory / "publish.json"
-            try:
-                state, _ = load_summary_file(summary)
-            except OdfWeb3Error as exc:
-                yield entry, None, str(exc)
-                continue
-            if state is None:
-                yield entry, None, f"{summary} is gone (moved or deleted?)"
-            elif state.dataset_id != entry.dataset_id:
-                yield entry, None, f"{summary} now holds {state.dataset_id}"
+            state, reason, _stale = _check(entry)
+            yield entry, state, reason
+
+    def forget_stale(self) -> list[tuple[OfflineEntry, str]]:
+        """Remove the entries whose directory no longer holds their publish (``publish.json``
+        gone, or now another dataset's); atomically. A ``publish.json`` that is there but
+        unreadable is kept: it may be mended. Returns what was forgotten, with why."""
+        keep: list[OfflineEntry] = []
+        gone: list[tuple[OfflineEntry, str]] = []
+        for entry in self.entries():
+            _state, reason, stale = _check(entry)
+            if stale:
+                gone.append((entry, reason or ""))
             else:
-                yield entry, state, None
+                keep.append(entry)
+        if gone:
+            self._write(keep)
+        return gone
+
+    def _write(self, entries: list[OfflineEntry]) -> None:
+        doc = {
+            "targets": [
+                {"datasetId": e.dataset_id, "target": e.target, "source": e.source} for e in entries
+            ]
+        }
+        write_file_atomic(self.path, json.dumps(doc, indent=1).encode("utf-8"))
+
+
+def _check(entry: OfflineEntry) -> tuple[PublishState | None, str | None, bool]:
+    """The state ``entry``'s directory holds, else why not and whether that is final."""
+    summary = entry.directory / "publish.json"
+    try:
+        state, _ = load_summary_file(summary)
+    except OdfWeb3Error as exc:
+        return None, str(exc), False
+    if state is None:
+        return None, f"{summary} is gone (moved or deleted?)", True
+    if state.dataset_id != entry.dataset_id:
+        return None, f"{summary} now holds {state.dataset_id}", True
+    return state, None, False

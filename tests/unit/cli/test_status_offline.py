@@ -49,7 +49,34 @@ def test_status_lists_car_and_bundle_publishes(cli, tmp_path):
     shutil.rmtree(tmp_path / "out")
     code, out, err = cli("status")
     assert code == 0 and "target     bundle:ar" in out and "car:out" not in out
-    assert "publish.json is gone (moved or deleted?)" in err
+    assert "publish.json is gone (moved or deleted?); status --forget-gone" in err
+
+    code, out, err = cli("status", "--forget-gone")
+    assert code == 0 and "target     bundle:ar" in out
+    assert err.count("\n") == 1 and "car:" in err and "forgotten (" in err
+    code, out, err = cli("status")
+    assert code == 0 and err == "" and "target     bundle:ar" in out
+    assert cli("status", "--forget-gone")[2] == ""  # nothing left to forget
+
+
+def test_forget_gone_keeps_a_damaged_summary_and_drops_a_reused_directory(cli, tmp_path):
+    cli("example", "a", "--blocks", "1", "-q")
+    cli("example", "b", "--blocks", "1", "-q")
+    assert cli("publish", "a", "--to", "car:x", "-q")[0] == 0
+    assert cli("publish", "a", "--to", "car:y", "-q")[0] == 0
+    (tmp_path / "y" / "publish.json").write_text("{")  # damaged: may be mended, kept
+    shutil.rmtree(tmp_path / "x")
+    assert cli("publish", "b", "--to", "car:x", "-q")[0] == 0  # x now holds dataset b
+    state = tmp_path / "home" / ".local" / "share" / "odfweb3" / "state"
+    index = OfflineIndex(state)
+    before = {(e.dataset_id, e.target) for e in index.entries()}
+    assert len(before) == 3
+    gone = index.forget_stale()
+    assert [e.target for e, _ in gone] == [f"car:{tmp_path / 'x'}"]
+    assert "now holds" in gone[0][1]
+    after = {(e.dataset_id, e.target) for e in index.entries()}
+    assert after == before - {(gone[0][0].dataset_id, gone[0][0].target)}
+    assert index.forget_stale() == []
 
 
 def test_a_damaged_index_is_one_line(cli, tmp_path):
