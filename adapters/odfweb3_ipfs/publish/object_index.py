@@ -2,39 +2,23 @@
 writes only the partitions its new objects fall in (issue 19).
 
 ``publish.json`` used to list every object (path -> ``{cid, tsize, size}``: 6 MB at 10,000
-blocks), read and written whole by every publish. Now the entries live in *packs*,
-``OUT_DIR/index-<sha-256 prefix>.pack``, each a concatenation of *parts*: one JSON object
-``{name: [cid, tsize, size]}`` per top directory (``blocks``, ``data``, ``checkpoints``) and
-partition. The partition of a name is the top byte of its HAMT hash, so a partition holds
-exactly the entries of one child of a sharded directory's root (fanout 256): an update
-rebuilds a child from its partition. ``publish.json`` keeps, in ``extra.objectIndex``, where
-each part is: ``{folder: {"XX": [pack, offset, length, sha-256 prefix, entries]}}`` (at most
-768 refs, whatever the dataset's size).
-
-An update appends one small pack holding the parts it changed; the previous packs stay and
-their other parts are still used. A pack is named by its content and written (temp file,
-fsync, rename) before ``publish.json``, so a crash leaves an unreferenced pack, never a
-reference to a missing one; packs no ``publish.json`` names are removed after it is written.
-When more than :data:`MAX_PACKS` packs are referenced, one full pack replaces them.
-
-Reading is bounded and verified: a pack name must be ``index-<32 hex>.pack``, a part at most
-:data:`MAX_PART` bytes, its bytes must hash to the recorded prefix, its JSON is read by the
-bounded loader and every entry's types are checked.
+blocks), read and written whole by every publish. Now the entries live in the packs of the
+core's :mod:`odfweb3.publish.pack_index` (``OUT_DIR/index-<sha-256 prefix>.pack``; written
+before ``publish.json``, unreferenced ones removed after, read bounded and verified), with
+this layout: one part ``{name: [cid, tsize, size]}`` per top directory (``blocks``,
+``data``, ``checkpoints``) and partition, the partition of a name being the top byte of its
+HAMT hash, so a partition holds exactly the entries of one child of a sharded directory's
+root (fanout 256): an update rebuilds a child from its partition. ``publish.json`` keeps, in
+``extra.objectIndex``, where each part is (at most 768 refs, whatever the dataset's size).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
 
 from odfweb3.errors import FormatError
-from odfweb3.foreign_json import load_foreign_json
+from odfweb3.publish.pack_index import MAX_PACKS, IndexLayout, PackIndex, PartRef, is_pack_name
 from odfweb3_ipfs.formats.hamt import hamt_hash
 
 __all__ = [
@@ -45,16 +29,7 @@ __all__ = [
     "partition_of",
 ]
 
-MAX_PACKS: Final = 32
-MAX_PART: Final = 16 << 20
 _FOLDERS: Final = ("blocks", "checkpoints", "data")
-_PACK_NAME = re.compile(r"^index-[0-9a-f]{32}\.pack$")
-_PART_KEY = re.compile(r"^[0-9A-F]{2}$")
-
-
-def is_pack_name(name: str) -> bool:
-    """``name`` is a pack's file name (``index-<32 hex>.pack``)."""
-    return _PACK_NAME.match(name) is not None
 
 
 def partition_of(name: str) -> int:
@@ -63,43 +38,12 @@ def partition_of(name: str) -> int:
     return hamt_hash(name.encode("ascii")) >> 56
 
 
-@dataclass(frozen=True)
-class PartRef:
-    """Where one part is: pack file, byte range, SHA-256 prefix (hex) and entry count."""
-
-    pack: str
-    offset: int
-    length: int
-    digest: str
-    count: int
-
-    def to_json(self) -> list[Any]:
-        """State form."""
-        return [self.pack, self.offset, self.length, self.digest, self.count]
-
-    @classmethod
-    def from_json(cls, raw: Any, where: str) -> PartRef:
-        """Parse the state form (FormatError naming ``where``)."""
-        if not (isinstance(raw, list) and len(raw) == 5):
-            raise FormatError(f"{where}: malformed object index part")
-        pack, offset, length, digest, count = raw
-        ints = (offset, length, count)
-        if (
-            not isinstance(pack, str)
-            or not _PACK_NAME.match(pack)
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints)
-            or not isinstance(digest, str)
-            or not re.fullmatch(r"[0-9a-f]{32}", digest)
-            or length > MAX_PART
-        ):
-            raise FormatError(f"{where}: malformed object index part")
-        return cls(pack, offset, length, digest, count)
+def _encode(entry: Mapping[str, Any]) -> list[Any]:
+    return [entry["cid"], entry["tsize"], entry["size"]]
 
 
-Entry = dict[str, Any]  # {"cid": str, "tsize": int, "size": int}, as publish.json had them
-
-
-def _entry(raw: Any, where: str) -> Entry:
+def _decode(raw: Any, where: str) -> dict[str, Any]:
+    """``{"cid", "tsize", "size"}``, as publish.json had them."""
     if not (isinstance(raw, list) and len(raw) == 3 and isinstance(raw[0], str)):
         raise FormatError(f"{where}: malformed object index entry")
     cid, tsize, size = raw
@@ -109,181 +53,8 @@ def _entry(raw: Any, where: str) -> Entry:
     return {"cid": cid, "tsize": tsize, "size": size}
 
 
-def _encode_part(entries: Mapping[str, Mapping[str, Any]]) -> bytes:
-    body = {n: [e["cid"], e["tsize"], e["size"]] for n, e in sorted(entries.items())}
-    return json.dumps(body, separators=(",", ":")).encode("ascii")
+class ObjectIndex(PackIndex):
+    """Object path -> ``{cid, tsize, size}``, read part by part when asked
+    (:class:`~odfweb3.publish.pack_index.PackIndex` with the HAMT-bucket layout)."""
 
-
-class ObjectIndex(Mapping[str, Mapping[str, Any]]):
-    """Object path -> ``{cid, tsize, size}``, read part by part when asked.
-
-    ``len()`` and :meth:`count` come from the refs; ``in`` and ``[]`` read one part;
-    iterating reads them all (only full rebuilds and tests do).
-    """
-
-    def __init__(
-        self,
-        out_dir: Path,
-        refs: Mapping[str, Mapping[int, PartRef]],
-        loaded: Mapping[tuple[str, int], dict[str, Entry]] | None = None,
-    ) -> None:
-        self.out_dir = out_dir
-        self.refs = {f: dict(refs.get(f, {})) for f in _FOLDERS}
-        self._parts: dict[tuple[str, int], dict[str, Entry]] = dict(loaded or {})
-        self._len = sum(r.count for parts in self.refs.values() for r in parts.values())
-
-    # -- state form ---------------------------------------------------------------------
-
-    def to_json(self) -> dict[str, Any]:
-        """``extra.objectIndex``."""
-        return {
-            f: {f"{i:02X}": ref.to_json() for i, ref in sorted(parts.items())}
-            for f, parts in self.refs.items()
-            if parts
-        }
-
-    @classmethod
-    def from_json(cls, out_dir: Path, raw: Any, where: str) -> ObjectIndex:
-        """Parse ``extra.objectIndex`` (FormatError naming ``where``)."""
-        if not isinstance(raw, dict) or not set(raw) <= set(_FOLDERS):
-            raise FormatError(f"{where}: malformed object index")
-        refs: dict[str, dict[int, PartRef]] = {}
-        for folder, parts in raw.items():
-            if not isinstance(parts, dict) or not all(_PART_KEY.match(str(k)) for k in parts):
-                raise FormatError(f"{where}: malformed object index")
-            refs[folder] = {int(k, 16): PartRef.from_json(v, where) for k, v in parts.items()}
-        return cls(out_dir, refs)
-
-    @property
-    def packs(self) -> set[str]:
-        """The pack files the index names."""
-        return {r.pack for parts in self.refs.values() for r in parts.values()}
-
-    # -- reading ------------------------------------------------------------------------
-
-    def part(self, folder: str, index: int) -> dict[str, Entry]:
-        """The entries of one part (name -> entry); empty when there is none."""
-        key = (folder, index)
-        got = self._parts.get(key)
-        if got is not None:
-            return got
-        ref = self.refs.get(folder, {}).get(index)
-        if ref is None:
-            return {}
-        where = f"{self.out_dir}/{ref.pack}"
-        try:
-            fd = os.open(self.out_dir / ref.pack, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            raise FormatError(
-                f"{where}: missing; move publish.json away to publish afresh"
-            ) from None
-        except OSError as exc:
-            raise FormatError(f"{where}: {exc.strerror}") from None
-        try:
-            data = os.pread(fd, ref.length, ref.offset)
-        finally:
-            os.close(fd)
-        if len(data) != ref.length or hashlib.sha256(data).hexdigest()[:32] != ref.digest:
-            raise FormatError(f"{where}: damaged (part {folder}/{index:02X})")
-        raw = load_foreign_json(data, what=where, max_bytes=MAX_PART, expect=dict)
-        entries = {str(n): _entry(v, where) for n, v in raw.items()}
-        if len(entries) != ref.count or any(partition_of(n) != index for n in entries):
-            raise FormatError(f"{where}: damaged (part {folder}/{index:02X})")
-        self._parts[key] = entries
-        return entries
-
-    def count(self, folder: str) -> int:
-        """Entries under ``folder``."""
-        return sum(r.count for r in self.refs.get(folder, {}).values())
-
-    def names(self, folder: str) -> list[str]:
-        """Every entry name under ``folder`` (reads its parts)."""
-        return [n for i in sorted(self.refs.get(folder, {})) for n in self.part(folder, i)]
-
-    def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str) or "/" not in key:
-            return False
-        folder, name = key.split("/", 1)
-        if folder not in self.refs or not name.isascii():
-            return False
-        return name in self.part(folder, partition_of(name))
-
-    def __getitem__(self, key: str) -> Mapping[str, Any]:
-        folder, _, name = key.partition("/")
-        if folder not in self.refs or not name or not name.isascii():
-            raise KeyError(key)
-        return self.part(folder, partition_of(name))[name]
-
-    def __iter__(self) -> Iterator[str]:
-        for folder in _FOLDERS:
-            for name in self.names(folder):
-                yield f"{folder}/{name}"
-
-    def __len__(self) -> int:
-        return self._len
-
-    # -- writing ------------------------------------------------------------------------
-
-    def updated(self, new: Mapping[str, Mapping[str, Any]]) -> tuple[ObjectIndex, bytes]:
-        """The index with ``new`` entries added, and the pack holding the changed parts
-        (empty when nothing changed). Past :data:`MAX_PACKS` packs, a full pack."""
-        touched: dict[tuple[str, int], dict[str, Entry]] = {}
-        for path, entry in new.items():
-            folder, name = path.split("/", 1)
-            key = (folder, partition_of(name))
-            if key not in touched:
-                touched[key] = dict(self.part(*key))
-            touched[key][name] = {
-                "cid": entry["cid"],
-                "tsize": entry["tsize"],
-                "size": entry["size"],
-            }
-        if len(self.packs | {"new"}) > MAX_PACKS:
-            every = {(f, i): dict(self.part(f, i)) for f, parts in self.refs.items() for i in parts}
-            every.update(touched)
-            return ObjectIndex.build(self.out_dir, every)
-        return self._with_parts(touched)
-
-    @classmethod
-    def build(
-        cls, out_dir: Path, parts: Mapping[tuple[str, int], Mapping[str, Entry]]
-    ) -> tuple[ObjectIndex, bytes]:
-        """A fresh index of ``parts`` in one pack."""
-        return cls(out_dir, {})._with_parts(parts)
-
-    @classmethod
-    def of_objects(
-        cls, out_dir: Path, objects: Mapping[str, Mapping[str, Any]]
-    ) -> tuple[ObjectIndex, bytes]:
-        """A fresh index of path -> entry ``objects`` in one pack."""
-        parts: dict[tuple[str, int], dict[str, Entry]] = {}
-        for path, e in objects.items():
-            folder, name = path.split("/", 1)
-            if folder not in _FOLDERS:
-                raise FormatError(f"{path}: not an object of the dataset layout")
-            entry = {"cid": e["cid"], "tsize": e["tsize"], "size": e["size"]}
-            parts.setdefault((folder, partition_of(name)), {})[name] = entry
-        return cls.build(out_dir, parts)
-
-    def _with_parts(
-        self, parts: Mapping[tuple[str, int], Mapping[str, Entry]]
-    ) -> tuple[ObjectIndex, bytes]:
-        if not parts:
-            return self, b""
-        blobs = [(key, _encode_part(entries)) for key, entries in sorted(parts.items())]
-        pack = b"".join(b for _, b in blobs)
-        name = ObjectIndex.pack_name(pack)
-        refs = {f: dict(p) for f, p in self.refs.items()}
-        offset = 0
-        for (folder, i), blob in blobs:
-            digest = hashlib.sha256(blob).hexdigest()[:32]
-            refs[folder][i] = PartRef(name, offset, len(blob), digest, len(parts[(folder, i)]))
-            offset += len(blob)
-        loaded = dict(self._parts)
-        loaded.update({k: dict(v) for k, v in parts.items()})
-        return ObjectIndex(self.out_dir, refs, loaded), pack
-
-    @staticmethod
-    def pack_name(pack: bytes) -> str:
-        """The file name of a pack (its content's SHA-256 prefix)."""
-        return "index-" + hashlib.sha256(pack).hexdigest()[:32] + ".pack"
+    layout: ClassVar[IndexLayout] = IndexLayout(_FOLDERS, partition_of, _encode, _decode)

@@ -11,9 +11,9 @@ import pytest
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import FormatError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.publish import pack_index as oi
 from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import publish_dataset
-from odfweb3_ipfs.publish import object_index as oi
 from odfweb3_ipfs.publish import pipeline
 from odfweb3_ipfs.publish.car_target import CarTarget, objects_of
 from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE
@@ -65,7 +65,7 @@ def test_an_update_writes_only_the_changed_parts(tmp_path):
 
 
 def test_past_max_packs_one_full_pack(tmp_path, monkeypatch):
-    monkeypatch.setattr(oi, "MAX_PACKS", 3)
+    monkeypatch.setattr(oi, "MAX_PACKS", 3)  # the core pack store's
     index, _ = ObjectIndex.of_objects(tmp_path, _entries(50))
     for i in range(5):
         index, _ = index.updated({f"data/f1620{i:x}": {"cid": "c", "tsize": 1, "size": 1}})

@@ -1,0 +1,76 @@
+"""The core pack store (issue 19): an index whose folders, partition and entry form are passed
+in; an update writes one pack of the changed parts only; a pack is written before the state
+names it and dropped once no state does; damaged parts are one FormatError."""
+
+import hashlib
+
+import pytest
+
+from odfweb3.errors import FormatError
+from odfweb3.publish import pack_index
+from odfweb3.publish.pack_index import IndexLayout, PackIndex, drop_packs, write_pack
+
+
+def _decode(raw, where):
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        raise FormatError(f"{where}: malformed entry")
+    return {"n": raw}
+
+
+class _Index(PackIndex):
+    layout = IndexLayout(
+        ("a", "b"),
+        lambda name: hashlib.sha256(name.encode()).digest()[0],
+        lambda e: e["n"],
+        _decode,
+    )
+
+
+def _objects(n, folder="a"):
+    return {f"{folder}/x{i}": {"n": i} for i in range(n)}
+
+
+def test_the_layout_decides_folders_partitions_and_entries(tmp_path):
+    index, pack = _Index.of_objects(tmp_path, _objects(500) | _objects(3, "b"))
+    write_pack(tmp_path, pack)
+    again = _Index.from_json(tmp_path, index.to_json(), "t")
+    assert len(again) == 503 and again.count("a") == 500
+    assert again["a/x7"] == {"n": 7} and len(again._parts) == 1
+    assert "c/x1" not in again and "a/nope" not in again
+    assert dict(again) == _objects(500) | _objects(3, "b")
+    with pytest.raises(FormatError):
+        _Index.of_objects(tmp_path, {"c/x": {"n": 1}})  # not one of the layout's folders
+
+
+def test_an_update_is_one_small_pack_and_old_packs_are_dropped_after(tmp_path):
+    index, pack = _Index.of_objects(tmp_path, _objects(2000))
+    first = write_pack(tmp_path, pack)
+    after, delta = _Index.from_json(tmp_path, index.to_json(), "t").updated({"a/new": {"n": -1}})
+    second = write_pack(tmp_path, delta)
+    assert len(delta) * 50 < len(pack) and after.packs == {first, second}
+    (tmp_path / PackIndex.pack_name(b"stale")).write_bytes(b"stale")  # an interrupted run's
+    drop_packs(tmp_path, after.packs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first, second])
+    assert _Index.from_json(tmp_path, after.to_json(), "t")["a/new"] == {"n": -1}
+
+
+def test_past_max_packs_one_full_pack(tmp_path, monkeypatch):
+    monkeypatch.setattr(pack_index, "MAX_PACKS", 2)
+    index, _ = _Index.of_objects(tmp_path, _objects(50))
+    for i in range(4):
+        index, _ = index.updated({f"b/y{i}": {"n": i}})
+        assert len(index.packs) <= 2
+    assert len(index) == 54
+
+
+@pytest.mark.parametrize("damage", ["entry", "partition", "flip"])
+def test_a_damaged_part_is_one_format_error(tmp_path, damage):
+    index, _ = _Index.of_objects(tmp_path, {"a/x": {"n": 1}})
+    raw = index.to_json()
+    ref = raw["a"][next(iter(raw["a"]))]
+    body = {"entry": b'{"x":"1"}', "partition": b'{"zz":1}', "flip": b'{"x":2}'}[damage]
+    if damage != "flip":  # a well-hashed part that lies about its content
+        ref[1:4] = [0, len(body), hashlib.sha256(body).hexdigest()[:32]]
+    (tmp_path / ref[0]).write_bytes(body)
+    with pytest.raises(FormatError):
+        _Index.from_json(tmp_path, raw, "publish.json")["a/x"]
