@@ -15,7 +15,6 @@ from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
-from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.plan import PublishPlan
@@ -341,11 +340,11 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Any) -> int:
     others. Exit status: the first failure's, else 0.
     """
     from odfweb3.cli.remotes_cmds import known_states, remote_names
-    from odfweb3.cli.status_cmds import dataset_id_of
+    from odfweb3.cli.status_cmds import chain_cache, dataset_id_of
 
     if args.dnslink is not None or args.routing is not None:
         raise UsageError("publish without --to: --dnslink and --routing need one --to TARGET")
-    dataset_id, _ = dataset_id_of(args.dataset)
+    dataset_id, _ = dataset_id_of(args.dataset, chain_cache(ctx))
     targets = list(dict.fromkeys(s.target for s in known_states(ctx, dataset_id)))
     if not targets:
         raise UsageError(f"publish: {args.dataset} was never published from here; give --to TARGET")
@@ -381,6 +380,7 @@ def _publish_one(
     """Open the target and publish one dataset (warnings on stderr); the caller reports."""
     from odfweb3.backends import TargetOptions, checked_options, open_target
     from odfweb3.cli.keys_cmds import sealer_for_publish
+    from odfweb3.cli.status_cmds import chain_cache
 
     cid_version = args.cid_version
     if cid_version is None:
@@ -436,9 +436,7 @@ def _publish_one(
             on_plan=planned,
             # Not for encrypted publishes: the cache holds the chain's metadata in the
             # clear (docs/design.md, "State files").
-            chain_cache=None
-            if sealer is not None or password is not None
-            else ChainCache(ctx.config.state_dir / "cache" / "verified-chains"),
+            chain_cache=None if sealer is not None or password is not None else chain_cache(ctx),
         )
     out.debug(f"{target.name}: done in {format_duration(time.monotonic() - started)}")
     if outcome.state is not None:  # status finds offline publishes through this index

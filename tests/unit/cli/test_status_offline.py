@@ -96,3 +96,29 @@ def test_the_index_ignores_node_targets_and_updates_the_source(tmp_path):
     index.remember("did:odf:x", "car:/o", "/d1")
     index.remember("did:odf:x", "car:/o", "/d2")
     assert [(e.target, e.source) for e in index.entries()] == [("car:/o", "/d2")]
+
+
+def test_the_dataset_id_comes_from_the_verified_chain_cache(cli, tmp_path):
+    """``status DATASET`` and ``publish DATASET`` (no --to) need the dataset ID, which is in
+    the Seed at the chain's far end: a head published before is found in the verified-chain
+    cache, so the walk stops there instead of reading the whole chain."""
+    from odfweb3.cli.status_cmds import dataset_id_of
+    from odfweb3.errors import OdfWeb3Error
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.publish.chain_cache import ChainCache
+
+    cli("example", "ds", "--blocks", "3", "-q")
+    assert cli("publish", "ds", "--to", "car:out", "-q")[0] == 0
+    cli("example", "ds", "--append", "1", "-q")
+    state = tmp_path / "home" / ".local" / "share" / "odfweb3" / "state"
+    cache = ChainCache(state / "cache" / "verified-chains")
+    want = dataset_id_of("ds")
+    reader = DatasetReader.open("ds")
+    seed = list(walk_chain(reader))[-1].hash
+    reader.path_of("block", seed).unlink()
+    with pytest.raises(OdfWeb3Error):
+        dataset_id_of("ds")  # the whole walk reaches the missing Seed
+    assert dataset_id_of("ds", cache) == want  # stops at the published head
+    code, out, _ = cli("status", "ds")
+    assert code == 0 and "(local is newer)" in out
