@@ -16,11 +16,12 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from odfweb3.errors import LocalIOError, UsageError
 
-__all__ = ["write_file_atomic"]
+__all__ = ["write_chunks_atomic", "write_file_atomic"]
 
 
 def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
@@ -35,6 +36,27 @@ def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
         UsageError: ``path`` exists and is not a regular file.
         LocalIOError: the disk is full, read-only, or denies the write.
     """
+    _check_regular(path)
+    _write(path.parent, (data,), lambda: path.name, public, where=path)
+
+
+def write_chunks_atomic(
+    directory: Path, chunks: Iterable[bytes], name: Callable[[], str], *, public: bool = False
+) -> Path:
+    """Stream ``chunks`` into a new file of ``directory`` (temp file, fsync, rename), named
+    by ``name()``, asked once the last chunk is written (a name derived from the content,
+    e.g. its hash, without holding the content in memory, issue 19).
+
+    Returns:
+        The file written.
+
+    Raises:
+        UsageError / LocalIOError: as :func:`write_file_atomic`.
+    """
+    return _write(directory, chunks, name, public)
+
+
+def _check_regular(path: Path) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -46,21 +68,34 @@ def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
         raise UsageError(
             f"{path}: is {what}; odfweb3 only replaces regular files there: move it away"
         )
+
+
+def _write(
+    directory: Path,
+    chunks: Iterable[bytes],
+    name: Callable[[], str],
+    public: bool,
+    where: Path | None = None,
+) -> Path:
     tmp = ""
+    path = where or directory
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
         if public:
             umask = os.umask(0)
             os.umask(umask)
             os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
+        path = directory / name()
+        _check_regular(path)
         os.replace(tmp, path)
         tmp = ""
-        _fsync_dir(path.parent)
+        _fsync_dir(directory)
     except OSError as exc:
         if tmp:
             with contextlib.suppress(FileNotFoundError):
@@ -74,6 +109,7 @@ def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         raise
+    return path
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -32,12 +32,12 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final, Self
 
-from odfweb3.atomic_file import write_file_atomic
+from odfweb3.atomic_file import write_chunks_atomic, write_file_atomic
 from odfweb3.errors import FormatError
 from odfweb3.foreign_json import load_foreign_json
 
@@ -261,6 +261,51 @@ class PackIndex(Mapping[str, Mapping[str, Any]]):
     ) -> tuple[Self, bytes]:
         """A fresh index of ``parts`` in one pack."""
         return cls(out_dir, {})._with_parts(parts)
+
+    @classmethod
+    def write_fresh(cls, out_dir: Path, paths: Iterable[str], value: Callable[[str], Any]) -> Self:
+        """A fresh index of every path in ``paths`` in one pack, written (temp file, fsync,
+        rename, as :func:`write_pack`) part by part as it is encoded: ``value(path)`` is the
+        entry's compact JSON value (what :attr:`IndexLayout.encode` gives), asked once per
+        entry, one part at a time (issue 19: no dict per entry, no whole pack in memory; the
+        same pack bytes as :meth:`of_objects` and :func:`write_pack`). The index holds no
+        entry: its parts are read from the pack when asked.
+
+        Raises:
+            FormatError: a path is not ``folder/name`` of the layout.
+        """
+        folders, partition_of = cls.layout.folders, cls.layout.partition_of
+        grouped: dict[tuple[str, int], list[str]] = {}
+        for path in paths:
+            folder, _, name = path.partition("/")
+            if folder not in folders or not name or not name.isascii():
+                raise FormatError(f"{path}: not an object of the dataset layout")
+            grouped.setdefault((folder, partition_of(name)), []).append(path)
+        if not grouped:
+            return cls(out_dir, {})
+        refs: dict[str, dict[int, tuple[int, int, str, int]]] = {}
+        whole = hashlib.sha256()
+
+        def chunks() -> Iterator[bytes]:
+            offset = 0
+            for folder, i in sorted(grouped):
+                members = sorted(grouped.pop((folder, i)))
+                cut = len(folder) + 1
+                blob = _encode_part({p[cut:]: value(p) for p in members})
+                whole.update(blob)
+                digest = hashlib.sha256(blob).hexdigest()[:32]
+                refs.setdefault(folder, {})[i] = (offset, len(blob), digest, len(members))
+                offset += len(blob)
+                yield blob
+
+        def pack_name() -> str:
+            return "index-" + whole.hexdigest()[:32] + ".pack"
+
+        name = write_chunks_atomic(out_dir, chunks(), pack_name, public=True).name
+        return cls(
+            out_dir,
+            {f: {i: PartRef(name, *ref) for i, ref in parts.items()} for f, parts in refs.items()},
+        )
 
     @classmethod
     def of_objects(

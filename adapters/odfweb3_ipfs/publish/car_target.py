@@ -302,12 +302,22 @@ class CarTarget:
         named by its content: a crash leaves only an unreferenced pack)."""
         if dag.indexed and prev is not None and isinstance(prev.objects, ObjectIndex):
             index, pack = prev.objects.updated({p: link.to_json() for p, link in dag.added.items()})
-        else:
-            objects = dag.objects_json(prev.objects if prev else {})
-            index, pack = ObjectIndex.of_objects(self.out_dir, objects)
-        if pack:
-            write_atomic(self.out_dir / ObjectIndex.pack_name(pack), pack)
-        return index
+            if pack:
+                write_atomic(self.out_dir / ObjectIndex.pack_name(pack), pack)
+            return index
+        # Every object: the pack streamed part by part from the links, reused entries
+        # as the previous state wrote them (issue 19: no JSON dict per object).
+        previous = prev.objects if prev else {}
+        links, reused = dag.objects, dag.reused
+
+        def value(path: str) -> list[Any]:
+            if path in reused and path in previous:
+                e = previous[path]
+                return [e["cid"], e["tsize"], e["size"]]
+            link = links[path]
+            return [link.cid.encode(), link.tsize, link.size]
+
+        return ObjectIndex.write_fresh(self.out_dir, links, value)
 
     def _write_side_car(self, file: SideFile) -> str:
         """Write a side file (descriptor, key envelope) as its own CAR; the CAR's name."""

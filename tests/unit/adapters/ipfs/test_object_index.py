@@ -46,6 +46,26 @@ def test_round_trip_reads_one_part_per_lookup(tmp_path):
     assert dict(again) == objects
 
 
+def test_a_fresh_index_streams_the_same_pack(tmp_path):
+    # write_fresh (issue 19: values straight from the links, the pack streamed to its
+    # content name) writes the bytes of_objects gives, and holds no entry.
+    objects = _entries(300) | _entries(20, "blocks") | _entries(7, "checkpoints")
+    want, pack = ObjectIndex.of_objects(tmp_path / "a", objects)
+
+    def value(path):
+        e = objects[path]
+        return [e["cid"], e["tsize"], e["size"]]
+
+    got = ObjectIndex.write_fresh(tmp_path, reversed(list(objects)), value)
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == [ObjectIndex.pack_name(pack)]
+    assert (tmp_path / ObjectIndex.pack_name(pack)).read_bytes() == pack
+    assert got.to_json() == want.to_json() and len(got) == len(objects)
+    assert not got._parts  # read from the pack when asked, not held
+    assert dict(ObjectIndex.from_json(tmp_path, got.to_json(), "t")) == objects
+    with pytest.raises(FormatError, match="not an object"):
+        ObjectIndex.write_fresh(tmp_path, ["refs/head"], value)
+
+
 def test_an_update_writes_only_the_changed_parts(tmp_path):
     index, pack = ObjectIndex.of_objects(tmp_path, _entries(300))
     _write(tmp_path, pack)
