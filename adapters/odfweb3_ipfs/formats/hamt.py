@@ -165,8 +165,10 @@ def build_hamt_tracked(
         previous: the table of a trie built (with the same ``fanout`` and ``cid_version``)
             from ``names`` minus ``added``; None builds everything.
         added: the names ``previous`` lacks. A shard none of them falls under is the same
-            node as before (the trie is canonical and entries were only added) and is linked
-            by its recorded CID, neither rebuilt nor sent to ``sink``.
+            node as before (the trie is canonical and entries were only added): linked by
+            its recorded CID when the table has it, else rebuilt, and never sent to ``sink``
+            (the previous trie's blocks were sent with it); only the shards on the added
+            names' paths are, and they are all new (each holds an entry it never held).
         keep_depth: record shards down to this depth only (0 = the root): the root and its
             children (at most ``fanout + 1`` entries) keep the table small however large the
             directory; a changed child is rebuilt whole from its entries (1/``fanout`` of
@@ -175,21 +177,11 @@ def build_hamt_tracked(
     Returns:
         ``(root cid, root tsize, table of every shard of the new trie)``.
     """
-    bits, width = _check_fanout(fanout)
+    _check_fanout(fanout)
     table: ShardTable = dict(previous) if previous is not None else {}
-    dirty: set[str] = set()
-    if previous is not None:
-        for name in added:
-            h = hamt_hash(name)
-            path = ""
-            for depth in range(64 // bits):
-                dirty.add(path)
-                path += f"{(h >> (64 - (depth + 1) * bits)) & (fanout - 1):0{width}X}"
+    dirty = _paths_of(added, fanout) if previous is not None else None
     hashed = [(hamt_hash(name), name) for name in names]
-    builder = _Builder(
-        link_of, cid_version, sink, fanout, table, dirty if previous is not None else None,
-        keep_depth,
-    )  # fmt: skip
+    builder = _Builder(link_of, cid_version, sink, fanout, table, dirty, keep_depth)
     root, tsize = builder.level(hashed, 0, "")
     return root, tsize, table
 
@@ -202,21 +194,24 @@ def build_hamt_partial(
     sink: BlockSinkFn | None,
     previous: ShardTable,
     single: Callable[[int], bytes],
+    added: Sequence[bytes],
 ) -> tuple[Cid, int, ShardTable]:
     """:func:`build_hamt_tracked` at fanout 256 from the root's buckets alone (issue 19).
 
-    The same trie as ``build_hamt_tracked(all names, ..., previous=previous, added=...)``
-    without naming every entry: ``buckets`` maps each used root bucket to every name in
-    it when it changed (its child is rebuilt from them), or to None when it did not (its
-    child shard is linked from ``previous``, or, when ``previous`` records none there, the
-    bucket's one entry is linked: ``single(bucket)`` names it).
+    The same trie, and the same blocks to ``sink``, as ``build_hamt_tracked(all names, ...,
+    previous=previous, added=added)`` without naming every entry: ``buckets`` maps each used
+    root bucket to every name in it when it changed (its child is rebuilt from them), or to
+    None when it did not (its child shard is linked from ``previous``, or, when ``previous``
+    records none there, the bucket's one entry is linked: ``single(bucket)`` names it).
+    ``added`` are the names ``previous`` lacks (each in a changed bucket): only the shards
+    on their paths are sent; a rebuilt child's other shards are the previous trie's.
 
     Returns:
         ``(root cid, root tsize, table of the root and its children)``.
     """
     fanout = DEFAULT_FANOUT
     table: ShardTable = dict(previous)
-    builder = _Builder(link_of, cid_version, sink, fanout, table, None, 1)
+    builder = _Builder(link_of, cid_version, sink, fanout, table, _paths_of(added, fanout), 1)
     parts: list[bytes] = []
     bitfield = 0
     total = 0
@@ -242,9 +237,23 @@ def build_hamt_partial(
             cid, tsize = builder.level([(hamt_hash(n), n) for n in names], 1, hexed)
             parts.append(encode_link(cid.raw, prefix, tsize))
         total += tsize
-    cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink)
+    cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink if added else None)
     table[""] = (cid.raw, size + total)
     return cid, size + total, table
+
+
+def _paths_of(added: Sequence[bytes], fanout: int) -> set[str]:
+    """The bucket paths of every shard an entry of ``added`` falls under, root (``""``)
+    included: the shards an update that adds them changes."""
+    bits, width = _check_fanout(fanout)
+    paths: set[str] = set()
+    for name in added:
+        h = hamt_hash(name)
+        path = ""
+        for depth in range(64 // bits):
+            paths.add(path)
+            path += f"{(h >> (64 - (depth + 1) * bits)) & (fanout - 1):0{width}X}"
+    return paths
 
 
 class _Builder:
@@ -266,7 +275,10 @@ class _Builder:
         self.fanout = fanout
         self.bits, self.width = _check_fanout(fanout)
         self.table = table
-        self.dirty = dirty  # None: reuse nothing from the table
+        # None: reuse nothing from the table, send every shard; else only the shards on
+        # these paths changed: the others are the previous trie's (reused or rebuilt, as
+        # the table allows), never sent again (issue 19: no list of every block sent).
+        self.dirty = dirty
         self.keep_depth = keep_depth
 
     def level(self, items: list[tuple[int, bytes]], depth: int, path: str) -> tuple[Cid, int]:
@@ -301,7 +313,10 @@ class _Builder:
                     child = cid.raw
                 parts.append(encode_link(child, prefix, tsize))
             total += tsize
-        cid, size = _encode_shard(parts, bitfield, fanout, self.cid_version, self.sink)
+        fresh = self.dirty is None or path in self.dirty
+        cid, size = _encode_shard(
+            parts, bitfield, fanout, self.cid_version, self.sink if fresh else None
+        )
         if depth <= self.keep_depth:
             table[path] = (cid.raw, size + total)
         return cid, size + total

@@ -280,7 +280,9 @@ class CarTarget:
                         cid_profile=self.profile.state_tag or None,
                         encrypted=True if self.sealer else None,
                         key_epoch=self.sealer.epoch if self.sealer else None,
-                        dir_blocks=tuple(sorted(c.hex() for c in dag.dir_blocks)),
+                        # No dirBlocks (issue 19): the next build knows from the layout
+                        # which directory blocks are new (build_dataset_dag_indexed).
+                        dir_blocks=None,
                         descriptor=desc.get("descriptor"),
                         key_envelope=desc.get("keyEnvelope"),
                     ),

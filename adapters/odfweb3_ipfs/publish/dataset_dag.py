@@ -451,6 +451,11 @@ class _Sinks:
             return
         self.file(cid, block)
 
+    def held(self, cid: Cid, block: bytes) -> None:
+        """A directory block the previous publish sent (an unchanged directory): noted,
+        not sent again."""
+        self.dir_cids.add(cid.raw)
+
 
 class _IndexedLayout(Mapping[str, ObjectLink]):
     """Every object's link: the new ones, then the index's (read when iterated)."""
@@ -494,6 +499,13 @@ def build_dataset_dag_indexed(
     the root children its new names fall under from their index parts and links the
     others from the table; any other directory is built from all its names (it is small:
     below the sharding threshold, or sharding for the first time).
+
+    Which directory blocks are new is known from the layout, not from a list of every
+    block sent before (issue 19): the index is exactly the previous publish's layout and
+    this one only adds ``send`` to it, so a directory that gains no name is the previous
+    one (not sent again), and in a sharded one only the shards on the new names' paths
+    change (:func:`~odfweb3_ipfs.formats.hamt.build_hamt_partial`). ``previous_dir_blocks``
+    (states written before) still filters what is sent.
 
     Raises:
         FormatError: a sent object is in the index already, or the index is damaged.
@@ -566,6 +578,7 @@ def build_dataset_dag_indexed(
                 sink=sinks.dir,
                 previous=table,
                 single=single,
+                added=[n.encode("ascii") for n in added[folder]],
             )
             # As build_dataset_dag: earlier directory blocks stay in the earlier CARs.
             sinks.dir_cids.update(raw for raw, _ in new_table.values())
@@ -574,8 +587,24 @@ def build_dataset_dag_indexed(
             shards[folder] = new_table
             continue
         names = index.names(folder) + added[folder]
+        if table is not None:
+            # Sharded before, another fanout: every name, the previous trie's shards reused
+            # and not sent again (only those on the new names' paths are new).
+            cid, tsize, shards[folder] = build_hamt_tracked(
+                [n.encode("ascii") for n in names],
+                link_of,
+                cid_version=prof.cid_version,
+                sink=sinks.dir,
+                fanout=prof.hamt_fanout,
+                previous=table,
+                added=[n.encode("ascii") for n in added[folder]],
+            )
+            sinks.dir_cids.update(previous_dir_blocks)
+            dirs[folder] = DirNode(cid=cid, tsize=tsize, sharded=True)
+            continue
         entries = {n: Entry(*_pair(link_at(f"{folder}/{n}"))) for n in names}
-        dirs[folder] = prof.build_directory(entries, sinks.dir)
+        # No new name: the previous publish's directory, block for block.
+        dirs[folder] = prof.build_directory(entries, sinks.dir if added[folder] else sinks.held)
         if dirs[folder].sharded:
             _, _, shards[folder] = build_hamt_tracked(
                 [n.encode("ascii") for n in names],

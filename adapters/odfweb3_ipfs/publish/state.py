@@ -145,7 +145,9 @@ class DagFacts:
             parameters ``cidVersion`` alone names).
         encrypted: ``encrypted`` (written only as true).
         key_epoch: ``keyEpoch`` of the sealer (encrypted publishes).
-        dir_blocks: ``dirBlocks``, hex CIDs of the directory blocks sent before.
+        dir_blocks: ``dirBlocks``, hex CIDs of the directory blocks sent before (the node
+            target; ``car:DIR`` wrote them until issue 19 and now reads them only from an
+            older ``publish.json``: its builds know which blocks are new from the layout).
         descriptor: ``descriptor``, the discovery descriptor's CID.
         key_envelope: ``keyEnvelope``, the key envelope's CID (encrypted publishes).
         inputs: ``inputs``, dataset ID -> where the input lives (issue 11).

@@ -1,5 +1,6 @@
 """The tracked HAMT builder (issue 19): the same trie as build_hamt, built from scratch or
-updated from the previous trie's shard table, sending only the rebuilt shards."""
+updated from the previous trie's shard table, sending exactly the shards the previous trie
+lacks (no list of the blocks sent before)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odfweb3_ipfs.formats.hamt import build_hamt, build_hamt_tracked
+from odfweb3_ipfs.formats.hamt import build_hamt, build_hamt_partial, build_hamt_tracked, hamt_hash
 
 
 def _link(name: bytes) -> tuple[bytes, int]:
@@ -51,11 +52,41 @@ def test_update_equals_full_build(names: list[bytes], n_added: int, fanout: int)
     assert (cid.raw, tsize) == (root, full_tsize)
     assert {raw for raw, _ in new_table.values()} <= all_blocks
     assert all(len(path) <= 2 * len(f"{fanout - 1:X}") for path in new_table)  # depth <= 1
-    assert sent <= all_blocks
+    # exactly the new trie's blocks the old one lacks (nothing sent twice, nothing missing)
+    assert sent == all_blocks - _full(old, fanout)[2]
     fresh = build_hamt_tracked(names, _link, cid_version=1, sink=None, fanout=fanout)[2]
     assert new_table == fresh
-    if not added:
-        assert len(sent) == 1  # the root only (its table entry is rebuilt, same bytes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.binary(min_size=1, max_size=6), min_size=2, max_size=600, unique=True),
+    st.integers(min_value=0, max_value=30),
+)
+def test_partial_update_equals_the_tracked_one(names: list[bytes], n_added: int) -> None:
+    # build_hamt_partial (car:DIR's object index: only the changed root buckets' names)
+    # gives the trie, the table and the sent blocks of build_hamt_tracked over every name.
+    n_added = min(n_added, len(names) - 1)
+    old, added = names[: len(names) - n_added], names[len(names) - n_added :]
+    _, _, table = build_hamt_tracked(old, _link, cid_version=1, sink=None, fanout=256)
+    want_sent: set[bytes] = set()
+    want = build_hamt_tracked(
+        names, _link, cid_version=1, sink=lambda c, b: want_sent.add(c.raw), fanout=256,
+        previous=table, added=added,
+    )  # fmt: skip
+    by_bucket: dict[int, list[bytes]] = {}
+    for n in names:
+        by_bucket.setdefault(hamt_hash(n) >> 56, []).append(n)
+    changed = {hamt_hash(n) >> 56 for n in added}
+    buckets = {i: (group if i in changed else None) for i, group in by_bucket.items()}
+    sent: set[bytes] = set()
+    got = build_hamt_partial(
+        buckets, _link, cid_version=1, sink=lambda c, b: sent.add(c.raw), previous=table,
+        single=lambda i: by_bucket[i][0], added=added,
+    )  # fmt: skip
+    assert (got[0].raw, got[1]) == (want[0].raw, want[1])
+    assert got[2] == want[2]
+    assert sent == want_sent == _full(names, 256)[2] - _full(old, 256)[2]
 
 
 def test_one_added_name_rebuilds_one_shard_path() -> None:
@@ -72,7 +103,7 @@ def test_one_added_name_rebuilds_one_shard_path() -> None:
         names, link, cid_version=1, sink=lambda c, b: sent.append(c.raw), fanout=256,
         previous=table, added=names[-1:],
     )  # fmt: skip
-    assert 1 <= len(sent) <= 6  # root, the child shard on the new name's path, its subtree
+    assert 2 <= len(sent) <= 8  # the root and the shards on the new name's path only
     assert len(asked) < 300  # only the entries of those shards, not all 5,000
 
 

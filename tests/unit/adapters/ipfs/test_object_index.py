@@ -14,6 +14,7 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish import pack_index as oi
 from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_ipfs.formats.car import iter_car
 from odfweb3_ipfs.publish import pipeline
 from odfweb3_ipfs.publish.car_target import CarTarget, objects_of
 from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE
@@ -182,20 +183,40 @@ def test_an_old_publish_json_with_objects_is_read_and_converted(small, tmp_path)
     keys.mkdir(mode=0o700)
     _publish(small, tmp_path / "a", keys)
     out = tmp_path / "a"
-    # As written before the index: the objects in publish.json, no objectIndex, no pack.
+    # As written before the index: the objects in publish.json, no objectIndex, no pack,
+    # and (before issue 19's last step) dirBlocks: every directory block sent.
     doc = json.loads((out / "publish.json").read_text())
     doc["objects"] = objects_of(out)
     del doc["extra"]["objectIndex"]
+    sent = _car_blocks(out)
+    doc["extra"]["dirBlocks"] = sorted(c.hex() for c in sent if c[:2] == b"\x01\x70")
     (out / "publish.json").write_text(json.dumps(doc))
     for p in out.glob("index-*.pack"):
         p.unlink()
     assert objects_of(out) == doc["objects"]
-    append_blocks(small, 1, data_bytes=100, seed=9)
-    again = _publish(small, out, keys)
-    assert again.plan.relation == "ahead" and len(again.plan.send) == 3
-    fresh = _publish(small, tmp_path / "b", keys)
-    assert again.upload.locator == fresh.upload.locator
-    assert objects_of(out) == objects_of(tmp_path / "b")
+    for step in range(2):  # converted, then an update from the converted state
+        append_blocks(small, 1, data_bytes=100, seed=9 + step)
+        again = _publish(small, out, keys)
+        assert again.plan.relation == "ahead" and len(again.plan.send) == 3
+        assert "dirBlocks" not in json.loads((out / "publish.json").read_text())["extra"]
+        new = _car_blocks(out, again.upload.summary["car"])
+        assert new and not new & sent  # nothing sent twice
+        sent |= new
+        fresh = _publish(small, tmp_path / f"b{step}", keys)
+        assert again.upload.locator == fresh.upload.locator
+        assert objects_of(out) == objects_of(tmp_path / f"b{step}")
+        assert _car_blocks(tmp_path / f"b{step}") <= sent  # nothing missing
+
+
+def _car_blocks(out, name=None):
+    """The raw CIDs of the blocks in ``out``'s dataset CARs (or the one named)."""
+    names = [name] if name else json.loads((out / "publish.json").read_text())["extra"]["cars"]
+    got = set()
+    for car in names:
+        with open(out / car, "rb") as f:
+            _roots, blocks = iter_car(f)
+            got |= {cid.raw for cid, _ in blocks}
+    return got
 
 
 def test_a_crash_before_publish_json_leaves_a_pack_and_the_rerun_recovers(
