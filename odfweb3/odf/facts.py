@@ -212,7 +212,8 @@ def facts_of_chain(entries: Sequence[ChainEntry]) -> ChainFacts:
         checkpoints=0,
         checkpoint_bytes=0,
         records=0,
-        seen=ObjectFilter.sized_for(len(objs)),
+        # sized for what it holds: data files and checkpoints (blocks are never added)
+        seen=ObjectFilter.sized_for(sum(1 for o in objs if o.kind != "block")),
     )
     return _apply(empty, list(reversed(entries)), objs)
 

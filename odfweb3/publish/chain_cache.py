@@ -197,6 +197,7 @@ class VerifiedChain:
         dataset_id: the Seed's dataset ID.
         base: the cached facts of the oldest walked block (None when ``complete`` from
             the start): its filter covers every object below the walked blocks.
+        cache: the cache the chain was loaded with (:meth:`facts_at` asks it).
     """
 
     reader: DatasetReader
@@ -205,6 +206,7 @@ class VerifiedChain:
     facts: ChainFacts
     dataset_id: DatasetId
     base: ChainFacts | None = None
+    cache: ChainCache | None = field(default=None, repr=False)
     _objects: list[DatasetObject] | None = field(default=None, repr=False)
 
     @property
@@ -238,6 +240,15 @@ class VerifiedChain:
                     return len(self.walked) - 1
         self.complete = True
         return None
+
+    def facts_at(self, h: bytes) -> ChainFacts | None:
+        """The cached facts of ``h``, a block of this chain (its head, its base, or a head
+        verified before, such as the one a target holds); None when not cached."""
+        for known in (self.facts, self.base):
+            if known is not None and known.head == h:
+                return known
+        got = self.cache.get(h) if self.cache is not None else None
+        return got if got is not None and got.dataset_id == self.facts.dataset_id else None
 
     def objects(self) -> list[DatasetObject]:
         """Every object of the chain (``iter_objects`` of the whole chain; walked once)."""
@@ -289,7 +300,7 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
             complete = True
         facts = facts_of_chain(walked)
     chain = VerifiedChain(
-        reader, walked, complete, facts, DatasetId.from_bytes(facts.dataset_id), base
+        reader, walked, complete, facts, DatasetId.from_bytes(facts.dataset_id), base, cache
     )
     if cache is not None and (base is None or base.head != facts.head):
         cache.put(facts)

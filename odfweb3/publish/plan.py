@@ -356,18 +356,34 @@ def _plan_verified(
         return plan(relation, tuple(o for o in objects if o.path not in known))
     new = list(iter_objects(chain.walked[:position]))
     # An object a new block names may have been named by an older block too (held by
-    # the target then): exact below the walked blocks' filter, else the whole chain.
+    # the target then): exact for the walked blocks at and below the target's head; for
+    # the rest, a filter of cached facts rules repeats out, and the whole chain is walked
+    # only when it cannot.
     older = {(o.kind, o.hash) for o in iter_objects(chain.walked[position:])}
-    # The base's filter covers every object at and below the cached base block, so it
-    # answers for what lies below the walked blocks when the target's head is above it.
-    base = chain.base
-    base_at = next((i for i, e in enumerate(chain.walked) if base and e.hash == base.head), None)
-    if not chain.complete and (
-        base is None
-        or base_at is None
-        or position > base_at
-        or any(o.kind != "block" and base.seen.may_hold(o.kind, o.hash) for o in new)
-    ):
-        older = {(o.kind, o.hash) for o in iter_objects(chain.whole()[position:])}
+    if not chain.complete:
+        cover = _cover(chain, position)
+        if cover is None or any(
+            o.kind != "block"
+            and (o.kind, o.hash) not in older
+            and cover.seen.may_hold(o.kind, o.hash)
+            for o in new
+        ):
+            older = {(o.kind, o.hash) for o in iter_objects(chain.whole()[position:])}
     send = tuple(o for o in new if (o.kind, o.hash) not in older and o.path not in known)
     return plan(relation, send)
+
+
+def _cover(chain: VerifiedChain, position: int) -> ChainFacts | None:
+    """Cached facts whose filter covers every object below the walked blocks and none
+    above the target's head (``chain.walked[position]``), or None.
+
+    The base's (the oldest walked block's) when the target's head is at or above it: the
+    usual update. Else the target's head's own, when it was verified here before: a head
+    published to one target, then to another holding an older one (issue 19), where the
+    base is our head itself and its filter holds every new object."""
+    base = chain.base
+    if base is not None:
+        at = next((i for i, e in enumerate(chain.walked) if e.hash == base.head), None)
+        if at is not None and position <= at:
+            return base
+    return chain.facts_at(chain.walked[position].hash)

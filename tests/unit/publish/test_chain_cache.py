@@ -14,7 +14,7 @@ from odfweb3.errors import OdfWeb3Error
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.codec import block_hash, decode_block, encode_block
-from odfweb3.odf.facts import facts_of_chain
+from odfweb3.odf.facts import ObjectFilter, facts_of_chain
 from odfweb3.odf.layout import DatasetReader, DatasetWriter
 from odfweb3.odf.model_gen import (
     AddData,
@@ -224,3 +224,50 @@ def test_car_publishes_with_and_without_the_cache_are_identical(ds, tmp_path):
     assert cars == sorted(p.name for p in (tmp_path / "b").glob("*.car"))
     for name in cars:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+@pytest.mark.parametrize("case", ["cached", "repeat", "target-head-not-cached"])
+def test_a_head_cached_before_plans_from_the_target_heads_facts(ds, tmp_path, case):
+    # Issue 19: a head verified (and cached) by a publish to one target, published to a
+    # second target holding an older head: the base is our head itself, so the target's
+    # head's own cached filter says which new objects are repeats; the whole chain is
+    # walked only when it cannot rule one out (or that head is not cached).
+    cache_dir = tmp_path / "verified"
+    before = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    below = list(walk_chain(DatasetReader.open(ds)))[1:]  # below the target's head
+    old_cp = next(o for o in iter_objects(below) if o.kind == "checkpoint" and o.size)
+    append_blocks(ds, 2, data_bytes=100, seed=9)
+    if case == "repeat":  # the new head names an older block's checkpoint again
+        _rewrite_head(ds, event=_event(ds, new_checkpoint=Checkpoint(old_cp.hash, old_cp.size)))
+    load_chain(DatasetReader.open(ds), ChainCache(cache_dir))  # the first target's publish
+    if case == "target-head-not-cached":
+        (cache_dir / f"{before.head.hex()}.json").unlink()
+    chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    assert len(chain.walked) == 1 and chain.base is not None  # our head: cached
+    whole = list(walk_chain(DatasetReader.open(ds)))
+    # (The old checkpoint is not listed as held: only the target's head covers it.)
+    have = frozenset(o.path for o in iter_objects(whole[2:])) - {old_cp.path}
+    lazy = plan_publish(chain, dataset_id=DID, target="t", remote_head=before.head, remote_has=have)
+    full = plan_publish(whole, dataset_id=DID, target="t", remote_head=before.head, remote_has=have)
+    assert (lazy.relation, lazy.send, lazy.new_blocks) == (full.relation, full.send, 2)
+    assert old_cp.path not in {o.path for o in lazy.send}
+    # Walked down to the target's head only, unless the filter could not answer.
+    assert chain.complete == (case != "cached")
+    if case == "cached":
+        assert len(chain.walked) == 3
+
+
+def test_the_filter_is_sized_for_data_files_and_checkpoints(ds, monkeypatch):
+    # Blocks are never added to the filter: sizing it for them too doubled the cache entry
+    # (1 MB of filter at 100,000 blocks, read and written by every publish; issue 19).
+    asked = []
+    real = ObjectFilter.sized_for.__func__
+
+    def sized_for(cls, n):
+        asked.append(n)
+        return real(cls, n)
+
+    monkeypatch.setattr(ObjectFilter, "sized_for", classmethod(sized_for))
+    facts = load_chain(DatasetReader.open(ds)).facts
+    held = facts.data_files + facts.checkpoints
+    assert asked == [held] and 0 < held < facts.objects
