@@ -47,6 +47,7 @@ from odfweb3_ipfs.publish.unixfs_import import (
     ImportSource,
     SizeEstimation,
     build_directory,
+    directory_shards,
     import_bytes,
     import_file,
     import_files,
@@ -140,6 +141,13 @@ class CidProfile:
             sink=sink,
             chunk_size=self.chunk_size,
             max_links=self.max_links,
+        )
+
+    def directory_shards(self, links: Iterable[tuple[bytes, bytes, int]]) -> bool:
+        """A directory of these ``(name, child CID bytes, child tsize)`` links is sharded
+        under this profile (:func:`.unixfs_import.directory_shards`)."""
+        return directory_shards(
+            links, hamt_threshold=self.hamt_threshold, estimation=self.estimation
         )
 
     def build_directory(self, entries: Mapping[str, Entry], sink: BlockSink | None) -> DirNode:

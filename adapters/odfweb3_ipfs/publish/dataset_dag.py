@@ -397,22 +397,9 @@ def build_dataset_dag(
             dirs[name] = DirNode(cid=cid, tsize=tsize, sharded=True)
             shards[name] = new_table
             continue
-        entries = {n: Entry(link_at(f"{name}/{n}").cid, link_at(f"{name}/{n}").tsize)
-                   for n in folders[name]}  # fmt: skip
-        dirs[name] = prof.build_directory(entries, dir_sink)
-        if dirs[name].sharded:
-            # Record the trie for the next publish (the same nodes, not sent again).
-            def entry_of(e: bytes, got: Mapping[str, Entry] = entries) -> tuple[bytes, int]:
-                entry = got[e.decode("ascii")]
-                return entry.cid.raw, entry.tsize
-
-            _, _, shards[name] = build_hamt_tracked(
-                [n.encode("ascii") for n in folders[name]],
-                entry_of,
-                cid_version=prof.cid_version,
-                sink=None,
-                fanout=prof.hamt_fanout,
-            )
+        dirs[name], table = _build_folder(prof, name, folders[name], link_at, dir_sink)
+        if table is not None:
+            shards[name] = table
 
     dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, dir_sink)
     root = prof.build_directory({name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, dir_sink)
@@ -602,17 +589,11 @@ def build_dataset_dag_indexed(
             sinks.dir_cids.update(previous_dir_blocks)
             dirs[folder] = DirNode(cid=cid, tsize=tsize, sharded=True)
             continue
-        entries = {n: Entry(*_pair(link_at(f"{folder}/{n}"))) for n in names}
         # No new name: the previous publish's directory, block for block.
-        dirs[folder] = prof.build_directory(entries, sinks.dir if added[folder] else sinks.held)
-        if dirs[folder].sharded:
-            _, _, shards[folder] = build_hamt_tracked(
-                [n.encode("ascii") for n in names],
-                link_of,
-                cid_version=prof.cid_version,
-                sink=None,
-                fanout=prof.hamt_fanout,
-            )
+        sink = sinks.dir if added[folder] else sinks.held
+        dirs[folder], table = _build_folder(prof, folder, names, link_at, sink)
+        if table is not None:
+            shards[folder] = table
 
     dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, sinks.dir)
     root = prof.build_directory(
@@ -630,6 +611,35 @@ def build_dataset_dag_indexed(
         added=links,
         indexed=True,
     )
+
+
+def _build_folder(
+    prof: CidProfile,
+    folder: str,
+    names: list[str],
+    link_at: Callable[[str], ObjectLink],
+    sink: BlockSink,
+) -> tuple[DirNode, ShardTable | None]:
+    """A top directory of ``names`` (each linked by ``link_at("folder/name")``) and, when it
+    is sharded, its trie's table for the next publish.
+
+    A sharded one is built once, by the HAMT builder that records the table, emitting the
+    blocks :meth:`CidProfile.build_directory` would (the trie is canonical: same nodes, same
+    order): no entry dict, link list or second pass over 100,000 entries (issue 19).
+    """
+
+    def link_of(entry: bytes) -> tuple[bytes, int]:
+        link = link_at(f"{folder}/{entry.decode('ascii')}")
+        return link.cid.raw, link.tsize
+
+    encoded = [n.encode("ascii") for n in names]
+    if prof.directory_shards((n, *link_of(n)) for n in encoded):
+        cid, tsize, table = build_hamt_tracked(
+            encoded, link_of, cid_version=prof.cid_version, sink=sink, fanout=prof.hamt_fanout
+        )
+        return DirNode(cid=cid, tsize=tsize, sharded=True), table
+    entries = {n: Entry(*_pair(link_at(f"{folder}/{n}"))) for n in names}
+    return prof.build_directory(entries, sink), None
 
 
 def _pair(link: ObjectLink) -> tuple[Cid, int]:

@@ -64,6 +64,7 @@ __all__ = [
     "SizeEstimation",
     "auto_hash_threads",
     "build_directory",
+    "directory_shards",
     "import_bytes",
     "import_file",
     "import_files",
@@ -880,15 +881,11 @@ def build_directory(
     """
     _resolve_leaves(cid_version, None)
     items = sorted((_name_bytes(name), entry) for name, entry in entries.items())
-    links = [encode_link(entry.cid.raw, name, entry.tsize) for name, entry in items]
-    child_total = sum(entry.tsize for _, entry in items)
-    if estimation == "links":
-        estimate = sum(len(name) + len(entry.cid.raw) for name, entry in items)
-    elif estimation == "block":
-        estimate = sum(map(len, links)) + len(_DIR_DATA_FIELD)
-    else:
-        raise ValueError(f"unknown size estimation {estimation!r}")
-    if hamt_threshold > 0 and estimate > hamt_threshold:
+    if directory_shards(
+        ((name, entry.cid.raw, entry.tsize) for name, entry in items),
+        hamt_threshold=hamt_threshold,
+        estimation=estimation,
+    ):
         cid, tsize, _ = build_hamt(
             [(name, entry.cid.raw, entry.tsize) for name, entry in items],
             cid_version=cid_version,
@@ -896,11 +893,32 @@ def build_directory(
             fanout=fanout,
         )
         return DirNode(cid=cid, tsize=tsize, sharded=True)
+    links = [encode_link(entry.cid.raw, name, entry.tsize) for name, entry in items]
+    child_total = sum(entry.tsize for _, entry in items)
     links.append(_DIR_DATA_FIELD)
     block = b"".join(links)
     return DirNode(
         cid=_emit(block, cid_version, sink), tsize=len(block) + child_total, sharded=False
     )
+
+
+def directory_shards(
+    links: Iterable[tuple[bytes, bytes, int]],
+    *,
+    hamt_threshold: int = HAMT_SHARDING_THRESHOLD,
+    estimation: SizeEstimation = "links",
+) -> bool:
+    """:func:`build_directory` would shard a directory of these ``(name, child CID bytes,
+    child tsize)`` links (its size estimate is above ``hamt_threshold``), asked without
+    building it: a large directory then goes straight to the HAMT builder (issue 19)."""
+    if estimation == "links":
+        estimate = sum(len(name) + len(raw) for name, raw, _ in links)
+    elif estimation == "block":
+        estimate = sum(len(encode_link(raw, name, tsize)) for name, raw, tsize in links)
+        estimate += len(_DIR_DATA_FIELD)
+    else:
+        raise ValueError(f"unknown size estimation {estimation!r}")
+    return hamt_threshold > 0 and estimate > hamt_threshold
 
 
 def import_tree(

@@ -5,6 +5,7 @@ tests/integration/test_kubo_cid_profiles.py; the Kubo test vectors of both profi
 test_unixfs.py.
 """
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from odfweb3_ipfs.publish.cid_profile import (
     profile_for,
 )
 from odfweb3_ipfs.publish.dataset_dag import reusable_links
-from odfweb3_ipfs.publish.unixfs_import import import_tree
+from odfweb3_ipfs.publish.unixfs_import import Entry, import_tree
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -170,3 +171,31 @@ def test_cli_flag_and_config_key(capsys, tmp_path):
     )  # fmt: skip
     assert code == 64
     assert err.count("\n") == 1 and "makes CIDv1, not CIDv0" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("profile", [DEFAULT_PROFILE, UNIXFS_V1_2025, UNIXFS_V0_2015])
+def test_sharded_top_directories_are_built_once_as_build_directory_would(tmp_path, profile):
+    # Issue 19: a top directory the profile shards goes straight to the HAMT builder that
+    # records its table (no entry dict, no second pass); the root is import_tree's, whose
+    # directories come from build_directory. A low threshold shards 120 blocks' folders.
+    low = dataclasses.replace(profile, hamt_threshold=2000)
+    ds = create_root_dataset(tmp_path / "ds", blocks=120, data_bytes=10, seed=3).path
+    done = publish_dataset(ds, CarTarget(tmp_path / "out", Keystore(tmp_path / "k"), profile=low))
+    expected = import_tree(
+        ds,
+        cid_version=low.cid_version,
+        raw_leaves=low.raw_leaves,
+        chunk_size=low.chunk_size,
+        max_links=low.max_links,
+        hamt_threshold=low.hamt_threshold,
+        estimation=low.estimation,
+    )
+    assert done.upload.locator == expected.cid.encode()
+    assert {"blocks", "checkpoints"} <= set(done.upload.extra["hamtShards"])
+    # The estimate alone says what build_directory does, on both sides of the threshold.
+    names = [f"f1620{i:064x}" for i in range(40)]
+    cid = Cid.sha256(bytes(32), version=low.cid_version, codec=0x70)
+    for n in range(1, 40):
+        entries = {name: Entry(cid, 7) for name in names[:n]}
+        links = [(name.encode(), cid.raw, 7) for name in names[:n]]
+        assert low.directory_shards(links) == low.build_directory(entries, None).sharded
