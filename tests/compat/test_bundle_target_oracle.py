@@ -21,7 +21,7 @@ from odfweb3_arweave.formats.arfs import parse_file_metadata, tag_value
 from odfweb3_arweave.formats.manifest import decode_manifest
 from odfweb3_arweave.formats.record import decode_record
 from odfweb3_arweave.formats.tags import Tag
-from odfweb3_arweave.publish.bundle_target import BundleTarget
+from odfweb3_arweave.publish.bundle_target import BundleTarget, objects_of
 from odfweb3_arweave.wallet import Wallet
 
 from .conftest import FIXED_WALLET_PATH
@@ -141,7 +141,10 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert summary["bundleBytes"] == bundle2.stat().st_size
     assert {"name": "Bundle-Format", "value": "binary"} in summary["l1Tags"]
     assert {"name": "Bundle-Version", "value": "2.0.0"} in summary["l1Tags"]
-    assert summary["itemsByPath"] == dict(manifest.paths) | dict(manifest2.paths)
+    # Issue 19: publish.json names this bundle's paths only; the file index has every path
+    assert summary["itemsAdded"] == dict(manifest2.paths) and "objects" not in summary
+    index = {p: ref["dataItemId"] for p, ref in objects_of(out).items()}
+    assert index == dict(manifest.paths) | dict(manifest2.paths)
     assert summary["extra"]["bundles"] == [bundle1.name, bundle2.name]
 
     # Nothing new: no bundle is written, the state stays.
@@ -247,7 +250,7 @@ def test_open_target_publishes_and_never_copies_wallet(tmp_path, wallet_file) ->
     assert isinstance(target, BundleTarget)
     publish_dataset(ds, target)
     secret = json.loads(wallet_file.read_text())["d"].encode()
-    assert sorted(p.suffix for p in out.iterdir()) == [".bundle", ".json"]
+    assert sorted(p.suffix for p in out.iterdir()) == [".bundle", ".json", ".pack"]
     for p in out.iterdir():
         assert secret not in p.read_bytes(), p
         assert p.stat().st_mode & 0o044, p  # published artifacts are world-readable

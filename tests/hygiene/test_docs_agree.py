@@ -16,6 +16,7 @@ import pytest
 
 from odfweb3.cli.main import build_parser, main
 from odfweb3.config import ENV_KEYS, load_config
+from odfweb3_arweave.publish.bundle_target import objects_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -124,7 +125,7 @@ def test_arweave_page_names_the_keys_publish_json_has(cli):
     cli("wallet", "new", "w.json", "-q")
     assert cli("publish", "ds", "--to", "bundle:ar", "--wallet", "w.json")[0] == 0
     doc = json.loads(Path("ar/publish.json").read_text())
-    per_object = next(iter(doc["objects"].values()))
+    per_object = next(iter(objects_of(Path("ar")).values()))  # the file index (issue 19)
     for key in keys:
         node = doc
         for part in key.split("."):

@@ -45,7 +45,7 @@ manifest and the upload record stay public (paths = ODF hashes of the plaintext)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -73,8 +73,11 @@ __all__ = [
     "REFS_HEAD",
     "BundlePlan",
     "FileRef",
+    "FileRefs",
     "FileToAdd",
+    "KeptFiles",
     "ManifestKind",
+    "Overlay",
     "PreviousUpload",
     "VerifiedStream",
     "plan_bundle",
@@ -150,6 +153,79 @@ class FileRef:
         if not is_uuid(ref.file_id) or len(ref.data_item_id) != 43 or len(ref.meta_item_id) != 43:
             raise FormatError(f"{where}: file reference with a bad fileId or item id")
         return ref
+
+
+class FileRefs(Mapping[str, FileRef]):
+    """Path -> :class:`FileRef` over a state's ``objects`` (a dict, or ``bundle:DIR``'s
+    file index read part by part), each entry parsed when asked: an update reads the
+    entries of its own paths only (issue 19)."""
+
+    def __init__(self, raw: Mapping[str, Mapping[str, Any]], where: str) -> None:
+        self.raw = raw
+        self.where = where
+        self._parsed: dict[str, FileRef] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.raw
+
+    def __getitem__(self, key: str) -> FileRef:
+        ref = self._parsed.get(key)
+        if ref is None:
+            ref = self._parsed[key] = FileRef.from_json(self.raw[key], f"{self.where}: {key}")
+        return ref
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+class KeptFiles(Mapping[str, FileRef]):
+    """``known`` without the ``dropped`` paths (sent again, and ``refs/head``), nothing
+    copied: the paths a bundle keeps, as the state lists them (issue 19)."""
+
+    def __init__(self, known: Mapping[str, FileRef], dropped: frozenset[str]) -> None:
+        self.known = known
+        self.dropped = dropped
+        self._len = len(known) - sum(1 for p in dropped if p in known)
+
+    def __contains__(self, key: object) -> bool:
+        return key not in self.dropped and key in self.known
+
+    def __getitem__(self, key: str) -> FileRef:
+        if key in self.dropped:
+            raise KeyError(key)
+        return self.known[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return (p for p in self.known if p not in self.dropped)
+
+    def __len__(self) -> int:
+        return self._len
+
+
+class Overlay(Mapping[str, FileRef]):
+    """``new`` over ``base`` (the dataset's files after a bundle: the kept ones and the ones
+    it adds) without copying ``base``; iterating reads it all (a full manifest does)."""
+
+    def __init__(self, base: Mapping[str, FileRef], new: Mapping[str, FileRef]) -> None:
+        self.base = base
+        self.new = new
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.new or key in self.base
+
+    def __getitem__(self, key: str) -> FileRef:
+        ref = self.new.get(key)
+        return ref if ref is not None else self.base[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.new
+        yield from (p for p in self.base if p not in self.new)
+
+    def __len__(self) -> int:
+        return len(self.base) + sum(1 for p in self.new if p not in self.base)
 
 
 @dataclass(frozen=True)
@@ -299,14 +375,15 @@ def plan_bundle(
     known: Mapping[str, FileRef] = previous.files if previous is not None else {}
     reliable = previous is not None and previous.complete
     sending = {o.path for o in plan.send}
-    keep: dict[str, FileRef] = {}
+    keep: Mapping[str, FileRef] = {}
     if reliable and plan.relation == "ahead":
         # The head descends from the published one, whose objects the state lists: the rest
-        # of the layout is the state's, without walking the chain (plan.objects is lazy;
-        # issue 19). Its length is known: a state that does not add up is checked below.
-        keep = {p: r for p, r in known.items() if p not in sending and p != REFS_HEAD}
+        # of the layout is the state's, without walking the chain (plan.objects is lazy)
+        # or reading the state's other entries (a view; issue 19). Its length is known: a
+        # state that does not add up is checked below.
+        keep = KeptFiles(known, frozenset(sending | {REFS_HEAD}))
     if len(keep) + len(sending) != len(plan.objects):
-        keep = {}
+        walked: dict[str, FileRef] = {}
         for obj in plan.objects:
             if obj.path in sending:
                 continue
@@ -315,7 +392,8 @@ def plan_bundle(
                     f"{obj.path}: not in this bundle and not in the publish state; "
                     "move publish.json away to publish everything again"
                 )
-            keep[obj.path] = known[obj.path]
+            walked[obj.path] = known[obj.path]
+        keep = walked
     add: list[FileToAdd] = []
     for obj in plan.send:
         size = obj.size if obj.size is not None else (size_of(obj) if size_of else None)

@@ -60,6 +60,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     BundlePlan,
     FileRef,
     FileToAdd,
+    Overlay,
     VerifiedStream,
     _record,
     _record_tags,
@@ -299,10 +300,12 @@ def sign_bundle(
             metas.append((entry, data_id, job))
         meta_items = list(_in_order(signers, (job for _, _, job in metas)))
     added: dict[str, AddedFile] = {}
-    files: dict[str, FileRef] = dict(bundle.keep)
+    new_files: dict[str, FileRef] = {}
     for (entry, data_id, _), meta_item, size in zip(metas, meta_items, data_sizes, strict=True):
         added[entry.path] = AddedFile(data_id, meta_item.id_b64, entry.file_id)
-        files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, size)
+        new_files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, size)
+    # The kept files are not copied (a view over the state, issue 19).
+    files = Overlay(bundle.keep, new_files)
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
     items: list[DataItem | StreamedDataItem] = [*data_items[:-1], *meta_items[:-1]]
     items += [data_items[-1], meta_items[-1]]

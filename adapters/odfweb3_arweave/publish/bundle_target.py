@@ -18,20 +18,26 @@
   item encrypted as ArDrive does (drive key from the wallet and the drive password), so
   ArDrive opens the drive with the same wallet and password; the path manifest and the
   upload record stay public; no descriptor;
-- ``publish.json``: publish state (dataset, head, drive ids, per path the file id, data
-  item and metadata item), the manifest and record ids, the bundle's size, the L1 tags
-  and the price query to run (``GET /price/<bytes>``); it makes the next publish
-  incremental.
+- ``index-<hash>.pack``: per path the file id, data item, metadata item and size, in the
+  packs of :mod:`.file_index` (an update writes one small pack of the parts its paths fall
+  in; issue 19);
+- ``publish.json``: publish state (dataset, head, drive ids, where the index parts are),
+  the manifest and record ids, this bundle's paths and data items (``itemsAdded``), the
+  bundle's size, the L1 tags and the price query to run (``GET /price/<bytes>``); it
+  makes the next publish incremental. Written before the index (``objects`` listing every
+  path, ``itemsByPath``), it is read and converted by the next publish.
 
 Commit order as everywhere: nothing is written before every item is signed (so a bad
 dataset, a corrupt file or tags over the limits leave ``OUT_DIR`` untouched); the bundle
-is streamed to a temp file, fsynced and renamed; ``publish.json`` comes last. The wallet
-is only used to sign: it is never copied, logged or written anywhere.
+is streamed to a temp file, fsynced and renamed, then the index pack; ``publish.json``
+comes last, and packs it no longer names are removed after it. The wallet is only used
+to sign: it is never copied, logged or written anywhere.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -43,6 +49,7 @@ from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError
 from odfweb3.odf.layout import DatasetReader
+from odfweb3.publish.pack_index import drop_packs, write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
@@ -50,7 +57,13 @@ from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.record import inputs_to_record
 from odfweb3_arweave.formats.tags import Tag
-from odfweb3_arweave.publish.bundle_plan import ManifestKind, PreviousUpload
+from odfweb3_arweave.publish.bundle_plan import (
+    FileRefs,
+    KeptFiles,
+    ManifestKind,
+    PreviousUpload,
+)
+from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.publish.publish_bundle import (
     encryption_view,
     manifest_chain,
@@ -71,7 +84,7 @@ from odfweb3_arweave.publish.state import (
 )
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["BundleTarget"]
+__all__ = ["BundleTarget", "objects_of"]
 
 Clock = Callable[[], datetime]
 
@@ -109,6 +122,7 @@ class BundleTarget:
         self.clock = clock
         self.new_id = new_id
         self._written: list[str] = []
+        self._added: dict[str, str] = {}  # this bundle's paths -> data items (itemsAdded)
         self._unchanged = False  # upload found nothing new: commit and save write nothing
 
     def __repr__(self) -> str:
@@ -120,7 +134,13 @@ class BundleTarget:
         return self.out_dir / "publish.json"
 
     def _load(self) -> PublishState | None:
-        return load_summary_file(self.summary_path)[0]
+        state = load_summary_file(self.summary_path)[0]
+        if state is not None:
+            index = self._typed(state).extra.object_index
+            if index is not None:  # the paths are in OUT_DIR's packs, read when asked
+                where = str(self.summary_path)
+                state = state.evolve(objects=FileIndex.from_json(self.out_dir, index, where))
+        return state
 
     def _typed(self, state: PublishState) -> ArweaveState:
         """The typed record and extra of a state of this directory (FormatError naming
@@ -149,8 +169,10 @@ class BundleTarget:
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing every object again"
             return RemoteView(head=None, state=state, notes=(note,))
-        paths = frozenset(p for p in state.objects if p != "refs/head")
-        return encryption_view(RemoteView(head=state.head, has=paths, state=state), self.sealer)
+        # The state's paths as they are (refs/head among them is no dataset object): with
+        # the file index a membership test reads one part (issue 19).
+        has = state.objects if isinstance(state.objects, FileIndex) else frozenset(state.objects)
+        return encryption_view(RemoteView(head=state.head, has=has, state=state), self.sealer)
 
     def _previous(self, view: RemoteView) -> PreviousUpload | None:
         # complete=False: a bundle is missing, only the ids are kept
@@ -167,6 +189,7 @@ class BundleTarget:
     ) -> UploadResult:
         """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``."""
         self._unchanged = False
+        self._added = {}
         previous = self._previous(view)
         prev = self._typed(view.state) if view.state is not None else None
         # Issue 11: a plain publish keeps the inputs map the last upload recorded.
@@ -209,8 +232,10 @@ class BundleTarget:
         bundle_plan, signed, descriptor = prepared.plan, prepared.signed, prepared.descriptor
         bundle_name = f"{signed.record_id}.bundle"
         _, size = write_bundle_file(signed.items, self.out_dir, bundle_name)
+        index = self._write_index(view, bundle_plan.keep, signed.files, signed.added)
         bundles = [*(prev.extra.bundles or () if prev else ()), bundle_name]
         self._written = [bundle_name]
+        self._added = {p: a.data_item_id for p, a in sorted(signed.added.items())}
         extra = ArweaveExtra(
             upload=UploadFacts(
                 record_id=signed.record_id,
@@ -226,10 +251,11 @@ class BundleTarget:
             manifests=manifest_chain(prepared),
             descriptor_id=descriptor.get("descriptorId"),
             inputs=inputs or None,
+            object_index=index.to_json(),
         )
         return UploadResult(
             locator=signed.manifest_id,
-            objects={p: ref.to_json() for p, ref in sorted(signed.files.items())},
+            objects=index,
             extra=serialize_arweave_extra(sealed_extra(extra, self.sealer, descriptor)),
             bytes_sent=size,
             summary={
@@ -243,10 +269,41 @@ class BundleTarget:
             },
         )
 
+    def _write_index(
+        self,
+        view: RemoteView,
+        keep: Mapping[str, Any],
+        files: Mapping[str, Any],
+        added: Mapping[str, Any],
+    ) -> FileIndex:
+        """The file index after this bundle, its new pack written (after the bundle, before
+        ``publish.json``, named by its content: a crash leaves only an unreferenced pack).
+
+        When the bundle keeps the state's other paths as they are (a view over the state's
+        index), the index is the state's with this bundle's paths replaced: one small pack
+        of the parts they fall in. Otherwise (a first upload, a state written before the
+        index, kept paths that are a subset of the state's) one pack of every path.
+        """
+        old = view.state.objects if view.state is not None else None
+        if (
+            isinstance(old, FileIndex)
+            and isinstance(keep, KeptFiles)
+            and isinstance(keep.known, FileRefs)
+            and keep.known.raw is old
+        ):
+            index, pack = old.updated({p: files[p].to_json() for p in added})
+        else:
+            every = {p: ref.to_json() for p, ref in files.items()}
+            index, pack = FileIndex.of_objects(self.out_dir, every)
+        if pack:
+            write_pack(self.out_dir, pack)
+        return index
+
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """The record travels inside the bundle; here only the state is assembled."""
         if self._unchanged and view.state is not None:
             self._written = []
+            self._added = {}
             return view.state
         sent = parse_arweave_extra(upload.extra, self.name)
         up = sent.upload
@@ -275,6 +332,8 @@ class BundleTarget:
         size = record.bundle_bytes or 0 if record is not None else 0
         l1_tags = [*BUNDLE_TAGS, *app_tags(self.app_version)]
         doc = state.to_json()
+        if isinstance(state.objects, FileIndex):
+            del doc["objects"]  # in OUT_DIR's packs (extra.objectIndex says where)
         doc.update(
             {
                 "driveId": typed.extra.drive.drive_id if typed.extra.drive else None,
@@ -283,11 +342,34 @@ class BundleTarget:
                 "keyEnvelope": typed.extra.key_envelope,
                 "bundle": record.bundle if record is not None else None,
                 "bundleBytes": size,
-                "itemsByPath": {p: o.get("dataItemId") for p, o in sorted(state.objects.items())},
+                # This bundle's paths (the index and the manifests hold the rest; issue 19).
+                "itemsAdded": dict(self._added),
                 "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],
                 "priceQuery": f"GET /price/{size}",
                 "filesWritten": list(self._written),
             }
         )
-        data = (state_json_text(doc) + "\n").encode()
-        write_file_atomic(self.summary_path, data, public=True)
+        if isinstance(state.objects, FileIndex):
+            # Up to 1,024 index refs: compact past 1,000 paths, as a state listing them was
+            # (the indenting encoder is pure Python).
+            large = len(state.objects) > 1000
+            text = json.dumps(doc, indent=None if large else 1, sort_keys=True)
+        else:
+            text = state_json_text(doc)
+        write_file_atomic(self.summary_path, (text + "\n").encode(), public=True)
+        if isinstance(state.objects, FileIndex):
+            drop_packs(self.out_dir, state.objects.packs)
+
+
+def objects_of(out_dir: Path) -> dict[str, Mapping[str, Any]]:
+    """Every path a ``bundle:DIR`` records (path -> its file revision's JSON), from its file
+    index or, written by older versions, ``publish.json``'s ``objects`` (for tools and
+    tests; reads every part)."""
+    path = out_dir / "publish.json"
+    state = load_summary_file(path)[0]
+    if state is None:
+        return {}
+    index = parse_arweave_state(state, str(path)).extra.object_index
+    if index is None:
+        return dict(state.objects)
+    return dict(FileIndex.from_json(out_dir, index, str(path)))

@@ -52,7 +52,7 @@ from odfweb3_arweave.formats.arfs_private import derive_drive_key
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
     BundlePlan,
-    FileRef,
+    FileRefs,
     ManifestKind,
     PreviousUpload,
     plan_bundle,
@@ -100,9 +100,8 @@ def previous_from_state(
     # full one). A state written before delta manifests existed names a full manifest as
     # its locator.
     chain = typed.extra.manifests or ManifestChain(state.locator, 0)
-    files = {
-        path: FileRef.from_json(ref, f"{where}: {path}") for path, ref in state.objects.items()
-    }
+    # Parsed entry by entry when used: an update reads only its own paths (issue 19).
+    files = FileRefs(state.objects, where)
     if typed.extra.drive is None:
         raise FormatError(f"{where}: drive: drive layout is not a JSON object")
     return PreviousUpload(

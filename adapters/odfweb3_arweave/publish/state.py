@@ -29,6 +29,7 @@ from typing import Any, TypedDict
 
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.state_fields import (
+    json_object,
     malformed,
     opt_field,
     present,
@@ -185,6 +186,9 @@ class ArweaveExtra:
         descriptor_id: ``descriptorId``, the discovery descriptor's data item id.
         inputs: ``inputs``, dataset ID -> ``ar://RECORD`` (issue 11).
         race_check: ``raceCheck``, ``won`` or ``unsettled`` (gateway, issue 10).
+        object_index: ``objectIndex``, where the per-path file revisions are
+            (``bundle:``, :class:`.file_index.FileIndex`; absent: the core's ``objects``
+            map, as written before issue 19's index and by the gateway target).
     """
 
     upload: UploadFacts | None = None
@@ -200,6 +204,7 @@ class ArweaveExtra:
     descriptor_id: str | None = None
     inputs: Mapping[str, str] | None = None
     race_check: str | None = None
+    object_index: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +265,7 @@ def parse_arweave_extra(raw: Mapping[str, Any], where: str) -> ArweaveExtra:
         descriptor_id=opt_field(raw, "descriptorId", str, where, p),
         inputs=str_map(raw, "inputs", where, p),
         race_check=opt_field(raw, "raceCheck", str, where, p),
+        object_index=json_object(raw, "objectIndex", where, p),
     )
 
 
@@ -282,6 +288,7 @@ def serialize_arweave_extra(extra: ArweaveExtra) -> dict[str, Any]:
                 "descriptorId": extra.descriptor_id,
                 "inputs": dict(extra.inputs) if extra.inputs is not None else None,
                 "raceCheck": extra.race_check,
+                "objectIndex": extra.object_index,
             }
         )
         # An encrypted upload names its key envelope (null when unknown).

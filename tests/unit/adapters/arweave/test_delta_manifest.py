@@ -22,13 +22,15 @@ from odfweb3.errors import ConfigError, FormatError, ResolutionError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
+from odfweb3.publish.pack_index import write_pack
 from odfweb3.publish.plan import LazySequence
 from odfweb3_arweave.formats.ans104 import DataItem, iter_bundle
 from odfweb3_arweave.formats.arfs import tag_value
 from odfweb3_arweave.formats.manifest import PathManifest, decode_manifest
 from odfweb3_arweave.formats.record import UploadRecord, decode_record
 from odfweb3_arweave.publish import bundle_plan
-from odfweb3_arweave.publish.bundle_target import BundleTarget
+from odfweb3_arweave.publish.bundle_target import BundleTarget, objects_of
+from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.read import bundle_replica
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
 from odfweb3_arweave.wallet import Wallet
@@ -199,8 +201,9 @@ def test_an_unknown_arweave_manifest_value_is_a_config_error(tmp_path) -> None:
         )
 
 
+@pytest.mark.parametrize("form", ["index", "objects"])
 def test_an_update_does_not_walk_the_chain_and_a_short_state_is_refused(
-    tmp_path, fixed_wallet
+    tmp_path, fixed_wallet, form
 ) -> None:
     # Issue 19 goal 1 on bundle:DIR: the layout beyond the new objects comes from the state
     # (plan.objects stays unloaded), and a state missing an object still stops the publish.
@@ -214,8 +217,16 @@ def test_an_update_does_not_walk_the_chain_and_a_short_state_is_refused(
     assert set(update.state.objects) == set(dataset_files(ds))
     summary = out / "publish.json"
     doc = json.loads(summary.read_text())
-    dropped = next(p for p in doc["objects"] if p.startswith("data/"))
-    del doc["objects"][dropped]
+    objects = objects_of(out)
+    dropped = next(p for p in objects if p.startswith("data/"))
+    del objects[dropped]
+    if form == "objects":  # as written before the file index
+        doc["objects"] = objects
+        del doc["extra"]["objectIndex"]
+    else:
+        index, pack = FileIndex.of_objects(out, objects)
+        write_pack(out, pack)
+        doc["extra"]["objectIndex"] = index.to_json()
     summary.write_text(json.dumps(doc))
     append_blocks(ds, 1, data_bytes=300, seed=143)
     with pytest.raises(FormatError, match="not in this bundle and not in the publish state"):
