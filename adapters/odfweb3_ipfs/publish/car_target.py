@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.keystore import Keystore
@@ -55,6 +55,7 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
@@ -240,7 +241,8 @@ class CarTarget:
         try:
             with os.fdopen(fd, "w+b") as f:
                 delta = write_delta_car(
-                    f,
+                    # written back while it is written: the fsync below waits for little
+                    cast(BinaryIO, WritebackFile(f)),
                     plan,
                     reader,
                     view,

@@ -119,12 +119,15 @@ class CidProfile:
         items: Iterable[T],
         open_source: Callable[[T], ImportSource],
         sink: BlockSink | None,
+        size_of: Callable[[T], int | None] | None = None,
     ) -> Iterator[tuple[T, FileNode]]:
         """Import many files under this profile, hashing on workers
-        (:func:`.unixfs_import.import_files`: same blocks, in the same order)."""
+        (:func:`.unixfs_import.import_files`: same blocks, in the same order; ``size_of``
+        lets one-chunk files be read on the workers too)."""
         return import_files(
             items,
             open_source,
+            size_of=size_of,
             cid_version=self.cid_version,
             raw_leaves=self.raw_leaves,
             sink=sink,

@@ -354,7 +354,7 @@ def build_dataset_dag(
     # Read in order, hashed (SHA-256 for CIDs, each file's own SHA3-256 check) on workers;
     # every check has passed once the loop ends, before any directory is built.
     node: FileNode
-    for obj, node in prof.import_files(new, open_new, file_sink):
+    for obj, node in prof.import_files(new, open_new, file_sink, _size_of(sealer)):
         if progress is not None:
             progress(node.size)
         links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
@@ -517,7 +517,7 @@ def build_dataset_dag_indexed(
 
     # As build_dataset_dag: in order, every check passed before a directory is built.
     node: FileNode
-    for obj, node in prof.import_files(new, open_new, sinks.file):
+    for obj, node in prof.import_files(new, open_new, sinks.file, _size_of(sealer)):
         if progress is not None:
             progress(node.size)
         links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
@@ -640,6 +640,19 @@ def _build_folder(
         return DirNode(cid=cid, tsize=tsize, sharded=True), table
     entries = {n: Entry(*_pair(link_at(f"{folder}/{n}"))) for n in names}
     return prof.build_directory(entries, sink), None
+
+
+def _size_of(sealer: Sealer | None) -> Callable[[DatasetObject], int | None] | None:
+    """The size the importer will read of an object: the size its block records (a
+    one-chunk file is then read on a worker, ``unixfs_import.import_files``); unknown
+    when encrypted (the ciphertext is longer)."""
+    if sealer is not None:
+        return None
+    return _recorded_size
+
+
+def _recorded_size(obj: DatasetObject) -> int | None:
+    return obj.size
 
 
 def _pair(link: ObjectLink) -> tuple[Cid, int]:

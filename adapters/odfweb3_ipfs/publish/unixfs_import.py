@@ -43,7 +43,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Final, Literal, Protocol, TypeVar, cast
+from typing import Any, BinaryIO, Final, Literal, Protocol, TypeVar, cast
 
 from odfweb3.errors import FormatError
 from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid, encode_uvarint
@@ -649,15 +649,74 @@ class _Job:
         return self.digests
 
 
+class _SmallJob:
+    """Whole one-chunk files, opened, read, hashed and checked on a worker.
+
+    The file's size recorded by the caller (``size_of``) says it fits one chunk, so its
+    root is its only leaf: the worker reads it (refusing a file longer than a chunk),
+    hands the chunk to the file's own check (:meth:`ImportSource.absorb`, then
+    :meth:`ImportSource.check`: the chunk is still in the cache) and computes the block's
+    SHA-256. The importing thread only writes the blocks to the sink, in order: at 10,000
+    blocks (30,000 files of ~100 KB) the ``open``/``read``/``close`` system calls were a
+    third of its time (bench/RESULTS.md, issue 19 goal 3).
+    """
+
+    __slots__ = ("_done", "items", "leaf", "results")
+
+    def __init__(self, items: list[object], leaf: Callable[[bytes], bytes]) -> None:
+        self.items = items
+        self.leaf = leaf
+        # Per file: (block, chunk length, SHA-256 of the block).
+        self.results: list[tuple[bytes, int, bytes]] = []
+        self._done = threading.Lock()
+        self._done.acquire()
+
+    def run(self, pipe: _Pipeline) -> None:
+        try:
+            for item in self.items:
+                if pipe.errors:
+                    return
+                self.results.append(self._one(pipe, item))
+        except BaseException as exc:  # handed to the importing thread by settle()
+            pipe.errors.append(exc)
+        finally:
+            self._done.release()
+            pipe.room.release()
+
+    def _one(self, pipe: _Pipeline, item: object) -> tuple[bytes, int, bytes]:
+        source = pipe.open_source(item)
+        try:
+            chunk = _read_full(source.read, pipe.chunk_size)
+            source.end()  # a file longer than its recorded size is refused here
+        finally:
+            source.close()
+        source.absorb(chunk)
+        source.check()
+        block = self.leaf(chunk)
+        return block, len(chunk), hashlib.sha256(block).digest()
+
+    def wait(self) -> list[tuple[bytes, int, bytes]]:
+        self._done.acquire()
+        return self.results
+
+
 class _Pipeline:
     """Workers running :class:`_Job` s, and the window bounding the bytes in flight."""
 
-    def __init__(self, threads: int, window: int) -> None:
+    def __init__(
+        self,
+        threads: int,
+        window: int,
+        open_source: Callable[[Any], ImportSource],
+        chunk_size: int,
+    ) -> None:
         self.threads = threads
+        self.open_source = open_source
+        self.chunk_size = chunk_size
         self.slots = max(2, window // _JOB_BYTES)
         self.room = threading.Semaphore(self.slots)
         self.errors: list[BaseException] = []
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | _SmallJob | None] = queue.SimpleQueue()
         self._workers = [
             threading.Thread(target=self._work, name=f"unixfs-import-{i}", daemon=True)
             for i in range(threads)
@@ -669,7 +728,7 @@ class _Pipeline:
         while (job := self._jobs.get()) is not None:
             job.run(self)
 
-    def submit(self, job: _Job) -> None:
+    def submit(self, job: _Job | _SmallJob) -> None:
         self.room.acquire()
         if self.threads:
             self._jobs.put(job)
@@ -728,6 +787,7 @@ def import_files(
     max_links: int = DEFAULT_MAX_LINKS,
     threads: int | None = None,
     window: int = DEFAULT_WINDOW,
+    size_of: Callable[[T], int | None] | None = None,
 ) -> Iterator[tuple[T, FileNode]]:
     """Import many files as :func:`import_file` would one by one, hashing on workers.
 
@@ -738,14 +798,23 @@ def import_files(
     so reading, writing and both hashes of two files or of two parts of one file run on
     different cores. At most ``window`` bytes of chunks are in flight.
 
+    A file whose recorded size (``size_of``) fits in one chunk is opened, read, hashed
+    and checked on a worker instead, consecutive such files in batches of about 1 MiB
+    (:class:`_SmallJob`): this thread only writes its block. A file longer than its
+    recorded size is refused by its source's :meth:`ImportSource.end`; a shorter one
+    by its check.
+
     A file is yielded once its blocks reached the sink; its own check may still be
     running then. Every check has passed when the iteration ends: a failed one is raised
     (at the latest) by the last ``next()``, so nothing may be made visible before.
 
     Args:
-        items: what to import, in order; ``open_source`` opens each.
+        items: what to import, in order; ``open_source`` opens each (on a worker for a
+            one-chunk file, so it must be safe to call from any thread).
         threads: hashing workers (0: everything on this thread; None: two on two cores
             or more, else none).
+        size_of: the size ``open_source(item)`` will yield, when known (None: unknown,
+            read on this thread).
         Other arguments: as for :func:`import_file`.
     """
     raw = _resolve_leaves(cid_version, raw_leaves)
@@ -755,13 +824,24 @@ def import_files(
         threads = 2 if auto_hash_threads() else 0
     leaf_version = 1 if raw else cid_version  # raw leaves are CIDv1 even under CIDv0
     leaf_codec = CODEC_RAW if raw else CODEC_DAG_PB
-    pipe = _Pipeline(threads, window)
-    pending: deque[_Job] = deque()
+    leaf = _raw_leaf if raw else _dag_pb_leaf
+    pipe = _Pipeline(threads, window, open_source, chunk_size)
+    pending: deque[_Job | _SmallJob] = deque()
     done: deque[tuple[T, FileNode]] = deque()
     depth = 2 * threads + 2  # jobs handed over and not yet settled
 
     def settle() -> None:
         job = pending.popleft()
+        if isinstance(job, _SmallJob):
+            results = job.wait()
+            pipe.raise_error()
+            for item, (block, n, digest) in zip(job.items, results, strict=True):
+                cid = Cid.sha256(digest, version=leaf_version, codec=leaf_codec)
+                if sink is not None:
+                    sink(cid, block)
+                # One chunk: the leaf is the file's root (as _Balanced.finish gives it).
+                done.append((cast(T, item), FileNode(cid=cid, tsize=len(block), size=n)))
+            return
         digests = job.wait()
         pipe.raise_error()
         for (file, _, chunk, block), digest in zip(job.items, digests, strict=True):
@@ -780,18 +860,42 @@ def import_files(
 
     batch: list[_Item] = []
     batch_bytes = 0
+    small: list[object] = []
+    small_bytes = 0
 
-    def hand_over() -> None:
-        nonlocal batch, batch_bytes
-        job = _Job(batch)
-        batch, batch_bytes = [], 0
+    def queue_job(job: _Job | _SmallJob) -> None:
         pipe.submit(job)
         pending.append(job)
         while len(pending) > depth:
             settle()
 
+    def hand_over() -> None:
+        nonlocal batch, batch_bytes
+        job = _Job(batch)
+        batch, batch_bytes = [], 0
+        queue_job(job)
+
+    def hand_over_small() -> None:
+        nonlocal small, small_bytes
+        job = _SmallJob(small, leaf)
+        small, small_bytes = [], 0
+        queue_job(job)
+
     try:
         for item in items:
+            size = size_of(item) if size_of is not None and threads else None
+            if size is not None and 0 <= size <= chunk_size:
+                if batch:  # blocks reach the sink in file order
+                    hand_over()
+                small.append(item)
+                small_bytes += size
+                if small_bytes >= _JOB_BYTES or len(small) >= _SMALL_FILES:
+                    hand_over_small()
+                while done:
+                    yield done.popleft()
+                continue
+            if small:
+                hand_over_small()
             source = open_source(item)
             try:
                 file = _File(item, source, _Balanced(cid_version, max_links, sink))
@@ -801,15 +905,7 @@ def import_files(
                     n = len(chunk)
                     if n == 0 and index:
                         break
-                    if raw:
-                        block = chunk
-                    else:
-                        # dag-pb leaf: 0a len( 08 02 [12 len payload] 18 n ), as _import_stream
-                        n_varint = encode_uvarint(n)
-                        inner = _LEAF_TYPE_FILE + (b"\x12" + n_varint if n else b"")
-                        tail = b"\x18" + n_varint
-                        head = b"\x0a" + encode_uvarint(len(inner) + n + len(tail)) + inner
-                        block = b"".join((head, chunk, tail))
+                    block = leaf(chunk)
                     batch.append((file, index, chunk, block))
                     batch_bytes += len(block)
                     index += 1
@@ -826,6 +922,8 @@ def import_files(
                 yield done.popleft()
         if batch:
             hand_over()
+        if small:
+            hand_over_small()
         while pending:
             settle()
         pipe.drain()
@@ -834,6 +932,24 @@ def import_files(
             yield done.popleft()
     finally:
         pipe.close()
+
+
+# Files per _SmallJob at most (a job of tiny files still hands over in bulk).
+_SMALL_FILES: Final = 256
+
+
+def _raw_leaf(chunk: bytes) -> bytes:
+    return chunk
+
+
+def _dag_pb_leaf(chunk: bytes) -> bytes:
+    # dag-pb leaf: 0a len( 08 02 [12 len payload] 18 n ), as _import_stream writes it
+    n = len(chunk)
+    n_varint = encode_uvarint(n)
+    inner = _LEAF_TYPE_FILE + (b"\x12" + n_varint if n else b"")
+    tail = b"\x18" + n_varint
+    head = b"\x0a" + encode_uvarint(len(inner) + n + len(tail)) + inner
+    return b"".join((head, chunk, tail))
 
 
 def import_symlink(

@@ -212,3 +212,71 @@ def test_publish_importer_checks_every_object_through_the_verifying_reader(
         list(import_files(items, open_source, chunk_size=CHUNK, threads=2))
     good = [(p, o) for k, (p, o) in enumerate(items) if k != 7]
     assert len(list(import_files(good, open_source, chunk_size=CHUNK, threads=2))) == len(good)
+
+
+@pytest.mark.parametrize("cid_version", [1, 0])
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_one_chunk_files_read_on_workers_give_the_same_blocks(
+    files: list[tuple[Path, bytes]], cid_version: int, threads: int
+) -> None:
+    # size_of says which files fit one chunk: those are opened, read and checked on the
+    # workers (threads > 0); blocks, order and roots stay those of import_file.
+    want_blocks, want_nodes = _one_by_one(files, cid_version)
+    blocks: list[tuple[Cid, bytes]] = []
+    log: list[str] = []
+    opened_on: dict[Path, str] = {}
+    sources: dict[Path, _Checked] = {}
+
+    def open_source(item: tuple[Path, bytes]) -> _Checked:
+        path, data = item
+        opened_on[path] = threading.current_thread().name
+        src = sources[path] = _Checked(path, hashlib.sha3_256(data).digest(), log)
+        return src
+
+    got = list(
+        import_files(
+            files,
+            open_source,
+            cid_version=cid_version,
+            chunk_size=CHUNK,
+            max_links=4,
+            sink=lambda c, b: blocks.append((c, b)),
+            threads=threads,
+            window=2 << 20,
+            size_of=lambda item: len(item[1]),
+        )
+    )
+    assert [item for item, _ in got] == files
+    assert [node for _, node in got] == want_nodes
+    assert [(c.raw, b) for c, b in blocks] == [(c.raw, b) for c, b in want_blocks]
+    assert log == ["check"] * len(files)
+    assert all(s.absorbed == s.read_bytes for s in sources.values())
+    small = {path for path, data in files if len(data) <= CHUNK}
+    on_workers = {p for p, name in opened_on.items() if name.startswith("unixfs-import-")}
+    assert on_workers == (small if threads else set())
+
+
+def test_a_one_chunk_file_longer_than_recorded_is_refused(
+    files: list[tuple[Path, bytes]], tmp_path: Path
+) -> None:
+    # The recorded size says one chunk, the file holds more: refused, not imported short.
+    items = []
+    for i, (path, data) in enumerate(files):
+        stored = data + b"more" if i == 2 else data  # CHUNK - 1 bytes recorded
+        copy = tmp_path / path.name
+        copy.write_bytes(stored)
+        items.append((copy, DatasetObject("data", hash_bytes(data), len(data))))
+
+    def open_source(item: tuple[Path, DatasetObject]) -> VerifyingReader:
+        path, obj = item
+        return VerifyingReader(open(path, "rb"), obj, str(path)).defer_hashing()
+
+    def size_of(item: tuple[Path, DatasetObject]) -> int | None:
+        return item[1].size
+
+    with pytest.raises(IntegrityError, match="not read to the end"):
+        list(import_files(items, open_source, chunk_size=CHUNK, threads=2, size_of=size_of))
+    # A file shorter than recorded (still one chunk) fails its check.
+    items[2][0].write_bytes(files[2][1][:5])
+    with pytest.raises(IntegrityError, match="block records"):
+        list(import_files(items, open_source, chunk_size=CHUNK, threads=2, size_of=size_of))
