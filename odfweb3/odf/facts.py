@@ -33,7 +33,7 @@ from odfweb3.odf.model_gen import (
 )
 from odfweb3.odf.timestamp import Timestamp
 
-__all__ = ["ChainFacts", "ObjectFilter", "extend_facts", "facts_of_chain"]
+__all__ = ["ChainFacts", "FactsWalk", "ObjectFilter", "extend_facts", "facts_of_chain"]
 
 _BITS_PER_OBJECT = 16  # with 4 probes: ~0.24 % false positives at capacity
 _PROBES = 4
@@ -131,68 +131,80 @@ def _attachment_paths(ev: SetAttachments) -> tuple[str, ...]:
     return tuple(i.path for i in items or () if i.path)
 
 
+@dataclass
+class _Latest:
+    """What the blocks walked say of the chain's state (the latest of each, the records)."""
+
+    info: SetInfo | None
+    license: SetLicense | None
+    attachments: tuple[str, ...] | None
+    offset: int | None
+    checkpoint: bytes | None
+    watermark: Timestamp | None
+    records: int
+
+
 def _apply(
     facts: ChainFacts, entries_oldest_first: Sequence[ChainEntry], new_objs: list[DatasetObject]
 ) -> ChainFacts:
     """``facts`` advanced over the entries, their distinct new objects given."""
-    info, lic, att = facts.info, facts.license, facts.attachments
-    offset, checkpoint, watermark = facts.last_offset, facts.last_checkpoint, facts.last_watermark
-    records = facts.records
+    f = facts
+    latest = _Latest(
+        f.info, f.license, f.attachments, f.last_offset, f.last_checkpoint, f.last_watermark,
+        f.records,
+    )  # fmt: skip
     for e in entries_oldest_first:
         ev = e.block.event
         if isinstance(ev, SetInfo):
-            info = ev
+            latest.info = ev
         elif isinstance(ev, SetLicense):
-            lic = ev
+            latest.license = ev
         elif isinstance(ev, SetAttachments):
-            att = _attachment_paths(ev)
+            latest.attachments = _attachment_paths(ev)
         elif isinstance(ev, AddData | ExecuteTransform):
             iv = ev.new_data.offset_interval if ev.new_data is not None else None
             if iv is not None:
-                offset = iv.end
-                records += iv.end - iv.start + 1
+                latest.offset = iv.end
+                latest.records += iv.end - iv.start + 1
             if ev.new_checkpoint is not None:
-                checkpoint = ev.new_checkpoint.physical_hash
+                latest.checkpoint = ev.new_checkpoint.physical_hash
             if ev.new_watermark is not None:
-                watermark = ev.new_watermark
+                latest.watermark = ev.new_watermark
+    return _advanced(facts, entries_oldest_first[-1], latest, new_objs)
+
+
+def _advanced(
+    facts: ChainFacts, tip: ChainEntry, latest: _Latest, new_objs: list[DatasetObject]
+) -> ChainFacts:
     data = [o for o in new_objs if o.kind == "data"]
     cps = [o for o in new_objs if o.kind == "checkpoint"]
-    tip = entries_oldest_first[-1]
     return replace(
         facts,
         head=tip.hash,
         sequence=tip.block.sequence_number,
         modified=tip.block.system_time,
-        last_offset=offset,
-        last_checkpoint=checkpoint,
-        last_watermark=watermark,
-        info=info,
-        license=lic,
-        attachments=att,
+        last_offset=latest.offset,
+        last_checkpoint=latest.checkpoint,
+        last_watermark=latest.watermark,
+        info=latest.info,
+        license=latest.license,
+        attachments=latest.attachments,
         objects=facts.objects + len(new_objs),
         object_bytes=facts.object_bytes + sum(o.size or 0 for o in new_objs),
         data_files=facts.data_files + len(data),
         data_bytes=facts.data_bytes + sum(o.size or 0 for o in data),
         checkpoints=facts.checkpoints + len(cps),
         checkpoint_bytes=facts.checkpoint_bytes + sum(o.size or 0 for o in cps),
-        records=records,
+        records=latest.records,
         seen=facts.seen.with_objects((o.kind, o.hash) for o in new_objs if o.kind != "block"),
     )
 
 
-def facts_of_chain(entries: Sequence[ChainEntry]) -> ChainFacts:
-    """The facts of a whole verified chain given head first (as ``walk_chain`` yields it).
-
-    Raises:
-        ValueError: the chain does not end at a Seed.
-    """
-    if not entries or not isinstance(entries[-1].block.event, Seed):
-        raise ValueError("chain facts need a whole chain ending at its Seed")
-    seed_entry = entries[-1]
+def _empty(seed_entry: ChainEntry, objs: Sequence[DatasetObject]) -> ChainFacts:
+    """The facts of the Seed alone, the filter sized for the chain's ``objs``."""
     seed = seed_entry.block.event
     assert isinstance(seed, Seed)
-    objs = list(iter_objects(entries))
-    empty = ChainFacts(
+    return ChainFacts(
         dataset_id=seed.dataset_id or b"",
         head=seed_entry.hash,
         sequence=0,
@@ -215,7 +227,75 @@ def facts_of_chain(entries: Sequence[ChainEntry]) -> ChainFacts:
         # sized for what it holds: data files and checkpoints (blocks are never added)
         seen=ObjectFilter.sized_for(sum(1 for o in objs if o.kind != "block")),
     )
-    return _apply(empty, list(reversed(entries)), objs)
+
+
+class FactsWalk:
+    """:func:`facts_of_chain` over a walk from the head to the Seed, fed one block at a time
+    and keeping none of them (issue 19: an initial publish of 100,000 blocks): the latest
+    of each fact is the first met walking back; the distinct objects are given at the end
+    (as :func:`~odfweb3.odf.chain.iter_objects` yields them)."""
+
+    def __init__(self) -> None:
+        self._tip: ChainEntry | None = None
+        self._seed: ChainEntry | None = None
+        self._latest = _Latest(None, None, None, None, None, None, 0)
+        self._found: set[str] = set()
+
+    def feed(self, e: ChainEntry) -> None:
+        """The next block walking back (head first)."""
+        if self._tip is None:
+            self._tip = e
+        ev, latest, found = e.block.event, self._latest, self._found
+        if isinstance(ev, SetInfo):
+            if "info" not in found:
+                found.add("info")
+                latest.info = ev
+        elif isinstance(ev, SetLicense):
+            if "license" not in found:
+                found.add("license")
+                latest.license = ev
+        elif isinstance(ev, SetAttachments):
+            if "attachments" not in found:
+                found.add("attachments")
+                latest.attachments = _attachment_paths(ev)
+        elif isinstance(ev, AddData | ExecuteTransform):
+            iv = ev.new_data.offset_interval if ev.new_data is not None else None
+            if iv is not None:
+                if "offset" not in found:
+                    found.add("offset")
+                    latest.offset = iv.end
+                latest.records += iv.end - iv.start + 1
+            if ev.new_checkpoint is not None and "checkpoint" not in found:
+                found.add("checkpoint")
+                latest.checkpoint = ev.new_checkpoint.physical_hash
+            if ev.new_watermark is not None and "watermark" not in found:
+                found.add("watermark")
+                latest.watermark = ev.new_watermark
+        elif isinstance(ev, Seed):
+            self._seed = e
+
+    def facts(self, objs: Sequence[DatasetObject]) -> ChainFacts:
+        """The facts at the head, ``objs`` being every distinct object of the chain.
+
+        Raises:
+            ValueError: the walk did not end at a Seed.
+        """
+        seed = self._seed
+        if self._tip is None or seed is None or seed.block.prev_block_hash is not None:
+            raise ValueError("chain facts need a whole chain ending at its Seed")
+        return _advanced(_empty(seed, objs), self._tip, self._latest, list(objs))
+
+
+def facts_of_chain(entries: Sequence[ChainEntry]) -> ChainFacts:
+    """The facts of a whole verified chain given head first (as ``walk_chain`` yields it).
+
+    Raises:
+        ValueError: the chain does not end at a Seed.
+    """
+    if not entries or not isinstance(entries[-1].block.event, Seed):
+        raise ValueError("chain facts need a whole chain ending at its Seed")
+    objs = list(iter_objects(entries))
+    return _apply(_empty(entries[-1], objs), list(reversed(entries)), objs)
 
 
 def extend_facts(facts: ChainFacts, new_head_first: Sequence[ChainEntry]) -> ChainFacts | None:

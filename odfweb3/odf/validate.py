@@ -60,6 +60,7 @@ from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.violation import Violation
 
 __all__ = [
+    "ChainRulesBackwards",
     "ChainState",
     "ValidationReport",
     "Violation",
@@ -283,6 +284,127 @@ def check_chain_rules(
                 bad(e, "event-not-empty", f"{type(ev).__name__} changes nothing")
         prev = e
     return out
+
+
+class ChainRulesBackwards:
+    """:func:`check_chain_rules`'s verdict over a walk from the head back, one block at a
+    time, in constant memory (issue 19: an initial publish of 100,000 blocks holds no
+    decoded chain).
+
+    Every rule relates a block to the one before it or to the latest earlier data event, so
+    it can be checked walking back by carrying what the newer blocks require of the older
+    ones (the end of the last data slice before them, the last checkpoint, a watermark not
+    above theirs). :meth:`finish` is True exactly when :func:`check_chain_rules` of the same
+    blocks, oldest first (with the same ``after``), finds nothing; it says whether, not
+    what: for the violations, check the blocks again with :func:`check_chain_rules`.
+    """
+
+    def __init__(self) -> None:
+        self.ok = True
+        self._newer: ChainEntry | None = None
+        self._oldest: ChainEntry | None = None
+        # What the newer data events require of the state left by the older blocks (the
+        # list holds the value once a newer data event set it).
+        self._offset: list[int | None] = []
+        self._checkpoint: list[bytes | None] = []
+        self._watermark: Timestamp | None = None
+        self._root_only = False
+        self._derivative_only = False
+
+    def feed(self, e: ChainEntry) -> None:
+        """The next block walking back (head first)."""
+        b, ev = e.block, e.block.event
+        newer = self._newer
+        if newer is not None:
+            nb = newer.block
+            if (
+                nb.sequence_number != b.sequence_number + 1
+                or nb.system_time < b.system_time
+                or isinstance(nb.event, Seed)
+            ):
+                self.ok = False
+        self._newer = self._oldest = e
+        if isinstance(ev, _ROOT_ONLY):
+            self._root_only = True
+        elif isinstance(ev, _DERIVATIVE_ONLY):
+            self._derivative_only = True
+        if not isinstance(ev, AddData | ExecuteTransform):
+            return
+        # offsets-sequential: the end of the last slice after this block must be what the
+        # newer data event's prevOffset says; before it, what this one's says.
+        want = self._offset
+        if ev.new_data is not None:
+            iv = ev.new_data.offset_interval
+            if iv is None:
+                self.ok = False
+            else:
+                start = 0 if ev.prev_offset is None else ev.prev_offset + 1
+                if (want and iv.end != want[0]) or iv.start != start or iv.end < iv.start:
+                    self.ok = False
+        no_slice = ev.new_data is None or ev.new_data.offset_interval is None
+        if no_slice and want and ev.prev_offset != want[0]:
+            self.ok = False
+        self._offset = [ev.prev_offset]
+        # checkpoint-carry, the same way.
+        carry = self._checkpoint
+        after = (
+            ev.new_checkpoint.physical_hash if ev.new_checkpoint is not None else ev.prev_checkpoint
+        )
+        if carry and after != carry[0]:
+            self.ok = False
+        self._checkpoint = [ev.prev_checkpoint]
+        # watermark-monotonic: not above the nearest newer watermark.
+        if ev.new_watermark is not None:
+            if self._watermark is not None and self._watermark < ev.new_watermark:
+                self.ok = False
+            self._watermark = ev.new_watermark
+        empty = (
+            ev.new_data is None
+            and ev.new_checkpoint is None
+            and ev.new_watermark is None
+            and (isinstance(ev, ExecuteTransform) or ev.new_source_state is None)
+        )
+        if empty and not (isinstance(ev, ExecuteTransform) and ev.query_inputs):
+            self.ok = False
+
+    def finish(self, *, after: ChainState | None = None) -> bool:
+        """No rule broken by the blocks fed, the last one fed being the oldest: a Seed (or,
+        with ``after``, the block following ``after.tip``)."""
+        first = self._oldest
+        if first is None:
+            return True
+        ok = self.ok
+        if after is not None:
+            kind = after.kind
+            tip = after.tip.block
+            if (
+                first.block.prev_block_hash != after.tip.hash
+                or first.block.sequence_number != tip.sequence_number + 1
+                or first.block.system_time < tip.system_time
+                or isinstance(first.block.event, Seed)
+            ):
+                ok = False
+            offset, checkpoint, watermark = (
+                after.last_offset,
+                after.last_checkpoint,
+                after.last_watermark,
+            )
+        elif isinstance(first.block.event, Seed) and first.block.sequence_number == 0:
+            kind = first.block.event.dataset_kind
+            offset = checkpoint = watermark = None
+        else:
+            return False  # seed-first
+        if (self._offset and self._offset[0] != offset) or (
+            self._checkpoint and self._checkpoint[0] != checkpoint
+        ):
+            ok = False
+        if watermark is not None and self._watermark is not None and self._watermark < watermark:
+            ok = False
+        if (kind == DatasetKind.ROOT and self._derivative_only) or (
+            kind == DatasetKind.DERIVATIVE and self._root_only
+        ):
+            ok = False
+        return ok
 
 
 def _check_object(reader: DatasetReader, obj: DatasetObject) -> tuple[list[str], int]:

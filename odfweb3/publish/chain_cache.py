@@ -29,16 +29,26 @@ from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import IntegrityError, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
-from odfweb3.odf.facts import ChainFacts, ObjectFilter, extend_facts, facts_of_chain
+from odfweb3.odf.facts import ChainFacts, FactsWalk, ObjectFilter, extend_facts, facts_of_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import DatasetKind, SetInfo, SetLicense
 from odfweb3.odf.timestamp import Timestamp
-from odfweb3.odf.validate import ChainState, check_chain_rules
+from odfweb3.odf.validate import ChainRulesBackwards, ChainState, check_chain_rules
 
-__all__ = ["KEEP", "ChainCache", "VerifiedChain", "facts_from_json", "facts_to_json", "load_chain"]
+__all__ = [
+    "HELD",
+    "KEEP",
+    "ChainCache",
+    "VerifiedChain",
+    "facts_from_json",
+    "facts_to_json",
+    "load_chain",
+]
 
 KEEP: Final = 64  # entries kept (newest by modification time)
+# Blocks a walk holds decoded while it looks for a cached head; past them, it streams.
+HELD: Final = 1024
 _FORMAT: Final = 1
 _MAX_ENTRY: Final = 64 << 20
 
@@ -260,6 +270,72 @@ class VerifiedChain:
         return iter(self.whole())
 
 
+class _CachedBelow(Exception):
+    """The streaming walk met a cached head (:func:`_load_streaming`)."""
+
+
+def _load_streaming(
+    reader: DatasetReader,
+    newest: list[ChainEntry],
+    rest: Iterator[ChainEntry],
+    cache: ChainCache | None,
+) -> VerifiedChain | None:
+    """:func:`load_chain` of a whole chain, its ``newest`` blocks walked already and the
+    others still to come from ``rest``, keeping none of those decoded (issue 19: a first
+    publish of 100,000 blocks held 117 MB of them): the rules are checked walking back
+    (:class:`~odfweb3.odf.validate.ChainRulesBackwards`, the same verdict as
+    :func:`~odfweb3.odf.validate.check_chain_rules`), the facts gathered the same way
+    (:class:`~odfweb3.odf.facts.FactsWalk`) and the objects listed as the walk goes. The
+    chain keeps ``newest`` (``whole()`` walks again when asked). None when a cached head
+    turns up (the caller walks again, holding the blocks above it).
+
+    Raises:
+        IntegrityError / FormatError / NotFound: the dataset is invalid; nothing is sent.
+    """
+    rules = ChainRulesBackwards()
+    walk = FactsWalk()
+
+    def entries() -> Iterator[ChainEntry]:
+        for e in newest:
+            rules.feed(e)
+            walk.feed(e)
+            yield e
+        for e in rest:
+            if cache is not None and cache.get(e.hash) is not None:
+                raise _CachedBelow
+            rules.feed(e)
+            walk.feed(e)
+            yield e
+
+    try:
+        objects = list(iter_objects(entries()))
+    except _CachedBelow:
+        return None
+    if not rules.finish():
+        # Say what is wrong as a whole walk does (an invalid dataset: memory is no concern).
+        whole = list(walk_chain(reader))
+        violations = check_chain_rules(list(reversed(whole)))
+        what = str(violations[0]) if violations else "a chain rule is broken"
+        raise IntegrityError(
+            f"{reader.root}: invalid dataset: {what}; "
+            "run odfweb3 validate for every problem (nothing was published)"
+        )
+    facts = walk.facts(objects)
+    chain = VerifiedChain(
+        reader,
+        newest,
+        False,
+        facts,
+        DatasetId.from_bytes(facts.dataset_id),
+        None,
+        cache,
+        _objects=objects,
+    )
+    if cache is not None:
+        cache.put(facts)
+    return chain
+
+
 def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> VerifiedChain:
     """Walk the chain from its head down to a cached verified head (or the Seed) and check
     every block walked against every chain rule, continued from the cached state.
@@ -271,12 +347,27 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
     """
     walked: list[ChainEntry] = []
     base: ChainFacts | None = None
-    for entry in walk_chain(reader):
+    walk = walk_chain(reader)
+    for entry in walk:
         walked.append(entry)
         if cache is not None:
             base = cache.get(entry.hash)
             if base is not None:
                 break
+        if len(walked) >= HELD:
+            # No cached head among the newest blocks: most likely none at all (a first
+            # publish), so the rest of the walk keeps no decoded block (issue 19).
+            streamed = _load_streaming(reader, walked, walk, cache)
+            if streamed is not None:
+                return streamed
+            # A cached head further down after all: walk again, holding the blocks above it.
+            walked, base = [], None
+            for entry in walk_chain(reader):
+                walked.append(entry)
+                base = cache.get(entry.hash) if cache is not None else None
+                if base is not None:
+                    break
+            break
     new: Sequence[ChainEntry] = walked[:-1] if base is not None else walked
     after = None
     if base is not None:

@@ -23,6 +23,7 @@ from odfweb3.odf.model_gen import (
     SetTransform,
 )
 from odfweb3.odf.timestamp import Timestamp
+from odfweb3.publish import chain_cache
 from odfweb3.publish.chain_cache import ChainCache, facts_from_json, facts_to_json, load_chain
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.plan import LazySequence, plan_publish
@@ -271,3 +272,33 @@ def test_the_filter_is_sized_for_data_files_and_checkpoints(ds, monkeypatch):
     facts = load_chain(DatasetReader.open(ds)).facts
     held = facts.data_files + facts.checkpoints
     assert asked == [held] and 0 < held < facts.objects
+
+
+@pytest.mark.parametrize("rule", sorted(BAD))
+def test_a_streamed_walk_refuses_what_a_held_walk_refuses(ds, tmp_path, monkeypatch, rule):
+    # Issue 19: past HELD blocks without a cached head the walk keeps no decoded block and
+    # checks the rules walking back: the same verdict and message as the held walk.
+    append_blocks(ds, 1, data_bytes=100, seed=3)
+    _rewrite_head(ds, **BAD[rule](ds))
+    with pytest.raises(OdfWeb3Error) as held:
+        load_chain(DatasetReader.open(ds), None)
+    monkeypatch.setattr(chain_cache, "HELD", 2)
+    with pytest.raises(OdfWeb3Error) as streamed:
+        load_chain(DatasetReader.open(ds), ChainCache(tmp_path / "verified"))
+    assert str(streamed.value) == str(held.value)
+
+
+def test_a_streamed_walk_gives_the_held_walks_chain(ds, tmp_path, monkeypatch):
+    held = load_chain(DatasetReader.open(ds), None)
+    monkeypatch.setattr(chain_cache, "HELD", 2)
+    cache = ChainCache(tmp_path / "verified")
+    streamed = load_chain(DatasetReader.open(ds), cache)
+    assert len(streamed.walked) == 2 and not streamed.complete  # the rest was not kept
+    assert streamed.facts == held.facts and cache.get(held.head) == held.facts
+    assert streamed.objects() == held.objects()
+    assert streamed.whole() == held.whole()  # walked again when asked
+    # A cached head deeper than HELD: walked again, holding only the blocks above it.
+    append_blocks(ds, 4, data_bytes=100, seed=8)
+    again = load_chain(DatasetReader.open(ds), ChainCache(tmp_path / "verified"))
+    assert len(again.walked) == 5 and again.base == held.facts
+    assert _same_facts(again.facts, facts_of_chain(list(walk_chain(DatasetReader.open(ds)))))
