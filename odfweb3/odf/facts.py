@@ -65,6 +65,11 @@ class ObjectFilter:
         d = hashlib.blake2b(kind.encode() + b"\0" + mh, digest_size=4 * _PROBES).digest()
         return [int.from_bytes(d[4 * i : 4 * i + 4], "little") & (bits - 1) for i in range(_PROBES)]
 
+    def offsets(self, kind: str, mh: bytes) -> list[int]:
+        """The byte offsets in :attr:`data` that adding ``(kind, mh)`` sets bits in (a
+        store of the filter can record what changed without comparing it whole)."""
+        return [p >> 3 for p in self._probes(kind, mh, self.bits)]
+
     def may_hold(self, kind: str, mh: bytes) -> bool:
         """False when ``(kind, mh)`` was certainly never added."""
         data = self.data

@@ -13,13 +13,22 @@ The cache only speeds things up: a missing, unreadable, damaged or foreign entry
 ignored (the whole chain is walked), entries are written atomically
 (:mod:`odfweb3.atomic_file`) and read bounded (:mod:`odfweb3.foreign_json`), and the
 newest :data:`KEEP` entries are kept.
+
+The object filter grows with the dataset (1 MB at 100,000 blocks), so it is not written
+into every entry (issue 19): it lives in ``bloom-<sha-256 prefix>.bin``, named by its
+content and checked against the name when read, and an entry extended from a cached head
+names that file and lists the bytes its new objects changed (``patch``: at most
+:data:`MAX_PATCH`, then a new file is written). A filter file is touched whenever an entry
+naming it is written, and removed with the entries once older than every entry kept.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +48,7 @@ from odfweb3.odf.validate import ChainRulesBackwards, ChainState, check_chain_ru
 __all__ = [
     "HELD",
     "KEEP",
+    "MAX_PATCH",
     "ChainCache",
     "VerifiedChain",
     "facts_from_json",
@@ -47,10 +57,12 @@ __all__ = [
 ]
 
 KEEP: Final = 64  # entries kept (newest by modification time)
+MAX_PATCH: Final = 4096  # filter bytes an entry lists as changed from its filter file
 # Blocks a walk holds decoded while it looks for a cached head; past them, it streams.
 HELD: Final = 1024
 _FORMAT: Final = 1
 _MAX_ENTRY: Final = 64 << 20
+_FILTER_NAME = re.compile(r"^bloom-[0-9a-f]{32}\.bin$")
 
 
 def _ts(t: Timestamp | None) -> list[int] | None:
@@ -100,14 +112,16 @@ def _opt_str(v: Any) -> str | None:
     return v
 
 
-def facts_from_json(d: Any) -> ChainFacts:
-    """Parse a cache entry (TypeError / ValueError / KeyError when malformed)."""
+def facts_from_json(d: Any, seen: ObjectFilter | None = None) -> ChainFacts:
+    """Parse a cache entry (TypeError / ValueError / KeyError when malformed); ``seen``:
+    its filter, read by the cache from the file the entry names, else inline."""
     if not isinstance(d, dict) or d.get("format") != _FORMAT:
         raise ValueError("not a verified-chain cache entry")
     info = d["info"]
     lic = d["license"]
-    bits, count, data = d["seen"]
-    seen = ObjectFilter(int(bits), int(count), base64.b64decode(data, validate=True))
+    if seen is None:
+        bits, count, data = d["seen"]
+        seen = ObjectFilter(int(bits), int(count), base64.b64decode(data, validate=True))
     if seen.bits < 8 or seen.bits & (seen.bits - 1) or len(seen.data) * 8 != seen.bits:
         raise ValueError("bad object filter")
     counts = [int(x) for x in d["counts"]]
@@ -149,6 +163,9 @@ class ChainCache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._names: set[str] | None = None
+        # head -> (filter file, patch) of the entries read or written here: an entry
+        # extended from one of them lists only what changed (issue 19)
+        self._stored: dict[bytes, tuple[str, dict[int, int]]] = {}
 
     def _path(self, head: bytes) -> Path:
         return self.root / f"{head.hex()}.json"
@@ -167,20 +184,86 @@ class ChainCache:
             return None
         try:
             raw = read_foreign_json_file(self._path(head), max_bytes=_MAX_ENTRY, expect=dict)
-            facts = facts_from_json(raw)
-        except (OdfWeb3Error, TypeError, ValueError, KeyError, IndexError, OverflowError):
+            stored = raw["seen"]
+            if isinstance(stored, list) and len(stored) == 3 and isinstance(stored[2], dict):
+                name, patch, seen = self._read_filter(stored)
+                facts = facts_from_json(raw, seen)
+                self._stored[head] = (name, patch)
+            else:
+                facts = facts_from_json(raw)
+        except (OdfWeb3Error, OSError, TypeError, ValueError, KeyError, IndexError, OverflowError):
             return None
         return facts if facts.head == head else None
 
-    def put(self, facts: ChainFacts) -> None:
-        """Cache ``facts`` (atomically); keep the newest :data:`KEEP` entries. Best effort."""
+    def _read_filter(self, stored: list[Any]) -> tuple[str, dict[int, int], ObjectFilter]:
+        """The filter an entry names: its file (size and hash checked), then its patch.
+
+        Raises:
+            OSError / ValueError / TypeError / KeyError: missing, damaged or malformed.
+        """
+        bits, count, ref = int(stored[0]), int(stored[1]), stored[2]
+        name, patch_hex = ref["file"], ref["patch"]
+        if not isinstance(name, str) or not _FILTER_NAME.match(name):
+            raise ValueError("bad filter file name")
+        if bits < 8 or bits & (bits - 1) or bits > 8 * _MAX_ENTRY or not isinstance(patch_hex, str):
+            raise ValueError("bad object filter")
+        fd = os.open(self.root / name, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            data = bytearray(os.pread(fd, bits // 8 + 1, 0))
+        finally:
+            os.close(fd)
+        if len(data) != bits // 8 or _filter_name(data) != name:
+            raise ValueError("damaged filter file")
+        raw = bytes.fromhex(patch_hex)
+        if len(raw) % 5 or len(raw) // 5 > MAX_PATCH:
+            raise ValueError("bad filter patch")
+        patch: dict[int, int] = {}
+        for k in range(0, len(raw), 5):
+            offset, value = int.from_bytes(raw[k : k + 4], "big"), raw[k + 4]
+            data[offset] = value  # IndexError past the end
+            patch[offset] = value
+        return name, patch, ObjectFilter(bits, count, bytes(data))
+
+    def put(
+        self,
+        facts: ChainFacts,
+        base: ChainFacts | None = None,
+        added: Sequence[DatasetObject] = (),
+    ) -> None:
+        """Cache ``facts`` (atomically); keep the newest :data:`KEEP` entries. Best effort.
+
+        ``base`` and ``added``: ``facts`` is ``base`` (read from this cache) extended with
+        the objects ``added``; the entry then names ``base``'s filter file and lists the
+        bytes they changed, instead of a new file.
+        """
         import json
 
-        text = json.dumps(facts_to_json(facts), separators=(",", ":")).encode()
+        seen = facts.seen
+        ref = self._patched(seen, base, added)
         try:
+            if ref is None:
+                name = _filter_name(seen.data)
+                if not _intact(self.root / name, name):
+                    write_file_atomic(self.root / name, seen.data)
+                ref = (name, {})
+            name, patch = ref
+            doc = facts_to_json(facts)
+            doc["seen"] = [
+                seen.bits,
+                seen.count,
+                {
+                    "file": name,
+                    "patch": b"".join(
+                        o.to_bytes(4, "big") + bytes((v,)) for o, v in sorted(patch.items())
+                    ).hex(),
+                },
+            ]
+            text = json.dumps(doc, separators=(",", ":")).encode()
             write_file_atomic(self._path(facts.head), text)
-        except OdfWeb3Error:
+            os.utime(self.root / name)  # younger than the entry: kept while the entry is
+        except (OdfWeb3Error, OSError):
             return  # a cache that cannot be written only costs the next full walk
+        self._stored[facts.head] = ref
         self._names = None
         names = sorted(self._known())
         if len(names) > KEEP:
@@ -188,10 +271,51 @@ class ChainCache:
             for n in names:
                 with contextlib.suppress(OSError):
                     dated.append((os.stat(self.root / n).st_mtime_ns, n))
-            for _, n in sorted(dated)[: len(dated) - KEEP]:
+            dated.sort()
+            for _, n in dated[: len(dated) - KEEP]:
                 with contextlib.suppress(OSError):
                     os.unlink(self.root / n)
             self._names = None
+            if dated[len(dated) - KEEP :]:
+                self._drop_filters(dated[len(dated) - KEEP][0])
+
+    def _patched(
+        self, seen: ObjectFilter, base: ChainFacts | None, added: Sequence[DatasetObject]
+    ) -> tuple[str, dict[int, int]] | None:
+        """``seen`` as ``base``'s filter file and a patch, or None (a new file is due)."""
+        stored = self._stored.get(base.head) if base is not None else None
+        if base is None or stored is None or base.seen.bits != seen.bits:
+            return None
+        name, patch = stored
+        patch = dict(patch)
+        for o in added:
+            if o.kind != "block":
+                for offset in seen.offsets(o.kind, o.hash):
+                    patch[offset] = seen.data[offset]
+        return (name, patch) if len(patch) <= MAX_PATCH else None
+
+    def _drop_filters(self, oldest_kept: int) -> None:
+        """Remove the filter files older than every entry kept (an entry's file is touched
+        after the entry is written, so none of those is named by a kept entry)."""
+        with contextlib.suppress(OSError):
+            for e in os.scandir(self.root):
+                if _FILTER_NAME.match(e.name):
+                    with contextlib.suppress(OSError):
+                        if e.stat(follow_symlinks=False).st_mtime_ns < oldest_kept:
+                            os.unlink(e.path)
+
+
+def _intact(path: Path, name: str) -> bool:
+    """``path`` is a regular file whose content has the name ``name``."""
+    try:
+        return _filter_name(path.read_bytes()) == name
+    except OSError:
+        return False
+
+
+def _filter_name(data: bytes | bytearray) -> str:
+    """A filter file's name: its content's SHA-256 prefix."""
+    return "bloom-" + hashlib.sha256(data).hexdigest()[:32] + ".bin"
 
 
 @dataclass
@@ -394,5 +518,8 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
         reader, walked, complete, facts, DatasetId.from_bytes(facts.dataset_id), base, cache
     )
     if cache is not None and (base is None or base.head != facts.head):
-        cache.put(facts)
+        if base is not None and not complete:  # extended: the filter only gained ``new``'s
+            cache.put(facts, base, list(iter_objects(new)))
+        else:
+            cache.put(facts)
     return chain

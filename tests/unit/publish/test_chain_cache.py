@@ -121,12 +121,30 @@ def test_a_bad_new_block_above_a_cached_head_is_refused(ds, tmp_path, rule):
         load_chain(DatasetReader.open(ds), None)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "other-head", "truncated", "directory"])
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "other-head", "truncated", "directory", "filter-flip", "filter-gone",
+     "filter-name", "patch"],
+)  # fmt: skip
 def test_a_damaged_cache_costs_a_full_walk(ds, tmp_path, damage):
     cache_dir = tmp_path / "verified"
     load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
-    (entry,) = cache_dir.iterdir()
-    if damage == "garbage":
+    (entry,) = cache_dir.glob("*.json")
+    (bloom,) = cache_dir.glob("bloom-*.bin")
+    doc = json.loads(entry.read_text())
+    if damage == "filter-flip":
+        data = bytearray(bloom.read_bytes())
+        data[5] ^= 1
+        bloom.write_bytes(bytes(data))
+    elif damage == "filter-gone":
+        bloom.unlink()
+    elif damage == "filter-name":
+        doc["seen"][2]["file"] = "../" + bloom.name
+        entry.write_text(json.dumps(doc))
+    elif damage == "patch":  # past the filter's end
+        doc["seen"][2]["patch"] = (10**9).to_bytes(4, "big").hex() + "ff"
+        entry.write_text(json.dumps(doc))
+    elif damage == "garbage":
         entry.write_bytes(b"\xff{not json")
     elif damage == "other-head":  # an entry under another block's name
         other = list(walk_chain(DatasetReader.open(ds)))[3].hash
@@ -302,3 +320,77 @@ def test_a_streamed_walk_gives_the_held_walks_chain(ds, tmp_path, monkeypatch):
     again = load_chain(DatasetReader.open(ds), ChainCache(tmp_path / "verified"))
     assert len(again.walked) == 5 and again.base == held.facts
     assert _same_facts(again.facts, facts_of_chain(list(walk_chain(DatasetReader.open(ds)))))
+
+
+def test_extended_entries_name_one_filter_file_and_list_what_changed(ds, tmp_path, monkeypatch):
+    # Issue 19: the filter (1 MB at 100,000 blocks) is written once, not into every entry;
+    # an extended head's entry names the file and lists the bytes its objects changed.
+    import odfweb3.publish.chain_cache as cc
+
+    cache_dir = tmp_path / "verified"
+    load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    (first,) = cache_dir.glob("bloom-*.bin")
+    for step in range(3):
+        append_blocks(ds, 1, data_bytes=100, seed=20 + step)
+        chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+        assert not chain.complete
+        assert list(cache_dir.glob("bloom-*.bin")) == [first]
+        doc = json.loads((cache_dir / f"{chain.head.hex()}.json").read_text())
+        assert doc["seen"][2]["file"] == first.name and doc["seen"][2]["patch"]
+        # read back: the same filter as the one extended in memory
+        assert ChainCache(cache_dir).get(chain.head) == chain.facts
+    whole = list(walk_chain(DatasetReader.open(ds)))
+    assert _same_facts(chain.facts, facts_of_chain(whole))
+    # Past MAX_PATCH changed bytes, a new file.
+    monkeypatch.setattr(cc, "MAX_PATCH", 2)
+    append_blocks(ds, 1, data_bytes=100, seed=30)
+    chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    files = set(cache_dir.glob("bloom-*.bin"))
+    assert len(files) == 2 and first in files
+    doc = json.loads((cache_dir / f"{chain.head.hex()}.json").read_text())
+    assert doc["seen"][2]["file"] != first.name and doc["seen"][2]["patch"] == ""
+    assert ChainCache(cache_dir).get(chain.head) == chain.facts
+
+
+def test_pruning_keeps_the_filter_files_of_the_kept_entries(ds, tmp_path, monkeypatch):
+    import odfweb3.publish.chain_cache as cc
+
+    monkeypatch.setattr(cc, "KEEP", 2)
+    monkeypatch.setattr(cc, "MAX_PATCH", 2)  # every extension writes its own file
+    cache_dir = tmp_path / "verified"
+    load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    heads = []
+    for step in range(4):
+        append_blocks(ds, 1, data_bytes=100, seed=40 + step)
+        heads.append(load_chain(DatasetReader.open(ds), ChainCache(cache_dir)).head)
+    entries = {p.name for p in cache_dir.glob("*.json")}
+    assert entries == {f"{h.hex()}.json" for h in heads[-2:]}
+    named = {json.loads((cache_dir / n).read_text())["seen"][2]["file"] for n in entries}
+    assert {p.name for p in cache_dir.glob("bloom-*.bin")} == named
+    for h in heads[-2:]:
+        assert ChainCache(cache_dir).get(h) is not None
+
+
+def test_an_entry_with_its_filter_inline_is_still_read(ds, tmp_path):
+    # entries written before issue 19's filter files hold the filter in base64
+    cache_dir = tmp_path / "verified"
+    facts = load_chain(DatasetReader.open(ds), ChainCache(cache_dir)).facts
+    for p in cache_dir.iterdir():
+        p.unlink()
+    (cache_dir / f"{facts.head.hex()}.json").write_text(json.dumps(facts_to_json(facts)))
+    assert ChainCache(cache_dir).get(facts.head) == facts
+    append_blocks(ds, 1, data_bytes=100, seed=50)
+    chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    assert not chain.complete and len(list(cache_dir.glob("bloom-*.bin"))) == 1
+
+
+def test_a_damaged_filter_file_is_written_again(ds, tmp_path):
+    cache_dir = tmp_path / "verified"
+    load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    (bloom,) = cache_dir.glob("bloom-*.bin")
+    good = bloom.read_bytes()
+    bloom.write_bytes(b"\0" * len(good))
+    chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    assert chain.complete  # the entry could not be used: walked whole, cached again
+    assert bloom.read_bytes() == good
+    assert ChainCache(cache_dir).get(chain.head) == chain.facts
