@@ -20,11 +20,12 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
    :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS`; else (a first upload, a
    resend of everything, ``manifest="full"``) *full*: every path of the dataset, new paths
    -> new items, old -> old (issue 19; docs/arweave.md, section 9);
-5. optionally an extra item that must name the manifest (the discovery descriptor, whose
-   ``relation`` lists ``ar://<manifest>``), made by a caller's function of the manifest id;
-6. the upload record (names the manifest and the previous record).
+5. the upload record (names the manifest and the previous record);
+6. optionally an extra item that must name the upload (the discovery descriptor, whose
+   ``relation`` lists ``ar://<manifest>`` for a full manifest, ``ar://<record>`` for a
+   delta, which a reader cannot open alone), made by a caller's function of that id.
 
-Bundle order is the same, so the record is the last item. Streamed items are read a
+Bundle order puts 6 before 5, so the record is the last item. Streamed items are read a
 second time when the bundle is written; that read is verified again.
 
 Encrypted publishes outside ArFS private drives (``sealer``, docs/design.md, "Encryption"): every

@@ -210,8 +210,12 @@ def sign_bundle(
         wallet: the signing wallet (RSA-4096).
         open_object: opens a dataset object for a verified read (``open_verified``).
         progress: called with the bytes of each object once it is signed.
-        after_manifest: given the manifest id, the data and tags of one more item, signed and
-            placed between the manifest and the record (its id: ``SignedBundle.extra_id``).
+        after_manifest: given the id a reader opens this upload by, the data and tags of one
+            more item, signed and placed between the manifest and the record (its id:
+            ``SignedBundle.extra_id``). That id is the manifest's when it is full (one id
+            serves every path), the record's when it is a delta (a delta manifest maps only
+            what this upload adds and is refused alone; issue 19, docs/arweave.md section 9):
+            the record names no such item, so it is signed first.
         key_envelope: an encrypted publish's encoded key envelope: one item before the
             manifest (``Content-Type: application/json``, ``ODF-Key-Envelope: 1``,
             ``ODF-Dataset-Id``), named by the record.
@@ -339,15 +343,16 @@ def sign_bundle(
         manifest_tags += (Tag.of(FULL_MANIFEST_TAG, bundle.full_manifest),)
     manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
     items.append(manifest_item)
-    extra_id = None
-    if after_manifest is not None:
-        extra_data, extra_tags = after_manifest(manifest_item.id_b64)
-        extra_item = create_data_item(wallet, extra_data, list(extra_tags))
-        items.append(extra_item)
-        extra_id = extra_item.id_b64
     record = _record(bundle, manifest_item.id_b64, added, envelope_id)
     tags = _record_tags(bundle, manifest_item.id_b64, added)
     record_item = create_data_item(wallet, encode_record(record), tags)
+    extra_id = None
+    if after_manifest is not None:
+        opened_by = manifest_item.id_b64 if bundle.full_manifest is None else record_item.id_b64
+        extra_data, extra_tags = after_manifest(opened_by)
+        extra_item = create_data_item(wallet, extra_data, list(extra_tags))
+        items.append(extra_item)
+        extra_id = extra_item.id_b64
     items.append(record_item)
     return SignedBundle(
         items=tuple(items),

@@ -131,7 +131,8 @@ def manifest_extra(prepared: PreparedBundle) -> dict[str, Any]:
 
 
 class _Descriptor:
-    """The discovery descriptor's data item: built once the manifest id (its ``ar://``) is known.
+    """The discovery descriptor's data item: built once the id it names is known (its
+    ``ar://``: the full manifest, or the record of a delta upload; :func:`.sign_bundle`).
 
     A plain data item (not an ArFS entity) with ``Content-Type: application/ld+json`` and the
     tags of :func:`odfweb3.descriptor.descriptor_tags` (``ODF-Dataset-Id``, ``Title``,
@@ -160,8 +161,9 @@ class _Descriptor:
         self.valid = not errors
         self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
 
-    def item(self, manifest_id: str) -> tuple[bytes, list[Tag]]:
-        doc = with_locators(self.doc, {"ar": manifest_id})  # the chain is walked once
+    def item(self, opened_by: str) -> tuple[bytes, list[Tag]]:
+        """The item, naming ``ar://`` the full manifest or, for a delta upload, the record."""
+        doc = with_locators(self.doc, {"ar": opened_by})  # the chain is walked once
         tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
         return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
 

@@ -60,6 +60,15 @@ def manifest_and_record(
     return item, decode_manifest(item.data), record
 
 
+def descriptor_relation(out: Path, outcome: PublishOutcome) -> list[str]:
+    """The discovery descriptor's ``relation`` (the item before the record, the last)."""
+    items = items_of(out, outcome)
+    assert items[-2].id_b64 == outcome.upload.summary["descriptorId"]
+    assert items[-1].id_b64 == outcome.state.record["recordId"]
+    relation: list[str] = json.loads(items[-2].data)["relation"]
+    return relation
+
+
 def check_reads_back(capsys, tmp_path: Path, ds: Path, out: Path, name: str) -> None:
     env = {"HOME": str(tmp_path / "home")}
     code = main(["verify", str(ds), "--against", f"bundle:{out}", "--deep"], env=env)
@@ -79,6 +88,7 @@ def test_updates_store_delta_manifests_and_read_back(capsys, tmp_path, fixed_wal
     assert set(full.paths) == set(dataset_files(ds)) and not record1.delta
     assert first.state.extra["fullManifestId"] == record1.manifest_id
     assert first.state.extra["deltaUploads"] == 0
+    assert descriptor_relation(out, first) == [f"ar://{record1.manifest_id}"]  # one id: all
     for n in range(1, 4):
         append_blocks(ds, 1, data_bytes=500, seed=81 + n)
         outcome = publish_dataset(ds, BundleTarget(out, fixed_wallet))
@@ -97,6 +107,8 @@ def test_updates_store_delta_manifests_and_read_back(capsys, tmp_path, fixed_wal
         assert tag_value(item.tags, "ODF-Full-Manifest") == record1.manifest_id
         assert record.full_manifest == record1.manifest_id
         assert outcome.state.extra["deltaUploads"] == n
+        # the descriptor names what opens the upload: its record, not the delta manifest
+        assert descriptor_relation(out, outcome) == [f"ar://{outcome.state.record['recordId']}"]
         # the state still knows every path (the next plan needs them)
         assert set(outcome.state.objects) == set(dataset_files(ds))
     replica = open_bundle_dir(f"bundle:{out}")
