@@ -10,7 +10,7 @@ dataset. Every block read here is checked against its hash before it is used.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
@@ -35,7 +35,7 @@ class ChainEntry:
     size: int
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class DatasetObject:
     """An object of the dataset: what it is, its hash and its size when known.
 
@@ -46,17 +46,19 @@ class DatasetObject:
     kind: ObjectKind
     hash: bytes
     size: int | None
+    # Slots, not an instance dict: a publish holds one per object (300,000 at 100,000
+    # blocks, issue 19); the formatted path is kept here once asked.
+    _path: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def path(self) -> str:
         """Path inside the dataset layout, e.g. ``data/f1620…`` (formatted once: a publish
-        asks it of every object several times; kept in the instance dict, which a frozen
-        dataclass allows and ``functools.cached_property`` would lock for on 3.11)."""
-        cache = self.__dict__
-        path = cache.get("_path")
+        asks it of every object several times)."""
+        path = self._path
         if path is None:
-            path = cache["_path"] = object_relpath(self.kind, self.hash)
-        return str(path)
+            path = object_relpath(self.kind, self.hash)
+            object.__setattr__(self, "_path", path)
+        return path
 
 
 BlockSource = Callable[[bytes], bytes]

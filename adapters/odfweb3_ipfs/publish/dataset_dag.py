@@ -64,7 +64,7 @@ __all__ = [
 _TOP_DIRS: Final = ("blocks", "checkpoints", "data")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObjectLink:
     """Where one object is in the DAG: its file root CID, DAG size and file size."""
 
@@ -329,6 +329,8 @@ def build_dataset_dag(
 
     links: dict[str, ObjectLink] = {}
     reused: set[str] = set()
+    # Paths, not names (the path strings are the objects' own: no second string per
+    # object, issue 19); a folder's names are cut from them when it is built.
     added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     order: list[str] = []
@@ -336,8 +338,8 @@ def build_dataset_dag(
     for obj in objects:
         path = obj if isinstance(obj, str) else obj.path
         order.append(path)
-        folder, name = path.split("/", 1)
-        if folder not in folders:
+        folder, sep, _ = path.partition("/")
+        if folder not in folders or not sep:
             raise FormatError(f"{path}: not in the dataset layout")
         if path in previous:
             reused.add(path)
@@ -345,8 +347,8 @@ def build_dataset_dag(
             raise FormatError(f"{path}: not an object to import nor a link of the state")
         else:
             new.append(obj)
-            added[folder].append(name)
-        folders[folder].append(name)
+            added[folder].append(path)
+        folders[folder].append(path)
 
     def open_new(obj: DatasetObject) -> ImportSource:
         return open_for_publish(reader, obj, sealer, defer_hashing=True)
@@ -381,14 +383,15 @@ def build_dataset_dag(
                 link = link_at(f"{folder}/{entry.decode('ascii')}")
                 return link.cid.raw, link.tsize
 
+            cut = len(name) + 1
             cid, tsize, new_table = build_hamt_tracked(
-                [n.encode("ascii") for n in folders[name]],
+                [p[cut:].encode("ascii") for p in folders[name]],
                 link_of,
                 cid_version=prof.cid_version,
                 sink=dir_sink,
                 fanout=prof.hamt_fanout,
                 previous=table,
-                added=[n.encode("ascii") for n in added[name]],
+                added=[p[cut:].encode("ascii") for p in added[name]],
             )
             # Blocks of the previous directories stay in the target (the CARs): counted as
             # held, so a rebuilt subtree's unchanged shards are not sent again.
@@ -397,7 +400,7 @@ def build_dataset_dag(
             dirs[name] = DirNode(cid=cid, tsize=tsize, sharded=True)
             shards[name] = new_table
             continue
-        dirs[name], table = _build_folder(prof, name, folders[name], link_at, dir_sink)
+        dirs[name], table = _build_folder(prof, folders[name], link_at, dir_sink)
         if table is not None:
             shards[name] = table
 
@@ -591,7 +594,8 @@ def build_dataset_dag_indexed(
             continue
         # No new name: the previous publish's directory, block for block.
         sink = sinks.dir if added[folder] else sinks.held
-        dirs[folder], table = _build_folder(prof, folder, names, link_at, sink)
+        paths = [f"{folder}/{n}" for n in names]
+        dirs[folder], table = _build_folder(prof, paths, link_at, sink)
         if table is not None:
             shards[folder] = table
 
@@ -615,30 +619,34 @@ def build_dataset_dag_indexed(
 
 def _build_folder(
     prof: CidProfile,
-    folder: str,
-    names: list[str],
+    paths: list[str],
     link_at: Callable[[str], ObjectLink],
     sink: BlockSink,
 ) -> tuple[DirNode, ShardTable | None]:
-    """A top directory of ``names`` (each linked by ``link_at("folder/name")``) and, when it
-    is sharded, its trie's table for the next publish.
+    """A top directory of the objects at ``paths`` (``folder/name``, one folder, each linked
+    by ``link_at(path)``) and, when it is sharded, its trie's table for the next publish.
 
     A sharded one is built once, by the HAMT builder that records the table, emitting the
     blocks :meth:`CidProfile.build_directory` would (the trie is canonical: same nodes, same
     order): no entry dict, link list or second pass over 100,000 entries (issue 19).
     """
+    if not paths:
+        return prof.build_directory({}, sink), None
+    folder = paths[0].partition("/")[0]
+    cut = len(folder) + 1
 
     def link_of(entry: bytes) -> tuple[bytes, int]:
         link = link_at(f"{folder}/{entry.decode('ascii')}")
         return link.cid.raw, link.tsize
 
-    encoded = [n.encode("ascii") for n in names]
+    encoded = [p[cut:].encode("ascii") for p in paths]
     if prof.directory_shards((n, *link_of(n)) for n in encoded):
         cid, tsize, table = build_hamt_tracked(
             encoded, link_of, cid_version=prof.cid_version, sink=sink, fanout=prof.hamt_fanout
         )
         return DirNode(cid=cid, tsize=tsize, sharded=True), table
-    entries = {n: Entry(*_pair(link_at(f"{folder}/{n}"))) for n in names}
+    del encoded
+    entries = {p[cut:]: Entry(*_pair(link_at(p))) for p in paths}
     return prof.build_directory(entries, sink), None
 
 
