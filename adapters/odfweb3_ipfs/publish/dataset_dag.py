@@ -166,6 +166,37 @@ class IndexLinks(Mapping[str, ObjectLink]):
         return len(self.index)
 
 
+class _PackedLinks(Mapping[str, ObjectLink]):
+    """New objects' links, each kept as one ``bytes`` (CID bytes, then tsize and size, 8
+    bytes each) instead of an :class:`ObjectLink`, a :class:`Cid` and two ints (issue 19:
+    300,000 of them at 100,000 blocks); an :class:`ObjectLink` is made when one is asked."""
+
+    def __init__(self) -> None:
+        self._packed: dict[str, bytes] = {}
+
+    def add(self, path: str, cid: Cid, tsize: int, size: int) -> None:
+        self._packed[path] = cid.raw + tsize.to_bytes(8, "big") + size.to_bytes(8, "big")
+
+    def pair(self, path: str) -> tuple[bytes, int] | None:
+        """``(CID bytes, tsize)`` of ``path``; None when it is not here."""
+        b = self._packed.get(path)
+        return None if b is None else (b[:-16], int.from_bytes(b[-16:-8], "big"))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._packed
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        b = self._packed[key]
+        size = int.from_bytes(b[-8:], "big")
+        return ObjectLink(Cid(b[:-16]), int.from_bytes(b[-16:-8], "big"), size)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+
 class _AllLinks(Mapping[str, ObjectLink]):
     """Every object's link, in dataset order: new ones, and reused ones parsed when asked."""
 
@@ -327,7 +358,7 @@ def build_dataset_dag(
         if sink is not None:
             sink(cid, block)
 
-    links: dict[str, ObjectLink] = {}
+    links = _PackedLinks()
     reused: set[str] = set()
     # Paths, not names (the path strings are the objects' own: no second string per
     # object, issue 19); a folder's names are cut from them when it is built.
@@ -359,7 +390,7 @@ def build_dataset_dag(
     for obj, node in prof.import_files(new, open_new, file_sink, _size_of(sealer)):
         if progress is not None:
             progress(node.size)
-        links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
+        links.add(obj.path, node.cid, node.tsize, node.size)
 
     # refs/head before the directories: the CAR keeps its block order.
     head_text = multihash_to_str(head).encode("ascii")
@@ -368,8 +399,14 @@ def build_dataset_dag(
     head_file = prof.import_bytes(head_text, file_sink)
 
     def link_at(path: str) -> ObjectLink:
-        link = links.get(path)
-        return link if link is not None else previous[path]
+        return links[path] if path in links else previous[path]
+
+    def pair_at(path: str) -> tuple[bytes, int]:
+        pair = links.pair(path)
+        if pair is None:
+            link = previous[path]
+            return link.cid.raw, link.tsize
+        return pair
 
     shards: dict[str, ShardTable] = {}
     dirs: dict[str, DirNode] = {}
@@ -400,7 +437,7 @@ def build_dataset_dag(
             dirs[name] = DirNode(cid=cid, tsize=tsize, sharded=True)
             shards[name] = new_table
             continue
-        dirs[name], table = _build_folder(prof, folders[name], link_at, dir_sink)
+        dirs[name], table = _build_folder(prof, folders[name], pair_at, dir_sink)
         if table is not None:
             shards[name] = table
 
@@ -595,7 +632,7 @@ def build_dataset_dag_indexed(
         # No new name: the previous publish's directory, block for block.
         sink = sinks.dir if added[folder] else sinks.held
         paths = [f"{folder}/{n}" for n in names]
-        dirs[folder], table = _build_folder(prof, paths, link_at, sink)
+        dirs[folder], table = _build_folder(prof, paths, lambda p: _pair_raw(link_at(p)), sink)
         if table is not None:
             shards[folder] = table
 
@@ -620,11 +657,12 @@ def build_dataset_dag_indexed(
 def _build_folder(
     prof: CidProfile,
     paths: list[str],
-    link_at: Callable[[str], ObjectLink],
+    pair_at: Callable[[str], tuple[bytes, int]],
     sink: BlockSink,
 ) -> tuple[DirNode, ShardTable | None]:
     """A top directory of the objects at ``paths`` (``folder/name``, one folder, each linked
-    by ``link_at(path)``) and, when it is sharded, its trie's table for the next publish.
+    by ``pair_at(path)``: its CID bytes and tsize) and, when it is sharded, its trie's table
+    for the next publish.
 
     A sharded one is built once, by the HAMT builder that records the table, emitting the
     blocks :meth:`CidProfile.build_directory` would (the trie is canonical: same nodes, same
@@ -636,8 +674,7 @@ def _build_folder(
     cut = len(folder) + 1
 
     def link_of(entry: bytes) -> tuple[bytes, int]:
-        link = link_at(f"{folder}/{entry.decode('ascii')}")
-        return link.cid.raw, link.tsize
+        return pair_at(f"{folder}/{entry.decode('ascii')}")
 
     encoded = [p[cut:].encode("ascii") for p in paths]
     if prof.directory_shards((n, *link_of(n)) for n in encoded):
@@ -646,7 +683,10 @@ def _build_folder(
         )
         return DirNode(cid=cid, tsize=tsize, sharded=True), table
     del encoded
-    entries = {p[cut:]: Entry(*_pair(link_at(p))) for p in paths}
+    entries = {}
+    for p in paths:
+        raw, tsize = pair_at(p)
+        entries[p[cut:]] = Entry(Cid(raw), tsize)
     return prof.build_directory(entries, sink), None
 
 
@@ -661,6 +701,10 @@ def _size_of(sealer: Sealer | None) -> Callable[[DatasetObject], int | None] | N
 
 def _recorded_size(obj: DatasetObject) -> int | None:
     return obj.size
+
+
+def _pair_raw(link: ObjectLink) -> tuple[bytes, int]:
+    return link.cid.raw, link.tsize
 
 
 def _pair(link: ObjectLink) -> tuple[Cid, int]:
