@@ -3,14 +3,16 @@
 Usage::
 
     python bench/bench_scale.py [--sizes 1000,10000,30000,100000] [--block-bytes 2000]
-                                [--targets car,bundle] [--cache bench/.scale-cache]
+                                [--targets car,bundle,ipfs] [--cache bench/.scale-cache]
                                 [--svg bench/scale.svg]
 
 For each size N, a root dataset of N AddData blocks with ``--block-bytes`` bytes of data
 each is built once (``create_root_dataset(..., fsync=False)``) and kept in
 ``--cache/N`` (ignored by git; delete it to rebuild). Then, per target (``car:DIR``,
-``bundle:DIR``), on a hard-linked copy (odfweb3 writes by rename: the cache is never
-changed), each step in its own child process so its peak RSS is its own:
+``bundle:DIR``, and ``ipfs``: a live Kubo v0.43.1 this run starts for itself, offline from
+any network, as bench_publish_ipfs.py does: tests/support/kubo.py, ``make gonodes``; its
+publish state in a directory of the run), on a hard-linked copy (odfweb3 writes by rename:
+the cache is never changed), each step in its own child process so its peak RSS is its own:
 
 1. the initial publish (``publish_dataset`` in-process, interpreter start not counted);
 2. ``append_blocks(copy, 1)`` (untimed, in a process of its own) and the +1-block publish;
@@ -26,6 +28,7 @@ against N (log-log, hand-written SVG, no plotting dependency). No timing asserti
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import math
@@ -42,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ensure_dataset, linked_copy, machine, own_peak_rss, print_table
 
 HERE = Path(__file__).resolve().parent
+KUBO_API_ENV = "ODFWEB3_BENCH_KUBO_API"  # the parent's Kubo, for the ipfs steps
 
 
 def _step(target: str, ds: Path, out: Path, keys: Path, append: int) -> dict[str, float]:
@@ -61,6 +65,16 @@ def _step(target: str, ds: Path, out: Path, keys: Path, append: int) -> dict[str
         from odfweb3_ipfs.publish.car_target import CarTarget
 
         tgt: object = CarTarget(out, Keystore(keys))
+    elif target == "ipfs":
+        # The node the parent started; state and key under `out`: each code version (and
+        # each size) publishes under its own IPNS name, from its own initial publish.
+        from odfweb3.publish.state import StateStore
+        from odfweb3_ipfs.client.kubo import KuboClient
+        from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+
+        out.mkdir(exist_ok=True)
+        client = KuboClient(os.environ[KUBO_API_ENV], timeout=3600)
+        tgt = IpfsNodeTarget(client, Keystore(out / "keys"), StateStore(out / "state"), tmp_dir=out)
     else:
         from odfweb3_arweave.publish.bundle_target import BundleTarget
         from odfweb3_arweave.wallet import load_wallet
@@ -115,8 +129,10 @@ def _svg(
     colors = {
         "car": "#1f77b4",
         "bundle": "#d62728",
+        "ipfs": "#2ca02c",
         "car before": "#1f77b4",
         "bundle before": "#d62728",
+        "ipfs before": "#2ca02c",
     }
     panels = [("seconds", "+1 block: seconds"), ("bytes", "+1 block: bytes written")]
     xs = sorted({float(r["blocks"]) for r in rows})
@@ -201,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,30000,100000", help="AddData blocks, commas")
     ap.add_argument("--block-bytes", type=int, default=2000, help="data bytes per block")
-    ap.add_argument("--targets", default="car,bundle", help="car and/or bundle")
+    ap.add_argument("--targets", default="car,bundle", help="car, bundle and/or ipfs")
     ap.add_argument("--cache", type=Path, default=HERE / ".scale-cache", help="dataset cache")
     ap.add_argument("--svg", type=Path, help="write the plot here")
     ap.add_argument(
@@ -251,10 +267,20 @@ def main(argv: list[str] | None = None) -> int:
         ("blocks", "target", "initial s", "initial RSS MB", "initial bytes",
          "+1 s", "+1 RSS MB", "+1 bytes"),
     ]  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="odfweb3-bench-scale-") as tmp_name:
+    with (
+        tempfile.TemporaryDirectory(prefix="odfweb3-bench-scale-") as tmp_name,
+        contextlib.ExitStack() as stack,
+    ):
         tmp = Path(tmp_name)
         keys = tmp / "keys"
         keys.mkdir(mode=0o700)
+        if "ipfs" in targets:
+            sys.path.insert(0, str(HERE.parent))
+            from tests.support.kubo import start_kubo
+
+            node = stack.enter_context(start_kubo(tmp / "kubo"))
+            os.environ[KUBO_API_ENV] = node.api_url  # inherited by the steps
+            print(f"ipfs: Kubo at {node.api_url} ({tmp / 'kubo'})")
         if "bundle" in targets:
             from odfweb3_arweave.wallet import generate_wallet, save_wallet
 

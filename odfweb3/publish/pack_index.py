@@ -123,6 +123,9 @@ class PackIndex(Mapping[str, Mapping[str, Any]]):
     """
 
     layout: ClassVar[IndexLayout]
+    # How a missing or damaged pack's one-line error ends (what to do); a target that keeps
+    # its packs elsewhere says its own.
+    remedy: ClassVar[str] = "move publish.json away to publish afresh"
 
     def __init__(
         self,
@@ -177,24 +180,22 @@ class PackIndex(Mapping[str, Mapping[str, Any]]):
         try:
             fd = os.open(self.out_dir / ref.pack, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
-            raise FormatError(
-                f"{where}: missing; move publish.json away to publish afresh"
-            ) from None
+            raise FormatError(f"{where}: missing; {self.remedy}") from None
         except OSError as exc:
-            raise FormatError(f"{where}: {exc.strerror}") from None
+            raise FormatError(f"{where}: {exc.strerror}; {self.remedy}") from None
         try:
             data = os.pread(fd, ref.length, ref.offset)
         finally:
             os.close(fd)
         if len(data) != ref.length or hashlib.sha256(data).hexdigest()[:32] != ref.digest:
-            raise FormatError(f"{where}: damaged (part {folder}/{index:02X})")
+            raise FormatError(f"{where}: damaged (part {folder}/{index:02X}); {self.remedy}")
         raw = load_foreign_json(data, what=where, max_bytes=MAX_PART, expect=dict)
         decode, partition_of = self.layout.decode, self.layout.partition_of
         entries = {str(n): decode(v, where) for n, v in raw.items()}
         if len(entries) != ref.count or any(
             not n.isascii() or partition_of(n) != index for n in entries
         ):
-            raise FormatError(f"{where}: damaged (part {folder}/{index:02X})")
+            raise FormatError(f"{where}: damaged (part {folder}/{index:02X}); {self.remedy}")
         self._parts[key] = entries
         return entries
 

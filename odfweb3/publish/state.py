@@ -37,6 +37,7 @@ STATE_VERSION: Final = 1
 # publish.json / a state file: a CAR list and a few hashes; bounded like any foreign JSON
 # (a bundle:DIR or car:DIR may come from someone else).
 MAX_STATE_SIZE: Final = 64 << 20
+_INDENT_MAX: Final = 256 << 10  # a state file larger than this is written compact
 
 
 @dataclass(frozen=True)
@@ -107,11 +108,15 @@ def state_json_text(doc: dict[str, Any]) -> str:
     """JSON text of a state document: indented while small, compact when large.
 
     ``json`` only uses its C encoder without indentation; a state with tens of
-    thousands of objects takes seconds to indent in pure Python.
+    thousands of objects takes seconds to indent in pure Python. A state whose objects
+    are elsewhere (an object index) can still be large (directory blocks, shard tables):
+    above 256 KiB it is compact too.
     """
     objects = doc.get("objects")
-    large = isinstance(objects, dict) and len(objects) > 1000
-    return json.dumps(doc, indent=None if large else 1, sort_keys=True)
+    if isinstance(objects, dict) and len(objects) > 1000:
+        return json.dumps(doc, sort_keys=True)
+    compact = json.dumps(doc, sort_keys=True)
+    return compact if len(compact) > _INDENT_MAX else json.dumps(doc, indent=1, sort_keys=True)
 
 
 def save_state_file(path: Path, state: PublishState) -> None:

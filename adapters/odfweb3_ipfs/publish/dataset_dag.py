@@ -594,7 +594,7 @@ def build_dataset_dag_indexed(
                 if len(part) != 1:
                     raise FormatError(
                         f"{index.out_dir}: the object index and hamtShards disagree on "
-                        f"{f}/{i:02X}; move publish.json away to publish afresh"
+                        f"{f}/{i:02X}; {index.remedy}"
                     )
                 return next(iter(part)).encode("ascii")
 

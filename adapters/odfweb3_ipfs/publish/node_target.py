@@ -14,7 +14,14 @@ docs/design.md, "Commit order" and "IPFS mapping", in commit order:
   with one streamed ``dag/import``, checked with ``block/stat``, pinned with
   ``pin/add`` (recursive: the node proves the whole DAG is there). A checkpoint
   (``extra.pending``) is saved next, so an interrupted publish re-run sends only
-  what is missing.
+  what is missing. As ``car:DIR`` (issue 19), the per-object links are in an object
+  index (:mod:`.object_index`: content-named packs in ``<state file>.index/``, the new
+  pack written before the checkpoint that names it) and the top directories' HAMT shard
+  tables in the state, so an update reads only the index parts of its new objects and
+  rebuilds only their shard path; the checkpoint names the packs, the shard tables and
+  the directory blocks this publish made, not every object. A state written by older
+  versions (every object in ``objects``) is read as before and converted by the next
+  publish.
 - ``commit``: the node's record is read again (a publisher that got there
   meanwhile is a ConflictError), then our pre-signed record (sequence + 1, ``_odf``
   extension) is put with ``routing/put`` (Kubo) or ``dht/put`` (js-ipfs); where the
@@ -43,14 +50,15 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import MAGIC
@@ -74,6 +82,8 @@ from odfweb3_ipfs.formats.ipns import (
 )
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
+from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
+from odfweb3_ipfs.publish.object_index import ObjectIndex, is_pack_name
 from odfweb3_ipfs.publish.pipeline import (
     BuildSettings,
     odf_extra,
@@ -94,7 +104,14 @@ from odfweb3_ipfs.publish.state import (
     serialize_node_state,
 )
 
-__all__ = ["IpfsNodeTarget", "NodeRecord", "RepublishResult", "read_node_record", "republish"]
+__all__ = [
+    "IpfsNodeTarget",
+    "NodeObjectIndex",
+    "NodeRecord",
+    "RepublishResult",
+    "read_node_record",
+    "republish",
+]
 
 Clock = Callable[[], datetime]
 
@@ -132,6 +149,14 @@ def read_node_record(client: KuboClient, name: IpnsName) -> NodeRecord | None:
     except RecordExpired:
         # verify_record checks the signature (steps 2-7) before expiry (step 8).
         return NodeRecord(decode_record(raw), expired=True)
+
+
+class NodeObjectIndex(ObjectIndex):
+    """The node target's object index: its packs are in ``<state file>.index/`` (issue 19)."""
+
+    remedy: ClassVar[str] = (
+        "delete the publish state file beside this .index directory to rebuild it from the node"
+    )
 
 
 def _dataset_key(keystore: Keystore, dataset_id: str) -> Ed25519PrivateKey | None:
@@ -218,6 +243,53 @@ class IpfsNodeTarget:
         self.clock = clock
         self._seen: NodeRecord | None = None  # the node's record at inspect time
         self._previous_root: str | None = None
+        # The state file as inspect read it (on-disk form) and its identity, so the
+        # checkpoint does not read it again (issue 19); when inspect started (pack cleanup).
+        self._loaded: PublishState | None = None
+        self._loaded_stat: tuple[int, int, int, int] | None = None
+        self._started = 0.0
+
+    # -- the state file and its object index (issue 19) ---------------------------------
+
+    def _state_path(self, dataset_id: str) -> Path:
+        return self.states.path_for(dataset_id, self.name)
+
+    def index_dir(self, dataset_id: str) -> Path:
+        """Where this target keeps the dataset's object index packs: beside its state
+        file, ``<state>.index/`` (never a path a remote value chose)."""
+        path = self._state_path(dataset_id)
+        return path.with_name(path.stem + ".index")
+
+    def _index(self, dataset_id: str, raw: Mapping[str, Any]) -> NodeObjectIndex:
+        """An ``objectIndex`` of this target's state as an :class:`ObjectIndex`."""
+        where = str(self._state_path(dataset_id))
+        return NodeObjectIndex.from_json(self.index_dir(dataset_id), raw, where)
+
+    def _file_stat(self, dataset_id: str) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self._state_path(dataset_id), follow_symlinks=False)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _load(self, dataset_id: str) -> PublishState | None:
+        """The saved state, read once per publish: its ``objects`` are the object index
+        (read part by part) when the state has one (issue 19)."""
+        self._loaded_stat = self._file_stat(dataset_id)
+        state = self.states.load(dataset_id, self.name)
+        self._loaded = state
+        if state is None:
+            return None
+        index = self._typed(state).extra.object_index
+        if index is not None:
+            state = state.evolve(objects=self._index(dataset_id, index))
+        return state
+
+    def _save_state(self, state: PublishState) -> None:
+        """Write a state; an object index stays in its packs (``extra.objectIndex``)."""
+        if isinstance(state.objects, ObjectIndex):
+            state = state.evolve(objects={})
+        self.states.save(state)
 
     # -- step 2 -------------------------------------------------------------------------
 
@@ -235,7 +307,8 @@ class IpfsNodeTarget:
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the node holds for the dataset (state checked against the node)."""
         notes: list[str] = []
-        state = self.states.load(dataset_id, self.name)
+        self._started = time.time()
+        state = self._load(dataset_id)
         key = _dataset_key(self.keystore, dataset_id)
         seen = None
         if key is not None:
@@ -262,10 +335,11 @@ class IpfsNodeTarget:
             return RemoteView(head=None, notes=tuple(notes))
 
         # The committed state, checked against the node.
-        has: set[str] = set()
-        objects = dict(state.objects)
+        has: Collection[str] = frozenset()
+        objects: Mapping[str, Mapping[str, Any]] = state.objects
         dag = typed.extra.dag
-        dir_blocks = list(dag.dir_blocks or ())
+        dir_blocks: tuple[str, ...] = dag.dir_blocks or ()
+        shards, index = typed.extra.hamt_shards, typed.extra.object_index
         # Objects made another way (CID profile, encryption) cannot be linked: sent again.
         usable = reusable_state(dag, self.profile, encrypted=self.sealer is not None)
         holds_head = usable
@@ -273,13 +347,15 @@ class IpfsNodeTarget:
             if self._root_complete(state.locator):
                 self._previous_root = state.locator
                 if usable:
-                    has |= set(objects)
+                    # The object index answers `in` part by part; no copy (issue 19).
+                    has = objects
             else:
                 notes.append(
                     f"the node no longer holds the published root {state.locator}: "
                     "sending the whole dataset again"
                 )
-                objects, dir_blocks, holds_head = {}, [], False
+                objects, dir_blocks, holds_head = {}, (), False
+                shards = index = None
         pending = typed.extra.pending
         if (
             usable
@@ -288,16 +364,29 @@ class IpfsNodeTarget:
             and self._root_complete(pending.root)
         ):
             notes.append(f"resuming an interrupted publish: {pending.root} is already on the node")
-            objects.update(pending.objects or {})
-            has |= set(pending.objects or {})
-            dir_blocks = sorted(set(dir_blocks) | set(pending.dir_blocks or ()))
-        extra = replace(typed.extra, dag=replace(dag, dir_blocks=tuple(dir_blocks)), pending=None)
+            if pending.object_index is not None:
+                # The pinned root's whole layout: its index and shard tables (issue 19).
+                objects = has = self._index(dataset_id, pending.object_index)
+                shards, index = pending.hamt_shards, pending.object_index
+            else:  # a checkpoint of an older version: every object listed
+                objects = {**objects, **(pending.objects or {})}
+                has = {*has, *(pending.objects or {})}
+                shards = index = None
+            if pending.dir_blocks:  # older versions: the directory blocks it sent
+                dir_blocks = tuple(sorted(set(dir_blocks) | set(pending.dir_blocks)))
+        extra = replace(
+            typed.extra,
+            dag=replace(dag, dir_blocks=dir_blocks or None),
+            pending=None,
+            hamt_shards=shards,
+            object_index=index,
+        )
         if seen is None and state.head is not None:
             notes.append("the node has no record for the name; this publish puts it back")
         checked = state.evolve(objects=objects, **serialize_node_state(replace(typed, extra=extra)))
         return RemoteView(
             head=state.head,
-            has=frozenset(has),
+            has=has,
             state=checked,
             notes=tuple(notes),
             holds_head=holds_head,
@@ -327,21 +416,32 @@ class IpfsNodeTarget:
             f"{seen.record.sequence}, root {root})"
         )
         base = base.evolve(head=head, locator=root.encode())
-        pending = self._typed(state).extra.pending if state is not None else None
+        typed = self._typed(state) if state is not None else None
+        pending = typed.extra.pending if typed is not None else None
         if (
-            pending is not None
+            typed is not None
+            and pending is not None
             and Cid.decode(pending.root).raw == root.raw
             and self.client.has_pin(root)
         ):
             # Our own publish was interrupted after the record was put, before the state
-            # was saved: its checkpoint lists what the (pinned, so complete) root holds.
-            objects = dict(pending.objects or {})
-            dag = replace(pending.profile, dir_blocks=pending.dir_blocks or ())
-            base = base.evolve(objects=objects, extra=serialize_node_extra(NodeExtra(dag=dag)))
+            # was saved: its checkpoint says what the (pinned, so complete) root holds: its
+            # object index and shard tables (older versions: every object and directory
+            # block).
+            objects: Mapping[str, Mapping[str, Any]]
+            if pending.object_index is not None:
+                objects = self._index(dataset_id, pending.object_index)
+            else:
+                objects = dict(pending.objects or {})
+            dag = replace(pending.profile, dir_blocks=pending.dir_blocks)
+            extra = NodeExtra(
+                dag=dag, hamt_shards=pending.hamt_shards, object_index=pending.object_index
+            )
+            base = base.evolve(objects=objects, extra=serialize_node_extra(extra))
             self._previous_root = root.encode()
             notes.append("the record names the root of our interrupted publish: reusing it")
             if reusable_state(dag, self.profile, encrypted=self.sealer is not None):
-                return RemoteView(head=head, has=frozenset(objects), state=base, notes=tuple(notes))
+                return RemoteView(head=head, has=objects, state=base, notes=tuple(notes))
         # No links for the root's objects: the plan sends them all.
         return RemoteView(head=head, state=base, notes=tuple(notes), holds_head=False)
 
@@ -396,12 +496,15 @@ class IpfsNodeTarget:
         # The key envelope of an encrypted publish (pinned above, as a side file).
         envelope = found.get("keyEnvelope") if self.sealer is not None else None
         desc = {**side.skipped, **{k: v for k, v in found.items() if k == "descriptor"}}
-        objects = dag.objects_json(prev.objects if prev else {})
-        dir_hex = sorted(c.hex() for c in dag.dir_blocks)
-        self._checkpoint(plan, root.encode(), objects, dir_hex)
+        index = self._write_index(plan.dataset_id, dag, prev)
+        shards = shards_json(dag.shards) if dag.shards else None
+        self._checkpoint(plan, root.encode(), index, shards)
         facts = replace(
             self._profile_facts(),
-            dir_blocks=tuple(dir_hex),
+            # No dirBlocks (issue 19): as car:DIR, the next build knows from the layout
+            # which directory blocks are new (build_dataset_dag_indexed); an older
+            # state's list still filters its first update.
+            dir_blocks=None,
             descriptor=desc.get("descriptor"),
             encrypted=True if envelope else None,
             key_epoch=self.sealer.epoch if envelope and self.sealer is not None else None,
@@ -409,9 +512,17 @@ class IpfsNodeTarget:
         )
         return UploadResult(
             locator=root.encode(),
-            objects=objects,
+            objects=index,
             extra=serialize_node_extra(
-                NodeExtra(dag=facts, source=str(reader.root), node=self.client.node.kind)
+                NodeExtra(
+                    dag=facts,
+                    source=str(reader.root),
+                    node=self.client.node.kind,
+                    # The next publish rebuilds only the shards its new entries fall under
+                    # and reads only the index parts they fall in (issue 19).
+                    hamt_shards=shards,
+                    object_index=index.to_json(),
+                )
             ),
             bytes_sent=self.client.stats.bytes_sent - sent_before,
             summary={
@@ -441,15 +552,50 @@ class IpfsNodeTarget:
                     raise
         self.client.pin_add(root)
 
+    def _write_index(
+        self, dataset_id: str, dag: DatasetDag, prev: PublishState | None
+    ) -> ObjectIndex:
+        """The object index of the new root, its new pack written (temp file, fsync,
+        rename) before any state names it: content-named, so a crash leaves only an
+        unreferenced pack. An update writes only the parts its new objects fall in; a
+        first publish, or one from a state written by older versions (every object in
+        ``objects``: migrated here), writes the whole index."""
+        if dag.indexed and prev is not None and isinstance(prev.objects, ObjectIndex):
+            new = {path: link.to_json() for path, link in dag.added.items()}
+            index, pack = prev.objects.updated(new)
+            if pack:
+                write_file_atomic(index.out_dir / ObjectIndex.pack_name(pack), pack)
+            return index
+        # Every object, the pack streamed part by part from the links (as car:DIR), reused
+        # entries as the previous state wrote them.
+        previous = prev.objects if prev else {}
+        links, reused = dag.objects, dag.reused
+
+        def value(path: str) -> list[Any]:
+            if path in reused and path in previous:
+                e = previous[path]
+                return [e["cid"], e["tsize"], e["size"]]
+            link = links[path]
+            return [link.cid.encode(), link.tsize, link.size]
+
+        return NodeObjectIndex.write_fresh(self.index_dir(dataset_id), links, value)
+
     def _checkpoint(
         self,
         plan: PublishPlan,
         root: str,
-        objects: Mapping[str, Mapping[str, Any]],
-        dir_blocks: list[str],
+        index: ObjectIndex,
+        shards: Mapping[str, Any] | None,
     ) -> None:
-        """Remember what is on the node before the name moves (resumes an interruption)."""
-        saved = self.states.load(plan.dataset_id, self.name)
+        """Remember what is on the node before the name moves (resumes an interruption).
+
+        The checkpoint names the root's object index (its packs already written) and shard
+        tables, so it stays small (issue 19); it is added to the state inspect read, unless
+        another process replaced the file since.
+        """
+        saved = self._loaded
+        if saved is None or self._file_stat(plan.dataset_id) != self._loaded_stat:
+            saved = self.states.load(plan.dataset_id, self.name)
         if saved is None:
             saved = PublishState(dataset_id=plan.dataset_id, target=self.name)
         typed = self._typed(saved)
@@ -457,10 +603,10 @@ class IpfsNodeTarget:
         pending = NodePending(
             root=root,
             head=multihash_to_str(plan.head),
-            objects=objects,
-            dir_blocks=tuple(dir_blocks),
             cid_version=profile.cid_version,
             cid_profile=profile.cid_profile,
+            object_index=index.to_json(),
+            hamt_shards=shards,
         )
         typed = replace(typed, extra=replace(typed.extra, pending=pending))
         self.states.save(saved.evolve(**serialize_node_state(typed)))
@@ -572,11 +718,27 @@ class IpfsNodeTarget:
     # -- step 7 -------------------------------------------------------------------------
 
     def save(self, state: PublishState) -> None:
-        """Save the state; then unpin the previous root if asked (the name has moved)."""
-        self.states.save(state)
+        """Save the state; then drop the index packs it no longer names, and unpin the
+        previous root if asked (the name has moved)."""
+        self._save_state(state)
+        if isinstance(state.objects, ObjectIndex):
+            self._drop_packs(state.objects)
         old = self._previous_root
         if self.unpin_previous and old and old != state.locator:
             self.client.pin_rm(Cid.decode(old))
+
+    def _drop_packs(self, index: ObjectIndex) -> None:
+        """Remove the packs the saved state no longer names that were there before this
+        publish began (superseded, or left by an interrupted run); a pack written since
+        (another publisher's, not saved yet) stays. Best effort."""
+        keep = index.packs
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(index.out_dir):
+                if not is_pack_name(entry.name) or entry.name in keep:
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < self._started:
+                        os.unlink(entry.path)
 
     def republish(self, dataset_id: str) -> RepublishResult:
         """Re-sign the current record: same value and extension, sequence + 1."""

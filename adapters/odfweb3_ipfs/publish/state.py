@@ -320,13 +320,20 @@ class NodePending:
     """``extra.pending``: a publish whose root is on the node but whose name may not have
     moved yet (written before the record is put; resumes an interruption).
 
+    Since issue 19 the checkpoint names the root's object index (its packs are written
+    before it) and shard tables instead of listing every object and directory block; a
+    checkpoint written by older versions (``objects``, ``dirBlocks``) is still read.
+
     Attributes:
         root: the new root CID.
         head: the head it holds (multibase text).
-        objects: path -> object link JSON, as the core's ``objects``.
-        dir_blocks: hex CIDs of its directory blocks.
+        objects: path -> object link JSON, as the core's ``objects`` (older versions).
+        dir_blocks: hex CIDs of its directory blocks (older versions only).
         cid_version: how its CIDs were made (absent: 1).
         cid_profile: the import profile's tag.
+        object_index: ``objectIndex``, the root's object index
+            (:class:`.object_index.ObjectIndex`).
+        hamt_shards: ``hamtShards``, the root's HAMT shard tables.
     """
 
     root: str
@@ -335,6 +342,8 @@ class NodePending:
     dir_blocks: tuple[str, ...] | None = None
     cid_version: int | None = None
     cid_profile: str | None = None
+    object_index: Mapping[str, Any] | None = None
+    hamt_shards: Mapping[str, Any] | None = None
 
     @property
     def profile(self) -> DagFacts:
@@ -351,12 +360,19 @@ class NodeExtra:
         source: ``source``, the local dataset directory published (``status``).
         node: ``node``, the node's kind (``kubo``...).
         pending: ``pending``, the checkpoint of an unfinished publish.
+        hamt_shards: ``hamtShards``, the HAMT shard tables of the top directories (as
+            ``car:``'s; read by :func:`.dataset_dag.reusable_shards`).
+        object_index: ``objectIndex``, where the per-object links are: packs in the
+            state's ``<state>.index`` directory (:class:`.object_index.ObjectIndex`;
+            absent, as written by older versions: the core's ``objects`` map).
     """
 
     dag: DagFacts = DagFacts()
     source: str | None = None
     node: str | None = None
     pending: NodePending | None = None
+    hamt_shards: Mapping[str, Any] | None = None
+    object_index: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -382,6 +398,8 @@ def _parse_pending(raw: Mapping[str, Any], where: str) -> NodePending | None:
         dir_blocks=hex_list(pending, "dirBlocks", where, p),
         cid_version=opt_field(pending, "cidVersion", int, where, p),
         cid_profile=opt_field(pending, "cidProfile", str, where, p),
+        object_index=json_object(pending, "objectIndex", where, p),
+        hamt_shards=json_object(pending, "hamtShards", where, p),
     )
 
 
@@ -394,6 +412,8 @@ def _serialize_pending(pending: NodePending) -> dict[str, Any]:
             "dirBlocks": list(pending.dir_blocks) if pending.dir_blocks is not None else None,
             "cidVersion": pending.cid_version,
             "cidProfile": pending.cid_profile,
+            "objectIndex": pending.object_index,
+            "hamtShards": pending.hamt_shards,
         }
     )
 
@@ -406,6 +426,8 @@ def parse_node_extra(raw: Mapping[str, Any], where: str) -> NodeExtra:
         source=opt_field(raw, "source", str, where, p),
         node=opt_field(raw, "node", str, where, p),
         pending=_parse_pending(raw, where),
+        hamt_shards=json_object(raw, "hamtShards", where, p),
+        object_index=json_object(raw, "objectIndex", where, p),
     )
 
 
@@ -413,7 +435,13 @@ def serialize_node_extra(extra: NodeExtra) -> dict[str, Any]:
     """JSON form of :class:`NodeExtra`."""
     pending = _serialize_pending(extra.pending) if extra.pending is not None else None
     out = serialize_dag_facts(extra.dag) | present(
-        {"source": extra.source, "node": extra.node, "pending": pending}
+        {
+            "source": extra.source,
+            "node": extra.node,
+            "pending": pending,
+            "hamtShards": extra.hamt_shards,
+            "objectIndex": extra.object_index,
+        }
     )
     _remember(out, extra.dag)  # parse_dag_facts(out) == extra.dag
     return out
