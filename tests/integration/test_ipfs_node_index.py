@@ -133,6 +133,10 @@ def test_updates_use_the_index_and_build_the_same_root(env, indexed, monkeypatch
         assert "pending" not in doc["extra"] and doc["objects"] == {}
         assert _named(doc["extra"]["objectIndex"]) == env.packs_on_disk(did)
     assert indexed == [1, 1, 1]
+    # Nothing new: the same root from the index; only refs/ and the root block are sent.
+    again = env.publish()
+    assert again.plan.relation == "same" and again.upload.locator == out.upload.locator
+    assert again.upload.bytes_sent < 2048 and indexed == [1, 1, 1, 1]
 
 
 def test_an_old_state_with_every_object_is_migrated(env, indexed):

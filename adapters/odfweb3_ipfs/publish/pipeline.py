@@ -192,14 +192,17 @@ def _disagree(plan: PublishPlan, path: str, sent: bool, linked: bool) -> NoRetur
 def _grows_held_layout(plan: PublishPlan, view: RemoteView, previous: Mapping[str, object]) -> bool:
     """The plan only adds its sent objects to the layout the target holds.
 
-    True when the target holds its head (an ancestor of ours) with every object of it
-    linked in the state, and the counts add up: the linked objects and the sent ones are
-    exactly our layout (the plan sent everything else; a sent object is never linked).
+    True when the target holds its head (an ancestor of ours, or ours: a re-publish, which
+    sends nothing and rebuilds only ``refs/`` and the root) with every object of it linked in
+    the state, and the counts add up: the linked objects and the sent ones are exactly our
+    layout (the plan sent everything else; a sent object is never linked).
 
     Raises:
         FormatError: a sent object is linked already.
     """
-    if plan.relation != "ahead" or plan.forced or not view.holds_head or not previous:
+    if plan.relation not in ("ahead", "same") or plan.forced:
+        return False
+    if not view.holds_head or not previous:
         return False
     for obj in plan.send:
         if obj.path in previous:
