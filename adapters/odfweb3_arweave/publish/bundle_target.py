@@ -22,7 +22,8 @@
   packs of :mod:`.file_index` (an update writes one small pack of the parts its paths fall
   in; issue 19);
 - ``publish.json``: publish state (dataset, head, drive ids, where the index parts are),
-  the manifest and record ids, this bundle's paths and data items (``itemsAdded``), the
+  the manifest and record ids, this bundle's paths and data items (``itemsAdded``; null
+  past :data:`ITEMS_ADDED_MAX` paths, e.g. a first upload: the index has them), the
   bundle's size, the L1 tags and the price query to run (``GET /price/<bytes>``); it
   makes the next publish incremental. Written before the index (``objects`` listing every
   path, ``itemsByPath``), it is read and converted by the next publish.
@@ -42,7 +43,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from odfweb3 import __version__
 from odfweb3.atomic_file import write_file_atomic
@@ -84,9 +85,11 @@ from odfweb3_arweave.publish.state import (
 )
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["BundleTarget", "objects_of"]
+__all__ = ["ITEMS_ADDED_MAX", "BundleTarget", "objects_of"]
 
 Clock = Callable[[], datetime]
+# publish.json lists the paths a bundle added up to this many (issue 19).
+ITEMS_ADDED_MAX: Final = 1000
 
 
 class BundleTarget:
@@ -342,8 +345,10 @@ class BundleTarget:
                 "keyEnvelope": typed.extra.key_envelope,
                 "bundle": record.bundle if record is not None else None,
                 "bundleBytes": size,
-                # This bundle's paths (the index and the manifests hold the rest; issue 19).
-                "itemsAdded": dict(self._added),
+                # This bundle's paths (the index and the manifests hold the rest; issue 19);
+                # null past ITEMS_ADDED_MAX (a first upload: every path, in the index anyway,
+                # which the next publish would read whole here).
+                "itemsAdded": dict(self._added) if len(self._added) <= ITEMS_ADDED_MAX else None,
                 "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],
                 "priceQuery": f"GET /price/{size}",
                 "filesWritten": list(self._written),

@@ -20,6 +20,7 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_arweave.publish import bundle_target
 from odfweb3_arweave.publish.bundle_target import BundleTarget, objects_of
 from odfweb3_arweave.publish.file_index import FileIndex, partition_of
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
@@ -53,7 +54,10 @@ def test_updates_read_and_write_only_their_parts(tmp_path, fixed_wallet, monkeyp
     ds = create_root_dataset(tmp_path / "ds", blocks=40, data_bytes=4_000, seed=151).path
     out = tmp_path / "out"
     cache = ChainCache(tmp_path / "cache")
+    monkeypatch.setattr(bundle_target, "ITEMS_ADDED_MAX", 10)
     publish_dataset(ds, BundleTarget(out, fixed_wallet), chain_cache=cache)
+    # A first upload adds every path: publish.json does not list them (the index does).
+    assert json.loads((out / "publish.json").read_text())["itemsAdded"] is None
     loads: list[tuple[str, int]] = []
     real_part = FileIndex.part
 
