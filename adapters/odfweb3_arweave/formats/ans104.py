@@ -40,7 +40,13 @@ from typing import BinaryIO
 
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3_arweave.formats.b64 import b64url_encode
-from odfweb3_arweave.formats.deephash import DeepHashItem, Prehashed, deep_hash, hash_blob_stream
+from odfweb3_arweave.formats.deephash import (
+    DeepHashItem,
+    Prehashed,
+    deep_hash,
+    hash_blob_digest,
+    hash_blob_stream,
+)
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.wallet import OWNER_LENGTH, Wallet, verify_signature
 
@@ -66,6 +72,7 @@ __all__ = [
     "iter_bundle",
     "read_data_item_header",
     "sign_data_item_stream",
+    "sign_data_item_stream_digest",
     "verify_data_item",
     "write_bundle",
 ]
@@ -453,9 +460,33 @@ def sign_data_item_stream(
         FormatError: bad tags/target/anchor, or the stream is shorter than ``data_size``.
         CryptoError: signing failed.
     """
+    return sign_data_item_stream_digest(wallet, stream, data_size, tags, target, anchor)[0]
+
+
+def sign_data_item_stream_digest(
+    wallet: Wallet,
+    stream: BinaryIO,
+    data_size: int,
+    tags: Sequence[Tag] = (),
+    target: bytes = b"",
+    anchor: bytes = b"",
+) -> tuple[DataItemHeader, bytes]:
+    """:func:`sign_data_item_stream`, also giving the SHA-384 of the data read.
+
+    The signature covers the data through that digest (its deep hash), so a writer that
+    reads the data again to put it into a bundle proves it got the bytes signed by
+    getting the same SHA-384.
+
+    Returns:
+        The signed header and the data's SHA-384 digest.
+    """
     header = _unsigned_header(wallet, tags, target, anchor, data_size)
-    data_hash = hash_blob_stream(data_size, _iter_blocks(stream, data_size))
-    return _with_signature(header, wallet.sign(_signature_data(header, data_hash)))
+    inner = hashlib.sha384()
+    for block in _iter_blocks(stream, data_size):  # exactly data_size bytes, or FormatError
+        inner.update(block)
+    digest = inner.digest()
+    data_hash = hash_blob_digest(data_size, digest)
+    return _with_signature(header, wallet.sign(_signature_data(header, data_hash))), digest
 
 
 def encode_data_item(item: DataItem) -> bytes:

@@ -20,7 +20,7 @@ from typing import TypeAlias
 
 from odfweb3.errors import FormatError
 
-__all__ = ["DeepHashItem", "Prehashed", "deep_hash", "hash_blob_stream"]
+__all__ = ["DeepHashItem", "Prehashed", "deep_hash", "hash_blob_digest", "hash_blob_stream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,5 +82,11 @@ def hash_blob_stream(size: int, chunks: Iterable[bytes]) -> Prehashed:
         inner.update(chunk)
     if seen != size:
         raise FormatError(f"deep hash of a streamed blob: expected {size} bytes, read {seen}")
+    return hash_blob_digest(size, inner.digest())
+
+
+def hash_blob_digest(size: int, digest: bytes) -> Prehashed:
+    """Deep-hash a blob of ``size`` bytes whose SHA-384 is ``digest`` (what
+    :func:`hash_blob_stream` computes from the bytes)."""
     tag = b"blob" + str(size).encode("ascii")
-    return Prehashed(_sha384(_sha384(tag) + inner.digest()))
+    return Prehashed(_sha384(_sha384(tag) + digest))

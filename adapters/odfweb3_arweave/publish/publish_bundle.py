@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import (
@@ -46,6 +46,7 @@ from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView
+from odfweb3.writeback import WritebackFile
 from odfweb3_arweave.formats.ans104 import DataItem, StreamedDataItem, write_bundle
 from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.arfs_private import derive_drive_key
@@ -280,7 +281,8 @@ def write_bundle_file(
     _public_mode(fd)
     try:
         with os.fdopen(fd, "wb") as f:
-            size = write_bundle(f, items)
+            # written back while it is written: the fsync below waits for little
+            size = write_bundle(cast(BinaryIO, WritebackFile(f)), items)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, directory / name)
