@@ -632,7 +632,19 @@ def build_dataset_dag_indexed(
         # No new name: the previous publish's directory, block for block.
         sink = sinks.dir if added[folder] else sinks.held
         paths = [f"{folder}/{n}" for n in names]
-        dirs[folder], table = _build_folder(prof, paths, lambda p: _pair_raw(link_at(p)), sink)
+        # Every link of an unsharded directory, straight from its parts (no HAMT hash of
+        # each name to find its part, as a lookup by path would do).
+        kept = {
+            f"{folder}/{n}": (Cid.decode(str(e["cid"])).raw, int(e["tsize"]))
+            for i in sorted(index.refs[folder])
+            for n, e in index.part(folder, i).items()
+        }
+
+        def pair_at(p: str, kept: dict[str, tuple[bytes, int]] = kept) -> tuple[bytes, int]:
+            pair = kept.get(p)
+            return pair if pair is not None else _pair_raw(link_at(p))
+
+        dirs[folder], table = _build_folder(prof, paths, pair_at, sink)
         if table is not None:
             shards[folder] = table
 
