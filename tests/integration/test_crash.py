@@ -1,4 +1,4 @@
-"""kill -9 the publisher at random points, then run it again (both networks).
+"""kill -9 the publisher at random points, then run it again (both networks, and car:DIR).
 
 The publisher is the real CLI in a subprocess (``python -m odfweb3.cli.main publish``) with
 its keystore and state directory in tmp and the node reached through the fault proxy at
@@ -264,3 +264,67 @@ def test_kill_arweave_publisher_at_random_points(tmp_path: Path, arlocal) -> Non
             if trial + 1 >= TRIALS and killed >= TRIALS // 2:
                 break
         assert killed >= TRIALS // 2, f"only {killed} of {trial + 1} runs were killed mid-way"
+
+
+def _car_blocks(out: Path) -> list[bytes]:
+    """Every block CID in the CARs ``publish.json`` lists (one entry per copy)."""
+    from odfweb3_ipfs.formats.car import iter_car
+
+    got: list[bytes] = []
+    for name in json.loads((out / "publish.json").read_text())["extra"]["cars"]:
+        with open(out / name, "rb") as f:
+            _roots, blocks = iter_car(f)
+            got.extend(cid.raw for cid, _ in blocks)
+    return got
+
+
+def test_kill_car_publisher_at_random_points(tmp_path: Path) -> None:
+    # car:DIR keeps no list of the directory blocks it sent (issue 19): an update knows them
+    # from its layout. Killed anywhere, the record names a root whose DAG is complete in the
+    # CARs; run again, publish.json names it too, and no block is in two CARs.
+    from odfweb3.odf.multihash import multihash_from_str
+    from odfweb3_ipfs.formats.ipns import decode_record
+    from odfweb3_ipfs.formats.unixfs_reader import iter_dag, read_file, resolve_path
+    from odfweb3_ipfs.read.car_replica import CarIndex, check_car_dir
+
+    rng = random.Random(20240612)
+    # 3,000 blocks: the three directories are HAMT-sharded under Kubo's default threshold
+    ds = create_root_dataset(
+        tmp_path / "ds", blocks=3000, data_bytes=600_000, seed=51, fsync=False
+    ).path
+    out = tmp_path / "out"
+    env = base_env(tmp_path)
+    args = ["publish", str(ds), "--to", f"car:{out}", "--json"]
+    started = time.monotonic()
+    code, _text, err = run_cli(args, env, None)
+    duration = time.monotonic() - started
+    assert code == 0, err
+    doc = json.loads((out / "publish.json").read_text())
+    assert set(doc["extra"]["hamtShards"]) == {"blocks", "checkpoints", "data"}
+    heads = [DatasetReader.open(ds).head()]
+    killed = 0
+    for trial in range(MAX_TRIALS):
+        append_blocks(ds, 1, data_bytes=2000, seed=700 + trial, fsync=False)
+        heads.append(DatasetReader.open(ds).head())
+        code, _text, err = run_cli(args, env, rng.uniform(0.05, duration * 1.2))
+        killed += code == -signal.SIGKILL
+        assert code in (0, -signal.SIGKILL), err
+        # The record (written before publish.json, which may still name the old head)
+        # names a root whose whole DAG is in the directory's CARs.
+        (record_file,) = out.glob("*.ipns-record")
+        value = decode_record(record_file.read_bytes()).value_text
+        root = Cid.decode(value.removeprefix("/ipfs/"))
+        index = CarIndex(sorted(out.glob("*.car")))
+        assert sum(1 for _ in iter_dag(root, index.get, max_blocks=index.blocks)) > 1
+        head_text = b"".join(read_file(resolve_path(root, "refs/head", index.get), index.get))
+        assert multihash_from_str(head_text.decode()) in heads[-2:]
+        code, _text, err = run_cli(args, env, None)
+        assert code == 0, err
+        check = check_car_dir(out)
+        assert check.head == heads[-1]
+        assert check.root == import_tree(ds).cid
+        blocks = _car_blocks(out)
+        assert len(blocks) == len(set(blocks)), "a block was written to two CARs"
+        if trial + 1 >= TRIALS and killed >= TRIALS // 2:
+            break
+    assert killed >= TRIALS // 2, f"only {killed} of {trial + 1} runs were killed mid-way"
