@@ -54,13 +54,23 @@ def test_an_update_is_one_small_pack_and_old_packs_are_dropped_after(tmp_path):
     assert _Index.from_json(tmp_path, after.to_json(), "t")["a/new"] == {"n": -1}
 
 
-def test_past_max_packs_one_full_pack(tmp_path, monkeypatch):
-    monkeypatch.setattr(pack_index, "MAX_PACKS", 2)
-    index, _ = _Index.of_objects(tmp_path, _objects(50))
-    for i in range(4):
-        index, _ = index.updated({f"b/y{i}": {"n": i}})
-        assert len(index.packs) <= 2
-    assert len(index) == 54
+def test_past_max_packs_the_largest_pack_stays_and_the_rest_merge(tmp_path, monkeypatch):
+    monkeypatch.setattr(pack_index, "MAX_PACKS", 3)
+    index, full = _Index.of_objects(tmp_path, _objects(2000))
+    first = write_pack(tmp_path, full)
+    for i in range(7):
+        index, pack = index.updated({f"b/y{i}": {"n": i}})
+        write_pack(tmp_path, pack)
+        assert len(index.packs) <= 3 and first in index.packs  # the full pack is never rewritten
+        assert len(pack) * 20 < len(full)
+    assert len(index) == 2007
+    again = _Index.from_json(tmp_path, index.to_json(), "t")
+    assert dict(again) == _objects(2000) | {f"b/y{i}": {"n": i} for i in range(7)}
+    # A pack none of whose parts is named any more is no longer referenced.
+    index, pack = index.updated({f"a/x{i}": {"n": -i} for i in range(2000)})
+    index, pack = index.updated({"b/z": {"n": 0}})
+    index, pack = index.updated({"b/w": {"n": 0}})
+    assert first not in index.packs and len(index.packs) <= 3
 
 
 @pytest.mark.parametrize("damage", ["entry", "partition", "flip"])
