@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3_ipfs.formats.car import (
     CarWriter,
+    CidSet,
     decode_car_header,
     encode_car_header,
     iter_car,
@@ -95,6 +96,64 @@ def test_writer_verify_option() -> None:
     writer = CarWriter(io.BytesIO(), cid, verify=True)
     with pytest.raises(HashMismatch):
         writer.write_block(cid, b"two")
+
+
+def test_writer_verify_failure_leaves_the_cid_unwritten() -> None:
+    cid = Cid.of_block(b"one", codec=CODEC_RAW)
+    out = io.BytesIO()
+    writer = CarWriter(out, cid, verify=True)
+    with pytest.raises(HashMismatch):
+        writer.write_block(cid, b"two")
+    assert cid not in writer
+    assert writer.write_block(cid, b"one") is True  # the right bytes are still written
+    assert list(iter_car(io.BytesIO(out.getvalue()))[1]) == [(cid, b"one")]
+
+
+def _cid_of(kind: int, digest: bytes) -> Cid:
+    """Same digest, different CIDs: v0, v1 raw, v1 dag-pb, or an identity CID."""
+    if kind == 0:
+        return Cid(b"\x12\x20" + digest)
+    if kind == 3:
+        return Cid(b"\x01\x55\x00" + encode_uvarint(len(digest[:9])) + digest[:9])
+    return Cid.sha256(digest, version=1, codec=CODEC_RAW if kind == 1 else 0x70)
+
+
+# digests sharing bytes and first-two-byte buckets, so an unaligned match and a shared
+# bucket both happen; the model is a plain set of the CIDs' bytes
+_DIGEST = st.builds(
+    lambda head, tail: (head + tail)[:32].ljust(32, b"\x00"),
+    st.sampled_from([b"\x00\x00", b"\x00\x01", b"\xab\xab" * 16]),
+    st.binary(max_size=30),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "discard"]), st.integers(0, 3), _DIGEST)))
+def test_cid_set_behaves_as_a_set_of_cid_bytes(ops: list[tuple[str, int, bytes]]) -> None:
+    got, model = CidSet(), set()
+    for op, kind, digest in ops:
+        cid = _cid_of(kind, digest)
+        if op == "add":
+            assert got.add(cid) is (cid.raw not in model)
+            model.add(cid.raw)
+        else:
+            got.discard(cid)
+            model.discard(cid.raw)
+        assert len(got) == len(model)
+    for _, _kind, digest in ops:
+        for other in range(4):
+            probe = _cid_of(other, digest)
+            assert (probe in got) is (probe.raw in model)
+    # a digest found only across two slots of a bucket is not a member
+    a = Cid.sha256(b"\x00\x00" + b"\x11" * 28 + b"\x00\x00", version=1, codec=CODEC_RAW)
+    b = Cid.sha256(b"\x00\x00" + b"\x22" * 30, version=1, codec=CODEC_RAW)
+    # the bucket holds a + b: its bytes 30..62 are a's last two and b's first thirty
+    straddle = Cid.sha256(b"\x00\x00" * 2 + b"\x22" * 28, version=1, codec=CODEC_RAW)
+    fresh = CidSet()
+    fresh.add(a)
+    fresh.add(b)
+    assert straddle not in fresh and "not a cid" not in fresh
+    assert fresh.add(straddle) is True and straddle in fresh and len(fresh) == 3
 
 
 @pytest.mark.parametrize("cut", [1, 5, 20, 58, 60, 61, 70, -1])
