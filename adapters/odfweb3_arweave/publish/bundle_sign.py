@@ -66,6 +66,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     _record,
     _record_tags,
 )
+from odfweb3_arweave.publish.item_spool import ItemSpool
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = ["SignedBundle", "sign_bundle"]
@@ -76,7 +77,8 @@ class SignedBundle:
     """The signed items of one bundle and the ids they got.
 
     Attributes:
-        items: in bundle order, the record last.
+        items: in bundle order, the record last; spooled (:class:`.item_spool.ItemSpool`:
+            written by its ``write``, closed by its ``close``).
         files: path -> current revision for the whole dataset after this upload.
         added: path -> the revisions this bundle adds.
         manifest: the path manifest (every path, or a delta: the paths of ``added``).
@@ -87,7 +89,7 @@ class SignedBundle:
         key_envelope_id: the id of the key envelope item, if any.
     """
 
-    items: tuple[DataItem | StreamedDataItem, ...]
+    items: ItemSpool
     files: Mapping[str, FileRef]
     added: Mapping[str, AddedFile]
     manifest: PathManifest
@@ -347,17 +349,18 @@ def sign_bundle(
                     content = entry.content or b""
                     yield lambda c=content, g=tags: create_data_item(wallet, c, g)  # type: ignore[misc]
 
-    data_items: list[DataItem | StreamedDataItem] = []
+    # Each item goes to the spool as it is signed; only ids, sizes and offsets stay in
+    # memory (issue 19: the items themselves were ~20 KB per block).
+    spool = ItemSpool(wallet.owner)
+    data_spooled: list[int] = []
+    data_ids: list[str] = []
     data_sizes: list[int] = []
-    with signers:
-        for entry, item in zip(bundle.add, _in_order(signers, data_jobs()), strict=True):
-            data_items.append(item)
-            data_sizes.append(encrypted_size(entry.size) if drive_key is not None else entry.size)
-            if entry.obj is not None:
-                progress(entry.size)
-        metas: list[tuple[FileToAdd, str, Callable[[], DataItem]]] = []
-        for entry, data_item in zip(bundle.add, data_items, strict=True):
-            data_id = data_item.header.id_b64
+    added: dict[str, AddedFile] = {}
+    new_files: dict[str, FileRef] = {}
+    meta_spooled: list[int] = []
+
+    def meta_jobs() -> Iterator[Callable[[], DataItem]]:
+        for entry, data_id in zip(bundle.add, data_ids, strict=True):
             meta = FileMetadata(
                 drive_id=d.drive_id,
                 file_id=entry.file_id,
@@ -372,19 +375,63 @@ def sign_bundle(
             entity = file_metadata_entity(meta, v)
             if drive_key is not None:  # ArFS: file metadata under the file key
                 entity = seal_entity(entity, derive_file_key(drive_key, entry.file_id), new_iv())
-            job = lambda e=entity: create_data_item(wallet, e.body, e.tags)  # noqa: E731
-            metas.append((entry, data_id, job))
-        meta_items = list(_in_order(signers, (job for _, _, job in metas)))
-    added: dict[str, AddedFile] = {}
-    new_files: dict[str, FileRef] = {}
-    for (entry, data_id, _), meta_item, size in zip(metas, meta_items, data_sizes, strict=True):
-        added[entry.path] = AddedFile(data_id, meta_item.id_b64, entry.file_id)
-        new_files[entry.path] = FileRef(entry.file_id, data_id, meta_item.id_b64, size)
+            yield lambda e=entity: create_data_item(wallet, e.body, e.tags)  # type: ignore[misc]
+
+    try:
+        with signers:
+            for entry, item in zip(bundle.add, _in_order(signers, data_jobs()), strict=True):
+                data_spooled.append(spool.add(item))
+                data_ids.append(item.header.id_b64)
+                data_sizes.append(
+                    encrypted_size(entry.size) if drive_key is not None else entry.size
+                )
+                if entry.obj is not None:
+                    progress(entry.size)
+            metas = zip(
+                bundle.add, data_ids, data_sizes, _in_order(signers, meta_jobs()), strict=True
+            )
+            for entry, data_id, size, meta_item in metas:
+                meta_spooled.append(spool.add(meta_item))
+                meta_id = meta_item.id_b64
+                added[entry.path] = AddedFile(data_id, meta_id, entry.file_id)
+                new_files[entry.path] = FileRef(entry.file_id, data_id, meta_id, size)
+        return _sign_rest(
+            bundle,
+            wallet,
+            spool,
+            data_spooled,
+            meta_spooled,
+            added,
+            new_files,
+            after_manifest,
+            key_envelope,
+            drive_key,
+            new_iv,
+        )
+    except BaseException:
+        spool.close()
+        raise
+
+
+def _sign_rest(
+    bundle: BundlePlan,
+    wallet: Wallet,
+    spool: ItemSpool,
+    data_spooled: list[int],
+    meta_spooled: list[int],
+    added: dict[str, AddedFile],
+    new_files: dict[str, FileRef],
+    after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None,
+    key_envelope: bytes | None,
+    drive_key: DriveKey | None,
+    new_iv: Callable[[], bytes],
+) -> SignedBundle:
+    v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
     # The kept files are not copied (a view over the state, issue 19).
     files = Overlay(bundle.keep, new_files)
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
-    items: list[DataItem | StreamedDataItem] = [*data_items[:-1], *meta_items[:-1]]
-    items += [data_items[-1], meta_items[-1]]
+    order = [*data_spooled[:-1], *meta_spooled[:-1], data_spooled[-1], meta_spooled[-1]]
+    items: list[DataItem] = []
     if bundle.include_drive:
         entities = [drive_entity(d, bundle.drive_name, t, v)]
         entities.append(folder_entity(d.drive_id, d.root_folder_id, bundle.drive_name, None, t, v))
@@ -426,8 +473,10 @@ def sign_bundle(
         items.append(extra_item)
         extra_id = extra_item.id_b64
     items.append(record_item)
+    order += [spool.add(item) for item in items]
+    spool.set_order(order)
     return SignedBundle(
-        items=tuple(items),
+        items=spool,
         files=files,
         added=added,
         manifest=manifest,

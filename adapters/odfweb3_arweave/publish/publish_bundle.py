@@ -47,7 +47,6 @@ from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publi
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView
 from odfweb3.writeback import WritebackFile
-from odfweb3_arweave.formats.ans104 import DataItem, StreamedDataItem, write_bundle
 from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.arfs_private import derive_drive_key
 from odfweb3_arweave.formats.tags import Tag
@@ -59,6 +58,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     plan_bundle,
 )
 from odfweb3_arweave.publish.bundle_sign import SignedBundle, sign_bundle
+from odfweb3_arweave.publish.item_spool import ItemSpool
 from odfweb3_arweave.publish.state import (
     ArweaveExtra,
     ManifestChain,
@@ -272,17 +272,18 @@ def _public_mode(fd: int) -> None:
     os.fchmod(fd, 0o666 & ~umask)
 
 
-def write_bundle_file(
-    items: Sequence[DataItem | StreamedDataItem], directory: Path, name: str
-) -> tuple[Path, int]:
-    """Stream the bundle to ``directory/name`` (temp file, fsync, rename); return path, size."""
+def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Path, int]:
+    """Stream the bundle to ``directory/name`` (temp file, fsync, rename); return path, size.
+
+    The spool is closed (removed) afterwards, written or not.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bundle", dir=directory)
     _public_mode(fd)
     try:
         with os.fdopen(fd, "wb") as f:
             # written back while it is written: the fsync below waits for little
-            size = write_bundle(cast(BinaryIO, WritebackFile(f)), items)
+            size = items.write(cast(BinaryIO, WritebackFile(f)))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, directory / name)
@@ -290,6 +291,8 @@ def write_bundle_file(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        items.close()
     return directory / name, size
 
 
