@@ -199,10 +199,13 @@ class IpfsNodeTarget:
             overrides ``cid_version``.
         lifetime: record validity from now.
         unpin_previous: unpin the previous root after the name moved.
-        settle: seconds to wait before reading the record once more after putting it: a
-            concurrent publisher whose put landed just after ours is then seen (the node
-            offers no compare-and-set on records; the later put wins, the earlier one
-            gets a ConflictError).
+        settle: seconds to wait before reading the record once more after putting it
+            through ``routing/put`` or ``name/publish``: a concurrent publisher whose put
+            landed just after ours is then seen (those endpoints offer no compare-and-set;
+            the later put wins, the earlier one gets a ConflictError). Not after
+            ``name/put`` (Kubo >= 0.40): it refuses a record whose sequence is not higher
+            than the node's, so of two publishers that read the same record only the
+            first put lands, and the read-back right after the put is the whole check.
         tmp_dir: where the delta CAR is written (default: the system temp dir).
         clock: current time (tests).
         sealer: encrypt every object, ``refs/head``, and publish the key envelope.
@@ -697,7 +700,10 @@ class IpfsNodeTarget:
                 f"{self.name}: the node kept sequence {back.record.sequence} for {name}, "
                 f"not ours ({sequence}); another publisher may have won"
             )
-        if self.settle > 0:
+        # name/put is the node's compare-and-set (its sequence check, docs/kubo-notes.md,
+        # "Kubo's refusals"): a rival that read the record we replaced puts the same
+        # sequence and is refused, so there is nothing left for a second look to catch.
+        if self.settle > 0 and mode != "name/put":
             time.sleep(self.settle)
             again = read_node_record(self.client, name)
             if again is None or again.record.value_text != value:
