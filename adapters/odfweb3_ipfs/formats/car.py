@@ -252,7 +252,34 @@ def iter_car(
 
 
 _SLOT = 32  # a sha2-256 digest: the fixed-size entries of a CidSet bucket
-_BUCKET_BITS = 16
+_FIRST_BITS = 12  # a new bucket table: 4,096 buckets
+_MAX_BITS = 24  # the bucket is chosen by at most the digest's first three bytes
+_GROW_AT = 64  # entries per bucket on average before the table doubles
+
+
+class _Table:
+    """One CID prefix's digests: ``2**bits`` buckets chosen by the digest's first bits."""
+
+    __slots__ = ("bits", "buckets", "count")
+
+    def __init__(self) -> None:
+        self.bits = _FIRST_BITS
+        self.buckets = [bytearray() for _ in range(1 << _FIRST_BITS)]
+        self.count = 0
+
+    def bucket(self, digest: bytes) -> bytearray:
+        return self.buckets[int.from_bytes(digest[:3], "big") >> (_MAX_BITS - self.bits)]
+
+    def grow(self) -> None:
+        """Double the buckets (one more bit of the digest): each entry moves once."""
+        self.bits += 1
+        shift = _MAX_BITS - self.bits
+        buckets = [bytearray() for _ in range(1 << self.bits)]
+        for old in self.buckets:
+            for at in range(0, len(old), _SLOT):
+                digest = old[at : at + _SLOT]
+                buckets[int.from_bytes(digest[:3], "big") >> shift] += digest
+        self.buckets = buckets
 
 
 class CidSet:
@@ -260,17 +287,18 @@ class CidSet:
 
     A ``set`` of CID ``bytes`` costs about 110 bytes an entry at 390,000 CIDs (a 72-byte
     object plus the table); here a CID whose digest is 32 bytes is kept as those 32 bytes
-    in one of 65,536 ``bytearray`` buckets (chosen by the digest's first two bytes) per
-    CID prefix (version, codec, multihash code and length), about 40 bytes an entry.
-    Membership is exact: the prefix chooses the bucket table, the whole digest is
-    compared at slot boundaries only. Any other CID (another digest length, identity)
-    goes to a plain ``set`` of its bytes.
+    in a ``bytearray`` bucket chosen by the digest's first bits, in one bucket table per
+    CID prefix (version, codec, multihash code and length), about 35 bytes an entry. The
+    table doubles when its buckets hold 32 digests on average, so a look-up scans about 1
+    KB. Membership is exact: the prefix chooses the table, the whole digest is compared at
+    slot boundaries only. Any other CID (another digest length, identity) goes to a plain
+    ``set`` of its bytes.
     """
 
     __slots__ = ("_len", "_other", "_tables")
 
     def __init__(self) -> None:
-        self._tables: dict[bytes, list[bytearray | None]] = {}
+        self._tables: dict[bytes, _Table] = {}
         self._other: set[bytes] = set()
         self._len = 0
 
@@ -292,10 +320,7 @@ class CidSet:
         if len(digest) != _SLOT:
             return cid.raw in self._other
         table = self._tables.get(cid.raw[: len(cid.raw) - _SLOT])
-        if table is None:
-            return False
-        bucket = table[(digest[0] << 8) | digest[1]]
-        return bucket is not None and self._find(bucket, digest) >= 0
+        return table is not None and self._find(table.bucket(digest), digest) >= 0
 
     def add(self, cid: Cid) -> bool:
         """Add ``cid``; True if it was not in the set."""
@@ -310,15 +335,14 @@ class CidSet:
         prefix = cid.raw[: len(cid.raw) - _SLOT]
         table = self._tables.get(prefix)
         if table is None:
-            table = self._tables[prefix] = [None] * (1 << _BUCKET_BITS)
-        key = (digest[0] << 8) | digest[1]
-        bucket = table[key]
-        if bucket is None:
-            table[key] = bytearray(digest)
-        elif self._find(bucket, digest) >= 0:
+            table = self._tables[prefix] = _Table()
+        bucket = table.bucket(digest)
+        if self._find(bucket, digest) >= 0:
             return False
-        else:
-            bucket += digest
+        bucket += digest
+        table.count += 1
+        if table.count > _GROW_AT << table.bits and table.bits < _MAX_BITS:
+            table.grow()
         self._len += 1
         return True
 
@@ -333,12 +357,11 @@ class CidSet:
         table = self._tables.get(cid.raw[: len(cid.raw) - _SLOT])
         if table is None:
             return
-        bucket = table[(digest[0] << 8) | digest[1]]
-        if bucket is None:
-            return
+        bucket = table.bucket(digest)
         at = self._find(bucket, digest)
         if at >= 0:
             del bucket[at : at + _SLOT]
+            table.count -= 1
             self._len -= 1
 
 

@@ -156,6 +156,29 @@ def test_cid_set_behaves_as_a_set_of_cid_bytes(ops: list[tuple[str, int, bytes]]
     assert fresh.add(straddle) is True and straddle in fresh and len(fresh) == 3
 
 
+def test_cid_set_grows_its_buckets_and_stays_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    import odfweb3_ipfs.formats.car as car
+
+    monkeypatch.setattr(car, "_FIRST_BITS", 1)  # 2 buckets, doubled past 2 per bucket
+    monkeypatch.setattr(car, "_GROW_AT", 2)
+    monkeypatch.setattr(car, "_MAX_BITS", 24)
+    cids = [Cid.of_block(i.to_bytes(4, "big"), codec=CODEC_RAW) for i in range(3000)]
+    got = CidSet()
+    for i, cid in enumerate(cids):
+        assert got.add(cid) is True
+        if i % 7 == 0:
+            assert got.add(cids[i // 2]) is False
+    assert len(got) == 3000
+    table = next(iter(got._tables.values()))
+    assert table.bits > 1 and table.count == 3000  # it grew, and no digest was lost
+    assert sum(len(b) for b in table.buckets) == 3000 * 32
+    assert all(cid in got for cid in cids)
+    assert Cid.of_block(b"other", codec=CODEC_RAW) not in got
+    for cid in cids[::2]:
+        got.discard(cid)
+    assert len(got) == 1500 and all((cid in got) is (i % 2 == 1) for i, cid in enumerate(cids))
+
+
 @pytest.mark.parametrize("cut", [1, 5, 20, 58, 60, 61, 70, -1])
 def test_reader_rejects_truncation(cut: int) -> None:
     car = _car([(Cid.of_block(b"some block data"), b"some block data")])
