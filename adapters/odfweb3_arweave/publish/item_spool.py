@@ -44,7 +44,7 @@ class ItemSpool:
         self._lengths = array("q")
         self._splits = array("q")
         self._streamed = array("q")
-        self._openers: dict[int, Callable[[], BinaryIO]] = {}
+        self._openers: list[Callable[[], BinaryIO] | None] = []
         self._order = array("q")
 
     def set_order(self, order: Sequence[int]) -> None:
@@ -68,9 +68,10 @@ class ItemSpool:
             self._file.write(item.data)
             length += len(item.data)
             self._streamed.append(-1)
+            self._openers.append(None)
         else:
             self._streamed.append(header.data_size)
-            self._openers[index] = item.open_data
+            self._openers.append(item.open_data)
         self._ids += header.id
         self._sizes.append(header.size)
         self._offsets.append(self._end)
@@ -110,8 +111,9 @@ class ItemSpool:
                 left -= len(block)
                 written += out.write(block)
             size = self._streamed[i]
-            if size >= 0:
-                with self._openers[i]() as stream:
+            opener = self._openers[i]
+            if size >= 0 and opener is not None:
+                with opener() as stream:
                     left = size
                     while left > 0:
                         block = stream.read(min(left, _COPY_BLOCK))
