@@ -28,6 +28,15 @@ drives it:
   ``odfweb3 status`` asks the gateway for confirmations (:func:`upload_statuses`).
 - ``save``: publish state (temp file + rename), then the checkpoint and spool file go.
 
+State (issue 19): the per-path file revisions are not listed in the state file nor in the
+checkpoint; they are in a :class:`.file_index.FileIndex` (the ``bundle:DIR`` form: content-
+named packs, here in ``<state file>.index/`` beside the state), and the state's and the
+checkpoint's ``extra.objectIndex`` name the parts. An update writes one small pack of the
+parts its new paths fall in (temp file, fsync, rename) before the checkpoint that names it,
+and reads only those parts; packs the saved state no longer names that were there before the
+publish began are removed after the save. A state written before (``objects`` listing every
+path) is converted by its next upload.
+
 The wallet only signs; it is never written anywhere.
 """
 
@@ -36,12 +45,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from odfweb3 import __version__
 from odfweb3.crypto.sealer import Sealer
@@ -56,6 +66,7 @@ from odfweb3.errors import (
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.pack_index import is_pack_name, write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import RemoteView, UploadResult
@@ -72,7 +83,14 @@ from odfweb3_arweave.formats.tx import (
     sign_transaction,
     to_json_dict,
 )
-from odfweb3_arweave.publish.bundle_plan import FileRef, ManifestKind, PreviousUpload
+from odfweb3_arweave.publish.bundle_plan import (
+    FileRef,
+    FileRefs,
+    KeptFiles,
+    ManifestKind,
+    PreviousUpload,
+)
+from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.publish.publish_bundle import (
     PreparedBundle,
     encryption_view,
@@ -106,12 +124,20 @@ from odfweb3_arweave.read.lookup import (
 )
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["GatewayTarget", "PriceFn", "checkpoint_doc", "upload_statuses"]
+__all__ = ["GatewayFileIndex", "GatewayTarget", "PriceFn", "checkpoint_doc", "upload_statuses"]
 
 _MAX_CHECKPOINT = 64 << 20  # the upload checkpoint (objects map), read bounded
 
 PriceFn = Callable[[int, int], None]
 Clock = Callable[[], datetime]
+
+
+class GatewayFileIndex(FileIndex):
+    """The gateway target's file index: its packs are in ``<state file>.index/`` (issue 19)."""
+
+    remedy: ClassVar[str] = (
+        "delete the publish state file beside this .index directory to rebuild it from the gateway"
+    )
 
 
 class GatewayTarget:
@@ -184,6 +210,7 @@ class GatewayTarget:
         self.sleep = sleep
         self.monotonic = monotonic
         self._unchanged = False  # upload found nothing new: commit returns the saved state
+        self._started = 0.0  # when inspect began: older unreferenced packs go after save
 
     def __repr__(self) -> str:
         return f"GatewayTarget({self.gateway.url}, owner={self.wallet.address})"
@@ -193,7 +220,8 @@ class GatewayTarget:
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """The latest upload of ``dataset_id`` by this wallet; state checked against it."""
         notes: list[str] = []
-        state = self.states.load(dataset_id, self.name)
+        self._started = time.time()
+        state = self._load(dataset_id)
         owner = self._typed(state).extra.owner if state is not None else None
         if state is not None and owner != self.wallet.address:
             notes.append(
@@ -206,7 +234,13 @@ class GatewayTarget:
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         if state is not None and self._state_is_current(state, latest):
             assert state.head is not None
-            has = frozenset(p for p in state.objects if p != "refs/head")
+            # With the file index a membership test reads one part (issue 19); refs/head
+            # among the paths is no dataset object.
+            has = (
+                state.objects
+                if isinstance(state.objects, FileIndex)
+                else frozenset(p for p in state.objects if p != "refs/head")
+            )
             view = RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
             return encryption_view(view, self.sealer)
         if latest is None:
@@ -231,6 +265,88 @@ class GatewayTarget:
             notes=tuple(notes),
         )
         return encryption_view(view, self.sealer)
+
+    # -- the state file and its file index (issue 19) -----------------------------------
+
+    def index_dir(self, dataset_id: str) -> Path:
+        """Where this target keeps the dataset's file index packs: beside its state file,
+        ``<state>.index/`` (never a path a remote value chose)."""
+        path = self.states.path_for(dataset_id, self.name)
+        return path.with_name(path.stem + ".index")
+
+    def _index(self, dataset_id: str, raw: Mapping[str, Any], where: str) -> GatewayFileIndex:
+        return GatewayFileIndex.from_json(self.index_dir(dataset_id), raw, where)
+
+    def _load(self, dataset_id: str) -> PublishState | None:
+        """The saved state; its ``objects`` are the file index (read part by part) when
+        the state has one."""
+        state = self.states.load(dataset_id, self.name)
+        if state is None:
+            return None
+        index = self._typed(state).extra.object_index
+        if index is not None:
+            where = str(self.states.path_for(dataset_id, self.name))
+            state = state.evolve(objects=self._index(dataset_id, index, where))
+        return state
+
+    def _write_index(
+        self, dataset_id: str, view: RemoteView, prepared: PreparedBundle
+    ) -> FileIndex:
+        """The file index after this bundle, its new pack written (temp file, fsync,
+        rename) before the checkpoint naming it: a crash leaves an unreferenced pack.
+
+        When the bundle keeps the state's other paths as they are (a view over the state's
+        index), the index is the state's with this bundle's paths replaced: one small pack
+        of the parts they fall in. Otherwise (a first upload, a rebuilt state, a state
+        written before the index) one pack of every path.
+        """
+        keep, files, added = prepared.plan.keep, prepared.signed.files, prepared.signed.added
+        old = view.state.objects if view.state is not None else None
+        if (
+            isinstance(old, FileIndex)
+            and isinstance(keep, KeptFiles)
+            and isinstance(keep.known, FileRefs)
+            and keep.known.raw is old
+        ):
+            index, pack = old.updated({p: files[p].to_json() for p in added})
+        else:
+            every = {p: ref.to_json() for p, ref in files.items()}
+            index, pack = GatewayFileIndex.of_objects(self.index_dir(dataset_id), every)
+        if pack:
+            index.out_dir.mkdir(parents=True, exist_ok=True)
+            write_pack(index.out_dir, pack)
+        return index
+
+    def _drop_packs(self, index: FileIndex) -> None:
+        """Remove the packs the saved state no longer names that were there before this
+        publish began (superseded, or left by an interrupted run); a pack written since
+        (another publisher's, not saved yet) stays. Best effort."""
+        keep = index.packs
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(index.out_dir):
+                if not is_pack_name(entry.name) or entry.name in keep:
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < self._started:
+                        os.unlink(entry.path)
+
+    def _indexed(self, state: PublishState) -> PublishState:
+        """A state listing every path (rebuilt from the network, or an unchanged publish
+        over a state written before the index) with its paths moved to one pack, written
+        before the state naming it; as it was when a path is not of the dataset layout."""
+        try:
+            index, pack = GatewayFileIndex.of_objects(
+                self.index_dir(state.dataset_id), state.objects
+            )
+        except FormatError:
+            return state
+        index.out_dir.mkdir(parents=True, exist_ok=True)
+        write_pack(index.out_dir, pack)
+        typed = self._typed(state)
+        extra = dataclasses.replace(typed.extra, object_index=index.to_json())
+        return state.evolve(
+            objects=index, **serialize_arweave_state(ArweaveState(typed.record, extra))
+        )
 
     def _typed(self, state: PublishState) -> ArweaveState:
         """The typed record and extra of one of this target's states (FormatError naming
@@ -357,6 +473,7 @@ class GatewayTarget:
             with contextlib.suppress(FileNotFoundError):
                 spool.unlink()
             raise
+        index = self._write_index(plan.dataset_id, view, prepared)
         checkpoint = checkpoint_doc(
             prepared,
             view,
@@ -367,6 +484,7 @@ class GatewayTarget:
             owner=self.wallet.address,
             sealer=self.sealer,
             inputs=inputs,
+            object_index=index.to_json(),
         )
         self._save_checkpoint(plan.dataset_id, checkpoint)
         return self._post(plan.dataset_id, checkpoint, resumed=False)
@@ -512,9 +630,14 @@ class GatewayTarget:
         summary = dict(result["summary"])
         if resumed:
             summary["resumed"] = f"transaction {tx.id_b64} from chunk {start}"
+        where = str(self._checkpoint_path(dataset_id))
+        index = parse_arweave_extra(result["extra"], where).object_index
+        objects: Mapping[str, Mapping[str, Any]] = (
+            self._index(dataset_id, index, where) if index is not None else dict(result["objects"])
+        )
         return UploadResult(
             locator=str(result["locator"]),
-            objects=dict(result["objects"]),
+            objects=objects,
             extra=dict(result["extra"]),
             bytes_sent=int(tx.data_size),
             summary=summary,
@@ -651,8 +774,16 @@ class GatewayTarget:
             doc = read_foreign_json_file(
                 self._checkpoint_path(state.dataset_id), max_bytes=_MAX_CHECKPOINT
             )
-        self.states.save(state)
+        if not isinstance(state.objects, FileIndex) and state.objects:
+            state = self._indexed(state)
+        if isinstance(state.objects, FileIndex):
+            # The paths stay in the packs (extra.objectIndex names them).
+            self.states.save(state.evolve(objects={}))
+        else:
+            self.states.save(state)
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
+        if isinstance(state.objects, FileIndex):
+            self._drop_packs(state.objects)
 
 
 def _manifest_chain(records: list[UploadRecord]) -> ManifestChain:
@@ -675,9 +806,13 @@ def checkpoint_doc(
     owner: str,
     sealer: Sealer | None,
     inputs: Mapping[str, str] | None,
+    object_index: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The upload checkpoint (pure): saved before the first byte is posted, so a resumed
-    publish posts the same transaction; its ``result`` is the :class:`UploadResult`."""
+    publish posts the same transaction; its ``result`` is the :class:`UploadResult`.
+
+    With ``object_index`` (the file index's refs, its packs written already: issue 19) the
+    paths are not listed (``objects`` empty) and ``extra.objectIndex`` names the parts."""
     signed, bplan = prepared.signed, prepared.plan
     state = view.state
     where = f"publish state of {state.target}" if state is not None else ""
@@ -699,6 +834,12 @@ def checkpoint_doc(
         manifests=manifest_chain(prepared),
         descriptor_id=prepared.descriptor.get("descriptorId"),
         inputs=dict(inputs) if inputs else None,
+        object_index=object_index,
+    )
+    objects = (
+        {}
+        if object_index is not None
+        else {p: r.to_json() for p, r in sorted(signed.files.items())}
     )
     return {
         "head": bplan.head,
@@ -708,7 +849,7 @@ def checkpoint_doc(
         "nextChunk": 0,
         "result": {
             "locator": signed.manifest_id,
-            "objects": {p: ref.to_json() for p, ref in sorted(signed.files.items())},
+            "objects": objects,
             "extra": serialize_arweave_extra(sealed_extra(extra, sealer, prepared.descriptor)),
             "summary": {
                 "transaction": tx.id_b64,
