@@ -373,11 +373,18 @@ def write_pack(out_dir: Path, pack: bytes) -> str:
     return name
 
 
-def drop_packs(out_dir: Path, keep: set[str]) -> None:
+def drop_packs(out_dir: Path, keep: set[str], *, older_than: float | None = None) -> None:
     """Remove the packs in ``out_dir`` the state no longer names (left by earlier publishes
-    or an interrupted one); best effort, after the state is written."""
+    or an interrupted one); best effort, after the state is written.
+
+    ``older_than`` (a ``time.time()`` taken when the publish began): only packs modified
+    before it go, so a pack another publisher wrote since, not saved yet, stays (a state
+    directory shared by concurrent publishers: the node and gateway targets).
+    """
     with contextlib.suppress(OSError):
         for entry in os.scandir(out_dir):
-            if is_pack_name(entry.name) and entry.name not in keep:
-                with contextlib.suppress(OSError):
+            if not is_pack_name(entry.name) or entry.name in keep:
+                continue
+            with contextlib.suppress(OSError):
+                if older_than is None or entry.stat(follow_symlinks=False).st_mtime < older_than:
                     os.unlink(entry.path)

@@ -45,7 +45,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -66,7 +65,7 @@ from odfweb3.errors import (
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.pack_index import is_pack_name, write_pack
+from odfweb3.publish.pack_index import drop_packs, write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import RemoteView, UploadResult
@@ -316,19 +315,6 @@ class GatewayTarget:
             index.out_dir.mkdir(parents=True, exist_ok=True)
             write_pack(index.out_dir, pack)
         return index
-
-    def _drop_packs(self, index: FileIndex) -> None:
-        """Remove the packs the saved state no longer names that were there before this
-        publish began (superseded, or left by an interrupted run); a pack written since
-        (another publisher's, not saved yet) stays. Best effort."""
-        keep = index.packs
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(index.out_dir):
-                if not is_pack_name(entry.name) or entry.name in keep:
-                    continue
-                with contextlib.suppress(OSError):
-                    if entry.stat(follow_symlinks=False).st_mtime < self._started:
-                        os.unlink(entry.path)
 
     def _indexed(self, state: PublishState) -> PublishState:
         """A state listing every path (rebuilt from the network, or an unchanged publish
@@ -783,7 +769,7 @@ class GatewayTarget:
             self.states.save(state)
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
         if isinstance(state.objects, FileIndex):
-            self._drop_packs(state.objects)
+            drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
 
 
 def _manifest_chain(records: list[UploadRecord]) -> ManifestChain:

@@ -52,6 +52,7 @@ from odfweb3.errors import ConflictError
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
@@ -61,7 +62,7 @@ from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_re
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
-from odfweb3_ipfs.publish.object_index import ObjectIndex, is_pack_name
+from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
     BuildSettings,
     SideFile,
@@ -412,16 +413,7 @@ class CarTarget:
             text = state_json_text(doc)
         write_atomic(self.summary_path, (text + "\n").encode())
         if isinstance(state.objects, ObjectIndex):
-            self._drop_packs(state.objects.packs)
-
-    def _drop_packs(self, keep: set[str]) -> None:
-        """Remove the packs ``publish.json`` no longer names (left by earlier publishes or
-        an interrupted one); best effort."""
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.out_dir):
-                if is_pack_name(entry.name) and entry.name not in keep:
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+            drop_packs(self.out_dir, state.objects.packs)
 
     # -- one publisher at a time (a lock file in OUT_DIR, held by the executor's session) ----
 

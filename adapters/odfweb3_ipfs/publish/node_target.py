@@ -65,6 +65,7 @@ from odfweb3.crypto.segments import MAGIC
 from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import RemoteView, UploadResult
@@ -83,7 +84,7 @@ from odfweb3_ipfs.formats.ipns import (
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
-from odfweb3_ipfs.publish.object_index import ObjectIndex, is_pack_name
+from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
     BuildSettings,
     odf_extra,
@@ -728,23 +729,10 @@ class IpfsNodeTarget:
         previous root if asked (the name has moved)."""
         self._save_state(state)
         if isinstance(state.objects, ObjectIndex):
-            self._drop_packs(state.objects)
+            drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
         old = self._previous_root
         if self.unpin_previous and old and old != state.locator:
             self.client.pin_rm(Cid.decode(old))
-
-    def _drop_packs(self, index: ObjectIndex) -> None:
-        """Remove the packs the saved state no longer names that were there before this
-        publish began (superseded, or left by an interrupted run); a pack written since
-        (another publisher's, not saved yet) stays. Best effort."""
-        keep = index.packs
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(index.out_dir):
-                if not is_pack_name(entry.name) or entry.name in keep:
-                    continue
-                with contextlib.suppress(OSError):
-                    if entry.stat(follow_symlinks=False).st_mtime < self._started:
-                        os.unlink(entry.path)
 
     def republish(self, dataset_id: str) -> RepublishResult:
         """Re-sign the current record: same value and extension, sequence + 1."""

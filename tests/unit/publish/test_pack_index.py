@@ -54,6 +54,22 @@ def test_an_update_is_one_small_pack_and_old_packs_are_dropped_after(tmp_path):
     assert _Index.from_json(tmp_path, after.to_json(), "t")["a/new"] == {"n": -1}
 
 
+def test_drop_packs_older_than_keeps_a_pack_written_since(tmp_path):
+    """A shared state directory (node and gateway targets): a pack another publisher wrote
+    after this publish began is not this publish's to remove."""
+    import os
+
+    old = tmp_path / PackIndex.pack_name(b"old")
+    new = tmp_path / PackIndex.pack_name(b"new")
+    old.write_bytes(b"old")
+    new.write_bytes(b"new")
+    os.utime(old, (1000.0, 1000.0))
+    os.utime(new, (3000.0, 3000.0))
+    (tmp_path / "notes.txt").write_text("not a pack")
+    drop_packs(tmp_path, set(), older_than=2000.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([new.name, "notes.txt"])
+
+
 def test_past_max_packs_the_largest_pack_stays_and_the_rest_merge(tmp_path, monkeypatch):
     monkeypatch.setattr(pack_index, "MAX_PACKS", 3)
     index, full = _Index.of_objects(tmp_path, _objects(2000))
