@@ -6,6 +6,7 @@ import argparse
 import secrets
 from typing import Any
 
+from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes
 from odfweb3.cli.text import key_values, plural, shown_path
 from odfweb3.crypto.keystore import Keystore
@@ -79,7 +80,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="show a dataset's identity, head and contents",
     )
-    p.add_argument("path", help="dataset directory")
+    p.add_argument("path", help="dataset directory, or its kamu name inside a kamu workspace")
     p.set_defaults(handler=_inspect)
 
     p = sub.add_parser(
@@ -90,7 +91,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "also check that every data file and checkpoint exists with the recorded size and hash. "
         "Exit status 1 when any rule is broken.",
     )
-    p.add_argument("path", help="dataset directory")
+    p.add_argument("path", help="dataset directory, or its kamu name inside a kamu workspace")
     p.add_argument("--deep", action="store_true", help="also hash every data file and checkpoint")
     p.add_argument(
         "--inputs",
@@ -162,7 +163,7 @@ def _keep_identity_key(ctx: Any, keypair: DatasetKeyPair) -> None:
 
 
 def _inspect(args: argparse.Namespace, ctx: Any) -> int:
-    reader = DatasetReader.open(args.path)
+    reader = DatasetReader.open(local_dataset(args.path, ctx))
     entries = list(walk_chain(reader))
     s = summarize(entries)
     js = s.to_json() | {"path": str(reader.root)}
@@ -201,6 +202,9 @@ def _inspect(args: argparse.Namespace, ctx: Any) -> int:
 
 def _validate(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
+    args.path = local_dataset(args.path, ctx)
+    if args.inputs:
+        args.inputs = [local_dataset(i, ctx) for i in args.inputs]
     if out.verbosity >= 1:
         for entry in walk_chain(DatasetReader.open(args.path)):  # head first
             kind = type(entry.block.event).__name__

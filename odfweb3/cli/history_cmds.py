@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes
 from odfweb3.cli.text import plural, shown_target
 from odfweb3.errors import OdfWeb3Error, UsageError
@@ -34,7 +35,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "and the records and bytes (data + checkpoint) each added. Every block is hash-checked "
         "on the way.",
     )
-    p.add_argument("dataset", help="dataset directory or replica reference")
+    p.add_argument(
+        "dataset", help="dataset directory (or its kamu name in a workspace) or replica reference"
+    )
     p.add_argument("-n", "--limit", type=int, default=None, metavar="N", help="newest N blocks")
     p.set_defaults(handler=_log)
 
@@ -63,7 +66,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
     """The verified chain of a directory or a replica, head first."""
     if "://" not in ref and not ref.startswith(("car:", "bundle:", "did:")):
-        return list(walk_chain(DatasetReader.open(ref)))
+        return list(walk_chain(DatasetReader.open(local_dataset(ref, ctx))))
     from odfweb3.read.resolve import open_replica
 
     replica = open_replica(ref, ctx.config)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import key_values, plural, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
@@ -45,7 +46,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "(offline ANS-104 bundle), arweave (the gateway of arweave.gateway) or arweave:URL.",
     )
     p.add_argument(
-        "dataset", nargs="?", help="dataset directory (optional with --flush: every queued one)"
+        "dataset",
+        nargs="?",
+        help="dataset directory, or its kamu name inside a kamu workspace (optional with "
+        "--flush: every queued one)",
     )
     p.add_argument(
         "--to",
@@ -231,6 +235,10 @@ def _pin_failures(ctx: Any, outcome: PublishOutcome) -> int:
 
 
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
+    if args.dataset is not None:
+        args.dataset = local_dataset(args.dataset, ctx)
+    if args.with_inputs:
+        args.with_inputs = [local_dataset(d, ctx) for d in args.with_inputs]
     if not args.to:
         if args.flush or args.dataset is None or args.batch or args.with_inputs:
             raise UsageError("publish: give --to TARGET (a target or a remote's name)")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3.cli.keys_cmds import PASSPHRASE_ENV
+from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 from odfweb3.cli.text import plural, shown_path
@@ -48,7 +49,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "dataset",
         nargs="?",
-        help="local dataset directory (default: the first REF); with "
+        help="local dataset directory or its kamu name (default: the first REF); with "
         "--lineage, the replica to check (car:DIR, ipns://, ar:// or a directory)",
     )
     p.add_argument("--against", action="append", metavar="REF", help="replica (repeatable)")
@@ -244,6 +245,8 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
         raise UsageError("verify: give --against REF (or --lineage to check a dataset's inputs)")
     from odfweb3.cli.remotes_cmds import replica_ref
 
+    if args.dataset is not None:
+        args.dataset = local_dataset(args.dataset, ctx)
     local_id = _local_dataset_id(args.dataset) if args.dataset is not None else None
     args.against = [replica_ref(ctx, ref, local_id) for ref in args.against]
     refs: list[str] = list(args.against)

@@ -19,11 +19,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.remotes_cmds import remote_names
-from odfweb3.cli.text import key_values, shown_target
+from odfweb3.cli.text import key_values, shown_path, shown_target
 from odfweb3.errors import NotFound, OdfWeb3Error, UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.kamu_workspace import kamu_alias_of
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
@@ -48,7 +50,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "expires within 24 hours, and when an offline directory is gone (--forget-gone "
         "then stops listing it).",
     )
-    s.add_argument("dataset", nargs="?", help="dataset directory (default: every dataset)")
+    s.add_argument(
+        "dataset",
+        nargs="?",
+        help="dataset directory, or its kamu name in a kamu workspace (default: every dataset)",
+    )
     s.add_argument("--offline", action="store_true", help="do not ask the nodes")
     s.add_argument(
         "--forget-gone",
@@ -216,9 +222,19 @@ def _expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
     return f"{validity} (in {hours:.1f} h)", soon
 
 
+def _path_text(row: dict[str, Any]) -> str | None:
+    """Where the dataset is on this machine, with its kamu name when it is in a workspace."""
+    if row["localPath"] is None:
+        return None
+    name = f" (kamu: {row['kamuName']})" if row["kamuName"] else ""
+    return shown_path(row["localPath"]) + name
+
+
 def _status(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.backends import state_facts
 
+    if args.dataset is not None:
+        args.dataset = local_dataset(args.dataset, ctx)
     if args.forget_gone:
         for entry, reason in OfflineIndex(ctx.config.state_dir).forget_stale():
             ctx.out.warn(f"{entry.dataset_id} on {entry.target}: forgotten ({reason})")
@@ -233,6 +249,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
         facts = state_facts(state)
         source = facts.source or sources.get((state.dataset_id, state.target))
         local_head = _local_head(state, local, source)
+        path = args.dataset if state.dataset_id in local else source
         row: dict[str, Any] = {
             "datasetId": state.dataset_id,
             "target": state.target,
@@ -248,6 +265,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "mode": facts.mode,
             "pending": facts.pending,
             "keyEnvelope": facts.key_envelope,  # encrypted publish (issue 7)
+            "localPath": str(Path(path).absolute()) if path else None,
+            "kamuName": kamu_alias_of(Path(path)) if path else None,
             "node": None,
         }
         rows.append(row)
@@ -288,6 +307,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 [
                     ("target", shown_target(row["target"])),
                     ("remote", ", ".join(row["remotes"])),
+                    ("path", _path_text(row)),
                     ("local", f"{row['localHead'] or '-'} ({state_word})"),
                     ("published", row["publishedHead"] or "-"),
                     ("root", row["root"] or "-"),
@@ -337,6 +357,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
 def _republish(args: argparse.Namespace, ctx: Any) -> int:
     if not args.all and not args.dataset:
         raise UsageError("republish: give a DATASET directory or --all")
+    if args.dataset is not None and not args.all:
+        args.dataset = local_dataset(args.dataset, ctx)
     states, _local, _lost, _reasons, _sources = _states(ctx, None if args.all else args.dataset)
     if args.to:
         want = args.to if args.to.startswith("ipfs:") else f"ipfs:{ctx.config.ipfs_api}"
