@@ -359,6 +359,8 @@ class CarTarget:
             extensions={"_odf": ext},
             now=now,
         )
+        # Remembered before the record is written (the keystore entry's memory).
+        self.keystore.note_signed(plan.dataset_id, public_key_bytes(key), sequence)
         record_file = f"{name}.ipns-record"
         write_atomic(self.out_dir / record_file, encode_record(record))
         self._written.append(record_file)

@@ -651,7 +651,7 @@ class IpfsNodeTarget:
         # map and a plain publish keeps the map the last --with-inputs publish recorded.
         sent = parse_node_extra(upload.extra, self.name)
         ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev is not None else None)
-        mode, record = self._put_record(key, name, value, sequence, ext)
+        mode, record = self._put_record(plan.dataset_id, key, name, value, sequence, ext)
         typed = NodeState(_record_facts(name, record, mode), replace(sent, dag=dag))
         return PublishState(
             dataset_id=plan.dataset_id,
@@ -664,6 +664,7 @@ class IpfsNodeTarget:
 
     def _put_record(
         self,
+        dataset_id: str,
         key: Ed25519PrivateKey,
         name: IpnsName,
         value: str,
@@ -680,6 +681,8 @@ class IpfsNodeTarget:
             extensions={"_odf": ext} if ext is not None else None,
             now=now,
         )
+        # Remembered before the record leaves the process (the keystore entry's memory).
+        self.keystore.note_signed(dataset_id, public_key_bytes(key), sequence)
         try:
             mode = self.client.record_put(name, encode_record(record))
         except BackendRejected as exc:
@@ -794,7 +797,7 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
         )
     if seen is not None and seen.record.sequence >= sequence:
         value, sequence, ext = seen.record.value_text, seen.record.sequence, seen.record.odf
-    mode, record = target._put_record(key, name, value, sequence + 1, ext)
+    mode, record = target._put_record(dataset_id, key, name, value, sequence + 1, ext)
     facts = _record_facts(name, record, mode)
     target.states.save(state.evolve(record=serialize_ipns_facts(facts)))
     return RepublishResult(dataset_id, str(name), value, record.sequence, record.expires_at, mode)

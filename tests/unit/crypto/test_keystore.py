@@ -146,3 +146,112 @@ def test_no_key_material_in_repr_or_errors(store):
     for text in texts:
         assert secret.hex() not in text
         assert secret.hex()[:16] not in text
+
+
+# -- several keys per dataset (a target published under an imported key's name) -----------
+
+
+def test_add_keeps_the_first_key_as_the_datasets_and_others_beside_it(store):
+    first, second = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    path, new = store.add(DATASET, first)
+    assert new and path == store.path_for(DATASET)
+    assert store.add(DATASET, first) == (path, False)  # the same key twice: kept once
+    extra, new = store.add(DATASET, second)
+    assert new and extra != path and stat.S_IMODE(extra.stat().st_mode) == 0o600
+    assert store.add(DATASET, second) == (extra, False)
+    assert _pub(store.load(DATASET)) == _pub(first)  # never replaced
+    assert [_pub(k) for k in store.keys_of(DATASET)] == [_pub(first), _pub(second)]
+    assert _pub(store.find(DATASET, _pub(second))) == _pub(second)
+    assert store.find(DATASET, _pub(Ed25519PrivateKey.generate())) is None
+    assert store.find(OTHER, _pub(first)) is None
+    assert store.list() == [DATASET]  # the other key is not a label of its own
+    assert store.list_all() == [DATASET]
+    assert store.labels_with(_pub(second)) == [DATASET]
+
+
+def test_an_extra_key_file_holding_another_key_is_refused(store):
+    first, second = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    store.add(DATASET, first)
+    extra, _ = store.add(DATASET, second)
+    os.chmod(extra, 0o600)
+    extra.write_bytes(store.path_for(DATASET).read_bytes())  # someone swapped the file
+    with pytest.raises(FormatError, match="another key than its name says"):
+        store.keys_of(DATASET)
+
+
+def test_add_to_a_label_without_a_key_of_its_own(store):
+    only = Ed25519PrivateKey.generate()
+    assert store.keys_of(DATASET) == []
+    path, new = store.add(DATASET, only)
+    assert new and store.has(DATASET) and path == store.path_for(DATASET)
+
+
+# -- the highest IPNS sequence signed, per key --------------------------------------------
+
+
+def test_highest_signed_only_grows_and_is_kept_per_key_in_a_private_file(store):
+    key, other = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    store.add(DATASET, key)
+    assert store.highest_signed(DATASET, _pub(key)) is None
+    store.note_signed(DATASET, _pub(key), 3)
+    store.note_signed(DATASET, _pub(key), 1)  # lower: ignored
+    store.note_signed(DATASET, _pub(other), 0)
+    assert store.highest_signed(DATASET, _pub(key)) == 3
+    assert store.highest_signed(DATASET, _pub(other)) == 0
+    assert store.highest_signed(OTHER, _pub(key)) is None
+    entry = store.entry_path(DATASET)
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert store.list() == [DATASET]  # the entry file is not a key
+    assert Keystore(store.root).highest_signed(DATASET, _pub(key)) == 3  # on disk
+
+
+def test_highest_signed_under_concurrent_writers_is_the_maximum(store):
+    import threading
+
+    key = Ed25519PrivateKey.generate()
+    store.add(DATASET, key)
+    pub = _pub(key)
+
+    def writer(start: int) -> None:
+        for seq in range(start, 200, 4):
+            Keystore(store.root).note_signed(DATASET, pub, seq)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.highest_signed(DATASET, pub) == 199
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"not json",
+        b'{"format": "other", "version": 1}',
+        b'{"format": "odfweb3-keystore-entry", "version": 1, "datasetId": "did:odf:x", "keys": {}}',
+        b'{"format": "odfweb3-keystore-entry", "version": 1, "datasetId": "DS", "keys": {"ab": 1}}',
+        b'{"format": "odfweb3-keystore-entry", "version": 1, "datasetId": "DS",'
+        b' "keys": {"' + b"ab" * 32 + b'": {"highestSequence": -1}}}',
+    ],
+)
+def test_a_damaged_entry_is_one_format_error_naming_the_file(store, text):
+    store.generate(DATASET)
+    store.entry_path(DATASET).write_bytes(text.replace(b"DS", DATASET.encode()))
+    with pytest.raises(FormatError, match="move it away") as info:
+        store.highest_signed(DATASET, b"\xab" * 32)
+    assert str(store.entry_path(DATASET)) in str(info.value)
+
+
+def test_entry_codec_round_trips_golden_bytes():
+    from odfweb3.crypto.keystore import decode_entry, encode_entry
+
+    data = encode_entry("did:odf:x", {"ab" * 32: 7})
+    assert data == (
+        b'{\n "datasetId": "did:odf:x",\n "format": "odfweb3-keystore-entry",\n "keys": {\n  "'
+        + b"ab" * 32
+        + b'": {\n   "highestSequence": 7\n  }\n },\n "version": 1\n}\n'
+    )
+    assert decode_entry(data, "did:odf:x", "e") == {"ab" * 32: 7}
+    with pytest.raises(FormatError, match="another dataset"):
+        decode_entry(data, "did:odf:y", "e")

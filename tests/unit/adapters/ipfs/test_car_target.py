@@ -72,6 +72,10 @@ def test_full_then_incremental(tmp_path, keystore):
     later = datetime.now(UTC) + DEFAULT_LIFETIME / 2 + timedelta(minutes=1)
     publish_dataset(ds, CarTarget(out, keystore, clock=lambda: later))
     assert json.loads((out / "publish.json").read_text())["sequence"] == 2
+    # The keystore entry remembers the highest sequence signed with the name's key.
+    key = keystore.load(first.plan.dataset_id)
+    pub = key.public_key().public_bytes_raw()
+    assert keystore.highest_signed(first.plan.dataset_id, pub) == 2
 
 
 def test_unchanged_files_are_not_read_again(tmp_path, keystore):
