@@ -4,7 +4,10 @@ Pure functions over verified chains (head first, as :func:`odfweb3.odf.chain.wal
 yields them); no I/O:
 
 - :func:`block_log`: one :class:`LogEntry` per block, newest first: event, system time,
-  records and bytes added (like ``kamu log``);
+  records and bytes added (like ``kamu log``): an object counts once, in the block that
+  first names it, so a block that carries the previous checkpoint on (its
+  ``newCheckpoint`` is the one ``prevCheckpoint`` names, kamu's writers do this when a
+  transaction writes no new one) adds no checkpoint bytes;
 - :func:`lineage_graph`: the derivative graph: each dataset, the inputs its
   ``SetTransform`` declares, the input head its latest ``ExecuteTransform`` consumed, and
   where each dataset is published; rendered by :func:`to_dot` (Graphviz),
@@ -44,6 +47,7 @@ class LogEntry:
     system_time: str
     records_added: int
     bytes_added: int
+    checkpoint_carried: bool = False
 
     def to_json(self) -> dict[str, object]:
         """Stable JSON form."""
@@ -54,24 +58,38 @@ class LogEntry:
             "systemTime": self.system_time,
             "recordsAdded": self.records_added,
             "bytesAdded": self.bytes_added,
+            "checkpointCarried": self.checkpoint_carried,
         }
 
 
 def block_log(entries: Sequence[ChainEntry]) -> list[LogEntry]:
-    """Every block, newest first, with the records and bytes (data + checkpoint) it added."""
+    """Every block, newest first, with the records and bytes (data + checkpoint) it added.
+
+    An object (data file or checkpoint, by physical hash) is counted in the oldest block
+    that names it only: a carried checkpoint is the previous block's object, not a new one.
+    """
     out = []
-    for entry in entries:
+    seen: set[bytes] = set()
+    for entry in reversed(entries):  # oldest first: the first block to name an object adds it
         event = entry.block.event
         records = 0
         nbytes = 0
+        carried = False
         if isinstance(event, AddData | ExecuteTransform):
             if event.new_data is not None:
-                nbytes += event.new_data.size
+                if _first_time(event.new_data.physical_hash, seen):
+                    nbytes += event.new_data.size
                 interval = event.new_data.offset_interval
                 if interval is not None:
                     records = interval.end - interval.start + 1
-            if event.new_checkpoint is not None:
-                nbytes += event.new_checkpoint.size
+            checkpoint = event.new_checkpoint
+            if checkpoint is not None:
+                carried = (
+                    checkpoint.physical_hash is not None
+                    and checkpoint.physical_hash == event.prev_checkpoint
+                )
+                if _first_time(checkpoint.physical_hash, seen):
+                    nbytes += checkpoint.size
         out.append(
             LogEntry(
                 entry.block.sequence_number,
@@ -80,9 +98,21 @@ def block_log(entries: Sequence[ChainEntry]) -> list[LogEntry]:
                 entry.block.system_time.isoformat(),
                 records,
                 nbytes,
+                carried,
             )
         )
+    out.reverse()
     return out
+
+
+def _first_time(physical_hash: bytes | None, seen: set[bytes]) -> bool:
+    """Whether an object is named for the first time (an unnamed one always counts)."""
+    if physical_hash is None:
+        return True
+    if physical_hash in seen:
+        return False
+    seen.add(physical_hash)
+    return True
 
 
 @dataclass

@@ -85,6 +85,8 @@ def _log(args: argparse.Namespace, ctx: Any) -> int:
             added = ""
             if e.records_added or e.bytes_added:
                 added = f"  +{plural(e.records_added, 'record')}, +{format_bytes(e.bytes_added)}"
+            if e.checkpoint_carried:
+                added += "  (checkpoint carried)"
             lines.append(
                 f"#{e.sequence:<4} {multihash_to_str(e.hash)[:20]}…  {e.event:<16} "
                 f"{e.system_time}{added}"

@@ -10,6 +10,23 @@ ed25519-pub varint ``0xed 0x01`` + 32-byte key); ``ExtraAttributes`` is an objec
 block as compact JSON text with sorted keys, as the reference implementation writes it). Absent
 fields are omitted. A block is ``{kind: MetadataBlock, version: 3, content: {...}}``.
 
+This is kamu-cli's YAML (``src/odf/metadata/src/serde/yaml/derivations_generated.rs``, the
+serde definitions it reads and writes manifests with), checked against it:
+
+- a union is written with its variant's PascalCase name (``kind: FilesGlob``, ``kind: UInt8``)
+  and read also by the two aliases kamu accepts, lowerCamel and lowercase (``filesGlob``,
+  ``filesglob``; ``uInt8``, ``uint8``), nothing else; an enum the same way (``ByEventTime``,
+  ``byEventTime``, ``byeventtime``);
+- ``SetPollingSource.prepare`` is a list of ``PrepStep`` unions (``{kind: Decompress,
+  format: Gzip}``): the FlatBuffers schema wraps each step in a ``PrepStepWrapper`` table only
+  because a FlatBuffers vector cannot hold a union, and the YAML has no such level (odfweb3's
+  older ``{value: {kind: ...}}`` is still read);
+- a read step's ``schema`` given as a list of strings is the DDL schema (``ddlSchema``), as
+  kamu's own snapshots still write it (``resources/molecule/*.yaml``); a mapping is the ODF
+  ``DataSchema``;
+- a dataset snapshot is ``{kind: DatasetSnapshot, version: 1, content: {name, kind,
+  metadata: [events]}}`` (``YamlDatasetSnapshotDeserializer``).
+
 Everything here is schema-driven (:data:`odfweb3.odf.model_gen.SCHEMA_FIELDS`), so every table of
 the model has a dict form.
 """
@@ -30,12 +47,15 @@ from odfweb3.odf import model_gen as m
 from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [
+    "DatasetSnapshot",
     "block_from_dict",
     "block_to_dict",
     "dump_yaml",
     "event_from_dict",
     "event_to_dict",
     "load_yaml",
+    "snapshot_from_dict",
+    "snapshot_to_dict",
     "table_from_dict",
     "table_to_dict",
 ]
@@ -79,6 +99,29 @@ _TAGS: dict[str, dict[str, type]] = {
 }
 
 
+def _kamu_aliases(name: str) -> tuple[str, str, str]:
+    """The spellings kamu reads for a union variant or enum value: itself, lowerCamel,
+    lowercase (``#[serde(alias = ...)]`` on every variant of derivations_generated.rs)."""
+    return name, name[:1].lower() + name[1:], name.lower()
+
+
+_TAG_READ: dict[str, dict[str, type]] = {
+    u: {alias: c for tag, c in tags.items() for alias in _kamu_aliases(tag)}
+    for u, tags in _TAGS.items()
+}
+_ENUM_READ: dict[type, dict[str, enum.IntEnum]] = {
+    e: {alias: member for member in e for alias in _kamu_aliases(_enum_name(member))}
+    for e in vars(m).values()
+    if isinstance(e, type) and issubclass(e, enum.IntEnum) and e is not enum.IntEnum
+}
+# Read steps that have both the deprecated DDL schema and the ODF DataSchema.
+_DDL_AND_SCHEMA: frozenset[type] = frozenset(
+    cls
+    for cls, fields in m.SCHEMA_FIELDS.items()
+    if {"ddl_schema", "schema"} <= {f for f, _ in fields}
+)
+
+
 def _multibase_decode(text: str, where: str) -> bytes:
     """Decode any final multibase encoding (we write base16 ``f``; kamu also reads ``z``)."""
     if not isinstance(text, str) or not text:
@@ -114,6 +157,9 @@ def _value_to(ftype: str, fname: str, value: Any) -> Any:
         out = {"kind": _tag(ftype, type(value))}
         out.update(table_to_dict(value))
         return out
+    if isinstance(value, m.PrepStepWrapper):
+        # No wrapper in the YAML: a prepare step is the PrepStep union itself.
+        return {} if value.value is None else _value_to("PrepStep", fname, value.value)
     if isinstance(value, m.ExtraAttributes):
         if value.entries is None:
             return {}
@@ -184,21 +230,25 @@ def _value_from(ftype: str, fname: str, value: Any, where: str) -> Any:
             return Timestamp.parse(value)
         except (ValueError, TypeError) as exc:
             raise FormatError(f"{where}: expected an RFC 3339 timestamp, got {value!r}") from exc
+    if ftype == "PrepStepWrapper":
+        if isinstance(value, dict) and set(value) == {"value"}:  # odfweb3's older form
+            value = value["value"]
+        return m.PrepStepWrapper(_value_from("PrepStep", fname, value, where))
     if ftype in m.UNION_MEMBERS:
         if isinstance(value, str) and ftype == "DataType":  # "union-or-string": `type: Int32`
             value = {"kind": value}
         if not isinstance(value, dict) or "kind" not in value:
             raise FormatError(f"{where}: expected a mapping with 'kind' for union {ftype}")
-        cls = _TAGS[ftype].get(value["kind"])
+        tag = value["kind"]
+        cls = _TAG_READ[ftype].get(tag) if isinstance(tag, str) else None
         if cls is None:
             raise FormatError(f"{where}: unknown {ftype} kind {value['kind']!r}")
         return table_from_dict(cls, {k: v for k, v in value.items() if k != "kind"}, where)
     enum_cls = getattr(m, ftype, None)
     if isinstance(enum_cls, type) and issubclass(enum_cls, enum.IntEnum):
-        if isinstance(value, str):
-            for member in enum_cls:
-                if _enum_name(member).lower() == value.lower():
-                    return member
+        found = _ENUM_READ[enum_cls].get(value) if isinstance(value, str) else None
+        if found is not None:
+            return found
         raise FormatError(f"{where}: unknown {ftype} value {value!r}")
     if ftype == "ExtraAttributes":
         if not isinstance(value, dict):
@@ -230,6 +280,8 @@ def table_from_dict(cls: type, data: Any, where: str | None = None) -> Any:
     if not isinstance(data, dict):
         raise FormatError(f"{where}: expected a mapping, got {type(data).__name__}")
     fields = _FIELDS[cls]
+    if cls in _DDL_AND_SCHEMA and isinstance(data.get("schema"), list) and "ddlSchema" not in data:
+        data = {("ddlSchema" if k == "schema" else k): v for k, v in data.items()}
     known = {key for _, _, key in fields}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -260,10 +312,68 @@ def block_from_dict(data: Any) -> m.MetadataBlock:
     return block
 
 
+@dataclasses.dataclass(frozen=True)
+class DatasetSnapshot:
+    """A dataset's definition as kamu's ``kamu add`` reads it: its alias, kind and events."""
+
+    name: str
+    kind: m.DatasetKind
+    metadata: tuple[m.MetadataEvent, ...]
+
+
+_SNAPSHOT_VERSION = 1
+
+
+def snapshot_from_dict(data: Any) -> DatasetSnapshot:
+    """Read a ``DatasetSnapshot`` manifest (or its bare ``content`` mapping).
+
+    Raises:
+        FormatError: not a snapshot of version 1, an unknown key, or a bad event.
+    """
+    if isinstance(data, dict) and data.get("kind") == "DatasetSnapshot":
+        if data.get("version") != _SNAPSHOT_VERSION:
+            raise FormatError(
+                f"DatasetSnapshot: version {data.get('version')!r}, expected {_SNAPSHOT_VERSION}"
+            )
+        data = data.get("content")
+    if not isinstance(data, dict):
+        raise FormatError("DatasetSnapshot: expected a mapping")
+    unknown = sorted(set(data) - {"name", "kind", "metadata"})
+    if unknown:
+        raise FormatError(f"DatasetSnapshot: unknown key(s) {', '.join(map(str, unknown))}")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise FormatError("DatasetSnapshot.name: expected the dataset's alias")
+    kind = _value_from("DatasetKind", "kind", data.get("kind"), "DatasetSnapshot.kind")
+    events = data.get("metadata")
+    if not isinstance(events, list):
+        raise FormatError("DatasetSnapshot.metadata: expected a list of events")
+    metadata = tuple(
+        _value_from("MetadataEvent", "event", e, f"DatasetSnapshot.metadata[{i}]")
+        for i, e in enumerate(events)
+    )
+    return DatasetSnapshot(name=name, kind=kind, metadata=metadata)
+
+
+def snapshot_to_dict(snapshot: DatasetSnapshot) -> dict[str, Any]:
+    """The ``DatasetSnapshot`` manifest kamu writes (``YamlDatasetSnapshotSerializer``)."""
+    return {
+        "kind": "DatasetSnapshot",
+        "version": _SNAPSHOT_VERSION,
+        "content": {
+            "name": snapshot.name,
+            "kind": _enum_name(snapshot.kind),
+            "metadata": [event_to_dict(e) for e in snapshot.metadata],
+        },
+    }
+
+
 def dump_yaml(obj: Any) -> str:
     """YAML text of a dict form, or of a block/event/table (converted first)."""
     if isinstance(obj, m.MetadataBlock):
         obj = block_to_dict(obj)
+    elif isinstance(obj, DatasetSnapshot):
+        obj = snapshot_to_dict(obj)
     elif type(obj) in m.UNION_MEMBERS["MetadataEvent"]:
         obj = event_to_dict(obj)
     elif type(obj) in _FIELDS:

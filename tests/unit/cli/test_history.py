@@ -78,3 +78,64 @@ def test_lineage_dot_mermaid_and_svg(cli, world, tmp_path):
     assert len(svg.findall(f"{ns}line")) == 2 and len(svg.findall(f"{ns}rect")) == 4
     texts = "".join(t.text or "" for t in svg.iter(f"{ns}text"))
     assert "d: Example derivative" in texts and "a @ f162" in texts
+
+
+def _write_chain(root, events):
+    """A dataset whose blocks hold ``events`` (Seed first), objects written as named."""
+    from odfweb3.odf import model_gen as m
+    from odfweb3.odf.codec import block_hash, encode_block
+    from odfweb3.odf.layout import DatasetWriter
+    from odfweb3.odf.timestamp import Timestamp
+
+    writer = DatasetWriter(root, fsync=False)
+    prev = None
+    for seq, event in enumerate(events):
+        block = m.MetadataBlock(Timestamp.parse(f"2025-01-0{seq + 1}T00:00:00Z"), prev, seq, event)
+        data = encode_block(block)
+        prev = block_hash(data)
+        writer.write_object("block", prev, data)
+    writer.set_head(prev)
+
+
+def test_log_counts_a_carried_checkpoint_once(cli, tmp_path):
+    # kamu's writers carry the previous checkpoint on when a transaction writes no new one:
+    # the block's newCheckpoint is the object its prevCheckpoint names (same hash, same
+    # size). It is the older block's object, not a new one.
+    from odfweb3.odf import model_gen as m
+    from odfweb3.odf.builder import example_keypair
+
+    def mh(tag: bytes) -> bytes:
+        import hashlib
+
+        return b"\x16\x20" + hashlib.sha3_256(tag).digest()
+
+    cp = m.Checkpoint(physical_hash=mh(b"cp"), size=1000)
+
+    def data(n: int, start: int) -> m.DataSlice:
+        return m.DataSlice(mh(b"l%d" % n), mh(b"p%d" % n), m.OffsetInterval(start, start + 9), 500)
+
+    seed = m.Seed(
+        dataset_id=example_keypair(3).dataset_id.to_bytes(), dataset_kind=m.DatasetKind.ROOT
+    )
+    _write_chain(
+        tmp_path / "ds",
+        [
+            seed,
+            m.AddData(new_data=data(1, 0), new_checkpoint=cp),
+            m.AddData(
+                prev_checkpoint=cp.physical_hash,
+                prev_offset=9,
+                new_data=data(2, 10),
+                new_checkpoint=cp,
+            ),
+        ],
+    )
+    code, out, err = cli("log", "ds", "--json")
+    assert code == 0, err
+    newest, first, _seed = json.loads(out)["blocks"]
+    assert first["bytesAdded"] == 1500 and first["checkpointCarried"] is False
+    assert newest["bytesAdded"] == 500 and newest["checkpointCarried"] is True
+    assert newest["recordsAdded"] == 10
+    code, out, _ = cli("log", "ds")
+    assert code == 0
+    assert out.splitlines()[0].endswith("+10 records, +500 B  (checkpoint carried)")
