@@ -8,20 +8,101 @@ Before writing, the destination must be absent or a regular file: a directory, a
 link or a FIFO in its place is one :class:`~odfweb3.errors.UsageError` line (a rename
 onto a directory used to escape as ``IsADirectoryError``), and a full or read-only
 disk is one :class:`~odfweb3.errors.LocalIOError` line (issue 16 item 11).
+
+Temp files never look like results: every one is ``.tmp-XXXX[.car|.bundle].partial``
+(:func:`open_partial`), so no ``*.car``, ``*.bundle``, ``*.json`` or ``*.pack`` glob of a
+user (``ipfs dag import out/*.car``) reads half a file, and its writer holds an exclusive
+``flock`` on it while writing: :func:`remove_partials` removes only the temp files no live
+process holds (a killed writer's lock is gone with it), so the next run clears what an
+interrupted one left without touching a concurrent writer's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Final
 
 from odfweb3.errors import LocalIOError, UsageError
 
-__all__ = ["write_chunks_atomic", "write_file_atomic"]
+__all__ = [
+    "PARTIAL_SUFFIX",
+    "TEMP_PREFIX",
+    "open_partial",
+    "remove_partials",
+    "write_chunks_atomic",
+    "write_file_atomic",
+]
+
+TEMP_PREFIX: Final = ".tmp-"
+PARTIAL_SUFFIX: Final = ".partial"
+# Temp names of versions before the .partial suffix (a killed one left them behind).
+_LEGACY_SUFFIXES: Final = (".car", ".bundle")
+# An empty temp file younger than this may be one whose writer has created it and not yet
+# taken its lock (mkstemp, then flock): left alone; empty, it matches no glob anyway.
+_FRESH_EMPTY: Final = 60.0
+
+
+def open_partial(directory: Path, suffix: str = "") -> tuple[int, str]:
+    """Create ``directory/.tmp-XXXX<suffix>.partial`` (mode 0600, as mkstemp), holding an
+    exclusive ``flock`` on it until the descriptor is closed: the mark of a live writer.
+
+    Returns:
+        The open descriptor and the temp file's path.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix + PARTIAL_SUFFIX, dir=directory)
+    # A file system without flock: the file is still ours, only unmarked.
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd, tmp
+
+
+def _is_temp_name(name: str) -> bool:
+    if not name.startswith(TEMP_PREFIX):
+        return False
+    return name.endswith(PARTIAL_SUFFIX) or name.endswith(_LEGACY_SUFFIXES)
+
+
+def remove_partials(directory: Path) -> list[str]:
+    """Remove the temp files (:func:`open_partial`) in ``directory`` that no live process
+    is writing: an interrupted publish's half CAR or bundle. Never follows a link; a file
+    it cannot open or lock is left. Returns the names removed."""
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(directory) if _is_temp_name(n)]
+    except OSError:
+        return removed
+    for name in names:
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if st.st_size == 0 and time.time() - st.st_mtime < _FRESH_EMPTY:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live writer holds it
+            now = os.lstat(path)
+            if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
+                os.unlink(path)
+                removed.append(name)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
 
 
 def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
@@ -81,7 +162,7 @@ def _write(
     path = where or directory
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        fd, tmp = open_partial(directory)
         if public:
             umask = os.umask(0)
             os.umask(umask)

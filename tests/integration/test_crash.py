@@ -278,6 +278,17 @@ def _car_blocks(out: Path) -> list[bytes]:
     return got
 
 
+def _whole_car(path: Path) -> None:
+    """``path`` is a complete CAR v1 named ``<root>.car``: its header, every section to
+    the end of the file, each block's hash (iter_car checks them)."""
+    from odfweb3_ipfs.formats.car import iter_car
+
+    with open(path, "rb") as f:
+        roots, blocks = iter_car(f)
+        assert sum(1 for _ in blocks) > 0, path.name
+    assert [r.encode() for r in roots] == [path.name.removesuffix(".car")], path.name
+
+
 def test_kill_car_publisher_at_random_points(tmp_path: Path) -> None:
     # car:DIR keeps no list of the directory blocks it sent (issue 19): an update knows them
     # from its layout. Killed anywhere, the record names a root whose DAG is complete in the
@@ -314,12 +325,19 @@ def test_kill_car_publisher_at_random_points(tmp_path: Path) -> None:
         (record_file,) = out.glob("*.ipns-record")
         value = decode_record(record_file.read_bytes()).value_text
         root = Cid.decode(value.removeprefix("/ipfs/"))
-        index = CarIndex(sorted(out.glob("*.car")))
+        # As a user's `ipfs dag import out/*.car` would: every file the glob matches is a
+        # whole CAR named by its root; a half-written one is .tmp-XXXX.car.partial.
+        cars = sorted(out.glob("*.car"))
+        for car in cars:
+            _whole_car(car)
+        index = CarIndex(cars)
         assert sum(1 for _ in iter_dag(root, index.get, max_blocks=index.blocks)) > 1
         head_text = b"".join(read_file(resolve_path(root, "refs/head", index.get), index.get))
         assert multihash_from_str(head_text.decode()) in heads[-2:]
         code, _text, err = run_cli(args, env, None)
         assert code == 0, err
+        # the rerun removed what the killed run left half written
+        assert not [p.name for p in out.iterdir() if p.name.startswith(".tmp-")]
         check = check_car_dir(out)
         assert check.head == heads[-1]
         assert check.root == import_tree(ds).cid

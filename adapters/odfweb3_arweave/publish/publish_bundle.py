@@ -22,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from odfweb3.atomic_file import open_partial, remove_partials
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import (
     build_descriptor,
@@ -278,7 +278,10 @@ def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Pat
     The spool is closed (removed) afterwards, written or not.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bundle", dir=directory)
+    # What an interrupted writer left (its lock gone with it), then ours as
+    # .tmp-XXXX.bundle.partial: no *.bundle glob reads it half written (atomic_file).
+    remove_partials(directory)
+    fd, tmp = open_partial(directory, ".bundle")
     _public_mode(fd)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -38,14 +38,13 @@ import contextlib
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from odfweb3.atomic_file import write_file_atomic
+from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError
@@ -237,7 +236,8 @@ class CarTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         prev = view.state
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=self.out_dir)
+        # .tmp-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
+        fd, tmp = open_partial(self.out_dir, ".car")
         _public_mode(fd)
         try:
             with os.fdopen(fd, "w+b") as f:
@@ -433,6 +433,8 @@ class CarTarget:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
+            # What an interrupted publisher left half written (none of it is named yet).
+            remove_partials(self.out_dir)
             yield
         finally:
             self._unchanged = False

@@ -1,0 +1,78 @@
+"""Temp files never look like results: ``.tmp-XXXX[.car].partial``, locked while written,
+removed by the next run once their writer is gone (odfweb3.atomic_file)."""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
+
+
+def test_a_partial_car_matches_no_result_glob(tmp_path: Path) -> None:
+    fd, tmp = open_partial(tmp_path, ".car")
+    os.write(fd, b"half a CAR")
+    assert Path(tmp).name.startswith(".tmp-") and tmp.endswith(".car.partial")
+    for pattern in ("*.car", "*.bundle", "*.json", "*.pack"):  # dot files included
+        assert not list(tmp_path.glob(pattern)), pattern
+    assert not glob.glob(str(tmp_path / "*"))  # a shell's * skips dot files
+    os.close(fd)
+
+
+def test_a_live_writers_partial_stays(tmp_path: Path) -> None:
+    fd, tmp = open_partial(tmp_path, ".bundle")
+    os.write(fd, b"being written")
+    assert remove_partials(tmp_path) == []
+    assert Path(tmp).exists()
+    os.close(fd)  # the writer is gone: its lock with it
+    assert remove_partials(tmp_path) == [Path(tmp).name]
+    assert not Path(tmp).exists()
+
+
+def test_a_killed_writers_partial_is_removed(tmp_path: Path) -> None:
+    # A real process takes the lock and dies with SIGKILL, as a killed publisher does.
+    code = (
+        "import os, signal, sys; from pathlib import Path;"
+        "from odfweb3.atomic_file import open_partial;"
+        "fd, tmp = open_partial(Path(sys.argv[1]), '.car'); os.write(fd, b'x' * 1000);"
+        "print(tmp, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == -9
+    left = Path(proc.stdout.strip())
+    assert left.exists()
+    assert remove_partials(tmp_path) == [left.name]
+    assert not left.exists()
+
+
+def test_only_temp_files_are_removed(tmp_path: Path) -> None:
+    keep = ["a.car", "publish.json", "index-ab.pack", ".publish.lock", ".tmp-notes.txt"]
+    for name in keep:
+        (tmp_path / name).write_bytes(b"result")
+    (tmp_path / ".tmp-abc.car").write_bytes(b"an older version's temp CAR")
+    (tmp_path / ".tmp-dir.partial").mkdir()
+    (tmp_path / ".tmp-link.car.partial").symlink_to(tmp_path / "a.car")
+    assert remove_partials(tmp_path) == [".tmp-abc.car"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*keep, ".tmp-dir.partial", ".tmp-link.car.partial"]
+    )
+    assert (tmp_path / "a.car").read_bytes() == b"result"
+
+
+def test_a_fresh_empty_partial_is_left(tmp_path: Path) -> None:
+    # mkstemp, then flock: an empty file may be a writer's that has not locked it yet.
+    fd, _tmp = open_partial(tmp_path)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    assert remove_partials(tmp_path) == []
+    os.close(fd)
+
+
+def test_atomic_writes_leave_no_partial(tmp_path: Path) -> None:
+    write_file_atomic(tmp_path / "publish.json", b"{}")
+    assert [p.name for p in tmp_path.iterdir()] == ["publish.json"]
