@@ -9,12 +9,17 @@ prints the next expiry — run it from cron well inside the lifetime::
 ``status`` shows, per dataset and target, the local head against the published
 head, the root, the IPNS name, the record's sequence and expiry (from the node when
 it answers, else from the saved state), and warns when a record expires within 24 h.
+One odd entry never hides the others: an interrupted upload (its checkpoint beside the
+states, whole or half written) is shown as "upload in progress", a damaged state file is
+one warning line, and every other dataset and target is still reported (exit 0; with
+``--strict``, the damaged entry's exit code once everything is shown).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -22,7 +27,7 @@ from typing import Any, Final
 from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.remotes_cmds import remote_names
 from odfweb3.cli.text import key_values, shown_path, shown_target
-from odfweb3.errors import NotFound, OdfWeb3Error, UsageError
+from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.kamu_workspace import kamu_alias_of
@@ -31,7 +36,7 @@ from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.offline import OfflineEntry, OfflineIndex
-from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state import PublishState, StateStore, UnfinishedUpload
 
 __all__ = ["EXPIRY_WARNING", "chain_cache", "dataset_id_of", "register"]
 
@@ -56,6 +61,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="dataset directory, or its kamu name in a kamu workspace (default: every dataset)",
     )
     s.add_argument("--offline", action="store_true", help="do not ask the nodes")
+    s.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit non-zero (65) when a publish state or publish.json could not be read; "
+        "every readable entry is still shown",
+    )
     s.add_argument(
         "--forget-gone",
         action="store_true",
@@ -108,18 +119,34 @@ def chain_cache(ctx: Any) -> ChainCache:
 Sources = dict[tuple[str, str], str]  # (dataset ID, target) -> local dataset directory
 
 
+@dataclass
+class _Odd:
+    """What ``status`` read past: damaged state files (path, error) and unfinished uploads."""
+
+    damaged: list[tuple[str, OdfWeb3Error]] = field(default_factory=list)
+    unfinished: list[UnfinishedUpload] = field(default_factory=list)
+
+
 def _states(
-    ctx: Any, dataset: str | None
+    ctx: Any, dataset: str | None, odd: _Odd | None = None
 ) -> tuple[list[PublishState], dict[str, bytes], list[OfflineEntry], list[str], Sources]:
     """Saved states (node targets) and offline ones (car:/bundle: publish.json files).
 
     Returns the states, the local head of ``dataset``, the offline entries whose
     directory no longer holds their state, with the reason, and where the offline ones
     were published from (the offline index remembers it; their states do not say).
+    With ``odd`` (``status``), a damaged state file is added to it and skipped, and the
+    unfinished uploads are listed there; without, a damaged one is raised.
     """
     store = StateStore(ctx.config.state_dir)
     local: dict[str, bytes] = {}
-    states = store.all()
+    if odd is None:
+        states = store.all()
+    else:
+        scan = store.scan()
+        states = scan.states
+        odd.damaged += [(str(p), e) for p, e in scan.damaged]
+        odd.unfinished += scan.unfinished
     lost: list[OfflineEntry] = []
     reasons: list[str] = []
     sources: Sources = {}
@@ -137,6 +164,9 @@ def _states(
         states = [s for s in states if s.dataset_id == dataset_id]
         kept = [(e, r) for e, r in zip(lost, reasons, strict=True) if e.dataset_id == dataset_id]
         lost, reasons = [e for e, _ in kept], [r for _, r in kept]
+        if odd is not None:
+            # A checkpoint too damaged to name its dataset is shown with every dataset.
+            odd.unfinished = [u for u in odd.unfinished if u.dataset_id in (None, dataset_id)]
     return states, local, lost, reasons, sources
 
 
@@ -157,7 +187,7 @@ def _node_views(ctx: Any, states: list[PublishState], rows: list[dict[str, Any]]
 
     for backend in all_backends():
         mine = [s for s in states if s.target.partition(":")[0] in backend.target_schemes]
-        for state, seen in zip(mine, backend.query_status(mine, ctx.config), strict=True):
+        for state, seen in zip(mine, _query_each(backend, mine, ctx.config), strict=True):
             if seen is None:
                 continue
             row = next(
@@ -171,6 +201,24 @@ def _node_views(ctx: Any, states: list[PublishState], rows: list[dict[str, Any]]
                 row["validity"] = seen.validity
             if seen.uploads is not None:
                 row["uploads"] = seen.uploads
+
+
+def _query_each(backend: Any, states: list[PublishState], config: Any) -> list[Any]:
+    """``backend.query_status`` of ``states``; when the batch fails, state by state, so
+    one state the backend cannot read costs only its own row (``node: {error}``)."""
+    from odfweb3.backends import TargetStatus
+
+    try:
+        return list(backend.query_status(states, config))
+    except OdfWeb3Error:
+        pass
+    out: list[Any] = []
+    for state in states:
+        try:
+            out += backend.query_status([state], config)
+        except OdfWeb3Error as exc:
+            out.append(TargetStatus(node={"error": str(exc)}))
+    return out
 
 
 def _republishers(ctx: Any, states: list[PublishState]) -> Iterator[tuple[PublishState, Any]]:
@@ -198,7 +246,15 @@ def _pinning_pins(
     for backend in all_backends():
         if not isinstance(backend, PinReporter):
             continue
-        pins = backend.pin_status(states, ctx.config, ctx.env, online=online)
+        try:
+            pins = backend.pin_status(states, ctx.config, ctx.env, online=online)
+        except OdfWeb3Error:
+            pins = []
+            for state in states:  # state by state: one unreadable state is its row only
+                try:
+                    pins += backend.pin_status([state], ctx.config, ctx.env, online=online)
+                except OdfWeb3Error as exc:
+                    pins.append({"status": None, "error": str(exc)})
         for state, pin in zip(states, pins, strict=True):
             if pin is None:
                 continue
@@ -238,15 +294,27 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
     if args.forget_gone:
         for entry, reason in OfflineIndex(ctx.config.state_dir).forget_stale():
             ctx.out.warn(f"{entry.dataset_id} on {entry.target}: forgotten ({reason})")
-    states, local, lost, reasons, sources = _states(ctx, args.dataset)
+    odd = _Odd()
+    states, local, lost, reasons, sources = _states(ctx, args.dataset, odd)
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
+    for _path, exc in odd.damaged:  # state files: one line each, the others still shown
+        ctx.out.warn(f"{exc} (skipped)")
     for entry, reason in zip(lost, reasons, strict=True):
         stale = "is gone" in reason or "now holds" in reason
         hint = "; status --forget-gone stops listing it" if stale else ""
         ctx.out.warn(f"{entry.dataset_id} on {entry.target}: {reason}{hint}")
+        if not stale:  # there, but unreadable: damaged
+            odd.damaged.append((str(entry.directory / "publish.json"), FormatError(reason)))
+    readable: list[PublishState] = []
     for state in states:
-        facts = state_facts(state)
+        try:
+            facts = state_facts(state)
+        except OdfWeb3Error as exc:  # a field of the wrong type: this entry only
+            odd.damaged.append((state.target, exc))
+            ctx.out.warn(f"{state.dataset_id} on {state.target}: {exc} (skipped)")
+            continue
+        readable.append(state)
         source = facts.source or sources.get((state.dataset_id, state.target))
         local_head = _local_head(state, local, source)
         path = args.dataset if state.dataset_id in local else source
@@ -270,10 +338,12 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "node": None,
         }
         rows.append(row)
+    states = readable
+    _unfinished_rows(ctx, odd.unfinished, rows)
     if not args.offline:
         _node_views(ctx, states, rows)
     _pinning_pins(ctx, states, rows, online=not args.offline)
-    warnings = 0
+    warnings = len(odd.damaged)
     for row in rows:
         text, soon = _expiry_text(row["validity"], now)
         row["expiresSoon"] = soon
@@ -330,7 +400,9 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 lines.append("  node       has no record for the name")
             if row["keyEnvelope"]:
                 lines.append(f"  envelope   {row['keyEnvelope']} (encrypted: --key-envelope)")
-            if row["pending"]:
+            if row.get("uploadInProgress"):
+                lines.append(f"  pending    {IN_PROGRESS}")
+            elif row["pending"]:
                 lines.append("  pending    an interrupted publish: run publish again")
             pin = row.get("pin")
             if pin:
@@ -350,8 +422,54 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                 )
         return "\n".join(lines)
 
-    ctx.out.result({"targets": rows, "warnings": warnings}, human)
+    damaged = [{"path": path, "error": str(exc)} for path, exc in odd.damaged]
+    ctx.out.result({"targets": rows, "warnings": warnings, "damaged": damaged}, human)
+    if args.strict and odd.damaged:
+        return odd.damaged[0][1].exit_code
     return 0
+
+
+IN_PROGRESS: Final = "upload in progress — run `publish` to resume"
+
+
+def _unfinished_rows(
+    ctx: Any, unfinished: list[UnfinishedUpload], rows: list[dict[str, Any]]
+) -> None:
+    """An interrupted upload is shown, never an error: on its target's row when there is
+    one, else on a row of its own (a first publish); a checkpoint too damaged to say whose
+    it is, as one warning line (the next publish of that dataset starts it again)."""
+    for up in unfinished:
+        if up.dataset_id is None or up.target is None:
+            why = f" (its checkpoint {up.path} is half written)" if up.error else ""
+            ctx.out.warn(f"{IN_PROGRESS}{why}")
+            continue
+        row = next(
+            (r for r in rows if r["target"] == up.target and r["datasetId"] == up.dataset_id),
+            None,
+        )
+        if row is None:
+            row = {
+                "datasetId": up.dataset_id,
+                "target": up.target,
+                "remotes": remote_names(ctx, up.target),
+                "localHead": None,
+                "publishedHead": None,
+                "upToDate": False,
+                "root": None,
+                "name": None,
+                "recordId": None,
+                "sequence": None,
+                "validity": None,
+                "mode": None,
+                "pending": True,
+                "keyEnvelope": None,
+                "localPath": None,
+                "kamuName": None,
+                "node": None,
+            }
+            rows.append(row)
+        row["pending"] = True
+        row["uploadInProgress"] = str(up.path)
 
 
 def _republish(args: argparse.Namespace, ctx: Any) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,9 +25,12 @@ from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 
 __all__ = [
+    "CHECKPOINT_SUFFIX",
     "STATE_VERSION",
     "PublishState",
+    "StateScan",
     "StateStore",
+    "UnfinishedUpload",
     "load_state_file",
     "load_summary_file",
     "save_state_file",
@@ -38,6 +42,14 @@ STATE_VERSION: Final = 1
 # (a bundle:DIR or car:DIR may come from someone else).
 MAX_STATE_SIZE: Final = 64 << 20
 _INDENT_MAX: Final = 256 << 10  # a state file larger than this is written compact
+# Beside a state file ``<key>.json``: the upload checkpoint of an unfinished publish to that
+# target (``<key>.upload.json``: the Arweave gateway target's transaction being posted). Its
+# body is the adapter's; the core reads only ``datasetId`` and ``target`` from it.
+CHECKPOINT_SUFFIX: Final = ".upload.json"
+_KEY_LEN: Final = 24
+_STATE_NAME: Final = re.compile(rf"[0-9a-f]{{{_KEY_LEN}}}\.json")
+_CHECKPOINT_NAME: Final = re.compile(rf"[0-9a-f]{{{_KEY_LEN}}}{re.escape(CHECKPOINT_SUFFIX)}")
+_MAX_CHECKPOINT_READ: Final = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -153,19 +165,73 @@ def load_state_file(path: Path) -> PublishState | None:
     return PublishState.from_json(data, str(path))
 
 
+@dataclass(frozen=True)
+class UnfinishedUpload:
+    """An upload checkpoint found beside the states: a publish that was interrupted (or is
+    running now) and that the next ``publish`` resumes.
+
+    Attributes:
+        path: the checkpoint file.
+        dataset_id / target: what it uploads (None: a checkpoint written before they were
+            recorded, or one too damaged to say).
+        error: why it could not be read (a half-written file), else None.
+    """
+
+    path: Path
+    dataset_id: str | None = None
+    target: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class StateScan:
+    """Everything under a state directory, each entry read on its own (``status``): the
+    states that read, the files that did not (with the one-line error), the unfinished
+    uploads."""
+
+    states: list[PublishState]
+    damaged: list[tuple[Path, FormatError]]
+    unfinished: list[UnfinishedUpload]
+
+
+def _read_unfinished(path: Path) -> UnfinishedUpload:
+    try:
+        doc = read_foreign_json_file(path, max_bytes=_MAX_CHECKPOINT_READ, expect=dict)
+    except (FormatError, NotFound) as exc:
+        return UnfinishedUpload(path, error=str(exc))
+    did, target = doc.get("datasetId"), doc.get("target")
+    return UnfinishedUpload(
+        path,
+        dataset_id=did if isinstance(did, str) else None,
+        target=target if isinstance(target, str) else None,
+    )
+
+
 class StateStore:
-    """Publish states under one directory: ``<dir>/<dataset key>/<target key>.json``."""
+    """Publish states under one directory: ``<dir>/<dataset key>/<target key>.json``, and
+    beside a state the target's upload checkpoint (``<target key>.upload.json``) and
+    side directories (``<target key>.index/``); only ``<key>.json`` files are states."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     @staticmethod
     def _key(text: str) -> str:
-        return hashlib.sha256(text.encode()).hexdigest()[:24]
+        return hashlib.sha256(text.encode()).hexdigest()[:_KEY_LEN]
 
     def path_for(self, dataset_id: str, target: str) -> Path:
         """Where the state of (dataset, target) lives."""
         return self.root / self._key(dataset_id) / f"{self._key(target)}.json"
+
+    def checkpoint_path(self, dataset_id: str, target: str) -> Path:
+        """Where an unfinished upload of (dataset, target) keeps its checkpoint (the
+        adapter's document, with top-level ``datasetId`` and ``target``)."""
+        return self.path_for(dataset_id, target).with_suffix(CHECKPOINT_SUFFIX)
+
+    def _files(self, pattern: re.Pattern[str]) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return [p for p in sorted(self.root.glob("*/*.json")) if pattern.fullmatch(p.name)]
 
     def load(self, dataset_id: str, target: str) -> PublishState | None:
         """The saved state, or None."""
@@ -176,11 +242,30 @@ class StateStore:
         save_state_file(self.path_for(state.dataset_id, state.target), state)
 
     def all(self) -> list[PublishState]:
-        """Every saved state (for ``status`` and ``republish --all``)."""
+        """Every saved state (``republish --all``, ``history``).
+
+        Raises:
+            FormatError: a state file is damaged (:meth:`scan` reads past it).
+        """
         out = []
-        if self.root.is_dir():
-            for p in sorted(self.root.glob("*/*.json")):
-                s = load_state_file(p)
-                if s is not None:
-                    out.append(s)
+        for p in self._files(_STATE_NAME):
+            s = load_state_file(p)
+            if s is not None:
+                out.append(s)
         return out
+
+    def scan(self) -> StateScan:
+        """Every state, each read on its own: a damaged one is listed with its error and
+        the others are still read; and the unfinished uploads' checkpoints (``status``)."""
+        states: list[PublishState] = []
+        damaged: list[tuple[Path, FormatError]] = []
+        for p in self._files(_STATE_NAME):
+            try:
+                s = load_state_file(p)
+            except FormatError as exc:
+                damaged.append((p, exc))
+                continue
+            if s is not None:
+                states.append(s)
+        unfinished = [_read_unfinished(p) for p in self._files(_CHECKPOINT_NAME)]
+        return StateScan(states, damaged, unfinished)

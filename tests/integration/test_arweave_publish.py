@@ -287,6 +287,63 @@ def test_chunked_upload_and_resume(arlocal, wallet, tmp_path) -> None:
     )
 
 
+def test_status_during_an_interrupted_upload(arlocal, wallet, tmp_path, capsys) -> None:
+    """A real interrupted upload to arlocal leaves its checkpoint beside the states:
+    ``status`` (for every dataset, or another one) shows it as an upload in progress and
+    still reports the other datasets, also beside a damaged state; the rerun resumes."""
+    from odfweb3.cli.main import main
+
+    arlocal.mint(wallet.address, RICH)
+    state_dir = tmp_path / "state"
+    done = create_root_dataset(tmp_path / "done", blocks=2, data_bytes=2_000, seed=80).path
+    published = publish_dataset(done, make_target(arlocal, wallet, state_dir)).state
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=700_000, seed=81).path
+    target = make_target(arlocal, wallet, state_dir, inline_limit=1024)
+    real_post = target.gateway.post_chunk
+    posted = []
+
+    def interrupted(chunk):
+        if len(posted) == 1:
+            raise KeyboardInterrupt  # Ctrl-C after the first chunk
+        real_post(chunk)
+        posted.append(chunk)
+
+    target.gateway.post_chunk = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        publish_dataset(ds, target)
+    (checkpoint,) = state_dir.rglob("*.upload.json")
+    damaged = StateStore(state_dir).path_for("did:odf:fed01dead", f"arweave:{arlocal.url}")
+    damaged.parent.mkdir(parents=True)
+    damaged.write_text('{"version": 1, "datasetId": "did')  # half written
+    env = {"HOME": str(tmp_path / "home"), "ODFWEB3_STATE_DIR": str(state_dir)}
+
+    def status(*args: str) -> tuple[int, str, str]:
+        code = main(["status", *args], env=env)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = status()
+    assert code == 0, err
+    assert published.dataset_id in out
+    assert "upload in progress — run `publish` to resume" in out
+    assert err.count("\n") == 1 and str(damaged) in err and "Traceback" not in err
+    code, out, err = status("--json")
+    rows = {r["datasetId"]: r for r in json.loads(out)["targets"]}
+    assert rows[published.dataset_id]["recordId"] == published.record["recordId"]
+    (mine,) = [r for r in rows.values() if r.get("uploadInProgress")]
+    assert mine["uploadInProgress"] == str(checkpoint) and mine["publishedHead"] is None
+    code, out, err = status(str(done))  # another dataset: its own row, no failure
+    assert code == 0 and published.dataset_id in out
+    assert status("--strict")[0] == 65  # the damaged state, asked for
+
+    out = publish_dataset(ds, make_target(arlocal, wallet, state_dir, inline_limit=1024))
+    assert out.upload.summary["resumed"].endswith("from chunk 1")
+    damaged.unlink()
+    code, text, err = status("--json")
+    assert code == 0 and err == ""
+    assert not [r for r in json.loads(text)["targets"] if r.get("uploadInProgress")]
+
+
 def test_non_descending_head_is_refused(arlocal, wallet, tmp_path) -> None:
     arlocal.mint(wallet.address, RICH)
     base = create_root_dataset(tmp_path / "a", blocks=2, data_bytes=4_000, seed=67).path

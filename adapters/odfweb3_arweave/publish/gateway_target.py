@@ -406,7 +406,7 @@ class GatewayTarget:
     # -- steps 3-5 -------------------------------------------------------------------
 
     def _checkpoint_path(self, dataset_id: str) -> Path:
-        return self.states.path_for(dataset_id, self.name).with_suffix(".upload.json")
+        return self.states.checkpoint_path(dataset_id, self.name)
 
     @property
     def spool_dir(self) -> Path:
@@ -650,6 +650,8 @@ class GatewayTarget:
     def _save_checkpoint(self, dataset_id: str, doc: dict[str, Any]) -> None:
         path = self._checkpoint_path(dataset_id)
         path.parent.mkdir(parents=True, exist_ok=True)
+        # What the upload is for, read by `status` (StateStore.scan) without knowing the rest.
+        doc.update(datasetId=dataset_id, target=self.name)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, sort_keys=True), "utf-8")
         tmp.replace(path)
