@@ -3,24 +3,30 @@
 Having the head hash one can follow ``prevBlockHash`` to the Seed and discover
 every object of the dataset (Simple Transfer Protocol, ODF RFC-007): blocks,
 data slices (``DataSlice.physicalHash``) and checkpoints
-(``Checkpoint.physicalHash``). The head hash is thus the Merkle root of the whole
-dataset. Every block read here is checked against its hash before it is used.
+(``Checkpoint.physicalHash``), and, reading the data files' ``ObjectLink`` columns, the
+linked objects (RFC-017, :mod:`odfweb3.odf.linked`). The head hash is thus the Merkle
+root of the whole dataset. Every block read here is checked against its hash before it
+is used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
 from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
-from odfweb3.odf.model_gen import AddData, ExecuteTransform, MetadataBlock, Seed
+from odfweb3.odf.linked import link_columns
+from odfweb3.odf.model_gen import AddData, ExecuteTransform, MetadataBlock, Seed, SetDataSchema
 from odfweb3.odf.multihash import multihash_to_str
 
 __all__ = [
     "ChainEntry",
     "DatasetObject",
+    "LinkSource",
+    "columns_at",
     "iter_objects",
     "walk_chain",
 ]
@@ -125,24 +131,78 @@ def _where(mh: bytes) -> str:
     return f"block {multihash_to_str(mh)}"
 
 
-def iter_objects(entries: Iterable[ChainEntry]) -> Iterator[DatasetObject]:
-    """Every object the given blocks name: the blocks, then their data and checkpoints.
+class LinkSource(Protocol):
+    """Reads the linked objects one data file names (ODF RFC-017): I/O passed in, so the
+    walk stays pure (:class:`odfweb3.odf.parquet_links.ParquetLinks` reads Parquet)."""
 
-    Duplicates (a checkpoint carried over unchanged) are yielded once.
+    def __call__(
+        self, entry: ChainEntry, data: DatasetObject, columns: tuple[str, ...]
+    ) -> Iterable[DatasetObject]:
+        """The ``linked`` objects of ``data`` (the data file ``entry``, an ``AddData``,
+        adds), read from its ``columns``; each hash once or more, in file order."""
+        ...
+
+
+def columns_at(entries: Iterable[ChainEntry], below: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The ``ObjectLink`` columns in force at the first of ``entries`` (head first): those
+    of the newest ``SetDataSchema`` among them, else ``below`` (in force under the last)."""
+    for entry in entries:
+        event = entry.block.event
+        if isinstance(event, SetDataSchema):
+            return link_columns(event, _where(entry.hash))
+    return below
+
+
+def iter_objects(
+    entries: Iterable[ChainEntry],
+    links: LinkSource | None = None,
+    below: tuple[str, ...] = (),
+) -> Iterator[DatasetObject]:
+    """Every object the given blocks name: the blocks, then their data and checkpoints;
+    with ``links``, the linked objects of each ``AddData``'s data file too.
+
+    Duplicates (a checkpoint carried over unchanged, an object linked twice) are yielded
+    once. The schema in force for a data file is the newest ``SetDataSchema`` below it,
+    met later in a walk head first: data files wait until it is met (``below``: the
+    columns in force under the last of ``entries``, when they do not reach the Seed), so
+    linked objects come after the blocks that name their data files.
+
+    Raises:
+        FormatError / IntegrityError / NotFound: from ``links`` (a data file that cannot
+            be read for its link columns, a linked object missing) or a schema whose
+            ``ObjectLink`` kamu refuses.
     """
     seen: set[tuple[str, bytes]] = set()
+    pending: list[tuple[ChainEntry, DatasetObject]] = []
+
+    def resolve(columns: tuple[str, ...]) -> Iterator[DatasetObject]:
+        if links is not None and columns:
+            for entry, data in pending:
+                for obj in links(entry, data, columns):
+                    if ("data", obj.hash) not in seen:
+                        seen.add(("data", obj.hash))
+                        yield obj
+        pending.clear()
+
     for entry in entries:
         yield DatasetObject("block", entry.hash, entry.size)
         event = entry.block.event
         if isinstance(event, AddData | ExecuteTransform):
             if event.new_data is not None and event.new_data.physical_hash is not None:
+                # keyed by folder: a linked object and a data file share data/
                 key = ("data", event.new_data.physical_hash)
                 if key not in seen:
                     seen.add(key)
-                    yield DatasetObject("data", event.new_data.physical_hash, event.new_data.size)
+                    obj = DatasetObject("data", event.new_data.physical_hash, event.new_data.size)
+                    if links is not None and isinstance(event, AddData):
+                        pending.append((entry, obj))
+                    yield obj
             cp = event.new_checkpoint
             if cp is not None and cp.physical_hash is not None:
                 key = ("checkpoint", cp.physical_hash)
                 if key not in seen:
                     seen.add(key)
                     yield DatasetObject("checkpoint", cp.physical_hash, cp.size)
+        elif links is not None and isinstance(event, SetDataSchema):
+            yield from resolve(link_columns(event, _where(entry.hash)))
+    yield from resolve(below)

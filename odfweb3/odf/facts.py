@@ -21,13 +21,15 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects
+from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects
+from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
     AddData,
     DatasetKind,
     ExecuteTransform,
     Seed,
     SetAttachments,
+    SetDataSchema,
     SetInfo,
     SetLicense,
 )
@@ -103,10 +105,13 @@ class ChainFacts:
             next data event against (:class:`~odfweb3.odf.validate.ChainState`).
         info / license / attachments: the latest ``SetInfo``, ``SetLicense`` and the
             paths of the latest ``SetAttachments`` (None when there is none).
-        objects / object_bytes: distinct objects (blocks, data files, checkpoints) and
-            the sum of their recorded sizes; data_* and checkpoint_* the same per kind.
+        objects / object_bytes: distinct objects (blocks, data files, checkpoints, linked
+            objects) and the sum of their sizes (recorded in the blocks; a linked object's
+            its file's); data_*, checkpoint_* and linked_* the same per kind.
         records: records in all data slices.
-        seen: the filter of every data file and checkpoint named so far.
+        seen: the filter of every data file, checkpoint and linked object named so far.
+        link_columns: the ``ObjectLink`` columns of the newest ``SetDataSchema`` (RFC-017),
+            in force for the next data file.
     """
 
     dataset_id: bytes
@@ -129,6 +134,9 @@ class ChainFacts:
     checkpoint_bytes: int
     records: int
     seen: ObjectFilter
+    linked: int = 0
+    linked_bytes: int = 0
+    link_columns: tuple[str, ...] = ()
 
 
 def _attachment_paths(ev: SetAttachments) -> tuple[str, ...]:
@@ -147,6 +155,7 @@ class _Latest:
     checkpoint: bytes | None
     watermark: Timestamp | None
     records: int
+    columns: tuple[str, ...] = ()
 
 
 def _apply(
@@ -156,7 +165,7 @@ def _apply(
     f = facts
     latest = _Latest(
         f.info, f.license, f.attachments, f.last_offset, f.last_checkpoint, f.last_watermark,
-        f.records,
+        f.records, f.link_columns,
     )  # fmt: skip
     for e in entries_oldest_first:
         ev = e.block.event
@@ -175,6 +184,8 @@ def _apply(
                 latest.checkpoint = ev.new_checkpoint.physical_hash
             if ev.new_watermark is not None:
                 latest.watermark = ev.new_watermark
+        elif isinstance(ev, SetDataSchema):
+            latest.columns = link_columns(ev)
     return _advanced(facts, entries_oldest_first[-1], latest, new_objs)
 
 
@@ -183,6 +194,7 @@ def _advanced(
 ) -> ChainFacts:
     data = [o for o in new_objs if o.kind == "data"]
     cps = [o for o in new_objs if o.kind == "checkpoint"]
+    linked = [o for o in new_objs if o.kind == "linked"]
     return replace(
         facts,
         head=tip.hash,
@@ -200,6 +212,9 @@ def _advanced(
         data_bytes=facts.data_bytes + sum(o.size or 0 for o in data),
         checkpoints=facts.checkpoints + len(cps),
         checkpoint_bytes=facts.checkpoint_bytes + sum(o.size or 0 for o in cps),
+        linked=facts.linked + len(linked),
+        linked_bytes=facts.linked_bytes + sum(o.size or 0 for o in linked),
+        link_columns=latest.columns,
         records=latest.records,
         seen=facts.seen.with_objects((o.kind, o.hash) for o in new_objs if o.kind != "block"),
     )
@@ -276,6 +291,10 @@ class FactsWalk:
             if ev.new_watermark is not None and "watermark" not in found:
                 found.add("watermark")
                 latest.watermark = ev.new_watermark
+        elif isinstance(ev, SetDataSchema):
+            if "schema" not in found:
+                found.add("schema")
+                latest.columns = link_columns(ev)
         elif isinstance(ev, Seed):
             self._seed = e
 
@@ -291,20 +310,29 @@ class FactsWalk:
         return _advanced(_empty(seed, objs), self._tip, self._latest, list(objs))
 
 
-def facts_of_chain(entries: Sequence[ChainEntry]) -> ChainFacts:
-    """The facts of a whole verified chain given head first (as ``walk_chain`` yields it).
+def facts_of_chain(entries: Sequence[ChainEntry], links: LinkSource | None = None) -> ChainFacts:
+    """The facts of a whole verified chain given head first (as ``walk_chain`` yields it);
+    with ``links``, its linked objects counted too.
 
     Raises:
         ValueError: the chain does not end at a Seed.
     """
     if not entries or not isinstance(entries[-1].block.event, Seed):
         raise ValueError("chain facts need a whole chain ending at its Seed")
-    objs = list(iter_objects(entries))
+    objs = list(iter_objects(entries, links))
     return _apply(_empty(entries[-1], objs), list(reversed(entries)), objs)
 
 
-def extend_facts(facts: ChainFacts, new_head_first: Sequence[ChainEntry]) -> ChainFacts | None:
-    """The facts at ``new_head_first[0]``, the blocks above ``facts.head`` given head first.
+def extend_facts(
+    facts: ChainFacts,
+    new_head_first: Sequence[ChainEntry],
+    links: LinkSource | None = None,
+    *,
+    objects: Sequence[DatasetObject] | None = None,
+) -> ChainFacts | None:
+    """The facts at ``new_head_first[0]``, the blocks above ``facts.head`` given head first
+    (with ``links``, the linked objects of their data files too; ``objects``: the objects
+    they name, ``iter_objects`` of them, when the caller has them already).
 
     None when a new block may name an object an older block named (the filter cannot rule
     it out) or the filter is full: the caller computes the facts from the whole chain.
@@ -313,7 +341,11 @@ def extend_facts(facts: ChainFacts, new_head_first: Sequence[ChainEntry]) -> Cha
         return facts
     if facts.seen.full():
         return None
-    new = [o for o in iter_objects(new_head_first)]
+    new = (
+        list(objects)
+        if objects is not None
+        else list(iter_objects(new_head_first, links, facts.link_columns))
+    )
     for o in new:
         if o.kind != "block" and facts.seen.may_hold(o.kind, o.hash):
             return None

@@ -5,7 +5,8 @@
     {dataset}/
       blocks/{block-hash}          one Manifest-wrapped MetadataBlock per file
       refs/head                    text: multibase hash of the last block
-      data/{physical-hash}         data part files (opaque bytes)
+      data/{physical-hash}         data part files (Parquet), and linked objects
+                                   (ODF RFC-017: named by a data file's ObjectLink column)
       checkpoints/{physical-hash}  checkpoint files (opaque bytes)
 
 kamu workspace directories (``.kamu/datasets/<name>/``) also hold ``info/`` and
@@ -43,12 +44,15 @@ __all__ = [
     "object_relpath",
 ]
 
-ObjectKind = Literal["block", "data", "checkpoint"]
+# "linked": a linked object (ODF RFC-017), named by a data file's ObjectLink column, not by
+# a block; it lives in data/ beside the data files.
+ObjectKind = Literal["block", "data", "checkpoint", "linked"]
 
 LAYOUT_DIRS: Final[dict[ObjectKind, str]] = {
     "block": "blocks",
     "data": "data",
     "checkpoint": "checkpoints",
+    "linked": "data",
 }
 HEAD_REF: Final = "refs/head"
 # A metadata block is a few KiB; anything far larger is not a block. Bounds reads
@@ -291,7 +295,7 @@ class DatasetWriter:
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root)
         self._fsync = fsync
-        for sub in (*LAYOUT_DIRS.values(), "refs"):
+        for sub in (*dict.fromkeys(LAYOUT_DIRS.values()), "refs"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     def _atomic_write(self, rel: str, chunks: Iterator[bytes] | bytes) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from odfweb3.odf.chain import ChainEntry, iter_objects
+from odfweb3.odf.chain import ChainEntry, LinkSource, iter_objects
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.model_gen import AddData, DatasetKind, ExecuteTransform, Seed, SetInfo, SetLicense
 from odfweb3.odf.multihash import multihash_to_str
@@ -26,6 +26,8 @@ class DatasetSummary:
     checkpoints: int
     checkpoint_bytes: int
     records: int
+    linked: int
+    linked_bytes: int
     watermark: Timestamp | None
     created: Timestamp
     modified: Timestamp
@@ -43,6 +45,8 @@ class DatasetSummary:
             "dataBytes": self.data_bytes,
             "checkpoints": self.checkpoints,
             "checkpointBytes": self.checkpoint_bytes,
+            "linkedObjects": self.linked,
+            "linkedBytes": self.linked_bytes,
             "records": self.records,
             "watermark": self.watermark.isoformat() if self.watermark else None,
             "created": self.created.isoformat(),
@@ -61,8 +65,9 @@ class DatasetSummary:
         }
 
 
-def summarize(entries: list[ChainEntry]) -> DatasetSummary:
-    """Summarize a verified chain given head first (as ``walk_chain`` yields it)."""
+def summarize(entries: list[ChainEntry], links: LinkSource | None = None) -> DatasetSummary:
+    """Summarize a verified chain given head first (as ``walk_chain`` yields it); with
+    ``links``, its linked objects (ODF RFC-017) counted too."""
     if not entries or not isinstance(entries[-1].block.event, Seed):
         raise ValueError("summarize needs a whole chain ending at its Seed")
     seed = entries[-1].block.event
@@ -82,9 +87,10 @@ def summarize(entries: list[ChainEntry]) -> DatasetSummary:
             if ev.new_data is not None and ev.new_data.offset_interval is not None:
                 iv = ev.new_data.offset_interval
                 records += iv.end - iv.start + 1
-    objs = list(iter_objects(entries))
+    objs = list(iter_objects(entries, links))
     data = [o for o in objs if o.kind == "data"]
     cps = [o for o in objs if o.kind == "checkpoint"]
+    linked = [o for o in objs if o.kind == "linked"]
     return DatasetSummary(
         dataset_id=DatasetId.from_bytes(seed.dataset_id or b""),
         kind=seed.dataset_kind,
@@ -95,6 +101,8 @@ def summarize(entries: list[ChainEntry]) -> DatasetSummary:
         checkpoints=len(cps),
         checkpoint_bytes=sum(o.size or 0 for o in cps),
         records=records,
+        linked=len(linked),
+        linked_bytes=sum(o.size or 0 for o in linked),
         watermark=watermark,
         created=entries[-1].block.system_time,
         modified=entries[0].block.system_time,

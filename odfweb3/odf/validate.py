@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -43,7 +44,7 @@ from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
 from odfweb3.odf import lineage
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
 from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import DatasetReader, ObjectKind
+from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
 from odfweb3.odf.model_gen import (
     AddData,
     AddPushSource,
@@ -55,7 +56,8 @@ from odfweb3.odf.model_gen import (
     SetPollingSource,
     SetTransform,
 )
-from odfweb3.odf.multihash import hash_fd, multihash_to_str
+from odfweb3.odf.multihash import hash_fd, multihash_from_str, multihash_to_str
+from odfweb3.odf.parquet_links import local_links
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.violation import Violation
 
@@ -88,6 +90,8 @@ class ValidationReport:
     bytes_hashed: int
     deep: bool
     violations: tuple[Violation, ...] = field(default=())
+    # deep only: paths in data/ that no block and no ObjectLink names (never published)
+    orphans: tuple[str, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
@@ -106,6 +110,7 @@ class ValidationReport:
             "objectsChecked": self.objects_checked,
             "bytesHashed": self.bytes_hashed,
             "violations": [v.to_json() for v in self.violations],
+            "orphans": list(self.orphans),
         }
 
 
@@ -605,8 +610,10 @@ def validate_dataset(
 
         checked = 0
         hashed = 0
+        orphans: tuple[str, ...] = ()
         if checks is not None:
-            objs = [o for o in iter_objects(entries) if o.kind != "block"]
+            objs = _deep_objects(reader, entries, violations)
+            orphans = data_orphans(reader, {o.hash for o in objs if o.kind in ("data", "linked")})
             if on_total is not None:
                 on_total(sum(o.size or 0 for o in objs))
             for problems, nbytes in checks.results(objs, progress):
@@ -627,7 +634,51 @@ def validate_dataset(
         hashed,
         deep,
         tuple(violations),
+        orphans,
     )
+
+
+def _deep_objects(
+    reader: DatasetReader, entries: list[ChainEntry], violations: list[Violation]
+) -> list[DatasetObject]:
+    """The data files, checkpoints and linked objects a deep check hashes (``entries``
+    oldest first); what the ``ObjectLink`` columns cannot say (a data file that cannot be
+    read for them, a linked object missing, a summary that disagrees) goes to
+    ``violations``."""
+    # in chain order, then the linked objects (named walking back, head first)
+    objs = [o for o in iter_objects(entries) if o.kind != "block"]
+    problems: list[Violation] = []
+    try:
+        links = local_links(reader, problems)
+        objs.extend(o for o in iter_objects(reversed(entries), links) if o.kind == "linked")
+    except FormatError as exc:  # a schema's ObjectLink kamu refuses
+        violations.append(Violation("linked-schema", str(exc)))
+    violations.extend(problems)
+    return objs
+
+
+def data_names(reader: DatasetReader) -> list[str]:
+    """The names in the dataset's ``data/`` (hidden temp files aside), sorted."""
+    try:
+        return sorted(n for n in os.listdir(reader.root / "data") if not n.startswith("."))
+    except OSError:
+        return []
+
+
+def data_orphans(
+    reader: DatasetReader, named: AbstractSet[bytes], names: Sequence[str] | None = None
+) -> tuple[str, ...]:
+    """Files in ``data/`` that no block and no ``ObjectLink`` names (``named``: the hashes
+    of the data files and linked objects), as layout paths: never published, so said."""
+    found = []
+    for name in data_names(reader) if names is None else names:
+        try:
+            mh: bytes | None = multihash_from_str(name)
+        except FormatError:
+            mh = None
+        if mh is None or mh not in named or object_relpath("data", mh) != f"data/{name}":
+            found.append(f"data/{name}")
+    return tuple(found)
 
 
 def require_valid(report: ValidationReport) -> None:

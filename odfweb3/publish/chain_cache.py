@@ -37,13 +37,20 @@ from typing import Any, Final
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import IntegrityError, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
-from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects, walk_chain
 from odfweb3.odf.facts import ChainFacts, FactsWalk, ObjectFilter, extend_facts, facts_of_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import DatasetKind, SetInfo, SetLicense
+from odfweb3.odf.parquet_links import local_links
 from odfweb3.odf.timestamp import Timestamp
-from odfweb3.odf.validate import ChainRulesBackwards, ChainState, check_chain_rules
+from odfweb3.odf.validate import (
+    ChainRulesBackwards,
+    ChainState,
+    check_chain_rules,
+    data_names,
+    data_orphans,
+)
 
 __all__ = [
     "HELD",
@@ -60,7 +67,9 @@ KEEP: Final = 64  # entries kept (newest by modification time)
 MAX_PATCH: Final = 4096  # filter bytes an entry lists as changed from its filter file
 # Blocks a walk holds decoded while it looks for a cached head; past them, it streams.
 HELD: Final = 1024
-_FORMAT: Final = 1
+# 2: linked objects (ODF RFC-017) counted, and the link columns in force; an entry of
+# format 1 counted none, so it is ignored (one full walk).
+_FORMAT: Final = 2
 _MAX_ENTRY: Final = 64 << 20
 _FILTER_NAME = re.compile(r"^bloom-[0-9a-f]{32}\.bin$")
 
@@ -101,7 +110,10 @@ def facts_to_json(f: ChainFacts) -> dict[str, Any]:
             f.checkpoints,
             f.checkpoint_bytes,
             f.records,
+            f.linked,
+            f.linked_bytes,
         ],
+        "linkColumns": list(f.link_columns),
         "seen": [f.seen.bits, f.seen.count, base64.b64encode(f.seen.data).decode("ascii")],
     }
 
@@ -125,8 +137,11 @@ def facts_from_json(d: Any, seen: ObjectFilter | None = None) -> ChainFacts:
     if seen.bits < 8 or seen.bits & (seen.bits - 1) or len(seen.data) * 8 != seen.bits:
         raise ValueError("bad object filter")
     counts = [int(x) for x in d["counts"]]
-    if len(counts) != 7:
+    if len(counts) != 9:
         raise ValueError("bad counts")
+    columns = d["linkColumns"]
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise ValueError("bad link columns")
     kw = None if info is None else info["keywords"]
     return ChainFacts(
         dataset_id=bytes.fromhex(d["datasetId"]),
@@ -154,6 +169,9 @@ def facts_from_json(d: Any, seen: ObjectFilter | None = None) -> ChainFacts:
         checkpoint_bytes=counts[5],
         records=counts[6],
         seen=seen,
+        linked=counts[7],
+        linked_bytes=counts[8],
+        link_columns=tuple(columns),
     )
 
 
@@ -332,6 +350,7 @@ class VerifiedChain:
         base: the cached facts of the oldest walked block (None when ``complete`` from
             the start): its filter covers every object below the walked blocks.
         cache: the cache the chain was loaded with (:meth:`facts_at` asks it).
+        links: reads the linked objects of the dataset's data files (ODF RFC-017).
     """
 
     reader: DatasetReader
@@ -342,6 +361,13 @@ class VerifiedChain:
     base: ChainFacts | None = None
     cache: ChainCache | None = field(default=None, repr=False)
     _objects: list[DatasetObject] | None = field(default=None, repr=False)
+    links: LinkSource | None = field(default=None, repr=False)
+
+    @property
+    def columns_below(self) -> tuple[str, ...]:
+        """The ``ObjectLink`` columns in force under the oldest walked block (none when the
+        walk reached the Seed)."""
+        return self.base.link_columns if self.base is not None and not self.complete else ()
 
     @property
     def head(self) -> bytes:
@@ -387,11 +413,23 @@ class VerifiedChain:
     def objects(self) -> list[DatasetObject]:
         """Every object of the chain (``iter_objects`` of the whole chain; walked once)."""
         if self._objects is None:
-            self._objects = list(iter_objects(self.whole()))
+            self._objects = list(iter_objects(self.whole(), self.links))
         return self._objects
 
     def __iter__(self) -> Iterator[ChainEntry]:
         return iter(self.whole())
+
+    def orphans(self) -> tuple[str, ...]:
+        """Files in ``data/`` that no block and no ``ObjectLink`` names (never published).
+
+        Counted first against the facts (distinct data files and linked objects): the
+        objects are listed, the whole chain walked, only when ``data/`` holds more names.
+        """
+        names = data_names(self.reader)
+        if len(names) <= self.facts.data_files + self.facts.linked:
+            return ()
+        named = {o.hash for o in self.objects() if o.kind in ("data", "linked")}
+        return data_orphans(self.reader, named, names)
 
 
 class _CachedBelow(Exception):
@@ -403,6 +441,7 @@ def _load_streaming(
     newest: list[ChainEntry],
     rest: Iterator[ChainEntry],
     cache: ChainCache | None,
+    links: LinkSource,
 ) -> VerifiedChain | None:
     """:func:`load_chain` of a whole chain, its ``newest`` blocks walked already and the
     others still to come from ``rest``, keeping none of those decoded (issue 19: a first
@@ -432,7 +471,7 @@ def _load_streaming(
             yield e
 
     try:
-        objects = list(iter_objects(entries()))
+        objects = list(iter_objects(entries(), links))
     except _CachedBelow:
         return None
     if not rules.finish():
@@ -454,6 +493,7 @@ def _load_streaming(
         None,
         cache,
         _objects=objects,
+        links=links,
     )
     if cache is not None:
         cache.put(facts)
@@ -466,9 +506,13 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
 
     The new head's facts are cached (when ``cache`` is given).
 
+    Every new data file's ``ObjectLink`` columns are read (ODF RFC-017): a linked object
+    missing, or a data file that cannot be read for them, refuses the dataset.
+
     Raises:
         IntegrityError / FormatError / NotFound: the dataset is invalid; nothing is sent.
     """
+    links = local_links(reader)
     walked: list[ChainEntry] = []
     base: ChainFacts | None = None
     walk = walk_chain(reader)
@@ -481,7 +525,7 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
         if len(walked) >= HELD:
             # No cached head among the newest blocks: most likely none at all (a first
             # publish), so the rest of the walk keeps no decoded block (issue 19).
-            streamed = _load_streaming(reader, walked, walk, cache)
+            streamed = _load_streaming(reader, walked, walk, cache, links)
             if streamed is not None:
                 return streamed
             # A cached head further down after all: walk again, holding the blocks above it.
@@ -505,7 +549,10 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
             f"{reader.root}: invalid dataset: {violations[0]}; "
             "run odfweb3 validate for every problem (nothing was published)"
         )
-    facts = extend_facts(base, new) if base is not None else None
+    added: list[DatasetObject] = []
+    if base is not None:
+        added = list(iter_objects(new, links, base.link_columns))
+    facts = extend_facts(base, new, objects=added) if base is not None else None
     complete = base is None
     if facts is None:
         if not complete:
@@ -513,13 +560,20 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
             if last.block.prev_block_hash is not None:
                 walked.extend(walk_chain(reader, last.block.prev_block_hash))
             complete = True
-        facts = facts_of_chain(walked)
+        facts = facts_of_chain(walked, links)
     chain = VerifiedChain(
-        reader, walked, complete, facts, DatasetId.from_bytes(facts.dataset_id), base, cache
+        reader,
+        walked,
+        complete,
+        facts,
+        DatasetId.from_bytes(facts.dataset_id),
+        base,
+        cache,
+        links=links,
     )
     if cache is not None and (base is None or base.head != facts.head):
         if base is not None and not complete:  # extended: the filter only gained ``new``'s
-            cache.put(facts, base, list(iter_objects(new)))
+            cache.put(facts, base, added)
         else:
             cache.put(facts)
     return chain

@@ -31,7 +31,7 @@ from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
-from odfweb3.publish.chain_cache import ChainCache, load_chain
+from odfweb3.publish.chain_cache import ChainCache, VerifiedChain, load_chain
 from odfweb3.publish.plan import PublishPlan, plan_publish, plan_record
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import (
@@ -117,6 +117,7 @@ def publish_dataset(
             )
         if not (isinstance(target, SealingTarget) and target.sealer is sealer):
             raise UsageError(f"{target.name} was not opened to encrypt; nothing was sent")
+    notes = tuple(_orphan_notes(chain))
     view = target.inspect(str(dataset_id), chain.head)  # 2
     plan = plan_publish(  # 3
         chain,
@@ -132,10 +133,24 @@ def publish_dataset(
     if on_plan is not None:
         on_plan(plan)
     if dry_run:
-        return PublishOutcome(plan, view, notes=view.notes)
+        return PublishOutcome(plan, view, notes=(*notes, *view.notes))
     session = target.session() if isinstance(target, SessionTarget) else contextlib.nullcontext()
     with session:
         upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4
         state = target.commit(plan, upload, view)  # 5
         target.save(state)  # 6
-    return PublishOutcome(plan, view, upload, state, view.notes)
+    return PublishOutcome(plan, view, upload, state, (*notes, *view.notes))
+
+
+def _orphan_notes(chain: VerifiedChain) -> list[str]:
+    """One line for files in ``data/`` that no block and no ``ObjectLink`` names: the
+    publish leaves them out, and says so (never a silent drop)."""
+    orphans = chain.orphans()
+    if not orphans:
+        return []
+    shown = ", ".join(orphans[:3]) + (", ..." if len(orphans) > 3 else "")
+    files = "file" if len(orphans) == 1 else "files"
+    return [
+        f"{chain.reader.root}: {len(orphans)} {files} in data/ that no block and no ObjectLink "
+        f"names, not published: {shown}; remove them, or run odfweb3 validate --deep"
+    ]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from odfweb3.errors import ConflictError
-from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects
+from odfweb3.odf.chain import ChainEntry, DatasetObject, columns_at, iter_objects
 from odfweb3.odf.facts import ChainFacts
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.chain_cache import VerifiedChain
@@ -354,12 +354,14 @@ def _plan_verified(
     if relation != "ahead" or position is None or not remote_holds_head:
         # As for a list of entries: only ``remote_has`` is known to be there.
         return plan(relation, tuple(o for o in objects if o.path not in known))
-    new = list(iter_objects(chain.walked[:position]))
+    links, below = chain.links, chain.columns_below
+    at_target = columns_at(chain.walked[position:], below)
+    new = list(iter_objects(chain.walked[:position], links, at_target))
     # An object a new block names may have been named by an older block too (held by
     # the target then): exact for the walked blocks at and below the target's head; for
     # the rest, a filter of cached facts rules repeats out, and the whole chain is walked
-    # only when it cannot.
-    older = {(o.kind, o.hash) for o in iter_objects(chain.walked[position:])}
+    # only when it cannot. (Linked objects too: only new ones are sent.)
+    older = {(o.kind, o.hash) for o in iter_objects(chain.walked[position:], links, below)}
     if not chain.complete:
         cover = _cover(chain, position)
         if cover is None or any(
@@ -368,7 +370,7 @@ def _plan_verified(
             and cover.seen.may_hold(o.kind, o.hash)
             for o in new
         ):
-            older = {(o.kind, o.hash) for o in iter_objects(chain.whole()[position:])}
+            older = {(o.kind, o.hash) for o in iter_objects(chain.whole()[position:], links)}
     send = tuple(o for o in new if (o.kind, o.hash) not in older and o.path not in known)
     return plan(relation, send)
 

@@ -18,7 +18,9 @@ replica, its head is resolved (verified by the replica's reader), then:
   may be anything, so never ``identical``.
 
 ``deep`` walks the replica's whole chain (every block re-hashed) and re-hashes
-every data file and checkpoint (or ``sample`` of them); a corrupt block or object
+every data file, checkpoint and linked object (ODF RFC-017: named by the data files'
+``ObjectLink`` columns, read from the replica's verified copies; or ``sample`` of them
+all); a corrupt block or object
 found there makes the replica ``corrupt``. Exit status of the CLI
 (:data:`STATUS_EXIT`, the worst replica wins): 0 all identical, 1 any difference
 (or unverified), 2 any unreachable, 65 any corrupt.
@@ -27,14 +29,17 @@ found there makes the replica ``corrupt``. Exit status of the CLI
 from __future__ import annotations
 
 import random
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import BinaryIO, Literal
 
-from odfweb3.errors import OdfWeb3Error, is_corruption
-from odfweb3.odf.chain import ChainEntry, iter_objects, walk_chain
-from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.errors import HashMismatch, IntegrityError, OdfWeb3Error, is_corruption
+from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.multihash import multihash_to_str, new_hasher
+from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import check_chain_rules
+from odfweb3.odf.violation import Violation
 from odfweb3.read.replica import MaybeUnverified, Replica, read_object_verified
 
 __all__ = ["STATUS_EXIT", "ReplicaReport", "Status", "compare_replica", "exit_status", "failed"]
@@ -121,6 +126,39 @@ def exit_status(reports: Sequence[ReplicaReport]) -> int:
     return code
 
 
+def _verified_copy(replica: Replica) -> Callable[[DatasetObject], BinaryIO]:
+    """Open a replica's data file as a temporary local copy, its size and hash checked
+    (its ``ObjectLink`` columns are then read from bytes known to be the dataset's)."""
+
+    def open_copy(obj: DatasetObject) -> BinaryIO:
+        f = tempfile.TemporaryFile()  # noqa: SIM115 (returned open: the caller closes it)
+        try:
+            hasher = new_hasher(obj.hash[0])
+            n = 0
+            for chunk in replica.stream_object(obj.kind, obj.hash, obj.size):
+                n += len(chunk)
+                if obj.size is not None and n > obj.size:
+                    raise IntegrityError(
+                        f"{replica.name}: {obj.path} is larger than the {obj.size} bytes recorded"
+                    )
+                hasher.update(chunk)
+                f.write(chunk)
+            actual = bytes((obj.hash[0], hasher.digest_size)) + hasher.digest()
+            if actual != obj.hash:
+                raise HashMismatch(
+                    multihash_to_str(obj.hash),
+                    multihash_to_str(actual),
+                    f"{replica.name}: {obj.path}",
+                )
+            f.seek(0)
+        except BaseException:
+            f.close()
+            raise
+        return f
+
+    return open_copy
+
+
 def compare_replica(
     reference: Sequence[ChainEntry],
     replica: Replica,
@@ -179,6 +217,19 @@ def compare_replica(
         problems.extend(violations)
         corrupt.extend(violations)
         objs = [o for o in iter_objects(walked) if o.kind != "block"]
+        link_problems: list[Violation] = []
+        try:
+            links = ParquetLinks(
+                _verified_copy(replica), lambda mh: None, replica.name, link_problems
+            )
+            objs.extend(o for o in iter_objects(walked, links) if o.kind == "linked")
+        except OdfWeb3Error as exc:
+            problems.append(str(exc))
+            if is_corruption(exc):
+                corrupt.append(str(exc))
+        for v in link_problems:
+            problems.append(str(v))
+            corrupt.append(str(v))
         if sample is not None and sample < len(objs):
             objs = (rng or random.Random()).sample(objs, sample)
         if on_total is not None:

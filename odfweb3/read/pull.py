@@ -4,7 +4,9 @@
 2. walk blocks from the head back to the Seed, or to the destination's head when the
    destination already holds an ancestor (incremental), verifying every block hash;
 3. fetch data files and checkpoints in parallel, each checked for size (never more
-   bytes than the block records) and hash before it is kept;
+   bytes than the block records) and hash before it is kept; then the linked objects
+   their ``ObjectLink`` columns name (ODF RFC-017: read from the verified data files),
+   each checked against its hash;
 4. stage objects (temp file + rename, in ``DEST/.odfweb3/incoming``), move them into
    place once all are verified, then blocks, then ``refs/head`` last (compare-and-set).
 
@@ -22,11 +24,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from odfweb3.errors import ConflictError, FormatError, IntegrityError, NotFound
-from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.chain import ChainEntry, DatasetObject, columns_at, iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import chain_state, check_chain_rules
 from odfweb3.read.replica import Replica
 from odfweb3.store.local import WORK_DIR, LocalStore
@@ -137,6 +141,10 @@ def pull_dataset(
         violations = check_chain_rules(list(reversed(entries)), after=after)
         if violations:
             raise IntegrityError(f"{replica.name}: serves an invalid chain: {violations[0]}")
+    below: tuple[str, ...] = ()
+    if entries and old_head is not None and reached_old:
+        # the ObjectLink columns in force at DEST's head, for the new data files
+        below = columns_at(walk_chain(DatasetReader(dest_path.resolve()), old_head))
     store = LocalStore(dest_path)
     objects = [o for o in iter_objects(entries) if o.kind != "block"]
     missing = [o for o in objects if not store.has(o.kind, o.hash)]
@@ -155,10 +163,26 @@ def pull_dataset(
         staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress))
         return obj.size or 0
 
+    def fetch_linked(obj: DatasetObject) -> int:
+        fetch(obj)  # the staging store checks the hash of what it keeps
+        return staging.path_of(obj.kind, obj.hash).stat().st_size
+
+    def open_data(obj: DatasetObject) -> BinaryIO:
+        where = staging if staging.has(obj.kind, obj.hash) else store
+        return open(where.path_of(obj.kind, obj.hash), "rb")
+
+    # A linked object's size is known only once fetched (no block records it).
+    links = ParquetLinks(open_data, lambda mh: None, replica.name)
     try:
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             for n in pool.map(fetch, missing):
                 fetched_bytes += n
+            linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
+            new_linked = [o for o in linked if not store.has(o.kind, o.hash)]
+            for n in pool.map(fetch_linked, new_linked):
+                fetched_bytes += n
+        objects += linked
+        missing += new_linked
     except (IntegrityError, FormatError):
         # The replica lied: drop what it served. (Transient failures keep the staged,
         # verified objects for the next run.)

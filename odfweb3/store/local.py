@@ -40,7 +40,7 @@ WORK_DIR = ".odfweb3"
 _MAX_REF_SIZE = 4096
 
 # What odfweb3 may write inside a destination, and what each must be when present.
-_DIRS = (*LAYOUT_DIRS.values(), "refs", WORK_DIR, f"{WORK_DIR}/incoming")
+_DIRS = (*dict.fromkeys(LAYOUT_DIRS.values()), "refs", WORK_DIR, f"{WORK_DIR}/incoming")
 _FILES = ("refs/head", f"{WORK_DIR}/lock")
 
 
