@@ -66,6 +66,7 @@ __all__ = [
 KAMU_DIR: Final = ".kamu"
 ENV_KAMU_WORKSPACE: Final = "KAMU_WORKSPACE"
 _MAX_ALIAS_FILE: Final = 4096  # an alias is a few dozen bytes; bound the read
+_MAX_LISTED: Final = 20  # names an error lists: one line, however big the workspace
 _SUBDOMAIN: Final = r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*"
 _HOSTNAME: Final = rf"{_SUBDOMAIN}(?:\.{_SUBDOMAIN})*"
 _ALIAS: Final = re.compile(rf"(?:{_HOSTNAME}/)?{_HOSTNAME}")
@@ -109,7 +110,7 @@ def find_workspace(start_dir: Path, env: Mapping[str, str] | None = None) -> Pat
         return candidate if candidate.is_dir() else None
     for folder in (start, *start.parents):
         candidate = folder / KAMU_DIR
-        if os.path.lexists(candidate):
+        if candidate.exists():  # as kamu's `root_dir.exists()`: a dangling link is not one
             return candidate if candidate.is_dir() else None
     return None
 
@@ -175,7 +176,9 @@ def resolve_dataset_name(name: str, start_dir: Path, env: Mapping[str, str] | No
             f"({names}); give account/name"
         )
     known = [d.alias or d.dataset_id or d.path.name for d in datasets]
-    listing = ", ".join(known) if known else "none"
+    listing = ", ".join(known[:_MAX_LISTED]) if known else "none"
+    if len(known) > _MAX_LISTED:
+        listing += f" and {len(known) - _MAX_LISTED} more"
     raise NotFound(
         f"{name}: no such dataset in the kamu workspace {workspace} (it has: {listing}); "
         "give one of those names or a dataset directory"

@@ -207,3 +207,14 @@ def test_hostile_alias_files_are_not_names(tmp_path):
         resolve_dataset_name("../../etc", tmp_path)
     # Still reachable by ID.
     assert resolve_dataset_name(str(example_keypair(17).dataset_id), tmp_path) == odd
+
+
+def test_the_listing_of_a_big_workspace_stays_one_short_line(tmp_path):
+    kamu = make_workspace(tmp_path)
+    for i in range(25):
+        add_dataset(kamu, f"ds{i:02d}", 100 + i)
+    with pytest.raises(NotFound) as exc:
+        resolve_dataset_name("nope", tmp_path)
+    text = str(exc.value)
+    assert "ds00, ds01" in text and "ds19 and 5 more)" in text and "ds20" not in text
+    assert "\n" not in text
