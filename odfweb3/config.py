@@ -25,7 +25,7 @@ Only this module and the CLI read the environment, and only when asked
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -125,13 +125,31 @@ class Config:
         s = self.get("state_dir")
         return Path(s).expanduser() if s else self.home / "state"
 
-    def dataset_settings(self, *keys: str) -> Mapping[str, Any]:
-        """Per-dataset settings under ``datasets:``, looked up by any of ``keys``."""
+    def dataset_key_path(self, key: str, cwd: Path) -> Path | None:
+        """The dataset directory a ``datasets:`` key names as a path: resolved relative
+        to the configuration file's directory (the working directory when the settings
+        come from the environment only); None for a ``did:odf`` key."""
+        if key.startswith("did:odf:"):
+            return None
+        base = self.source.parent if self.source is not None else cwd
+        return (base / Path(key).expanduser()).resolve()
+
+    def dataset_settings_for(
+        self, directory: Path | None, dataset_id: str, *, cwd: Path, names: Sequence[str] = ()
+    ) -> Mapping[str, Any]:
+        """The ``datasets:`` settings of one dataset: every key that matches it, by
+        resolved path (:meth:`dataset_key_path`), by ``did:odf`` or by one of its
+        ``names`` (a kamu workspace name). Several matching keys are merged;
+        ``sensitive`` is true if any of them says so (the safe side)."""
         table = self.get("datasets", default={}) or {}
-        for k in keys:
-            if k in table:
-                return dict(table[k])
-        return {}
+        where = directory.resolve() if directory is not None else None
+        merged: dict[str, Any] = {}
+        for key, settings in table.items():
+            path = self.dataset_key_path(key, cwd)
+            if key == dataset_id or key in names or (path is not None and path == where):
+                for k, v in dict(settings).items():
+                    merged[k] = (merged.get(k) is True) or v if k == "sensitive" else v
+        return merged
 
 
 @cache

@@ -33,7 +33,10 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 publish ./deriv --to ipfs --with-inputs ./ds",
         "odfweb3 publish ./ds --to origin           # a remote (odfweb3 remote add)",
         "odfweb3 publish ./ds                       # every target it was published to",
+        "odfweb3 publish ./sec --to ipfs --encrypt  # from now on every publish is encrypted",
+        "odfweb3 publish ./sec --to car:./o --no-encrypt --yes  # plaintext, confirmed",
     ),
+    ("config", "check"): ("odfweb3 config check", "odfweb3 --config team.yaml config check"),
     ("status",): ("odfweb3 status", "odfweb3 status ./ds --offline"),
     ("republish",): ("odfweb3 republish --all", "odfweb3 republish ./ds --to ipfs"),
     ("verify",): (

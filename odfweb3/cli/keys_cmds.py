@@ -36,8 +36,7 @@ from odfweb3.crypto.keyfiles import (
     IdentityStore,
     write_private,
 )
-from odfweb3.crypto.policy import publish_sealer, unlock_envelope
-from odfweb3.crypto.sealer import Sealer
+from odfweb3.crypto.policy import unlock_envelope
 from odfweb3.errors import DecryptionError, NotFound, UsageError
 from odfweb3.read.replica import Replica
 from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource, SealedHeadBinder
@@ -47,7 +46,6 @@ __all__ = [
     "decrypting_replica",
     "read_passphrase",
     "register",
-    "sealer_for_publish",
 ]
 
 PASSPHRASE_ENV = "ODFWEB3_PASSPHRASE"
@@ -345,24 +343,6 @@ def _import(args: argparse.Namespace, ctx: Any) -> int:
 
 
 # --- publishing ------------------------------------------------------------------------
-
-
-def sealer_for_publish(ctx: Any, dataset: str, encrypt: bool) -> Sealer | None:
-    """The sealer for ``odfweb3 publish DATASET [--encrypt]``, or None for a plain publish.
-
-    Creates the dataset's content key (epoch 1) on its first encrypted publish.
-
-    Raises:
-        UsageError: the dataset is ``sensitive: true`` in the configuration but
-            ``encrypt`` is false.
-    """
-    if not encrypt and not ctx.config.get("datasets"):
-        return None
-    did = dataset_id_of(dataset)
-    settings = ctx.config.dataset_settings(dataset, str(Path(dataset).absolute()), did)
-    return publish_sealer(
-        _store(ctx), did, settings, encrypt, dataset, warn=ctx.out.warn, debug=ctx.out.debug
-    )
 
 
 def decrypting_replica(

@@ -229,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
         "odfweb3.cli.name_cmds",
         "odfweb3.cli.history_cmds",
         "odfweb3.cli.remotes_cmds",
+        "odfweb3.cli.config_cmds",
     ):
         try:
             module = __import__(name, fromlist=["register"])

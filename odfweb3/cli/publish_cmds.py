@@ -102,7 +102,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--encrypt",
         action="store_true",
-        help="encrypt every object (required for datasets marked sensitive: true)",
+        help="encrypt every object (required for datasets marked sensitive: true); after "
+        "the first encrypted publish every publish of the dataset is encrypted",
+    )
+    p.add_argument(
+        "--no-encrypt",
+        action="store_true",
+        help="publish plaintext although the dataset was published encrypted before (or the "
+        "target holds its ciphertext): asks for a confirmation on a terminal; --yes in scripts",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="confirm --no-encrypt without asking (plaintext can never be taken back)",
     )
     p.add_argument(
         "--arfs-private",
@@ -387,8 +399,14 @@ def _publish_one(
 ) -> PublishOutcome:
     """Open the target and publish one dataset (warnings on stderr); the caller reports."""
     from odfweb3.backends import TargetOptions, checked_options, open_target
-    from odfweb3.cli.keys_cmds import sealer_for_publish
+    from odfweb3.cli.encryption import (
+        ask_on_terminal,
+        encryption_facts,
+        remember_encrypted,
+        sealer_for,
+    )
     from odfweb3.cli.status_cmds import chain_cache
+    from odfweb3.crypto.policy import settle_encryption
 
     cid_version = args.cid_version
     if cid_version is None:
@@ -402,8 +420,16 @@ def _publish_one(
         )
     )
     password = _drive_password(args, ctx)
-    # An ArFS private drive is encrypted end to end: it satisfies `sensitive: true`.
-    sealer = None if password is not None else sealer_for_publish(ctx, dataset, args.encrypt)
+    # Encryption is the dataset's (docs/security.md, "Encryption"): decided from the flags,
+    # the settings and this machine's record now, and again once the target said whether it
+    # holds ciphertext. An ArFS private drive is encrypted end to end (its own scheme).
+    ask = ask_on_terminal(ctx)
+    facts, decided = settle_encryption(
+        encryption_facts(ctx, args, dataset, other_scheme=password is not None), ask
+    )
+    if decided.note is not None:
+        ctx.out.debug(decided.note)
+    sealer = sealer_for(ctx, facts.dataset_id) if decided.encrypt else None
     target: PublishTarget = open_target(
         to or args.to,
         ctx.config,
@@ -423,6 +449,8 @@ def _publish_one(
             ),
         ),
     )
+    if decided.remember and not args.dry_run:  # --batch too: its --flush must encrypt
+        remember_encrypted(ctx, facts.dataset_id, target.name)
     out = ctx.out
     started = time.monotonic()
     with out.progress("publishing", None) as bar:
@@ -445,6 +473,8 @@ def _publish_one(
             # Not for encrypted publishes: the cache holds the chain's metadata in the
             # clear (docs/design.md, "State files").
             chain_cache=None if sealer is not None or password is not None else chain_cache(ctx),
+            encryption=facts,
+            ask=ask,
         )
     out.debug(f"{target.name}: done in {format_duration(time.monotonic() - started)}")
     if outcome.state is not None:  # status finds offline publishes through this index

@@ -1,9 +1,16 @@
-"""The key policy: which key encrypts a publish, and which local keys open a replica.
+"""The key policy: whether a publish encrypts, which key, and which local keys open a replica.
 
-Encrypting (``publish [--encrypt]``, :func:`publish_sealer`): a publish is encrypted when
-``--encrypt`` is given or the dataset is ``sensitive: true`` (a sensitive dataset without
-``--encrypt`` is refused); the dataset's content key (epoch 1 created on its first encrypted
-publish) seals every object, and its key envelope is published beside the data.
+Whether (:func:`decide_encryption`, pure): encryption is a property of the dataset, not of
+one command. Once a dataset was published encrypted from here (this machine remembers it,
+:mod:`odfweb3.publish.dataset_settings`), or a target holds its ciphertext (its state or
+the record it serves names a key envelope), a publish without flags is encrypted, or
+refused where it cannot be (no local record: ``--encrypt`` needs the dataset's keys);
+only ``--no-encrypt`` with a confirmation (``--yes``, or yes on a terminal) publishes
+plaintext. ``sensitive: true`` in the configuration refuses plaintext whatever the flags.
+
+Encrypting (``publish [--encrypt]``, :func:`publish_sealer`): the dataset's content key
+(epoch 1 created on its first encrypted publish) seals every object, and its key envelope is
+published beside the data.
 
 Decrypting (pull, verify, resolve, :func:`unlock_envelope`), in this order:
 
@@ -17,37 +24,167 @@ docs/design.md, "Encryption". The CLI supplies the I/O: warnings, the passphrase
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from odfweb3.crypto.envelope import Envelope, encode_envelope, fingerprint, open_envelope
 from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
 from odfweb3.crypto.keys import KeyRing
-from odfweb3.crypto.sealer import Sealer, encryption_required
-from odfweb3.errors import DecryptionError
+from odfweb3.crypto.sealer import Sealer
+from odfweb3.errors import DecryptionError, UsageError
 
-__all__ = ["publish_sealer", "unlock_envelope"]
+__all__ = [
+    "EncryptionDecision",
+    "EncryptionFacts",
+    "decide_encryption",
+    "publish_sealer",
+    "settle_encryption",
+    "unlock_envelope",
+]
 
 Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EncryptionFacts:
+    """Everything the decision to encrypt one publish depends on.
+
+    Attributes:
+        dataset: the dataset as the user named it (for messages).
+        dataset_id: its ``did:odf``.
+        encrypt: ``--encrypt`` was given.
+        no_encrypt: ``--no-encrypt`` was given.
+        confirmed: plaintext confirmed (``--yes``, or yes at the terminal prompt).
+        sensitive: ``sensitive: true`` in the configuration.
+        recorded: this machine published it encrypted before (its local settings, or its
+            content key in the keystore).
+        other_scheme: encrypted another way (``--arfs-private``: an ArFS private drive).
+        target: the target's name, once known.
+        target_encrypted: the target holds ciphertext of the dataset (the
+            :class:`~odfweb3.publish.target.RemoteView` of its inspection); False before.
+    """
+
+    dataset: str
+    dataset_id: str
+    encrypt: bool = False
+    no_encrypt: bool = False
+    confirmed: bool = False
+    sensitive: bool = False
+    recorded: bool = False
+    other_scheme: bool = False
+    target: str | None = None
+    target_encrypted: bool = False
+
+
+@dataclass(frozen=True)
+class EncryptionDecision:
+    """What :func:`decide_encryption` decided.
+
+    Attributes:
+        encrypt: seal every object with the dataset's content key.
+        refusal: the one line to refuse with (exit 64), or None.
+        question: plaintext needs a confirmation: ask this on a terminal (yes: decide
+            again with ``confirmed``); without a terminal, ``refusal`` stands.
+        remember: record the dataset as encrypted in its local settings.
+        note: a line for ``-v`` (why it encrypts without ``--encrypt``).
+    """
+
+    encrypt: bool
+    refusal: str | None = None
+    question: str | None = None
+    remember: bool = False
+    note: str | None = None
+
+
+def decide_encryption(facts: EncryptionFacts) -> EncryptionDecision:
+    """Whether this publish is encrypted, or why it is refused (pure: module docstring).
+
+    Called twice by a publish: before the target is opened (``target_encrypted`` False)
+    and once it was inspected. The second call never turns a plain publish into an
+    encrypted one (the target was opened with or without a sealer): a target holding
+    ciphertext only adds a refusal or a question.
+    """
+    f = facts
+    if f.encrypt and f.no_encrypt:
+        return EncryptionDecision(False, refusal="give --encrypt or --no-encrypt, not both")
+    if f.no_encrypt and f.other_scheme:
+        return EncryptionDecision(
+            False, refusal="--arfs-private encrypts (ArFS scheme): drop --no-encrypt"
+        )
+    if f.other_scheme:
+        return EncryptionDecision(False)
+    if f.encrypt:
+        return EncryptionDecision(True, remember=not f.recorded)
+    where = f"{f.target} holds ciphertext of {f.dataset_id}" if f.target_encrypted else None
+    if f.recorded:
+        where = f"{f.dataset} was published encrypted from here before"
+    if f.no_encrypt:
+        if f.sensitive:
+            return EncryptionDecision(
+                False,
+                refusal=f"{f.dataset} is marked `sensitive: true` in the configuration: it is "
+                "only published encrypted; drop --no-encrypt (nothing was sent)",
+            )
+        if where is None or f.confirmed:
+            return EncryptionDecision(False)
+        return EncryptionDecision(
+            False,
+            refusal=f"{where}: publishing it in plaintext needs a confirmation: add --yes to "
+            "--no-encrypt (plaintext once published can never be taken back; nothing was sent)",
+            question=f"{where}. Publish it in PLAINTEXT anyway? Once published this cannot be "
+            "taken back. [y/N] ",
+        )
+    if f.recorded:
+        return EncryptionDecision(
+            True,
+            note=f"encrypting {f.dataset}: it was published encrypted from here before "
+            "(--no-encrypt --yes publishes plaintext)",
+        )
+    if f.sensitive:
+        return EncryptionDecision(
+            False,
+            refusal=f"{f.dataset} is marked `sensitive: true` in the configuration: publish it "
+            "with --encrypt (an unencrypted publish can never be taken back)",
+        )
+    if where is not None:
+        return EncryptionDecision(
+            False,
+            refusal=f"{where}: publish it with --encrypt (on another machine, import its keys "
+            "first: odfweb3 keys export there, odfweb3 keys import here), or with --no-encrypt "
+            "--yes to publish plaintext over it; nothing was sent",
+        )
+    return EncryptionDecision(False)
+
+
+def settle_encryption(
+    facts: EncryptionFacts, ask: Callable[[str], bool]
+) -> tuple[EncryptionFacts, EncryptionDecision]:
+    """:func:`decide_encryption`, its question put to ``ask`` (False: no, or no terminal).
+
+    Returns the facts as settled (``confirmed`` once answered yes, so the second call of a
+    publish does not ask again) and the decision.
+
+    Raises:
+        UsageError: the decision is a refusal (a question not answered yes included).
+    """
+    decision = decide_encryption(facts)
+    if decision.question is not None and ask(decision.question):
+        facts = replace(facts, confirmed=True)
+        decision = decide_encryption(facts)
+    if decision.refusal is not None:
+        raise UsageError(decision.refusal)
+    return facts, decision
 
 
 def publish_sealer(
     store: ContentKeyStore,
     dataset_id: str,
-    settings: Mapping[str, Any],
-    encrypt: bool,
-    where: str,
     *,
     warn: Note,
     debug: Note,
-) -> Sealer | None:
-    """The sealer for a publish of ``dataset_id``, or None for a plain publish.
-
-    Raises:
-        UsageError: the dataset is ``sensitive: true`` but ``encrypt`` is false.
-    """
-    if not encryption_required(settings, encrypt, where):
-        return None
+) -> Sealer:
+    """The sealer for an encrypted publish of ``dataset_id`` (:func:`decide_encryption`
+    said it is one): its content key, created (epoch 1) on its first encrypted publish."""
     keys = store.load_or_create(dataset_id)
     if not any(r.active for r in keys.envelope.recipients):
         warn(

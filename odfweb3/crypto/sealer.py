@@ -6,8 +6,8 @@ A :class:`Sealer` holds the dataset's current content key and its key envelope
 yields the ciphertext (:mod:`odfweb3.crypto.segments`). Object paths do not change;
 the envelope is published beside the dataset, never inside its root.
 
-:func:`encryption_required` is the ``sensitive: true`` policy: a sensitive dataset may
-only be published encrypted.
+:func:`sensitive_setting` reads the ``sensitive: true`` setting: a sensitive dataset may
+only be published encrypted (the decision is :func:`odfweb3.crypto.policy.decide_encryption`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from odfweb3.crypto.segments import (
 )
 from odfweb3.errors import UsageError
 
-__all__ = ["ENVELOPE_FILE", "Sealer", "encryption_required"]
+__all__ = ["ENVELOPE_FILE", "Sealer", "sensitive_setting"]
 
 ENVELOPE_FILE: Final = "key-envelope.json"
 
@@ -88,23 +88,14 @@ class Sealer:
         return ciphertext_size(plaintext_size, self.segment_size)
 
 
-def encryption_required(settings: Mapping[str, Any], encrypt: bool, where: str) -> bool:
-    """Whether this publish encrypts: ``encrypt`` or the dataset's ``sensitive`` setting.
-
-    Args:
-        settings: the dataset's settings (``config.dataset_settings(path, did)``).
-        encrypt: ``--encrypt`` was given.
-        where: the dataset, for the message.
+def sensitive_setting(settings: Mapping[str, Any], where: str) -> bool:
+    """The dataset's ``sensitive`` setting (``config.dataset_settings_for``): true means
+    it is only ever published encrypted (:func:`odfweb3.crypto.policy.decide_encryption`).
 
     Raises:
-        UsageError: the dataset is ``sensitive: true`` but ``encrypt`` is false.
+        UsageError: the setting is not true or false.
     """
     sensitive = settings.get("sensitive", False)
     if not isinstance(sensitive, bool):
         raise UsageError(f"{where}: datasets.<id>.sensitive must be true or false")
-    if sensitive and not encrypt:
-        raise UsageError(
-            f"{where} is marked `sensitive: true` in the configuration: publish it with "
-            "--encrypt (an unencrypted publish can never be taken back)"
-        )
-    return encrypt or sensitive
+    return sensitive

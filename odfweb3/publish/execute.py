@@ -1,7 +1,9 @@
 """Executing a publish in the commit order of docs/design.md, "Commit order".
 
 1. validate the local dataset (refuse an invalid one before any upload);
-2. ask the target what it holds (checked against the network);
+2. ask the target what it holds (checked against the network); a plain publish over a
+   target holding ciphertext of the dataset is refused here, before anything is sent
+   (:func:`odfweb3.crypto.policy.decide_encryption`, given what the target said);
 3. plan: the new head must descend from the target's (else refuse; ``force``);
 Steps 4-6 run inside the target's session when it has one (:class:`SessionTarget`:
 one publisher at a time), opened here and closed however they end.
@@ -21,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from odfweb3.crypto.policy import EncryptionFacts, settle_encryption
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import IntegrityError, UsageError
 from odfweb3.odf.chain import ChainEntry, walk_chain
@@ -87,6 +90,8 @@ def publish_dataset(
     record_extra: Mapping[str, Any] | None = None,
     on_plan: Callable[[PublishPlan], None] | None = None,
     chain_cache: ChainCache | None = None,
+    encryption: EncryptionFacts | None = None,
+    ask: Callable[[str], bool] | None = None,
 ) -> PublishOutcome:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
@@ -105,6 +110,12 @@ def publish_dataset(
         chain_cache: heads verified before (:mod:`odfweb3.publish.chain_cache`): only the
             blocks above the newest cached ancestor are read and checked (issue 19).
             Ignored with ``sealer`` (the cache holds the chain's metadata in the clear).
+        encryption: the facts the caller decided ``sealer`` from
+            (:func:`odfweb3.crypto.policy.decide_encryption`); decided again with what the
+            target says it holds, so a plain publish over its ciphertext is refused before
+            anything is sent.
+        ask: puts the decision's question (plaintext over ciphertext) to the user: True
+            to go on; None: no one to ask (refused).
     """
     reader = DatasetReader.open(path)
     # An encrypted publish keeps no plaintext metadata in the clear: no cache.
@@ -119,6 +130,16 @@ def publish_dataset(
             raise UsageError(f"{target.name} was not opened to encrypt; nothing was sent")
     notes = tuple(_orphan_notes(chain))
     view = target.inspect(str(dataset_id), chain.head)  # 2
+    if encryption is not None:
+        facts = replace(
+            encryption,
+            dataset_id=encryption.dataset_id or str(dataset_id),
+            target=target.name,
+            target_encrypted=view.encrypted,
+        )
+        _, decided = settle_encryption(facts, ask or (lambda question: False))
+        if decided.encrypt != (sealer is not None):  # the policy never turns it around
+            raise UsageError(f"{target.name}: the encryption decision changed; nothing was sent")
     plan = plan_publish(  # 3
         chain,
         dataset_id=str(dataset_id),

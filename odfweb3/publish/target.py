@@ -40,6 +40,10 @@ class RemoteView:
             rest again.
         record: the name record it serves, when it could be kept as it is (None: a
             publish writes one; :func:`~odfweb3.publish.plan.plan_record` decides).
+        encrypted: the target holds ciphertext of the dataset: its state, its
+            ``publish.json`` or the record it serves says so (a key envelope); the
+            encryption policy refuses a plain publish over it
+            (:func:`odfweb3.crypto.policy.decide_encryption`).
     """
 
     head: bytes | None
@@ -49,6 +53,7 @@ class RemoteView:
     notes: tuple[str, ...] = ()
     holds_head: bool = True
     record: RemoteRecord | None = None
+    encrypted: bool = False
 
 
 @dataclass(frozen=True)

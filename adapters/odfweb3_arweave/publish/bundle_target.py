@@ -171,7 +171,7 @@ class BundleTarget:
         missing = [b for b in bundles if not (self.out_dir / b).is_file()]
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing every object again"
-            return RemoteView(head=None, state=state, notes=(note,))
+            return encryption_view(RemoteView(head=None, state=state, notes=(note,)), self.sealer)
         # The state's paths as they are (refs/head among them is no dataset object): with
         # the file index a membership test reads one part (issue 19).
         has = state.objects if isinstance(state.objects, FileIndex) else frozenset(state.objects)

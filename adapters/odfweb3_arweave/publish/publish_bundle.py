@@ -300,7 +300,8 @@ def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Pat
 
 
 def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
-    """``view``, with nothing counted as uploaded when encryption was switched on or off.
+    """``view``, with nothing counted as uploaded when encryption was switched on or off,
+    and ``encrypted`` when the uploads hold ciphertext.
 
     Plaintext and ciphertext revisions never mix in one manifest: after a switch every
     object gets a new revision (same ArFS file ids).
@@ -308,8 +309,11 @@ def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
     state = view.state
     if state is None:
         return view
-    encrypted = parse_arweave_extra(state.extra, f"publish state of {state.target}").encrypted
-    if bool(encrypted) == (sealer is not None):
+    extra = parse_arweave_extra(state.extra, f"publish state of {state.target}")
+    # The state (or the record it was rebuilt from) names a key envelope: the target holds
+    # ciphertext, which the encryption policy does not let a plain publish cover.
+    view = replace(view, encrypted=bool(extra.encrypted or extra.key_envelope))
+    if bool(extra.encrypted) == (sealer is not None):
         return view
     now = "encrypted" if sealer is not None else "plain"
     note = f"the earlier uploads are not {now}: uploading every object again ({now})"

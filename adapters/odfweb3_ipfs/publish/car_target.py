@@ -179,16 +179,20 @@ class CarTarget:
                 "use another output directory"
             )
         car = self._typed(state)
+        # Its publish.json says whether its CARs hold ciphertext (also to a new machine).
+        encrypted = bool(car.extra.dag.encrypted or car.extra.dag.key_envelope)
         cars = car.extra.cars or ()
         missing = [c for c in cars if not (self.out_dir / c).is_file()]
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
-            return RemoteView(head=None, state=None, notes=(note,))
+            return RemoteView(head=None, state=None, notes=(note,), encrypted=encrypted)
         if not reusable_state(car.extra.dag, self.profile, encrypted=self.sealer is not None):
             # Its CARs hold the objects made another way (CID profile, encryption).
-            return RemoteView(head=state.head, state=state, holds_head=False)
+            return RemoteView(head=state.head, state=state, holds_head=False, encrypted=encrypted)
         has = state.objects if isinstance(state.objects, ObjectIndex) else frozenset(state.objects)
-        return RemoteView(head=state.head, has=has, state=state, record=self._served(car))
+        return RemoteView(
+            head=state.head, has=has, state=state, record=self._served(car), encrypted=encrypted
+        )
 
     def _served(self, car: CarState) -> RemoteRecord | None:
         """The record this directory serves, as facts for the plan (:func:`.plan_record`);

@@ -160,6 +160,12 @@ class NodeObjectIndex(ObjectIndex):
     )
 
 
+def _names_envelope(seen: NodeRecord | None) -> bool:
+    """The record's ``_odf`` names a key envelope: an encrypted publish's record."""
+    odf = seen.record.odf if seen is not None else None
+    return odf is not None and bool(odf.extra.get("keyEnvelope"))
+
+
 def _dataset_key(keystore: Keystore, dataset_id: str) -> Ed25519PrivateKey | None:
     return keystore.load(dataset_id) if keystore.has(dataset_id) else None
 
@@ -394,12 +400,20 @@ class IpfsNodeTarget:
             state=checked,
             notes=tuple(notes),
             holds_head=holds_head,
+            encrypted=bool(dag.encrypted or dag.key_envelope) or _names_envelope(seen),
         )
 
     def _view_from_record(
         self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
     ) -> RemoteView:
         """Rebuild the view from the node's record (no or stale state)."""
+        view = self._rebuilt_view(dataset_id, seen, state, notes)
+        # The record names a key envelope: the name serves ciphertext (a new machine too).
+        return replace(view, encrypted=_names_envelope(seen))
+
+    def _rebuilt_view(
+        self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
+    ) -> RemoteView:
         root = seen.root
         record_facts = IpnsFacts(sequence=seen.record.sequence, value=seen.record.value_text)
         base = PublishState(

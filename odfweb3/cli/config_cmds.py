@@ -1,0 +1,111 @@
+"""``odfweb3 config check``: is the configuration what it seems to be?
+
+The file was already validated against its schema when it was loaded (a bad key or value
+is a ``ConfigError``, exit 78, before any command runs). ``check`` says which file is in
+effect and reports each ``datasets:`` key that matches no dataset: a path key (resolved
+relative to the configuration file) where there is no dataset directory, a ``did:odf``
+key of no dataset known here (published from here, given keys here, or named by a path
+key). Such a key protects nothing: ``sensitive: true`` under a mistyped path would let a
+plain publish through.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from odfweb3.errors import OdfWeb3Error
+
+__all__ = ["register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``config`` and its subcommand ``check``."""
+    cfg = sub.add_parser(
+        "config",
+        parents=[common],
+        help="the configuration: check it",
+        description="Commands about the configuration file, odfweb3.yaml (--config FILE, "
+        "./odfweb3.yaml or ~/.config/odfweb3/odfweb3.yaml).",
+    )
+    cs = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
+    cs.required = True
+    p = cs.add_parser(
+        "check",
+        parents=[common],
+        help="report datasets: keys that match no dataset (exit 1 if any)",
+        description="Say which configuration file is in effect and report every datasets: "
+        "key that matches no dataset: a path (relative to the configuration file) with no "
+        "dataset directory, or a did:odf of no dataset known here. Exit 1 when one is found.",
+    )
+    p.set_defaults(handler=_check)
+
+
+def _known_ids(ctx: Any) -> set[str]:
+    """Dataset IDs this machine knows: published from here, or with keys here."""
+    from odfweb3.crypto.keyfiles import ContentKeyStore
+    from odfweb3.crypto.keystore import Keystore
+    from odfweb3.publish.offline import OfflineIndex
+    from odfweb3.publish.state import StateStore
+
+    known = set(ContentKeyStore(ctx.config.keystore_dir).list())
+    known |= {k for k in Keystore(ctx.config.keystore_dir).list() if k.startswith("did:odf:")}
+    try:
+        known |= {s.dataset_id for s in StateStore(ctx.config.state_dir).all()}
+        known |= {e.dataset_id for e in OfflineIndex(ctx.config.state_dir).entries()}
+    except OdfWeb3Error as exc:  # a damaged state file: say so, check the rest
+        ctx.out.warn(f"publish states not all read: {exc}")
+    return known
+
+
+def _dataset_at(path: Path) -> str | None:
+    """The dataset ID of the dataset directory at ``path``, or None when there is none."""
+    from odfweb3.cli.status_cmds import dataset_id_of
+
+    if not (path / "refs" / "head").is_file():
+        return None
+    try:
+        return dataset_id_of(str(path))[0]
+    except OdfWeb3Error:
+        return None
+
+
+def _check(args: argparse.Namespace, ctx: Any) -> int:
+    config = ctx.config
+    table = config.get("datasets", default={}) or {}
+    source = str(config.source) if config.source is not None else None
+    found: dict[str, str] = {}  # key -> dataset ID, for the keys that name a directory
+    problems: list[dict[str, str]] = []
+    for key in table:
+        path = config.dataset_key_path(key, ctx.cwd)
+        if path is None:
+            continue
+        did = _dataset_at(path)
+        if did is None:
+            problems.append(
+                {"key": key, "problem": f"no dataset directory at {path}", "resolved": str(path)}
+            )
+        else:
+            found[key] = did
+    has_ids = any(k.startswith("did:odf:") for k in table)
+    known = _known_ids(ctx) | set(found.values()) if has_ids else set()
+    for key in table:
+        if key.startswith("did:odf:") and key not in known:
+            problems.append(
+                {
+                    "key": key,
+                    "problem": "no dataset with this ID is known here (never published from "
+                    "here, no keys, no path key naming it)",
+                }
+            )
+    where = source or "no configuration file (defaults and ODFWEB3_* variables)"
+    lines = [f"configuration: {where}"]
+    lines += [f"datasets.{p['key']}: matches no dataset: {p['problem']}" for p in problems]
+    if table and not problems:
+        lines.append(f"datasets: every key matches a dataset ({len(table)})")
+    ctx.out.result(
+        {"source": source, "datasets": {"keys": list(table), "unmatched": problems}},
+        "\n".join(lines),
+    )
+    return 1 if problems else 0

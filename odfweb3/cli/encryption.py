@@ -1,0 +1,109 @@
+"""The I/O around the encryption decision of ``publish``: the facts it needs, the question.
+
+The decision itself is :func:`odfweb3.crypto.policy.decide_encryption` (pure); this module
+gathers its inputs (flags, the ``datasets:`` settings, this machine's record of the dataset,
+the keystore), asks the terminal when plaintext needs a confirmation, and records the first
+encrypted publish (:mod:`odfweb3.publish.dataset_settings`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from odfweb3.crypto.keyfiles import ContentKeyStore
+from odfweb3.crypto.policy import EncryptionFacts, publish_sealer
+from odfweb3.crypto.sealer import Sealer, sensitive_setting
+from odfweb3.publish.dataset_settings import DatasetSettingsStore
+
+__all__ = ["ask_on_terminal", "encryption_facts", "remember_encrypted", "sealer_for"]
+
+
+def _anything_encrypted(ctx: Any) -> bool:
+    """Whether any dataset could be encrypted here: settings of a dataset, a content key,
+    a ``datasets:`` table. When none is, a publish needs no dataset ID before it starts
+    (finding it walks the chain); the target's own facts are checked by the executor."""
+    if ctx.config.get("datasets"):
+        return True
+    if ContentKeyStore(ctx.config.keystore_dir).list():
+        return True
+    root = DatasetSettingsStore(ctx.config.state_dir).root
+    return root.is_dir() and any(root.iterdir())
+
+
+def encryption_facts(
+    ctx: Any, args: argparse.Namespace, dataset: str, *, other_scheme: bool
+) -> EncryptionFacts:
+    """The facts the decision to encrypt a publish of ``dataset`` starts from (the target's
+    come later, from its inspection). ``dataset_id`` is empty when nothing here could make
+    it encrypted and no flag asks (the executor fills it in from the chain it loads)."""
+    encrypt, no_encrypt = bool(args.encrypt), bool(getattr(args, "no_encrypt", False))
+    base = EncryptionFacts(
+        dataset=dataset,
+        dataset_id="",
+        encrypt=encrypt,
+        no_encrypt=no_encrypt,
+        confirmed=bool(getattr(args, "yes", False)),
+        other_scheme=other_scheme,
+    )
+    if not (encrypt or no_encrypt or _anything_encrypted(ctx)):
+        return base
+    from odfweb3.cli.status_cmds import chain_cache, dataset_id_of
+
+    did, _ = dataset_id_of(dataset, chain_cache(ctx))
+    settings = ctx.config.dataset_settings_for(Path(dataset), did, cwd=ctx.cwd)
+    recorded = DatasetSettingsStore(ctx.config.state_dir).load(did).encrypted or ContentKeyStore(
+        ctx.config.keystore_dir
+    ).has(did)
+    return EncryptionFacts(
+        dataset=dataset,
+        dataset_id=did,
+        encrypt=encrypt,
+        no_encrypt=no_encrypt,
+        confirmed=base.confirmed,
+        sensitive=sensitive_setting(settings, dataset),
+        recorded=recorded,
+        other_scheme=other_scheme,
+    )
+
+
+def sealer_for(ctx: Any, dataset_id: str) -> Sealer:
+    """The sealer of an encrypted publish (its content key created on the first one)."""
+    return publish_sealer(
+        ContentKeyStore(ctx.config.keystore_dir),
+        dataset_id,
+        warn=ctx.out.warn,
+        debug=ctx.out.debug,
+    )
+
+
+def remember_encrypted(ctx: Any, dataset_id: str, target: str) -> None:
+    """Record that ``dataset_id`` is published encrypted (once: its first encrypted publish)."""
+    store = DatasetSettingsStore(ctx.config.state_dir)
+    if store.load(dataset_id).encrypted:
+        return
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    store.remember_encrypted(dataset_id, target, now)
+    ctx.out.info(
+        f"{dataset_id} is now published encrypted: every later publish of it, to any "
+        f"target, is encrypted too (recorded in {store.path_for(dataset_id)})"
+    )
+
+
+def ask_on_terminal(ctx: Any) -> Callable[[str], bool]:
+    """A question put on the terminal (stderr, answered on stdin): True for yes. Without
+    a terminal on both, or with ``--json``, nothing is asked: False."""
+
+    def ask(question: str) -> bool:
+        if ctx.out.json_mode or not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return False
+        sys.stderr.write(question)
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
