@@ -36,7 +36,7 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 publish ./sec --to ipfs --encrypt  # from now on every publish is encrypted",
         "odfweb3 publish ./sec --to car:./o --no-encrypt --yes  # plaintext, confirmed",
     ),
-    ("config", "check"): ("odfweb3 config check", "odfweb3 --config team.yaml config check"),
+    ("config", "check"): ("odfweb3 config check", "odfweb3 config check --config team.yaml"),
     ("status",): ("odfweb3 status", "odfweb3 status ./ds --offline"),
     ("republish",): ("odfweb3 republish --all", "odfweb3 republish ./ds --to ipfs"),
     ("verify",): (
