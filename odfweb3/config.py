@@ -140,7 +140,8 @@ class Config:
         """The ``datasets:`` settings of one dataset: every key that matches it, by
         resolved path (:meth:`dataset_key_path`), by ``did:odf`` or by one of its
         ``names`` (a kamu workspace name). Several matching keys are merged;
-        ``sensitive`` is true if any of them says so (the safe side)."""
+        ``sensitive`` is true if any of them says so (the safe side). ``names``: kamu's
+        names for it (``account/name``, ``name``), when it is a dataset of a workspace."""
         table = self.get("datasets", default={}) or {}
         where = directory.resolve() if directory is not None else None
         merged: dict[str, Any] = {}

@@ -3,7 +3,8 @@
 The file was already validated against its schema when it was loaded (a bad key or value
 is a ``ConfigError``, exit 78, before any command runs). ``check`` says which file is in
 effect and reports each ``datasets:`` key that matches no dataset: a path key (resolved
-relative to the configuration file) where there is no dataset directory, a ``did:odf``
+relative to the configuration file) where there is no dataset directory and which is no
+dataset name of a kamu workspace (found from there or the working directory), a ``did:odf``
 key of no dataset known here (published from here, given keys here, or named by a path
 key). Such a key protects nothing: ``sensitive: true`` under a mistyped path would let a
 plain publish through.
@@ -71,6 +72,26 @@ def _dataset_at(path: Path) -> str | None:
         return None
 
 
+def _kamu_named(key: str, ctx: Any) -> str | None:
+    """The dataset ID of the dataset a kamu workspace (found from the configuration file's
+    directory, then the working directory) names ``key``, or None."""
+    from odfweb3.odf.kamu_workspace import find_workspace, is_dataset_alias, resolve_dataset_name
+
+    if not is_dataset_alias(key):
+        return None
+    starts = [ctx.config.source.parent] if ctx.config.source is not None else []
+    for start in [*starts, ctx.cwd]:
+        if find_workspace(start, ctx.env) is None:
+            continue
+        try:
+            did = _dataset_at(resolve_dataset_name(key, start, ctx.env))
+        except OdfWeb3Error:
+            continue
+        if did is not None:
+            return did
+    return None
+
+
 def _check(args: argparse.Namespace, ctx: Any) -> int:
     config = ctx.config
     table = config.get("datasets", default={}) or {}
@@ -83,8 +104,15 @@ def _check(args: argparse.Namespace, ctx: Any) -> int:
             continue
         did = _dataset_at(path)
         if did is None:
+            did = _kamu_named(key, ctx)
+        if did is None:
             problems.append(
-                {"key": key, "problem": f"no dataset directory at {path}", "resolved": str(path)}
+                {
+                    "key": key,
+                    "problem": f"no dataset directory at {path}, and no dataset of that "
+                    "name in a kamu workspace here",
+                    "resolved": str(path),
+                }
             )
         else:
             found[key] = did

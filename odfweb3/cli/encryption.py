@@ -18,9 +18,16 @@ from typing import Any
 from odfweb3.crypto.keyfiles import ContentKeyStore
 from odfweb3.crypto.policy import EncryptionFacts, publish_sealer
 from odfweb3.crypto.sealer import Sealer, sensitive_setting
+from odfweb3.odf.kamu_workspace import kamu_alias_of
 from odfweb3.publish.dataset_settings import DatasetSettingsStore
 
-__all__ = ["ask_on_terminal", "encryption_facts", "remember_encrypted", "sealer_for"]
+__all__ = [
+    "ask_on_terminal",
+    "encryption_facts",
+    "kamu_names",
+    "remember_encrypted",
+    "sealer_for",
+]
 
 
 def _anything_encrypted(ctx: Any) -> bool:
@@ -55,7 +62,9 @@ def encryption_facts(
     from odfweb3.cli.status_cmds import chain_cache, dataset_id_of
 
     did, _ = dataset_id_of(dataset, chain_cache(ctx))
-    settings = ctx.config.dataset_settings_for(Path(dataset), did, cwd=ctx.cwd)
+    settings = ctx.config.dataset_settings_for(
+        Path(dataset), did, cwd=ctx.cwd, names=kamu_names(Path(dataset))
+    )
     recorded = DatasetSettingsStore(ctx.config.state_dir).load(did).encrypted or ContentKeyStore(
         ctx.config.keystore_dir
     ).has(did)
@@ -69,6 +78,15 @@ def encryption_facts(
         recorded=recorded,
         other_scheme=other_scheme,
     )
+
+
+def kamu_names(directory: Path) -> tuple[str, ...]:
+    """kamu's names for the dataset directory (``account/name`` and ``name``), if it is a
+    dataset of a kamu workspace: ``datasets:`` keys may name it so."""
+    alias = kamu_alias_of(directory)
+    if alias is None:
+        return ()
+    return tuple(dict.fromkeys((alias, alias.rpartition("/")[2])))
 
 
 def sealer_for(ctx: Any, dataset_id: str) -> Sealer:

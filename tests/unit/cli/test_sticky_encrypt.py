@@ -204,3 +204,21 @@ def test_config_check_reports_keys_that_match_nothing(tmp_path, monkeypatch, cap
     code, out, err = run(capsys, env, "--config", str(cfg), "config", "check")
     assert code == 0, out + err
     assert "every key matches a dataset (2)" in out
+
+
+def test_datasets_key_by_kamu_name(tmp_path, monkeypatch, capsys):
+    """Inside a kamu workspace a ``datasets:`` key may be kamu's name for the dataset."""
+    from tests.unit.cli.test_kamu_workspace import add_dataset, make_workspace
+
+    kamu = make_workspace(tmp_path / "ws")
+    add_dataset(kamu, "com.example.sec", 3)
+    cfg = tmp_path / "ws" / "odfweb3.yaml"
+    cfg.write_text("datasets:\n  com.example.sec:\n    sensitive: true\n")
+    monkeypatch.chdir(tmp_path / "ws")
+    env = home_env(tmp_path / "m")
+    code, _, err = run(capsys, env, "publish", "com.example.sec", "--to", "car:out")
+    assert code == 64 and "sensitive: true" in err and not (tmp_path / "ws" / "out").exists()
+    assert run(capsys, env, "config", "check")[0] == 0
+    cfg.write_text("datasets:\n  com.example.typo:\n    sensitive: true\n")
+    code, out, _ = run(capsys, env, "config", "check")
+    assert code == 1 and "datasets.com.example.typo: matches no dataset" in out
