@@ -335,7 +335,11 @@ def _pin_status(
             return pin
         svc = load_service(config, service, env)
         with svc.client:
-            got = svc.client.get(str(pin["requestid"]), timeout=svc.client.timeout)
+            # The pin is for the root this machine asked for: an answer about another CID
+            # is refused (reported as this row's error), never shown as "pinned".
+            got = svc.client.get(
+                str(pin["requestid"]), state.locator or None, timeout=svc.client.timeout
+            )
     except OdfWeb3Error as exc:
         pin["error"] = str(exc)
         return pin

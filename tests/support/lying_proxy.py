@@ -22,7 +22,10 @@ kept, redirects followed upstream so the client never bypasses the proxy). Fault
   ``b`` by ``a`` in the answer: item ``b`` (or owner ``b``) is served under ``a``'s name, a
   gateway's forged GraphQL answer built from real items;
 - ``raw``: item id -> bytes answered for ``GET /raw/{id}`` (the ar.io route that serves an
-  item's own data, a path manifest's JSON; arlocal has none), genuine or forged.
+  item's own data, a path manifest's JSON; arlocal has none), genuine or forged;
+- ``edit``: ``(method, path, answer bytes) -> answer bytes``, applied to every forwarded
+  answer (a service that lies in one field, or echoes what it was sent);
+- ``delay_s``: seconds each request waits before it is forwarded (a slow link).
 
 ``requests`` lists the paths asked (for counting what a resumed pull fetched again).
 """
@@ -32,7 +35,8 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -56,6 +60,8 @@ class LyingProxy:
         self.swaps: list[tuple[str, str]] = []
         self.not_found: tuple[str, ...] = ()
         self.raw: dict[str, bytes] = {}
+        self.edit: Callable[[str, str, bytes], bytes] | None = None
+        self.delay_s = 0.0
         self.requests: list[str] = []
         self._matched = 0
         self._lock = threading.Lock()
@@ -70,6 +76,8 @@ class LyingProxy:
         self.swaps = []
         self.not_found = ()
         self.raw = {}
+        self.edit = None
+        self.delay_s = 0.0
         self._matched = 0
 
     def count(self, part: str) -> int:
@@ -85,6 +93,8 @@ class LyingProxy:
                 if self._matched > self.fail_after[1]:
                     h.close_connection = True
                     return  # no answer at all: the client sees a dropped connection
+        if self.delay_s:
+            time.sleep(self.delay_s)
         if self.rewrite is not None:
             path = path.replace(*self.rewrite)
         if path.startswith("/raw/") and path[len("/raw/") :] in self.raw:
@@ -128,6 +138,8 @@ class LyingProxy:
             data = data.replace(b.encode(), a.encode())
         if self.flip is not None and self.flip in path and data:
             data = bytes([data[0] ^ 0x01]) + data[1:]
+        if self.edit is not None:
+            data = self.edit(method, path, data)
         self._answer(h, r.status_code, r.headers.get("content-type", ""), data)
 
     @staticmethod
@@ -150,6 +162,9 @@ class LyingProxy:
 
             def do_POST(self) -> None:
                 proxy._handle(self, "POST")
+
+            def do_DELETE(self) -> None:
+                proxy._handle(self, "DELETE")
 
             def log_message(self, *args: object) -> None:
                 pass

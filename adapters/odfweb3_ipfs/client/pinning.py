@@ -16,11 +16,16 @@ A ``PinStatus`` is ``requestid``, ``status`` (``queued`` | ``pinning`` | ``pinne
 Errors are a ``Failure``: ``{"error": {"reason": ..., "details": ...}}``.
 
 Every answer is hostile until checked: at most :data:`MAX_ANSWER` bytes are read, the JSON must
-have the spec's shape, the ``pin.cid`` of an answer to our add or replace must be the CID we
-asked for, a ``requestid`` must be 1-256 URL-safe characters (it goes into a URL path). Texts
-from the service (reasons) are cut to one line of 200 characters and never contain the token.
-Each call is bounded by ``timeout``; :meth:`PinningClient.wait` by its deadline. The token is
-never logged, never in a message, never in a ``repr``.
+have the spec's shape, the ``pin.cid`` of every answer about a pin must be the CID we asked for
+or recorded (an add, a replace, a status asked while waiting or by ``status``), a
+``requestid`` must be 1-256 URL-safe characters and a CID must parse before either goes into a
+URL path (each path segment percent-encoded as well). A service that echoes the token gets it
+back as ``<token>``: every string of a decoded answer (keys and values) and every raw text is
+redacted before anything reads it, so the token cannot reach a message, a progress line or a
+saved state; a ``requestid`` that was the token no longer parses and is refused. Texts from the
+service (reasons) are cut to one line of 200 characters. Each call is bounded by ``timeout``;
+:meth:`PinningClient.wait` by its deadline. The token is never logged, never in a message,
+never in a ``repr``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 import httpx
 
@@ -40,6 +46,7 @@ from odfweb3.errors import BackendAuthError, BackendRejected, BackendUnavailable
 from odfweb3.foreign_json import load_foreign_json
 from odfweb3.transport.http import Answer, HttpClient
 from odfweb3.transport.settings import NetworkSettings
+from odfweb3_ipfs.formats.cid import Cid
 
 __all__ = [
     "MAX_ANSWER",
@@ -48,8 +55,10 @@ __all__ = [
     "PinStatus",
     "PinningAuthError",
     "PinningClient",
+    "cid_segment",
     "decode_pin_status",
     "encode_pin",
+    "redact",
 ]
 
 MAX_ANSWER: Final = 1 << 20  # bytes of one answer
@@ -93,6 +102,34 @@ def _one_line(text: str, limit: int = 200) -> str:
     cleaned = "".join(ch if ch.isprintable() else " " for ch in text)
     cleaned = " ".join(cleaned.split())
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+def redact(value: Any, secret: str) -> Any:
+    """``value`` (decoded JSON) with every occurrence of ``secret`` in its strings, keys
+    included, replaced by ``<token>`` (pure). Applied to each answer before it is read."""
+    if not secret:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, "<token>")
+    if isinstance(value, list):
+        return [redact(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {redact(k, secret): redact(v, secret) for k, v in value.items()}
+    return value
+
+
+def cid_segment(value: str, where: str) -> str:
+    """``value`` as a URL path segment, once it parses as a CID (a service-chosen string
+    never chooses the path of an authenticated request)."""
+    if not isinstance(value, str) or len(value) > 256:
+        raise FormatError(f"{where}: not a CID; refusing to put it into a URL")
+    try:
+        Cid.decode(value, where=where)
+    except (FormatError, ValueError):
+        raise FormatError(
+            f"{where}: {_one_line(repr(value), 60)} is not a CID; refusing to put it into a URL"
+        ) from None
+    return quote(value, safe="")
 
 
 def _string_map(value: Any, what: str, where: str) -> dict[str, str]:
@@ -299,6 +336,7 @@ class PinningClient:
         if raw.strip():
             try:
                 data = load_foreign_json(raw, what=f"{where}: the answer", max_bytes=MAX_ANSWER)
+                data = redact(data, self._token)
             except FormatError as exc:
                 unreadable = exc  # an error status says more than why its body is unreadable
         if status in (401, 403):
@@ -367,13 +405,18 @@ class PinningClient:
             raise BackendRejected(f"{self._where('POST', path)}: HTTP 404 (no such pin)", 404)
         return self._status("POST", path, data, str(body["cid"]))
 
-    def get(self, requestid: str, timeout: float | None = None) -> PinStatus | None:
-        """``GET /pins/{requestid}``; None when the service does not know it (404)."""
+    def get(
+        self, requestid: str, cid: str | None = None, timeout: float | None = None
+    ) -> PinStatus | None:
+        """``GET /pins/{requestid}``; None when the service does not know it (404).
+
+        ``cid``: the CID this pin is known to be for (asked, or recorded by the publish that
+        made it); an answer naming another one is refused (FormatError)."""
         path = self._path(requestid)
         status, data = self._request("GET", path, timeout=timeout)
         if status == 404:
             return None
-        return self._status("GET", path, data, None)
+        return self._status("GET", path, data, cid)
 
     def remove(self, requestid: str, timeout: float | None = None) -> bool:
         """``DELETE /pins/{requestid}``; False when it was already gone (404)."""
@@ -425,14 +468,16 @@ class PinningClient:
         if not raw.strip():
             return None
         try:
-            return load_foreign_json(raw, what=f"{where}: the answer", max_bytes=len(raw))
+            data = load_foreign_json(raw, what=f"{where}: the answer", max_bytes=len(raw))
         except FormatError as exc:
             raise FormatError(f"{exc}; is this a cluster REST API?") from None
+        return redact(data, self._token)
 
     def cluster_error(self, url: str, cid: str, timeout: float | None = None) -> str:
         """The first peer error IPFS Cluster records for ``cid`` (REST ``GET /pins/{cid}``,
         ``peer_map.*.error``), cleaned to one line; empty when none."""
-        data = self._cluster_call("GET", f"{url.rstrip('/')}/pins/{cid}", {}, timeout)
+        seg = cid_segment(cid, f"pinning service {self.service}: cluster_api /pins/{{cid}}")
+        data = self._cluster_call("GET", f"{url.rstrip('/')}/pins/{seg}", {}, timeout)
         peers = data.get("peer_map") if isinstance(data, dict) else None
         for pid, info in sorted((peers or {}).items()) if isinstance(peers, dict) else []:
             err = info.get("error") if isinstance(info, dict) else None
@@ -442,10 +487,11 @@ class PinningClient:
 
     def cluster_allocations(self, url: str, cid: str, timeout: float | None = None) -> list[str]:
         """The peers IPFS Cluster allocated ``cid`` to (REST ``GET /allocations/{cid}``)."""
-        data = self._cluster_call("GET", f"{url.rstrip('/')}/allocations/{cid}", {}, timeout)
+        seg = cid_segment(cid, f"pinning service {self.service}: cluster_api /allocations/{{cid}}")
+        data = self._cluster_call("GET", f"{url.rstrip('/')}/allocations/{seg}", {}, timeout)
         allocs = data.get("allocations") if isinstance(data, dict) else None
         if not isinstance(allocs, list) or not all(isinstance(a, str) for a in allocs):
-            raise FormatError(f"pinning service {self.service}: /allocations/{cid}: no peer list")
+            raise FormatError(f"pinning service {self.service}: /allocations/{seg}: no peer list")
         return [a for a in allocs if re.fullmatch(r"[1-9A-HJ-NP-Za-km-z]{20,80}", a)]
 
     def cluster_pin(
@@ -467,7 +513,8 @@ class PinningClient:
             params["origins"] = ",".join(origins)
         if allocations:
             params["user-allocations"] = ",".join(allocations)
-        data = self._cluster_call("POST", f"{url.rstrip('/')}/pins/{cid}", params, timeout)
+        seg = cid_segment(cid, f"pinning service {self.service}: cluster_api /pins/{{cid}}")
+        data = self._cluster_call("POST", f"{url.rstrip('/')}/pins/{seg}", params, timeout)
         got = data.get("cid") if isinstance(data, dict) else None
         if isinstance(got, dict):
             got = got.get("/")
@@ -551,6 +598,7 @@ class PinningClient:
             for line in raw.splitlines():
                 with contextlib.suppress(FormatError):
                     lines.append(load_foreign_json(line, what=where, max_bytes=len(line)))
+        lines = redact(lines, self._token)
         cids = set()
         for item in lines:
             c = item.get("cid") if isinstance(item, dict) else None
@@ -561,11 +609,13 @@ class PinningClient:
         if root not in cids:
             raise FormatError(f"{where}: the answer does not name the CAR's root {root}")
 
-    @staticmethod
-    def _path(requestid: str) -> str:
+    def _path(self, requestid: str) -> str:
         if not _REQUEST_ID.match(requestid):
-            raise FormatError(f"requestid {_one_line(requestid, 40)!r} is not URL-safe")
-        return f"/pins/{requestid}"
+            raise FormatError(
+                f"pinning service {self.service}: requestid "
+                f"{self._clean(_one_line(requestid, 40))!r} is not URL-safe"
+            )
+        return f"/pins/{quote(requestid, safe='')}"
 
     def wait(
         self,
@@ -583,6 +633,11 @@ class PinningClient:
             BackendUnavailable: the deadline passed (the pin may still complete later).
             BackendRejected: the pin vanished (404) while waiting.
         """
+        if first is not None and first.cid != cid:
+            raise FormatError(
+                f"pinning service {self.service}: pin request {first.requestid} names CID "
+                f"{self._clean(first.cid)}, not {cid}; refusing its answer"
+            )
         delay = 0.2
         st = first
         last = None
@@ -606,17 +661,12 @@ class PinningClient:
             left = deadline - self._clock()
             if left <= 0:
                 continue
-            got = self.get(requestid, timeout=left)
+            got = self.get(requestid, cid, timeout=left)
             if got is None:
                 raise BackendRejected(
                     f"pinning service {self.service}: pin request {requestid} for {cid} "
                     "disappeared while waiting (404)",
                     404,
-                )
-            if got.cid != cid:
-                raise FormatError(
-                    f"pinning service {self.service}: pin request {requestid} now names CID "
-                    f"{self._clean(got.cid)}, not {cid}; refusing its answer"
                 )
             st = got
 

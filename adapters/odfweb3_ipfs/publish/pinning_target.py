@@ -270,6 +270,15 @@ class PinningTarget:
         where = str(self.states.path_for(dataset_id, service_state_target(svc.name)))
         prev_rid = (parse_pin_state(prev, where).extra.requestid or "") if prev else ""
         old = client.get(prev_rid) if prev_rid else None
+        if old is not None and prev is not None and old.cid not in (prev.locator, root):
+            # The pin this machine made under that request id was for prev.locator: a
+            # service now naming another CID is not to be believed, nor its CID put into a
+            # cluster_api URL or unpinned on its word.
+            raise FormatError(
+                f"pinning service {svc.name}: pin request {old.requestid} was made for "
+                f"{prev.locator}, but the service now says it is for another CID; refusing "
+                f"its answer (check the service; {where} records the pin)"
+            )
         seen: list[str] = []
         notify = self._notifier(svc, root, seen)
         if old is not None and old.cid == root and old.status in ("queued", "pinning", "pinned"):
@@ -349,7 +358,7 @@ class PinningTarget:
         until = self.clock() + min(30.0, svc.deadline)
         delay = 0.1
         while True:
-            got = svc.client.get(root)
+            got = svc.client.get(root, root)
             if got is not None:
                 return got
             if self.clock() >= until:

@@ -22,8 +22,10 @@ from odfweb3_ipfs.client.pinning import (
     MAX_ANSWER,
     PinningAuthError,
     PinningClient,
+    cid_segment,
     decode_pin_status,
     encode_pin,
+    redact,
 )
 from odfweb3_ipfs.publish.pinning_config import service_names, token_env_name
 
@@ -242,3 +244,55 @@ def test_token_from_the_environment_or_a_one_line_error() -> None:
     assert svc.client.endpoint == "http://x" and TOKEN not in repr(svc)
     with pytest.raises(UsageError, match="ODFWEB3_PINNING_MY_PINS_TOKEN"):
         load_service(_config({}), "my-pins", {})
+
+
+def test_redact_replaces_the_token_in_every_string_keys_included() -> None:
+    doc = {"a": [TOKEN, {"x": f"Bearer {TOKEN}"}], TOKEN: 1, "n": 2}
+    assert redact(doc, TOKEN) == {"a": ["<token>", {"x": "Bearer <token>"}], "<token>": 1, "n": 2}
+    assert redact(doc, "") is doc
+
+
+def test_a_cid_must_parse_before_it_goes_into_a_url_path() -> None:
+    assert cid_segment(CID, "here") == CID
+    for bad in ("../../admin", "bafy?x=1", "", "x" * 300, f"{CID}/../x"):
+        with pytest.raises(FormatError, match="not a CID"):
+            cid_segment(bad, "here")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise AssertionError(f"a request was sent: {request.url}")
+
+    c = client(handler)
+    with pytest.raises(FormatError):
+        c.cluster_allocations("http://cluster.test", "../../admin?x=")
+    with pytest.raises(FormatError):
+        c.cluster_error("http://cluster.test", "../pins")
+
+
+def test_every_answer_about_a_pin_must_name_our_cid() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=status(cid=OTHER, st="pinned"))
+
+    c = client(handler)
+    with pytest.raises(FormatError, match="not " + CID):
+        c.get("r1", CID)
+    assert c.get("r1") is not None  # asked without a known CID: the caller checks
+    first = decode_pin_status(status(cid=OTHER, st="pinned"), "here")
+    with pytest.raises(FormatError, match="not " + CID):
+        c.wait("r1", CID, deadline=1e12, first=first)
+
+
+def test_an_echoed_token_is_redacted_and_as_requestid_refused() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            202, json=status(info={"status_details": f"queued behind {TOKEN}"}, rid=TOKEN)
+        )
+
+    with pytest.raises(FormatError, match="requestid") as err:
+        client(handler).add(encode_pin(CID))
+    assert TOKEN not in str(err.value)
+
+    def echo(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(202, json=status(info={"status_details": f"behind {TOKEN}"}))
+
+    st = client(echo).add(encode_pin(CID))
+    assert st.reason == "behind <token>"
