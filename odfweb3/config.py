@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -36,7 +36,7 @@ import jsonschema
 import yaml
 
 from odfweb3.errors import ConfigError
-from odfweb3.transport.settings import NetworkSettings
+from odfweb3.transport.settings import CommandBudget, NetworkSettings
 
 __all__ = [
     "DEFAULT_ARWEAVE_GATEWAY",
@@ -108,10 +108,17 @@ class Config:
         w = self.get("arweave", "wallet")
         return Path(w).expanduser() if w else None
 
+    @cached_property
+    def command_budget(self) -> CommandBudget:
+        """The network budget of the command this configuration serves
+        (``network.command_deadline_s``), shared by every client made from :attr:`network`:
+        one per Config, and a CLI command loads one Config."""
+        return NetworkSettings.budget_from_config(self.get("network"))
+
     @property
     def network(self) -> NetworkSettings:
         """Budgets of the network clients (``network:``; docs/security.md)."""
-        return NetworkSettings.from_config(self.get("network"))
+        return NetworkSettings.from_config(self.get("network"), command=self.command_budget)
 
     @property
     def keystore_dir(self) -> Path:

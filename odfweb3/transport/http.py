@@ -11,7 +11,9 @@ loop). What it guarantees, whatever the server does (docs/security.md, "Network 
   of the operation); the whole operation — every attempt and the reading of the answer —
   ends at ``deadline_s`` plus one second per ``min_rate`` bytes received
   (:class:`~.settings.NetworkSettings`). A server dripping a byte every few seconds is cut
-  off at the deadline, not kept for hours (issue 16 item 9).
+  off at the deadline, not kept for hours. And every operation of one command draws on the
+  command's :class:`~.settings.CommandBudget`: refused before it is sent once the command
+  has spent it, and never given a deadline past what is left of it.
 - **Size limits**: every read of an answer names its limit (:meth:`Answer.read`,
   :meth:`Answer.iter_bytes`, :meth:`Answer.iter_lines`); more is refused as soon as it
   arrives, never buffered first (item 8). Bodies are gathered in a ``bytearray``, never by
@@ -69,22 +71,41 @@ def _default_retry(status: int, body: bytes) -> bool:
 
 
 class _Clock:
-    """The deadline of one operation: ``deadline_s`` plus ``1 / min_rate`` s per byte."""
+    """The deadline of one operation: ``deadline_s`` plus ``1 / min_rate`` s per byte.
+
+    ``command``: the command's budget, told of every byte received; ``capped``: the deadline
+    is what was left of that budget, not ``deadline_s`` (messages say which)."""
 
     def __init__(
-        self, settings: NetworkSettings, now: Callable[[], float], deadline: float
+        self,
+        settings: NetworkSettings,
+        now: Callable[[], float],
+        deadline: float,
+        *,
+        capped: bool = False,
     ) -> None:
         self._now = now
         self._start = now()
         self._deadline = deadline
         self._rate = max(1, settings.min_rate)
         self.received = 0
+        self.command = settings.command
+        self.capped = capped
+
+    def got(self, nbytes: int) -> None:
+        self.received += nbytes
+        if self.command is not None:
+            self.command.add_moved(nbytes)
 
     def left(self) -> float:
         return self._start + self._deadline + self.received / self._rate - self._now()
 
     def spent(self) -> float:
         return self._now() - self._start
+
+    def spent_all(self) -> bool:
+        """The deadline has (all but) passed: a read that timed out now ran out of it."""
+        return self.left() <= 0.05
 
     def budget(self) -> str:
         return f"{self._deadline:g} s + 1 s per {self._rate // 1024} KiB received"
@@ -136,7 +157,7 @@ class Answer:
             # limit and the deadline are checked on every read; gathered up to chunk_size.
             for block in self._response.iter_bytes():
                 n += len(block)
-                clock.received += len(block)
+                clock.got(len(block))
                 if n > limit:
                     raise BackendRejected(
                         f"{self._where} answered more than {limit} bytes, the most expected "
@@ -263,6 +284,11 @@ class HttpClient:
         )
 
     def _late(self, where: str, clock: _Clock) -> BackendUnavailable:
+        if clock.capped:
+            return BackendUnavailable(
+                f"{where} timed out after {clock.spent():.0f} s: the command's network budget "
+                "(network.command_deadline_s) is spent; raise it for a slow link"
+            )
         return BackendUnavailable(
             f"{where} timed out: no complete answer after {clock.spent():.0f} s "
             f"(deadline {clock.budget()}; network.deadline_s); retry, or raise the deadline "
@@ -270,6 +296,8 @@ class HttpClient:
         )
 
     def _dropped(self, where: str, exc: Exception, clock: _Clock) -> BackendUnavailable:
+        if isinstance(exc, httpx.TimeoutException) and clock.capped and clock.spent_all():
+            return self._late(where, clock)
         if isinstance(exc, httpx.TimeoutException):
             return BackendUnavailable(
                 f"{where} timed out waiting for data ({type(exc).__name__}, network.timeout_s "
@@ -328,8 +356,64 @@ class HttpClient:
         where = f"{self.service} {name}"
         s = self.settings
         deadline = s.deadline_s if deadline_s is None else max(deadline_s, 0.001)
-        clock = _Clock(s, self._now, deadline)
-        per_read = s.timeout_s if timeout_s is None else timeout_s
+        budget = s.command
+        capped = False
+        if budget is not None:
+            left = budget.start(where)  # refused here once the command has spent its budget
+            # A request on the client's own deadline gets no more than the command has left;
+            # one given its own deadline (a long dag/import, a recursive pin: its bytes move
+            # while it runs and are counted only once it is sent) keeps it.
+            if deadline_s is None and left < deadline:
+                capped, deadline = True, left
+        try:
+            with self._send(
+                method,
+                path,
+                name,
+                where,
+                _Clock(s, self._now, deadline, capped=capped),
+                params=params,
+                headers=headers,
+                content=content,
+                upload=upload,
+                upload_name=upload_name,
+                upload_type=upload_type,
+                idempotent=idempotent,
+                ok=ok,
+                follow_redirects=follow_redirects,
+                per_read=s.timeout_s if timeout_s is None else timeout_s,
+                on_attempt=on_attempt,
+                on_sent=on_sent,
+            ) as answer:
+                yield answer
+        finally:
+            if budget is not None:
+                budget.end()
+
+    @contextmanager
+    def _send(
+        self,
+        method: str,
+        path: str,
+        name: str,
+        where: str,
+        clock: _Clock,
+        *,
+        params: Sequence[tuple[str, str]] | None,
+        headers: Mapping[str, str] | None,
+        content: bytes | None,
+        upload: Callable[[], BinaryIO] | None,
+        upload_name: str,
+        upload_type: str,
+        idempotent: bool,
+        ok: frozenset[int],
+        follow_redirects: bool | None,
+        per_read: float,
+        on_attempt: Callable[[], None] | None,
+        on_sent: Callable[[int], None] | None,
+    ) -> Iterator[Answer]:
+        """The attempts of one operation (see :meth:`request`), bounded by ``clock``."""
+        s = self.settings
         attempt = 0
         while True:
             self.attempts += 1
@@ -362,6 +446,8 @@ class HttpClient:
                     else httpx.USE_CLIENT_DEFAULT,
                 )
             except httpx.TransportError as exc:
+                if clock.capped and isinstance(exc, httpx.TimeoutException) and clock.spent_all():
+                    raise self._late(where, clock) from exc  # the command's budget, not the read's
                 if idempotent and attempt < s.retries and self._pause(attempt, clock):
                     attempt += 1
                     continue
@@ -372,10 +458,15 @@ class HttpClient:
                 ) from exc
             finally:
                 if stream is not None:
-                    if on_sent is not None:
-                        with suppress(OSError, ValueError):
-                            on_sent(stream.tell())
+                    with suppress(OSError, ValueError):
+                        sent = stream.tell()
+                        if clock.command is not None:
+                            clock.command.add_moved(sent)
+                        if on_sent is not None:
+                            on_sent(sent)
                     stream.close()
+                elif content is not None and clock.command is not None:
+                    clock.command.add_moved(len(content))
             try:
                 status = response.status_code
                 if status >= 400 and status not in ok:

@@ -90,3 +90,23 @@ def test_bad_dnslink_arguments_are_one_line_usage_errors(capsys, tmp_path):
     ):
         code, _, err = run(capsys, env, "publish", str(ds), *argv)
         assert code == 64 and words in err and err.count("\n") == 1, err
+
+
+def test_a_slow_dnslink_chain_is_cut_by_the_command_budget(capsys, tmp_path, world):
+    """32 DNSLink hops at 0.6 s a lookup (a loop back to the first): before the command
+    budget, about 20 s and 32 lookups, then "longer than 32 hops" (at 2 s a lookup 67.7 s
+    was measured; the per-request deadlines allow about an hour). Now the command stops
+    asking once network.command_deadline_s is spent: exit 69, one line, a few lookups."""
+    dns, env = world
+    hops = [f"hop{i}.odfweb3.test" for i in range(32)]
+    for here, there in zip(hops, [*hops[1:], hops[0]], strict=True):
+        dns.set_txt(f"_dnslink.{here}", f"dnslink=/ipns/{there}")
+    dns.delay_s = 0.6
+    cfg = tmp_path / "slow-net.yaml"
+    cfg.write_text("network:\n  command_deadline_s: 2\n")
+    code, _, err = run(capsys, env, "resolve", f"ipns://{hops[0]}", "--config", str(cfg))
+    assert code == 69, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "network.command_deadline_s" in err, err
+    asked = {q for q in dns.queries if q.startswith("_dnslink.hop")}
+    assert 1 <= len(asked) < 16, sorted(asked)

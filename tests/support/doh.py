@@ -11,7 +11,8 @@ back. So a test points Kubo at this server for a test-only TLD::
 Names are matched case-insensitively, with or without the trailing dot; a name with no entry
 gets NXDOMAIN, a non-TXT question an empty answer. ``dns.zone`` can be changed while running
 (a test publishes first, then sets the TXT record the CLI printed). ``dns.queries`` lists the
-names asked, so a test can show the lookup really went through this server.
+names asked, so a test can show the lookup really went through this server; ``dns.delay_s``
+makes every answer wait (a slow resolver).
 
 The wire format is written by hand (header, one question, TXT answers with a compressed name
 pointer): it is small, and a dependency for it would be the only use of one.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import struct
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,6 +91,7 @@ class DohServer:
     url: str
     zone: dict[str, list[str]]
     queries: list[str] = field(default_factory=list)
+    delay_s: float = 0.0  # each answer waits this long (a slow resolver)
 
     def set_txt(self, name: str, *records: str) -> None:
         """Serve ``records`` as the TXT answer for ``name``."""
@@ -123,6 +126,8 @@ def doh_server(zone: Mapping[str, Sequence[str]] | None = None) -> Iterator[DohS
                 state.queries.append(name)
                 records = state.zone.get(name)
                 answer = encode_txt_answer(query, None if records is None else list(records))
+            if state.delay_s:
+                time.sleep(state.delay_s)
             self.send_response(200)
             self.send_header("Content-Type", "application/dns-message")
             self.send_header("Content-Length", str(len(answer)))

@@ -15,7 +15,7 @@ import pytest
 
 from odfweb3.errors import BackendRejected, BackendUnavailable
 from odfweb3.transport.http import HttpClient
-from odfweb3.transport.settings import NetworkSettings
+from odfweb3.transport.settings import CommandBudget, NetworkSettings
 from tests.support.hostile_server import hostile_server
 
 FAST = NetworkSettings(timeout_s=2.0, deadline_s=3.0, retries=2, backoff_s=0.01)
@@ -185,3 +185,61 @@ def test_settings_from_config() -> None:
     s = NetworkSettings.from_config({"deadline_s": 5, "timeout_s": 2, "retries": 0})
     assert (s.deadline_s, s.timeout_s, s.retries) == (5.0, 2.0, 0)
     assert NetworkSettings.from_config(None) == NetworkSettings()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_command_budget_counts_time_under_way_once_and_earns_time_per_byte() -> None:
+    now = FakeClock()
+    budget = CommandBudget(10.0, min_rate=1024, now=now)
+    budget.start("a")
+    budget.start("b")  # in parallel: the same seconds count once
+    now.t += 4
+    budget.end()
+    budget.end()
+    now.t += 100  # local work between requests costs nothing
+    assert budget.spent() == 4 and budget.left() == 6
+    budget.add_moved(3 * 1024)  # 3 KiB at 1 KiB/s: 3 more seconds
+    assert budget.left() == 9
+    budget.start("c")
+    now.t += 9
+    budget.end()
+    with pytest.raises(BackendUnavailable, match=r"network\.command_deadline_s") as err:
+        budget.start("GET /x")
+    assert "not sent" in str(err.value) and "3 requests" in str(err.value)
+    assert budget.requests == 3
+
+
+def test_every_request_of_a_command_draws_on_one_budget() -> None:
+    # Each answer takes about 0.8 s (two pieces, 0.4 s apart); one budget of 1 s for all.
+    with hostile_server() as s:
+        s.drip("/x", b"ok", every=0.4)
+        budget = CommandBudget(1.0)
+        settings = NetworkSettings(timeout_s=5.0, deadline_s=30.0, retries=0, command=budget)
+        c = client(s.url, settings)
+        failures: list[str] = []
+        for _ in range(5):
+            try:
+                with c.request("GET", "/x") as answer:
+                    answer.read(10)
+            except BackendUnavailable as exc:
+                failures.append(str(exc))
+        assert failures, "five slow requests fit in a budget of 1 s"
+        assert all("network.command_deadline_s" in f for f in failures), failures
+        assert any("not sent" in f for f in failures), failures
+        assert s.count("/x") <= 3, "requests were sent after the budget was spent"
+
+
+def test_a_command_budget_is_one_per_configuration() -> None:
+    from odfweb3.config import Config
+
+    cfg = Config(data={"network": {"command_deadline_s": 5}})
+    assert cfg.network.command is cfg.network.command is cfg.command_budget
+    assert cfg.command_budget.seconds == 5
+    assert Config().network.command is not cfg.network.command

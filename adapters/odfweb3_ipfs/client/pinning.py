@@ -437,7 +437,7 @@ class PinningClient:
             origin,
             service=f"pinning service {self.service} ({origin})",
             hint="check cluster_api",
-            settings=NetworkSettings(timeout_s=t, retries=0),
+            settings=NetworkSettings(timeout_s=t, retries=0, command=self._http.settings.command),
             transport=self._transport,
         )
         try:
@@ -549,7 +549,7 @@ class PinningClient:
         if allocations:
             params["user-allocations"] = ",".join(allocations)
         t = self.timeout if timeout is None else max(0.05, min(timeout, self.timeout))
-        settings = NetworkSettings(timeout_s=t, retries=0)
+        settings = NetworkSettings(timeout_s=t, retries=0, command=self._http.settings.command)
         # The upload earns time at the minimum rate, like a download: t + size / min_rate.
         deadline = t + car.stat().st_size / settings.min_rate
         client = HttpClient(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from odfweb3.config import Config
 from odfweb3.errors import UsageError
 from odfweb3.publish.state import StateStore
+from odfweb3.transport.settings import NetworkSettings
 from odfweb3_ipfs.client.pinning import PinningClient
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.pinning_target import PinningService, PinningTarget
@@ -103,8 +104,15 @@ def load_service(config: Config, name: str, env: Mapping[str, str]) -> PinningSe
     """One configured service with its client (token read now, kept only in the client)."""
     settings = (config.get("pinning", "services", default={}) or {})[name]
     token = _read_token(name, settings, env)
+    timeout = float(settings.get("timeout_s", 30.0))
     client = PinningClient(
-        name, str(settings["endpoint"]), token, timeout=float(settings.get("timeout_s", 30.0))
+        name,
+        str(settings["endpoint"]),
+        token,
+        timeout=timeout,
+        # The service's own timeout per call, no retries (a POST of a pin is not
+        # idempotent), and the command's network budget like every other client.
+        settings=NetworkSettings(timeout_s=timeout, retries=0, command=config.command_budget),
     )
     return PinningService(
         name,
