@@ -18,8 +18,14 @@ earlier uploads by ``ODF-Prev-Upload``; items from other owners are ignored (doc
 ==================  ==========================================================
 
 ``ODF-Full-Manifest`` (between ``ODF-Manifest`` and ``Unix-Time``) is on an upload whose
-manifest is a *delta* (issue 19) only: the id of the last full manifest. Without it,
-``ODF-Manifest`` maps every path of the dataset at ``ODF-Head``.
+manifest is a *delta* only: the id of the last full manifest. Without it,
+``ODF-Manifest`` maps every path of the dataset at ``ODF-Head``. After it, a delta upload
+written since the command network budget existed carries ``ODF-Delta-Uploads``: how many
+delta uploads there are since that full manifest, this one included (1 for the first delta).
+A reader knows from the latest record alone how far back it must walk, refuses a count over
+:data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS` before asking for anything else,
+and checks the count at every link (:func:`check_delta_link`), so a record cannot make the
+walk longer than it says.
 A delta upload's manifest maps only the paths it added (its ``added`` keys); a reader
 finds older paths in the manifests of earlier uploads (``ODF-Prev-Upload``) back to the
 first one without ``ODF-Full-Manifest``, whose manifest maps every path up to it
@@ -41,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, ResolutionError
 from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.multihash import multihash_from_str
@@ -56,10 +62,12 @@ from odfweb3_arweave.formats.manifest import FULL_MANIFEST_TAG, check_manifest_p
 from odfweb3_arweave.formats.tags import Tag
 
 __all__ = [
+    "DELTA_UPLOADS_TAG",
     "RECORD_FORMAT",
     "AddedFile",
     "RecordTags",
     "UploadRecord",
+    "check_delta_link",
     "decode_record",
     "encode_record",
     "inputs_to_record",
@@ -68,6 +76,7 @@ __all__ = [
 ]
 
 RECORD_FORMAT: Final = "odfweb3/upload-record/1"
+DELTA_UPLOADS_TAG: Final = "ODF-Delta-Uploads"
 # What decode_record parses at most (readers fetch at most this much too).
 MAX_RECORD_BODY: Final = 64 << 20
 _ID = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -111,6 +120,7 @@ class RecordTags:
     unix_time: int
     app_version: str
     full_manifest: str | None = None
+    delta_uploads: int | None = None
 
     @property
     def delta(self) -> bool:
@@ -159,7 +169,9 @@ class UploadRecord:
         inputs: where each input of a derivative lives (dataset ID -> ``ar://RECORD``),
             written by ``publish --with-inputs`` (issue 11); absent from plain records.
         full_manifest: on a delta upload (its manifest maps only ``added``), the id of the
-            last full manifest; None: ``manifest_id`` maps every path (issue 19).
+            last full manifest; None: ``manifest_id`` maps every path.
+        delta_uploads: on a delta upload, the delta uploads since that full manifest, this
+            one included (None: a full upload, or a delta written before the count existed).
     """
 
     dataset_id: str
@@ -174,6 +186,7 @@ class UploadRecord:
     key_envelope: str | None = None
     inputs: Mapping[str, str] | None = None
     full_manifest: str | None = None
+    delta_uploads: int | None = None
 
     @property
     def delta(self) -> bool:
@@ -192,6 +205,7 @@ class UploadRecord:
             self.unix_time,
             self.app_version,
             self.full_manifest,
+            self.delta_uploads,
         )
 
 
@@ -211,6 +225,8 @@ def record_tags(record: UploadRecord) -> tuple[Tag, ...]:
     tags.append(Tag.of("ODF-Manifest", record.manifest_id))
     if record.full_manifest is not None:
         tags.append(Tag.of(FULL_MANIFEST_TAG, record.full_manifest))
+        if record.delta_uploads is not None:
+            tags.append(Tag.of(DELTA_UPLOADS_TAG, str(record.delta_uploads)))
     tags.append(Tag.of("Unix-Time", str(record.unix_time)))
     return tuple(tags)
 
@@ -234,6 +250,8 @@ def encode_record(record: UploadRecord) -> bytes:
         doc["inputs"] = dict(sorted(record.inputs.items()))
     if record.full_manifest is not None:
         doc["fullManifestId"] = record.full_manifest
+        if record.delta_uploads is not None:
+            doc["deltaUploads"] = record.delta_uploads
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
@@ -254,6 +272,15 @@ def parse_record_tags(tags: Sequence[Tag], where: str = "upload record") -> Reco
     manifest_id = _item_id(tag_value(tags, "ODF-Manifest"), f"{where}: ODF-Manifest")
     raw_full = tag_value(tags, FULL_MANIFEST_TAG)
     full = _item_id(raw_full, f"{where}: {FULL_MANIFEST_TAG}") if raw_full is not None else None
+    raw_count = tag_value(tags, DELTA_UPLOADS_TAG)
+    count = None
+    if raw_count is not None:
+        if full is None or not raw_count.isdigit() or len(raw_count) > 9 or int(raw_count) < 1:
+            raise FormatError(
+                f"{where}: {DELTA_UPLOADS_TAG} is not a count of delta uploads (1 or more, on "
+                f"a record with {FULL_MANIFEST_TAG})"
+            )
+        count = int(raw_count)
     unix = tag_value(tags, "Unix-Time") or ""
     if not unix.isdigit() or len(unix) > 12:
         raise FormatError(f"{where}: Unix-Time is not a number of seconds")
@@ -266,6 +293,7 @@ def parse_record_tags(tags: Sequence[Tag], where: str = "upload record") -> Reco
         int(unix),
         tag_value(tags, "App-Version") or "",
         full,
+        count,
     )
 
 
@@ -287,6 +315,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         doc.get("manifestId"),
         doc.get("unixTime"),
         doc.get("fullManifestId"),
+        doc.get("deltaUploads"),
     )
     told = (
         facts.dataset_id,
@@ -296,6 +325,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         facts.manifest_id,
         facts.unix_time,
         facts.full_manifest,
+        facts.delta_uploads,
     )
     if said != told:
         raise FormatError(f"{where}: body and tags disagree (dataset, heads, ids or time)")
@@ -327,6 +357,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         else None,
         inputs=_inputs(doc["inputs"], where) if "inputs" in doc else None,
         full_manifest=facts.full_manifest,
+        delta_uploads=facts.delta_uploads,
     )
 
 
@@ -366,3 +397,32 @@ def _inputs(raw: object, where: str) -> dict[str, str]:
     ):
         raise FormatError(f"{where}: 'inputs' is not a map of dataset IDs to locators")
     return dict(raw)
+
+
+def check_delta_link(later: RecordTags, earlier: RecordTags, where: str) -> None:
+    """The count of delta uploads holds across one ``ODF-Prev-Upload`` link (pure): after a
+    record counting ``n`` deltas comes one counting ``n - 1``, or the full upload after the
+    first delta. Records without the count (older publishers) are not checked here; the
+    walk's own limit bounds them.
+
+    Raises:
+        ResolutionError: the chain is longer or shorter than its records say.
+    """
+    n = later.delta_uploads
+    if n is None:
+        return
+    if n == 1 and earlier.delta:
+        raise ResolutionError(
+            f"{where}: the first delta upload since the full manifest follows another delta; "
+            "the chain of uploads is longer than its records say: refusing it"
+        )
+    if n > 1 and not earlier.delta:
+        raise ResolutionError(
+            f"{where}: {n - 1} more delta uploads were announced, but this one is full; the "
+            "chain of uploads is broken"
+        )
+    if n > 1 and earlier.delta_uploads is not None and earlier.delta_uploads != n - 1:
+        raise ResolutionError(
+            f"{where}: counts {earlier.delta_uploads} delta uploads after one counting {n}; "
+            "the chain of uploads is broken"
+        )

@@ -480,6 +480,7 @@ def _record(
         key_envelope=key_envelope,
         inputs=bundle.inputs,
         full_manifest=bundle.full_manifest,
+        delta_uploads=bundle.deltas if bundle.full_manifest is not None else None,
     )
 
 

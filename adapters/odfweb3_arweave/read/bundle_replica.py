@@ -43,7 +43,12 @@ from odfweb3.odf.layout import ObjectKind, object_relpath
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3_arweave.formats.ans104 import iter_bundle
 from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS, decode_manifest
-from odfweb3_arweave.formats.record import UploadRecord, decode_record, parse_record_tags
+from odfweb3_arweave.formats.record import (
+    UploadRecord,
+    check_delta_link,
+    decode_record,
+    parse_record_tags,
+)
 from odfweb3_arweave.formats.tags import Tag
 
 __all__ = ["BundleDirReplica", "open_bundle_dir"]
@@ -184,6 +189,12 @@ class BundleDirReplica:
         """
         records = [self.record]
         current, current_id = self.record, record_id
+        count = current.delta_uploads
+        if count is not None and count > MAX_DELTA_UPLOADS:
+            raise ResolutionError(
+                f"{self.name}: upload {record_id} says it is delta upload {count} since the last "
+                f"full manifest; readers walk at most {MAX_DELTA_UPLOADS}: refusing it"
+            )
         while current.delta:
             prev_id = current.prev_upload
             where = f"{self.name}: upload {current_id} -> ODF-Prev-Upload {prev_id}"
@@ -200,6 +211,7 @@ class BundleDirReplica:
                 raise ResolutionError(
                     f"{where}: another dataset or head than ODF-Prev-Head; the chain is broken"
                 )
+            check_delta_link(current.tags_view, prev.tags_view, where)
             records.append(prev)
             current, current_id = prev, prev_id
         full = records[-1].manifest_id

@@ -55,6 +55,7 @@ from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS
 from odfweb3_arweave.formats.record import (
     RecordTags,
     UploadRecord,
+    check_delta_link,
     decode_record,
     parse_record_tags,
 )
@@ -381,8 +382,18 @@ def walk_to_full_manifest(
             uploads, a delta naming another full manifest, or no full manifest at all.
     """
     records = [record]
+    if record.delta_uploads is not None and record.delta_uploads > limit:
+        # Known from the latest record alone: refused before anything else is asked.
+        raise ResolutionError(
+            f"upload {latest.id}: says it is delta upload {record.delta_uploads} since the "
+            f"last full manifest; readers walk at most {limit} (a publisher writes a full "
+            "manifest before that): refusing it"
+        )
     if record.delta:
-        for _, prev in _links(gateway, latest):
+        later = record.tags_view
+        for prev_upload, prev in _links(gateway, latest):
+            check_delta_link(later, prev.tags_view, f"upload {prev_upload.id}")
+            later = prev.tags_view
             records.append(prev)
             if not prev.delta:
                 break

@@ -156,7 +156,59 @@ def test_the_delta_chain_is_bounded(capsys, tmp_path, fixed_wallet, monkeypatch)
     append_blocks(ds, 1, data_bytes=300, seed=110)
     publish_dataset(ds, BundleTarget(out, fixed_wallet))
     monkeypatch.setattr(bundle_replica, "MAX_DELTA_UPLOADS", 1)
-    with pytest.raises(ResolutionError, match="more than 1 delta manifests"):
+    # The latest record counts its deltas (ODF-Delta-Uploads): refused before any walk.
+    with pytest.raises(ResolutionError, match=r"says it is delta upload 2 .* at most 1"):
+        open_bundle_dir(f"bundle:{out}")
+
+
+def test_a_count_of_deltas_past_the_bound_is_refused_before_the_walk(
+    tmp_path, fixed_wallet, monkeypatch
+) -> None:
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2_000, seed=141).path
+    out = tmp_path / "out"
+    publish_dataset(ds, BundleTarget(out, fixed_wallet))
+    append_blocks(ds, 1, data_bytes=300, seed=142)
+    publish_dataset(ds, BundleTarget(out, fixed_wallet))
+    # A publisher (here: one with another bound and a doctored state) signs a record
+    # counting 10,005 deltas since the full manifest; readers walk at most 10,000.
+    monkeypatch.setattr(bundle_plan, "MAX_DELTA_UPLOADS", 20_000)
+    summary = out / "publish.json"
+    doc = json.loads(summary.read_text())
+    doc["extra"]["deltaUploads"] = 10_004
+    summary.write_text(json.dumps(doc))
+    append_blocks(ds, 1, data_bytes=300, seed=143)
+    last = publish_dataset(ds, BundleTarget(out, fixed_wallet))
+    assert manifest_and_record(out, last)[2].delta_uploads == 10_005
+    reads: list[str] = []
+    real = bundle_replica.BundleDirReplica._owned
+
+    def owned(self, item_id, what):  # count the records read back
+        reads.append(item_id)
+        return real(self, item_id, what)
+
+    monkeypatch.setattr(bundle_replica.BundleDirReplica, "_owned", owned)
+    with pytest.raises(ResolutionError, match=r"delta upload 10005 .* at most 10000"):
+        open_bundle_dir(f"bundle:{out}")
+    assert not reads, "records were read back before the count was refused"
+
+
+def test_a_count_that_disagrees_with_the_chain_is_refused(tmp_path, fixed_wallet) -> None:
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2_000, seed=151).path
+    out = tmp_path / "out"
+    publish_dataset(ds, BundleTarget(out, fixed_wallet))
+    for n in range(2):
+        append_blocks(ds, 1, data_bytes=300, seed=152 + n)
+        publish_dataset(ds, BundleTarget(out, fixed_wallet))
+    # The third delta counts itself the first: the chain is longer than its records say.
+    summary = out / "publish.json"
+    doc = json.loads(summary.read_text())
+    doc["extra"]["deltaUploads"] = 0
+    summary.write_text(json.dumps(doc))
+    append_blocks(ds, 1, data_bytes=300, seed=155)
+    last = publish_dataset(ds, BundleTarget(out, fixed_wallet))
+    record = manifest_and_record(out, last)[2]
+    assert record.delta and record.delta_uploads == 1
+    with pytest.raises(ResolutionError, match="longer than its records say"):
         open_bundle_dir(f"bundle:{out}")
 
 

@@ -7,13 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, ResolutionError
 from odfweb3.odf.builder import example_keypair
 from odfweb3.odf.multihash import hash_bytes, multihash_to_str
 from odfweb3_arweave.formats.arfs import DriveLayout
 from odfweb3_arweave.formats.record import (
     AddedFile,
+    RecordTags,
     UploadRecord,
+    check_delta_link,
     decode_record,
     encode_record,
     parse_record_tags,
@@ -137,3 +139,53 @@ def test_full_manifest_tag_and_body_must_agree() -> None:
     ]
     with pytest.raises(FormatError, match="ODF-Full-Manifest"):
         parse_record_tags(bad)
+
+
+def test_a_delta_record_counts_its_deltas_in_tags_and_body() -> None:
+    delta = replace(RECORD, full_manifest=ID4, delta_uploads=3)
+    tags = record_tags(delta)
+    assert [t.text()[0] for t in tags][-4:] == [
+        "ODF-Manifest",
+        "ODF-Full-Manifest",
+        "ODF-Delta-Uploads",
+        "Unix-Time",
+    ]
+    assert dict(t.text() for t in tags)["ODF-Delta-Uploads"] == "3"
+    body = encode_record(delta)
+    assert json.loads(body)["deltaUploads"] == 3
+    assert decode_record(tags, body) == delta
+    # a delta written before the count existed still reads (no count: the walk's own bound)
+    older = replace(RECORD, full_manifest=ID4)
+    assert decode_record(record_tags(older), encode_record(older)).delta_uploads is None
+    with pytest.raises(FormatError, match="body and tags disagree"):
+        decode_record(record_tags(older), body)
+    for value in ("0", "-1", "x", "1" * 10):
+        bad = [
+            t if t.text()[0] != "ODF-Delta-Uploads" else Tag.of(t.text()[0], value) for t in tags
+        ]
+        with pytest.raises(FormatError, match="ODF-Delta-Uploads"):
+            parse_record_tags(bad)
+    # only a delta upload counts deltas
+    full_with_count = [*record_tags(RECORD)[:-1], Tag.of("ODF-Delta-Uploads", "1")]
+    with pytest.raises(FormatError, match="ODF-Delta-Uploads"):
+        parse_record_tags(full_with_count)
+
+
+@pytest.mark.parametrize(
+    ("later", "earlier", "needle"),
+    [
+        (1, 4, "longer than its records say"),  # a first delta after another delta
+        (3, 0, "this one is full"),  # deltas announced, a full upload found
+        (3, 1, "counts 1 delta uploads after one counting 3"),
+    ],
+)
+def test_the_count_of_deltas_must_hold_at_every_link(later: int, earlier: int, needle: str) -> None:
+    def tags_of(count: int) -> RecordTags:
+        rec = replace(RECORD, full_manifest=ID4, delta_uploads=count) if count else RECORD
+        return rec.tags_view
+
+    with pytest.raises(ResolutionError, match=needle):
+        check_delta_link(tags_of(later), tags_of(earlier), "here")
+    check_delta_link(tags_of(2), tags_of(1), "here")
+    check_delta_link(tags_of(1), tags_of(0), "here")
+    check_delta_link(replace(RECORD, full_manifest=ID4).tags_view, tags_of(7), "here")  # older
