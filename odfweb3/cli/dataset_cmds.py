@@ -47,8 +47,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "example",
         parents=[common],
         help="write an example root dataset (or append blocks to one)",
-        description="Write an example root dataset: Seed, SetInfo, SetLicense and N AddData "
-        "blocks with pseudo-random data files and checkpoints. Each example gets a fresh "
+        description="Write an example root dataset: Seed, SetInfo, SetLicense, SetDataSchema "
+        "(the ODF schema, before any data, as kamu requires) and N AddData blocks with "
+        "pseudo-random data files and checkpoints. Each example gets a fresh "
         "identity key (its own dataset ID) unless --seed makes it deterministic.",
     )
     p.add_argument("dir", help="dataset directory to create (or extend with --append)")

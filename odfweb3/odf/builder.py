@@ -1,6 +1,6 @@
 """Example datasets for tests, benchmarks, docs and the demo.
 
-:func:`create_root_dataset` writes a root dataset: Seed, SetInfo, SetLicense and
+:func:`create_root_dataset` writes a root dataset: Seed, SetInfo, SetLicense, SetDataSchema and
 N AddData blocks, each with a data part file and a checkpoint of chosen sizes;
 :func:`append_blocks` adds AddData blocks to an existing dataset. Both are
 deterministic for a given seed (same bytes, same hashes), write every object
@@ -31,6 +31,7 @@ from typing import Final
 from odfweb3.errors import UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
+from odfweb3.odf.example_schema import PAYLOAD_SCHEMA, set_data_schema
 from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
 from odfweb3.odf.layout import DatasetReader, DatasetWriter, local_io_error
 from odfweb3.odf.model_gen import (
@@ -43,6 +44,7 @@ from odfweb3.odf.model_gen import (
     MetadataEvent,
     OffsetInterval,
     Seed,
+    SetDataSchema,
     SetInfo,
     SetLicense,
 )
@@ -222,6 +224,9 @@ def _build_root(
             website_url="https://creativecommons.org/publicdomain/zero/1.0/",
         )
     )
+    # kamu refuses data before a schema ("SetDataSchema event must be present before
+    # adding data", ValidateAddDataVisitor); its ingest commits the schema just before.
+    app.append(set_data_schema(PAYLOAD_SCHEMA))
     for size in _sizes(data_bytes, blocks):
         app.add_data(size, progress)
     assert app.head is not None
@@ -250,13 +255,22 @@ def append_blocks(
     app = _ChainAppender(DatasetWriter(reader.root, fsync=fsync), random.Random(rng_seed))
     app.head, app.seq = head, tip.sequence_number
     app.time = max(tip.system_time.to_datetime(), EPOCH)
-    for entry in entries:  # head first: the first slice/checkpoint found is the last one
+    has_schema = False
+    seen_data_block = False
+    for entry in entries:  # head first: the first slice found is the last one
         ev = entry.block.event
+        if isinstance(ev, SetDataSchema):
+            has_schema = True
         if isinstance(ev, AddData | ExecuteTransform):
             if app.last_offset is None and ev.new_data is not None and ev.new_data.offset_interval:
                 app.last_offset = ev.new_data.offset_interval.end
-            if app.last_checkpoint is None and ev.new_checkpoint is not None:
+            # kamu: prevCheckpoint is the previous data block's newCheckpoint, absent when
+            # that block wrote none (ValidateAddDataVisitor).
+            if not seen_data_block and ev.new_checkpoint is not None:
                 app.last_checkpoint = ev.new_checkpoint.physical_hash
+            seen_data_block = True
+    if not has_schema:  # a chain written before the example declared one
+        app.append(set_data_schema(PAYLOAD_SCHEMA))
     for size in _sizes(data_bytes, count):
         app.add_data(max(size, 1), progress)
     assert app.head is not None

@@ -20,8 +20,8 @@ pseudo-random bytes**, not Parquet produced by an engine: nothing runs the SQL.
 Each transaction's output has as many records as the inputs gained (the query
 is a ``UNION ALL``), at 100 bytes a record, with ``logicalHash`` = ``physicalHash``
 (see :mod:`odfweb3.odf.builder`). The output watermark is the least of the
-inputs' watermarks at the consumed blocks. No SetDataSchema is written (the root
-builder writes none either), so kamu would refuse to append these blocks.
+inputs' watermarks at the consumed blocks. A SetDataSchema follows the SetTransform,
+before any output data, as kamu requires.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from typing import Final
 from odfweb3.errors import UsageError
 from odfweb3.odf.builder import EPOCH, BuiltDataset, _ChainAppender
 from odfweb3.odf.chain import walk_chain
+from odfweb3.odf.example_schema import PAYLOAD_SCHEMA, set_data_schema
 from odfweb3.odf.identity import DatasetId, DatasetKeyPair, generate_keypair
 from odfweb3.odf.layout import DatasetReader, DatasetWriter
 from odfweb3.odf.lineage import (
@@ -54,6 +55,7 @@ from odfweb3.odf.model_gen import (
     ExecuteTransformInput,
     OffsetInterval,
     Seed,
+    SetDataSchema,
     SetInfo,
     SetTransform,
     SqlQueryStep,
@@ -221,6 +223,10 @@ def create_derivative_dataset(
             transform=TransformSql(engine="datafusion", queries=(SqlQueryStep(query=sql),)),
         )
     )
+    # The output schema before any output data, as kamu's transform commits it
+    # (ValidateExecuteTransformVisitor refuses data before SetDataSchema): the inputs'
+    # columns, which a UNION ALL of the examples keeps.
+    app.append(set_data_schema(PAYLOAD_SCHEMA))
     tx = _Transformer(app, chains, {})
     for t in range(1, transactions + 1):
         tx.execute([_steps(len(c.hashes), t, transactions) for c in chains])
@@ -291,13 +297,20 @@ def append_transform(
     app = _ChainAppender(DatasetWriter(reader.root, fsync=fsync), random.Random(rng_seed))
     app.head, app.seq = head, tip.block.sequence_number
     app.time = max(tip.block.system_time.to_datetime(), EPOCH)
+    has_schema = False
     for e in entries:
         ev = e.block.event
+        if isinstance(ev, SetDataSchema):
+            has_schema = True
         if isinstance(ev, ExecuteTransform):
             if ev.new_data is not None and ev.new_data.offset_interval is not None:
                 app.last_offset = ev.new_data.offset_interval.end
-            if ev.new_checkpoint is not None:
-                app.last_checkpoint = ev.new_checkpoint.physical_hash
+            # kamu: prevCheckpoint is the previous ExecuteTransform's newCheckpoint.
+            app.last_checkpoint = (
+                ev.new_checkpoint.physical_hash if ev.new_checkpoint is not None else None
+            )
+    if not has_schema:  # a chain written before the example declared one
+        app.append(set_data_schema(PAYLOAD_SCHEMA))
     tx = _Transformer(app, chains, states)
     for t in range(1, transactions + 1):
         targets = []

@@ -38,7 +38,7 @@ def test_demo_runs_without_warnings_and_says_what_it_verified(tmp_path):
     for banner in ("Deprecat", "Warning", "warning:", "!!", "Traceback"):
         assert banner not in r.stdout + r.stderr, banner
     summary = r.stdout.split("== done: what this demo verified\n", 1)[1]
-    assert f"- {tmp_path / 'demo-out'}/dataset is valid: 10 blocks" in summary
+    assert f"- {tmp_path / 'demo-out'}/dataset is valid: 11 blocks" in summary
     assert "IPNS record to sequence 1;" in summary
     assert f"car:{tmp_path / 'demo-out'}/ipfs is identical to the local head f1620" in summary
     assert "objects re-hashed" in summary and "ANS-104 bundle" in summary

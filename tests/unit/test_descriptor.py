@@ -123,9 +123,9 @@ def test_fields_from_example_dataset(example):
         "mbox": "mailto:data@example.org",
         "homepage": "https://example.org/",
     }
-    # The builder stamps block n at EPOCH + (n+1) s: Seed 12:00:01, head (block 5) 12:00:06.
+    # The builder stamps block n at EPOCH + (n+1) s: Seed 12:00:01, head (block 6) 12:00:07.
     assert doc["created"] == "2050-01-01T12:00:01Z"
-    assert doc["modified"] == "2050-01-01T12:00:06Z"
+    assert doc["modified"] == "2050-01-01T12:00:07Z"
     assert doc["format"] == ODF_SPEC_URL
     size = on_disk_bytes(built.path)
     assert doc["byteSize"] == size and doc["extent"] == f"{size} bytes"

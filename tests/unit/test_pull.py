@@ -40,7 +40,7 @@ def test_pull_from_car_then_incremental(capsys, tmp_path):
     code, text, _ = cli(capsys, tmp_path, "pull", f"car:{out}", str(dest), "--json")
     assert code == 0, text
     first = json.loads(text)
-    assert first["newBlocks"] == 6 and first["objectsFetched"] == 6
+    assert first["newBlocks"] == 7 and first["objectsFetched"] == 6
     assert validate_dataset(dest, deep=True).ok
     assert tree(dest) == tree(ds)
 

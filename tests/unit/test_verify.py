@@ -36,7 +36,7 @@ def test_identical_behind_ahead_diverged(capsys, tmp_path):
     append_blocks(fork, 1, seed=2)
     code, text, _ = run(capsys, tmp_path, "verify", str(ds), "--against", str(fork), "--json")
     rep = json.loads(text)["replicas"][0]
-    assert rep["status"] == "diverged" and rep["commonAncestor"] == 5
+    assert rep["status"] == "diverged" and rep["commonAncestor"] == 6
 
 
 def test_tampered_car_is_corrupt_with_reason_as_pull_says(capsys, tmp_path):

@@ -20,7 +20,7 @@ def test_example_inspect_validate_json(capsys, tmp_path):
     code, out, _ = run(capsys, "example", str(ds), "--blocks", "3", "--data-bytes", "3K", "--json")
     assert code == 0
     made = json.loads(out)
-    assert made["blocks"] == 6 and made["datasetId"].startswith("did:odf:")
+    assert made["blocks"] == 7 and made["datasetId"].startswith("did:odf:")
 
     code, out, _ = run(capsys, "--json", "inspect", str(ds))
     assert code == 0
@@ -33,7 +33,7 @@ def test_example_inspect_validate_json(capsys, tmp_path):
     assert code == 0 and json.loads(out)["ok"] is True
 
     code, out, _ = run(capsys, "example", str(ds), "--append", "2", "--json")
-    assert code == 0 and json.loads(out)["blocks"] == 8
+    assert code == 0 and json.loads(out)["blocks"] == 9
     code, out, _ = run(capsys, "validate", str(ds), "--deep")
     assert code == 0 and "valid" in out
 

@@ -37,8 +37,9 @@ def world(cli):
 def test_log_lists_blocks_newest_first_with_records_and_bytes(cli, world):
     code, out, _ = cli("log", "a", "--json")
     blocks = json.loads(out)["blocks"]
-    assert code == 0 and [b["sequence"] for b in blocks] == [4, 3, 2, 1, 0]
-    assert [b["event"] for b in blocks] == ["AddData", "AddData", "SetLicense", "SetInfo", "Seed"]
+    assert code == 0 and [b["sequence"] for b in blocks] == [5, 4, 3, 2, 1, 0]
+    events = ["AddData", "AddData", "SetDataSchema", "SetLicense", "SetInfo", "Seed"]
+    assert [b["event"] for b in blocks] == events
     assert blocks[0]["hash"] == world["a"]["head"]
     assert sum(b["recordsAdded"] for b in blocks) == world["a"]["records"]
     added = sum(b["bytesAdded"] for b in blocks)
@@ -47,9 +48,9 @@ def test_log_lists_blocks_newest_first_with_records_and_bytes(cli, world):
     assert json.loads(cli("log", "car:outa", "--json")[1])["blocks"] == blocks
     code, out, _ = cli("log", "a", "-n", "2")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 3 and lines[0].startswith("#4 ")
+    assert code == 0 and len(lines) == 3 and lines[0].startswith("#5 ")
     assert " AddData " in lines[0] and "records, +" in lines[0]
-    assert lines[-1] == "(3 older blocks not shown)"
+    assert lines[-1] == "(4 older blocks not shown)"
 
 
 def test_lineage_text_names_inputs_consumed_heads_and_places(cli, world):

@@ -84,7 +84,7 @@ def test_a_name_is_resolved_from_any_folder_below_the_workspace(cli, tmp_path, m
     code, out, err = cli("validate", "com.example.deaths", "--deep", "--json")
     assert code == 0 and json.loads(out)["ok"] is True, err
     code, out, err = cli("log", "com.example.births", "--json")
-    assert code == 0 and len(json.loads(out)["blocks"]) == 4, err
+    assert code == 0 and len(json.loads(out)["blocks"]) == 5, err
     # The dataset ID names it too.
     code, out, err = cli("--json", "inspect", str(example_keypair(2).dataset_id))
     assert code == 0 and json.loads(out)["path"] == str(births.resolve()), err

@@ -80,7 +80,7 @@ def test_quiet_prints_nothing_but_what_a_command_exists_to_print(cli):
     code, out, _ = cli("version", "-q")
     assert out.startswith("odfweb3 ")
     code, out, _ = cli("inspect", "ds", "-q", "--json")  # --json is asked for: always printed
-    assert json.loads(out)["blocks"] == 4
+    assert json.loads(out)["blocks"] == 5
 
 
 def test_verbose_adds_what_was_checked_sent_and_skipped(cli):
@@ -88,7 +88,7 @@ def test_verbose_adds_what_was_checked_sent_and_skipped(cli):
     code, _, err = cli("validate", "ds", "-v")
     assert code == 0 and "block    0 " in err and " Seed" in err and " AddData" in err
     code, _, err = cli("publish", "ds", "--to", "car:out", "-v")
-    assert code == 0 and "plan: new, 5 new blocks" in err and "  send data" in err
+    assert code == 0 and "plan: new, 6 new blocks" in err and "  send data" in err
     cli("example", "ds", "--append", "1", "-q")
     code, _, err = cli("publish", "ds", "--to", "car:out", "-v")
     assert "plan: ahead, 1 new block\n" in err and "objects the target already has" in err
@@ -121,7 +121,7 @@ def test_human_output_has_no_none_right_plurals_one_path_style(cli, tmp_path):
     assert "None" not in text
     assert "1 blocks" not in text and "1 files" not in text and "(s)" not in text
     assert str(tmp_path) not in text  # one style: relative to the working directory
-    assert outputs[0].startswith("wrote ds: 4 blocks")
+    assert outputs[0].startswith("wrote ds: 5 blocks")
     assert "data         1 file, 64.0 KiB (65536 bytes)" in outputs[1]
     assert "  carBytes" in outputs[3] and " KiB)" in outputs[3]
     assert "import into a node (in this order, in out):\n  ipfs dag import " in outputs[3]
@@ -132,7 +132,7 @@ def test_human_output_has_no_none_right_plurals_one_path_style(cli, tmp_path):
     assert len(starts) == 1, rows
     assert "nothing new: car:out already has head" in outputs[4]
     assert "record unchanged (sequence 0)" in outputs[4]
-    assert outputs[5].startswith("copy: head ") and "4 new blocks" in outputs[5]
+    assert outputs[5].startswith("copy: head ") and "5 new blocks" in outputs[5]
     assert outputs[6].startswith("copy: already up to date (head ")
 
 

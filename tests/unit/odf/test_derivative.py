@@ -78,9 +78,9 @@ def test_intervals_follow_input_chains_and_carry_over(lineage):
         # The last transaction reaches the input's head and its last record.
         assert last_block == chain.hashes[-1]
         assert last_offset == chain.last_offsets[-1]
-    # a: 7 blocks over 3 transactions -> #2 (SetLicense, no data), #4, #6.
+    # a: 8 blocks over 3 transactions -> #3 (SetDataSchema, no data), #5, #7.
     first = txs[0].query_inputs[0]
-    assert first.new_block_hash == ca.hashes[2] and first.new_offset is None
+    assert first.new_block_hash == ca.hashes[3] and first.new_offset is None
     assert [t.query_inputs[0].new_offset for t in txs] == [None, 19, 39]
     # Output records = the input records consumed (the query is a UNION ALL).
     assert txs[0].new_data is None and txs[0].new_checkpoint is not None
@@ -89,8 +89,8 @@ def test_intervals_follow_input_chains_and_carry_over(lineage):
     assert txs[2].prev_offset == 34 and txs[2].new_data.offset_interval.end == 34 + 20 + 15
     # Watermark: the least of the inputs' at the consumed blocks, never going back.
     assert txs[0].new_watermark is None
-    assert txs[1].new_watermark == min(ca.watermarks[4], cb.watermarks[3])
-    assert txs[2].new_watermark == min(ca.watermarks[6], cb.watermarks[4])
+    assert txs[1].new_watermark == min(ca.watermarks[5], cb.watermarks[4])
+    assert txs[2].new_watermark == min(ca.watermarks[7], cb.watermarks[5])
 
 
 def test_deterministic_for_a_seed(tmp_path, lineage):
@@ -112,7 +112,7 @@ def test_append_transform_consumes_what_inputs_gained(tmp_path, lineage):
         append_transform(x, [a], fsync=False)
     append_blocks(a, 3, data_bytes=3000, seed=9, fsync=False)
     built = append_transform(x, [b, a], transactions=2, fsync=False)
-    assert built.blocks == 8
+    assert built.blocks == 9
     report = validate_dataset(x, deep=True, inputs=[a, b])
     assert report.ok, report.violations
     ca = InputChain.from_entries(chain_of(a))

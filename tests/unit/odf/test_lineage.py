@@ -40,17 +40,17 @@ def rules(report):
 
 def test_gap_in_block_interval(lineage):
     _a, _b, x, _ = lineage
-    first_new = chain_of(x)[3].block.event.query_inputs[0].prev_block_hash  # None
-    rewrite_event(x, 5, lambda ev: replace_input(ev, 0, prev_block_hash=first_new))
+    first_new = chain_of(x)[4].block.event.query_inputs[0].prev_block_hash  # None
+    rewrite_event(x, 6, lambda ev: replace_input(ev, 0, prev_block_hash=first_new))
     report = validate_dataset(x)
     assert rules(report) == ["transform-input-interval"]
     (v,) = report.violations
-    assert v.sequence_number == 5 and "prevBlockHash absent, expected f1620" in v.message
+    assert v.sequence_number == 6 and "prevBlockHash absent, expected f1620" in v.message
 
 
 def test_gap_in_offset_interval(lineage):
     _a, _b, x, _ = lineage
-    rewrite_event(x, 5, lambda ev: replace_input(ev, 1, prev_offset=10))
+    rewrite_event(x, 6, lambda ev: replace_input(ev, 1, prev_offset=10))
     report = validate_dataset(x)
     assert rules(report) == ["transform-input-interval"]
     assert "prevOffset 10, expected 14" in report.violations[0].message
@@ -63,25 +63,25 @@ def test_empty_interval_must_leave_new_absent(lineage):
         qi = ev.query_inputs[0]
         return replace_input(ev, 0, new_block_hash=qi.prev_block_hash)
 
-    rewrite_event(x, 5, same)
+    rewrite_event(x, 6, same)
     assert "transform-input-interval" in rules(validate_dataset(x))
 
 
 def test_unknown_input(lineage):
     _a, _b, x, _ = lineage
     stranger = example_keypair(99).dataset_id.to_bytes()
-    rewrite_event(x, 4, lambda ev: replace_input(ev, 1, dataset_id=stranger))
+    rewrite_event(x, 5, lambda ev: replace_input(ev, 1, dataset_id=stranger))
     report = validate_dataset(x)
     declared = [v for v in report.violations if v.rule == "transform-input-declared"]
-    assert declared and declared[0].sequence_number == 4
+    assert declared and declared[0].sequence_number == 5
     assert "not declared in the latest SetTransform" in declared[0].message
 
 
 def test_inputs_out_of_order_or_missing(lineage):
     _a, _b, x, _ = lineage
-    rewrite_event(x, 3, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[::-1]))
+    rewrite_event(x, 4, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[::-1]))
     assert "transform-input-declared" in rules(validate_dataset(x))
-    rewrite_event(x, 4, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[:1]))
+    rewrite_event(x, 5, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[:1]))
     msgs = [v.message for v in validate_dataset(x).violations]
     assert any("is not listed" in m for m in msgs)
 
@@ -89,18 +89,18 @@ def test_inputs_out_of_order_or_missing(lineage):
 def test_new_block_not_in_input_chain(lineage):
     a, b, x, _ = lineage
     foreign = chain_of(b)[-1].hash  # a real block, of the other input
-    rewrite_event(x, 5, lambda ev: replace_input(ev, 0, new_block_hash=foreign))
+    rewrite_event(x, 6, lambda ev: replace_input(ev, 0, new_block_hash=foreign))
     assert validate_dataset(x).ok  # the chain alone cannot tell
     report = validate_dataset(x, inputs=[a, b])
     assert rules(report) == ["transform-input-block"]
     (v,) = report.violations
-    assert v.sequence_number == 5 and "is not a block of the input's chain" in v.message
+    assert v.sequence_number == 6 and "is not a block of the input's chain" in v.message
 
 
 def test_interval_must_move_forward_along_input_chain(lineage):
     a, b, x, _ = lineage
-    earlier = chain_of(a)[3].hash  # before tx 4's newBlockHash (#4), after tx 3's (#2)
-    rewrite_event(x, 5, lambda ev: replace_input(ev, 0, new_block_hash=earlier, new_offset=9))
+    earlier = chain_of(a)[4].hash  # before tx 5's newBlockHash (#5), after tx 4's (#3)
+    rewrite_event(x, 6, lambda ev: replace_input(ev, 0, new_block_hash=earlier, new_offset=9))
     report = validate_dataset(x, inputs=[a, b])
     assert "transform-input-interval" in rules(report)
     assert any("goes back" in v.message for v in report.violations)
@@ -108,11 +108,11 @@ def test_interval_must_move_forward_along_input_chain(lineage):
 
 def test_wrong_offsets(lineage):
     a, b, x, _ = lineage
-    rewrite_event(x, 5, lambda ev: replace_input(ev, 0, new_offset=38))
+    rewrite_event(x, 6, lambda ev: replace_input(ev, 0, new_offset=38))
     assert validate_dataset(x).ok
     report = validate_dataset(x, inputs=[a, b])
     assert rules(report) == ["transform-input-offset"]
-    assert "consumed up to offset 38 at block #6" in report.violations[0].message
+    assert "consumed up to offset 38 at block #7" in report.violations[0].message
     assert "ends at offset 39" in report.violations[0].message
 
 
@@ -173,7 +173,7 @@ def test_cli_example_and_validate_inputs(capsys, tmp_path):
     assert run("example", str(r2), "--blocks", "2", "--seed", "2", "-q")[0] == 0
     code, out, _ = run("example", str(d), "--derivative-of", str(r1), str(r2), "--json")
     made = json.loads(out)
-    assert code == 0 and made["blocks"] == 3 + 5 and made["datasetId"].startswith("did:odf:")
+    assert code == 0 and made["blocks"] == 4 + 5 and made["datasetId"].startswith("did:odf:")
     code, out, _ = run("validate", str(d), "--deep", "--inputs", str(r1), str(r2), "--json")
     assert code == 0 and json.loads(out)["ok"] is True
 

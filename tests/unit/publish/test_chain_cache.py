@@ -54,7 +54,7 @@ def _same_facts(a, b):
 def test_second_load_walks_only_the_new_blocks(ds, tmp_path):
     cache = ChainCache(tmp_path / "verified")
     first = load_chain(DatasetReader.open(ds), cache)
-    assert first.complete and len(first.walked) == 9
+    assert first.complete and len(first.walked) == 10
     append_blocks(ds, 2, data_bytes=100, seed=1)
     second = load_chain(DatasetReader.open(ds), ChainCache(tmp_path / "verified"))
     assert not second.complete
