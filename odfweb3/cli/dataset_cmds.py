@@ -90,11 +90,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="check every hash and chain rule (and with --deep every data file)",
         description="Recompute every block hash and check the Metadata Chain rules; with --deep "
-        "also check that every data file and checkpoint exists with the recorded size and hash. "
-        "Exit status 1 when any rule is broken.",
+        "also check that every data file and checkpoint exists with the recorded size and hash, "
+        "and every linked object the data files' ObjectLink columns name (ODF RFC-017) exists, "
+        "hashes to its name and adds up to its block's linkedObjects summary; files in data/ "
+        "that nothing names are listed in one note line. Exit status 1 when any rule is broken.",
     )
     p.add_argument("path", help="dataset directory, or its kamu name inside a kamu workspace")
-    p.add_argument("--deep", action="store_true", help="also hash every data file and checkpoint")
+    p.add_argument(
+        "--deep",
+        action="store_true",
+        help="also hash every data file, checkpoint and linked object",
+    )
     p.add_argument(
         "--inputs",
         nargs="+",

@@ -82,7 +82,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="pull a dataset from a replica, verifying every byte",
         description="Read the replica's head, walk its blocks, fetch data files and checkpoints "
-        "in parallel, verify every hash and size, write objects first and refs/head last. "
+        "in parallel, then the linked objects their ObjectLink columns name, verify every hash "
+        "and size, write objects first and refs/head last. "
         "Incremental when DEST holds an ancestor; a diverged DEST is refused unless --force.",
     )
     p.add_argument(

@@ -286,6 +286,14 @@ def _path_text(row: dict[str, Any]) -> str | None:
     return shown_path(row["localPath"]) + name
 
 
+def _objects_text(row: dict[str, Any]) -> str | None:
+    """The published head's object count, its linked objects (ODF RFC-017) among them."""
+    if row.get("objects") is None:
+        return None
+    linked = row.get("linkedObjects")
+    return f"{row['objects']}" + (f" ({linked} linked)" if linked else "")
+
+
 def _status(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.backends import state_facts
 
@@ -307,6 +315,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
         if not stale:  # there, but unreadable: damaged
             odd.damaged.append((str(entry.directory / "publish.json"), FormatError(reason)))
     readable: list[PublishState] = []
+    cache = chain_cache(ctx)
     for state in states:
         try:
             facts = state_facts(state)
@@ -318,6 +327,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
         source = facts.source or sources.get((state.dataset_id, state.target))
         local_head = _local_head(state, local, source)
         path = args.dataset if state.dataset_id in local else source
+        # what the published head holds, when this machine verified it (the cache's facts)
+        held = cache.get(state.head) if state.head else None
         row: dict[str, Any] = {
             "datasetId": state.dataset_id,
             "target": state.target,
@@ -335,6 +346,8 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "keyEnvelope": facts.key_envelope,  # encrypted publish (issue 7)
             "localPath": str(Path(path).absolute()) if path else None,
             "kamuName": kamu_alias_of(Path(path)) if path else None,
+            "objects": None if held is None else held.objects,
+            "linkedObjects": None if held is None else held.linked,
             "node": None,
         }
         rows.append(row)
@@ -390,6 +403,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                         else f"{sequence}" + (f" ({row['mode']})" if row["mode"] else ""),
                     ),
                     ("expires", text if row["validity"] else None),
+                    ("objects", _objects_text(row)),
                 ],
                 indent="  ",
             )

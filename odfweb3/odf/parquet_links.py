@@ -139,6 +139,14 @@ class ParquetLinks:
         # data file -> its linked objects: a publish lists a new block's objects for the
         # facts, then for the plan (each file is read once)
         self._memo: dict[tuple[bytes, tuple[str, ...]], tuple[DatasetObject, ...]] = {}
+        self._bounds: dict[bytes, int] = {}
+
+    def bound(self, mh: bytes) -> int | None:
+        """The most bytes linked object ``mh`` can have: the largest ``sizeNaive`` of the
+        summaries of the blocks that link it (each counts every linked object's size), or
+        None when no summary named it. A reader fetching an object no block sizes stops
+        there (a hostile replica's endless stream)."""
+        return self._bounds.get(mh)
 
     def _problem(self, exc: Exception, rule: str, entry: ChainEntry) -> None:
         if self.problems is None:
@@ -178,6 +186,8 @@ class ParquetLinks:
             with f:
                 for mh in read_links(f, columns, where):
                     count += 1
+                    if summary is not None:
+                        self._bounds[mh] = max(self._bounds.get(mh, 0), summary.size_naive)
                     if mh not in sizes:
                         try:
                             sizes[mh] = self._size_of(mh)

@@ -65,14 +65,22 @@ class PullResult:
         }
 
 
-def _bounded(replica: Replica, obj: DatasetObject, progress: ProgressFn | None) -> Iterator[bytes]:
-    """Stream an object, refusing more bytes than recorded (an endless stream stops here)."""
+def _bounded(
+    replica: Replica, obj: DatasetObject, progress: ProgressFn | None, most: int | None = None
+) -> Iterator[bytes]:
+    """Stream an object, refusing more bytes than recorded (an endless stream stops here);
+    ``most``: the bound of an object whose size no block records (a linked object)."""
     n = 0
     for chunk in replica.stream_object(obj.kind, obj.hash, obj.size):
         n += len(chunk)
         if obj.size is not None and n > obj.size:
             raise IntegrityError(
                 f"{replica.name}: {obj.path} is longer than the {obj.size} bytes its block records"
+            )
+        if most is not None and n > most:
+            raise IntegrityError(
+                f"{replica.name}: {obj.path} is longer than the {most} bytes (sizeNaive) of "
+                "the linkedObjects summary of the block that links it"
             )
         if progress is not None:
             progress(len(chunk))
@@ -164,7 +172,11 @@ def pull_dataset(
         return obj.size or 0
 
     def fetch_linked(obj: DatasetObject) -> int:
-        fetch(obj)  # the staging store checks the hash of what it keeps
+        # No block records its size: bounded by its blocks' linkedObjects summaries
+        # (sizeNaive), its hash checked by the staging store.
+        if not staging.has(obj.kind, obj.hash):
+            bound = links.bound(obj.hash)
+            staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress, bound))
         return staging.path_of(obj.kind, obj.hash).stat().st_size
 
     def open_data(obj: DatasetObject) -> BinaryIO:

@@ -178,3 +178,40 @@ def test_encrypted_publish_to_kubo_carries_linked_objects(tmp_path, ipfs_node, c
     assert tree(dest) == tree(ds.path)
     assert validate_dataset(dest, deep=True).ok
     assert alice is not None
+
+
+def test_encrypted_publish_to_arweave_carries_linked_objects(tmp_path, arlocal, capsys):
+    ds = create_linked_dataset(tmp_path / "ds", versions=2, size=20_000, seed=15)
+    keys_dir = tmp_path / "keys"
+    identities = IdentityStore(keys_dir)
+    identities.create("alice")
+    store = ContentKeyStore(keys_dir)
+    keys = store.load_or_create(ds.dataset_id)
+    envelope = add_recipient(
+        keys.envelope, keys.ring, x25519_recipient(identities.public_key("alice"))
+    )
+    store.save(DatasetKeys(keys.ring, envelope, keys.keks))
+    sealer = Sealer(keys.ring.current_key(), encode_envelope(envelope))
+    wallet = generate_wallet()
+    arlocal.mint(wallet.address, RICH)
+    target = GatewayTarget(
+        ArweaveGateway(arlocal.url), wallet, StateStore(tmp_path / "state"), sealer=sealer
+    )
+    outcome = publish_dataset(ds.path, target, sealer=sealer)
+    arlocal.mine(1)
+    assert linked_paths(ds, outcome.plan.send) == {f"data/{multihash_to_str(h)}" for h in ds.linked}
+    gateway = ArweaveGateway(arlocal.url)
+    for h in ds.linked:  # ciphertext at the path in the manifest, never the plaintext
+        served = gateway.get_data(f"{outcome.state.locator}/data/{multihash_to_str(h)}")
+        assert ds.linked_path(h).read_bytes()[100:140] not in served
+    env = {
+        "ODFWEB3_ARWEAVE_GATEWAY": arlocal.url,
+        "ODFWEB3_KEYSTORE": str(keys_dir),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "reader-state"),
+        "HOME": str(tmp_path),
+    }
+    dest = tmp_path / "pulled"
+    code = main(["pull", f"ar://{outcome.state.record['recordId']}", str(dest)], env=env)
+    assert code == 0, capsys.readouterr().err
+    assert tree(dest) == tree(ds.path)
+    assert validate_dataset(dest, deep=True).ok

@@ -18,7 +18,7 @@ import pytest
 from odfweb3.cli.main import main
 from odfweb3.crypto.envelope import add_recipient, x25519_recipient
 from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys, IdentityStore
-from odfweb3.errors import HashMismatch, NotFound
+from odfweb3.errors import HashMismatch, IntegrityError, NotFound
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.linked import LinkedSummary
@@ -261,3 +261,27 @@ def test_publish_reports_a_file_no_block_or_link_names(tmp_path, capsys):
     append_linked(ds, [content(4, 4, 10)])
     code, _, err = cli(capsys, tmp_path, "publish", str(ds.path), "--to", f"car:{out}")
     assert code == 0 and sum(stray.name in line for line in err.splitlines()) == 1, err
+
+
+def test_status_counts_the_published_linked_objects(tmp_path, capsys):
+    ds = create_linked_dataset(tmp_path / "ds", versions=3)
+    out = tmp_path / "out"
+    assert cli(capsys, tmp_path, "publish", str(ds.path), "--to", f"car:{out}", "-q")[0] == 0
+    code, text, _ = cli(capsys, tmp_path, "status", str(ds.path), "--offline", "--json")
+    assert code == 0
+    (row,) = json.loads(text)["targets"]
+    # Seed, SetDataSchema, 3 AddData blocks; 3 data files; 3 linked objects
+    assert (row["objects"], row["linkedObjects"]) == (11, 3)
+    code, text, _ = cli(capsys, tmp_path, "status", str(ds.path), "--offline")
+    assert code == 0 and "objects    11 (3 linked)" in text
+
+
+def test_pull_bounds_a_linked_object_by_its_summary(tmp_path):
+    # the summary says the linked object is at most 10 bytes; the replica serves 3,000: the
+    # pull stops at the bound (no block records a linked object's size)
+    ds = create_linked_dataset(tmp_path / "ds", versions=1)
+    append_linked(ds, [content(8, 8, 3000)], summary=LinkedSummary(1, 10))
+    dest = tmp_path / "dest"
+    with pytest.raises(IntegrityError, match="longer than the 10 bytes"):
+        pull_dataset(LocalReplica(DatasetReader.open(ds.path)), dest)
+    assert not (dest / "refs" / "head").exists()
