@@ -2,8 +2,8 @@
 
 A :class:`ChainFacts` holds, for one head, everything a publish needs without walking
 the chain again (issue 19): the chain-rule state the next block is checked against
-(:class:`~odfweb3.odf.validate.ChainState`'s fields: kind, last offset, checkpoint and
-watermark, the tip's sequence number and system time), the dataset's identity and the
+(the :class:`~odfweb3.odf.chain_rules.RuleState` and the tip's sequence number and
+system time), the dataset's identity and the
 discovery descriptor's facts (latest ``SetInfo`` / ``SetLicense`` / ``SetAttachments``,
 created and modified times, the counts and total size of its distinct objects).
 
@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects
+from odfweb3.odf.chain_rules import RuleState, RuleStateWalk
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
     AddData,
@@ -101,8 +102,8 @@ class ChainFacts:
         head / sequence / modified: the head block's hash, sequence number, system time.
         kind: the dataset kind (from the Seed).
         created: the Seed's system time.
-        last_offset / last_checkpoint / last_watermark: what the chain rules check the
-            next data event against (:class:`~odfweb3.odf.validate.ChainState`).
+        rules: what the chain rules check the next block against
+            (:class:`~odfweb3.odf.chain_rules.RuleState`).
         info / license / attachments: the latest ``SetInfo``, ``SetLicense`` and the
             paths of the latest ``SetAttachments`` (None when there is none).
         objects / object_bytes: distinct objects (blocks, data files, checkpoints, linked
@@ -120,9 +121,7 @@ class ChainFacts:
     modified: Timestamp
     kind: DatasetKind
     created: Timestamp
-    last_offset: int | None
-    last_checkpoint: bytes | None
-    last_watermark: Timestamp | None
+    rules: RuleState
     info: SetInfo | None
     license: SetLicense | None
     attachments: tuple[str, ...] | None
@@ -151,9 +150,6 @@ class _Latest:
     info: SetInfo | None
     license: SetLicense | None
     attachments: tuple[str, ...] | None
-    offset: int | None
-    checkpoint: bytes | None
-    watermark: Timestamp | None
     records: int
     columns: tuple[str, ...] = ()
 
@@ -163,12 +159,11 @@ def _apply(
 ) -> ChainFacts:
     """``facts`` advanced over the entries, their distinct new objects given."""
     f = facts
-    latest = _Latest(
-        f.info, f.license, f.attachments, f.last_offset, f.last_checkpoint, f.last_watermark,
-        f.records, f.link_columns,
-    )  # fmt: skip
+    latest = _Latest(f.info, f.license, f.attachments, f.records, f.link_columns)
+    rules = f.rules
     for e in entries_oldest_first:
         ev = e.block.event
+        rules = rules.advanced(ev)
         if isinstance(ev, SetInfo):
             latest.info = ev
         elif isinstance(ev, SetLicense):
@@ -178,19 +173,18 @@ def _apply(
         elif isinstance(ev, AddData | ExecuteTransform):
             iv = ev.new_data.offset_interval if ev.new_data is not None else None
             if iv is not None:
-                latest.offset = iv.end
                 latest.records += iv.end - iv.start + 1
-            if ev.new_checkpoint is not None:
-                latest.checkpoint = ev.new_checkpoint.physical_hash
-            if ev.new_watermark is not None:
-                latest.watermark = ev.new_watermark
         elif isinstance(ev, SetDataSchema):
             latest.columns = link_columns(ev)
-    return _advanced(facts, entries_oldest_first[-1], latest, new_objs)
+    return _advanced(facts, entries_oldest_first[-1], latest, rules, new_objs)
 
 
 def _advanced(
-    facts: ChainFacts, tip: ChainEntry, latest: _Latest, new_objs: list[DatasetObject]
+    facts: ChainFacts,
+    tip: ChainEntry,
+    latest: _Latest,
+    rules: RuleState,
+    new_objs: list[DatasetObject],
 ) -> ChainFacts:
     data = [o for o in new_objs if o.kind == "data"]
     cps = [o for o in new_objs if o.kind == "checkpoint"]
@@ -200,9 +194,7 @@ def _advanced(
         head=tip.hash,
         sequence=tip.block.sequence_number,
         modified=tip.block.system_time,
-        last_offset=latest.offset,
-        last_checkpoint=latest.checkpoint,
-        last_watermark=latest.watermark,
+        rules=rules,
         info=latest.info,
         license=latest.license,
         attachments=latest.attachments,
@@ -231,9 +223,7 @@ def _empty(seed_entry: ChainEntry, objs: Sequence[DatasetObject]) -> ChainFacts:
         modified=seed_entry.block.system_time,
         kind=seed.dataset_kind,
         created=seed_entry.block.system_time,
-        last_offset=None,
-        last_checkpoint=None,
-        last_watermark=None,
+        rules=RuleState(),
         info=None,
         license=None,
         attachments=None,
@@ -258,13 +248,15 @@ class FactsWalk:
     def __init__(self) -> None:
         self._tip: ChainEntry | None = None
         self._seed: ChainEntry | None = None
-        self._latest = _Latest(None, None, None, None, None, None, 0)
+        self._latest = _Latest(None, None, None, 0)
         self._found: set[str] = set()
+        self._rules = RuleStateWalk()
 
     def feed(self, e: ChainEntry) -> None:
         """The next block walking back (head first)."""
         if self._tip is None:
             self._tip = e
+        self._rules.feed(e)
         ev, latest, found = e.block.event, self._latest, self._found
         if isinstance(ev, SetInfo):
             if "info" not in found:
@@ -281,16 +273,7 @@ class FactsWalk:
         elif isinstance(ev, AddData | ExecuteTransform):
             iv = ev.new_data.offset_interval if ev.new_data is not None else None
             if iv is not None:
-                if "offset" not in found:
-                    found.add("offset")
-                    latest.offset = iv.end
                 latest.records += iv.end - iv.start + 1
-            if ev.new_checkpoint is not None and "checkpoint" not in found:
-                found.add("checkpoint")
-                latest.checkpoint = ev.new_checkpoint.physical_hash
-            if ev.new_watermark is not None and "watermark" not in found:
-                found.add("watermark")
-                latest.watermark = ev.new_watermark
         elif isinstance(ev, SetDataSchema):
             if "schema" not in found:
                 found.add("schema")
@@ -307,7 +290,9 @@ class FactsWalk:
         seed = self._seed
         if self._tip is None or seed is None or seed.block.prev_block_hash is not None:
             raise ValueError("chain facts need a whole chain ending at its Seed")
-        return _advanced(_empty(seed, objs), self._tip, self._latest, list(objs))
+        return _advanced(
+            _empty(seed, objs), self._tip, self._latest, self._rules.state(), list(objs)
+        )
 
 
 def facts_of_chain(entries: Sequence[ChainEntry], links: LinkSource | None = None) -> ChainFacts:

@@ -210,6 +210,14 @@ class DatasetReader:
             text = raw.decode("ascii")
         except UnicodeDecodeError:
             raise FormatError(f"{self.root}: refs/head is not a multibase hash") from None
+        if text != text.strip():
+            # kamu reads the ref as is (``Multihash::from_multibase`` of the file's text, no
+            # trimming), so a trailing newline makes the dataset unreadable to it.
+            raise FormatError(
+                f"{self.root}: refs/head holds whitespace around the hash (e.g. a trailing "
+                "newline), which kamu cannot read; write the hash alone: printf %s HASH > "
+                "refs/head"
+            )
         try:
             return multihash_from_str(text)
         except FormatError as exc:

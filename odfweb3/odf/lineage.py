@@ -5,15 +5,11 @@ each input it consumed (``queryInputs``): the half-open block interval
 ``(prevBlockHash, newBlockHash]`` and offset interval ``(prevOffset, newOffset]``
 of the input's chain (ODF spec, "ExecuteTransformInput"; RFC-014 made the start
 points always carried, even across empty intervals). The rules, each reported
-as a :class:`~odfweb3.odf.violation.Violation` under its name:
+as a :class:`~odfweb3.odf.violation.Violation` under its name (the SetTransform's own rules,
+``transform-inputs`` and ``transform-sql``, are chain rules: :mod:`odfweb3.odf.chain_rules`):
 
 ===========================  =========================================================
-``transform-sql``            a SetTransform has a normalized SQL transform: no
-                             ``query``, at least one of ``queries``, the last one
-                             without an alias and all others with one (kamu's
-                             ``validate_transform``)
-``transform-input-declared`` SetTransform names each input once, by dataset ID; an
-                             ExecuteTransform follows a SetTransform and lists
+``transform-input-declared`` an ExecuteTransform follows a SetTransform and lists
                              exactly its inputs, in the same order
 ``transform-input-interval`` per input, ``prevBlockHash`` / ``prevOffset`` equal the
                              last non-empty ``newBlockHash`` / ``newOffset`` recorded
@@ -28,7 +24,7 @@ as a :class:`~odfweb3.odf.violation.Violation` under its name:
                              the last consumed block
 ===========================  =========================================================
 
-The first three rules are those kamu checks when it appends an ExecuteTransform
+The first two rules are those kamu checks when it appends an ExecuteTransform
 (``ValidateExecuteTransformVisitor``); the last two are what kamu computes when it
 plans a transform (``get_transform_query_input``: ``newBlockHash`` = the input's
 head, ``newOffset`` = the last offset of the last data block at or before it).
@@ -53,7 +49,6 @@ from odfweb3.odf.model_gen import (
     ExecuteTransformInput,
     Seed,
     SetTransform,
-    TransformSql,
 )
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
@@ -239,27 +234,11 @@ def _did(raw: bytes | None) -> str:
         return f"<bad dataset ID {(raw or b'').hex()[:16]}>"
 
 
-def _check_sql(transform: object) -> str | None:
-    """What is wrong with a SetTransform's transform, or None (kamu's rules)."""
-    if not isinstance(transform, TransformSql):
-        return "SetTransform has no SQL transform"
-    if transform.query is not None:
-        return "SetTransform's SQL is not normalized: 'query' is set instead of 'queries'"
-    queries = transform.queries or ()
-    if not queries:
-        return "SetTransform's SQL has no queries"
-    if queries[-1].alias is not None:
-        return "the last SQL query has an alias; the output query must have none"
-    if any(q.alias is None for q in queries[:-1]):
-        return "every SQL query but the last needs an alias"
-    return None
-
-
 def check_transform_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
-    """Check SetTransform / ExecuteTransform rules that need only this chain (Seed first).
+    """Check the ExecuteTransform rules that need only this chain (Seed first).
 
-    Rules: ``transform-sql``, ``transform-input-declared``, ``transform-input-interval``.
-    Root datasets have no such events (``event-kind`` in validate reports any).
+    Rules: ``transform-input-declared``, ``transform-input-interval`` (kamu reports both as
+    ``InvalidEvent``). The SetTransform itself is checked with the chain rules.
     """
     out: list[Violation] = []
     declared: list[tuple[bytes | None, str | None]] | None = None
@@ -269,27 +248,12 @@ def check_transform_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
         ev = e.block.event
 
         def bad(rule: str, msg: str, e: ChainEntry = e) -> None:
-            out.append(Violation(rule, msg, e.block.sequence_number, e.hash))
+            out.append(Violation(rule, msg, e.block.sequence_number, e.hash, kamu="InvalidEvent"))
 
         if isinstance(ev, SetTransform):
-            problem = _check_sql(ev.transform)
-            if problem is not None:
-                bad("transform-sql", problem)
+            # the SetTransform itself (inputs, SQL) is checked with the chain rules
+            # (odfweb3.odf.chain_rules: transform-inputs, transform-sql)
             declared = declared_inputs(ev)
-            if not declared:
-                bad("transform-input-declared", "SetTransform declares no inputs")
-            seen: set[bytes] = set()
-            for i, (did, _alias) in enumerate(declared):
-                ref = (ev.inputs or ())[i].dataset_ref
-                if did is None:
-                    bad(
-                        "transform-input-declared",
-                        f"input #{i} is {ref!r}, not a dataset ID (did:odf:…)",
-                    )
-                elif did in seen:
-                    bad("transform-input-declared", f"input {_did(did)} is declared twice")
-                else:
-                    seen.add(did)
         if not isinstance(ev, ExecuteTransform):
             continue
         qis = ev.query_inputs or ()

@@ -1,32 +1,14 @@
 """Validation of a dataset: hashes, the Metadata Chain rules, and (deep) its objects.
 
-Rules checked, each reported under its name (ODF spec, "Metadata Chain"; the
-same checks kamu runs when it appends blocks):
-
-==========================  ========================================================
-``head``                    ``refs/head`` exists and names a block
-``block-hash``              every block's bytes hash to its name (and so to the
-                            successor's ``prevBlockHash``)
-``block-format``            every block decodes (Manifest kind/version, FlatBuffers)
-``seed-first``              the first block is a Seed, sequence number 0, no parent
-``seed-once``               no Seed anywhere else
-``sequence-number``         sequence numbers increase by exactly one
-``system-time-monotonic``   ``systemTime`` never goes back
-``event-kind``              AddData and the source events only in root datasets;
-                            SetTransform / ExecuteTransform only in derivatives
-``event-not-empty``         AddData / ExecuteTransform change something
-``watermark-monotonic``     ``newWatermark`` never goes back
-``offsets-sequential``      ``prevOffset`` = last ``offsetInterval.end``; a new
-                            interval starts right after it; ``end >= start``
-``checkpoint-carry``        ``prevCheckpoint`` = the last ``newCheckpoint`` hash
-``object-present``          (deep) every data file and checkpoint exists
-``object-size``             (deep) with the size the block records
-``object-hash``             (deep) and the physical hash the block records
-``transform-*``             derivative datasets: SetTransform / ExecuteTransform
-                            rules, and with the input datasets given, that every
-                            consumed interval is in the input's chain with its
-                            offsets (see :mod:`odfweb3.odf.lineage`)
-==========================  ========================================================
+Checked, each reported under its name: ``head`` (``refs/head`` exists and holds exactly
+one multibase hash, no whitespace: kamu reads it as is), ``block-hash`` (every block's bytes
+hash to its name, and so to the successor's ``prevBlockHash``), ``block-format`` (every block
+decodes); then the Metadata Chain rules exactly as kamu checks them on append
+(:mod:`odfweb3.odf.chain_rules`, its ``RULES`` table; ``docs/validation.md``), the
+derivative rules that need the whole chain or the input chains
+(:mod:`odfweb3.odf.lineage`), and with ``deep``: ``object-present`` (every data file and
+checkpoint exists), ``object-size`` (with the size the block records), ``object-hash``
+(and the physical hash the block records).
 
 odfweb3 never claims to verify *logical* hashes (that needs the data engine).
 """
@@ -35,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -43,27 +25,26 @@ from dataclasses import dataclass, field
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
 from odfweb3.odf import lineage
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.chain_rules import (
+    RULES,
+    ChainRulesBackwards,
+    ChainState,
+    RuleState,
+    chain_state,
+    check_chain_rules,
+)
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
-from odfweb3.odf.model_gen import (
-    AddData,
-    AddPushSource,
-    DatasetKind,
-    DisablePollingSource,
-    DisablePushSource,
-    ExecuteTransform,
-    Seed,
-    SetPollingSource,
-    SetTransform,
-)
+from odfweb3.odf.model_gen import AddData, ExecuteTransform, Seed
 from odfweb3.odf.multihash import hash_fd, multihash_from_str, multihash_to_str
 from odfweb3.odf.parquet_links import local_links
-from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.violation import Violation
 
 __all__ = [
+    "RULES",
     "ChainRulesBackwards",
     "ChainState",
+    "RuleState",
     "ValidationReport",
     "Violation",
     "chain_state",
@@ -73,9 +54,6 @@ __all__ = [
 ]
 
 ProgressFn = Callable[[int], None]
-
-_ROOT_ONLY = (AddData, SetPollingSource, AddPushSource, DisablePollingSource, DisablePushSource)
-_DERIVATIVE_ONLY = (SetTransform, ExecuteTransform)
 
 
 @dataclass(frozen=True)
@@ -112,304 +90,6 @@ class ValidationReport:
             "violations": [v.to_json() for v in self.violations],
             "orphans": list(self.orphans),
         }
-
-
-@dataclass(frozen=True)
-class ChainState:
-    """What the chain rules need to know about a chain to check the blocks after it.
-
-    ``tip`` is the chain's last block (sequence number and system time of the next block
-    follow from it); the rest is the state its data events left: the dataset kind (from
-    the Seed, or from a kind-specific event), the end of the last data slice, the last
-    checkpoint and the last watermark.
-    """
-
-    tip: ChainEntry
-    kind: DatasetKind | None
-    last_offset: int | None
-    last_checkpoint: bytes | None
-    last_watermark: Timestamp | None
-
-
-def chain_state(entries_head_first: Iterable[ChainEntry]) -> ChainState:
-    """The :class:`ChainState` at the first entry, reading back only as far as needed.
-
-    ``entries_head_first`` is a (lazy) walk from a head towards the Seed, e.g.
-    ``walk_chain(reader, head)``: it is consumed until the state is known (the latest
-    data event gives the offset and checkpoint, a Seed or a root- or derivative-only
-    event gives the kind, the latest watermark ends the walk), so a long chain with
-    recent data is not re-walked to its Seed.
-
-    Raises:
-        NotFound: the walk yields nothing.
-    """
-    tip: ChainEntry | None = None
-    kind: DatasetKind | None = None
-    have_data = False
-    offset: int | None = None
-    checkpoint: bytes | None = None
-    watermark: Timestamp | None = None
-    for e in entries_head_first:
-        ev = e.block.event
-        if tip is None:
-            tip = e
-        if kind is None:
-            if isinstance(ev, Seed):
-                kind = ev.dataset_kind
-            elif isinstance(ev, _ROOT_ONLY):
-                kind = DatasetKind.ROOT
-            elif isinstance(ev, _DERIVATIVE_ONLY):
-                kind = DatasetKind.DERIVATIVE
-        if isinstance(ev, AddData | ExecuteTransform):
-            if not have_data:
-                # The latest data event: its own fields say where the chain stands (an
-                # event without a new slice or checkpoint carries the previous ones).
-                have_data = True
-                iv = ev.new_data.offset_interval if ev.new_data is not None else None
-                offset = iv.end if iv is not None else ev.prev_offset
-                cp = ev.new_checkpoint
-                checkpoint = cp.physical_hash if cp is not None else ev.prev_checkpoint
-            if watermark is None and ev.new_watermark is not None:
-                watermark = ev.new_watermark
-        if kind is not None and have_data and watermark is not None:
-            break
-    if tip is None:
-        raise NotFound("no block to read the chain state from")
-    return ChainState(tip, kind, offset, checkpoint, watermark)
-
-
-def check_chain_rules(
-    entries: Sequence[ChainEntry], *, after: ChainState | None = None
-) -> list[Violation]:
-    """Check the chain rules over blocks given oldest first (already hash-verified).
-
-    Without ``after`` the blocks are a whole chain, Seed first. With ``after`` they
-    continue a chain whose state at its tip is ``after`` (see :func:`chain_state`):
-    every rule is checked on every given block as if the whole chain were walked.
-    """
-    out: list[Violation] = []
-    if not entries:
-        return out
-
-    def bad(e: ChainEntry, rule: str, msg: str) -> None:
-        out.append(Violation(rule, msg, e.block.sequence_number, e.hash))
-
-    first = entries[0]
-    kind: DatasetKind | None = None
-    last_offset: int | None = None
-    last_checkpoint: bytes | None = None
-    last_watermark: Timestamp | None = None
-    prev: ChainEntry | None = None
-    if after is not None:
-        kind, prev = after.kind, after.tip
-        last_offset, last_checkpoint = after.last_offset, after.last_checkpoint
-        last_watermark = after.last_watermark
-        if first.block.prev_block_hash != after.tip.hash:
-            bad(first, "block-hash", "prevBlockHash does not name the chain's tip")
-    elif isinstance(first.block.event, Seed) and first.block.sequence_number == 0:
-        kind = first.block.event.dataset_kind
-    else:
-        bad(first, "seed-first", "the first block of the chain must be a Seed event")
-
-    for e in entries:
-        b, ev = e.block, e.block.event
-        if prev is not None:
-            if b.sequence_number != prev.block.sequence_number + 1:
-                bad(
-                    e,
-                    "sequence-number",
-                    f"follows #{prev.block.sequence_number}, expected "
-                    f"#{prev.block.sequence_number + 1}",
-                )
-            if b.system_time < prev.block.system_time:
-                bad(
-                    e,
-                    "system-time-monotonic",
-                    f"system time {b.system_time.isoformat()} is before the previous block's "
-                    f"{prev.block.system_time.isoformat()}",
-                )
-            if isinstance(ev, Seed):
-                bad(e, "seed-once", "a Seed event may only be the first block")
-        if kind is not None:
-            if kind == DatasetKind.ROOT and isinstance(ev, _DERIVATIVE_ONLY):
-                bad(e, "event-kind", f"{type(ev).__name__} is only allowed in derivative datasets")
-            if kind == DatasetKind.DERIVATIVE and isinstance(ev, _ROOT_ONLY):
-                bad(e, "event-kind", f"{type(ev).__name__} is only allowed in root datasets")
-        if isinstance(ev, AddData | ExecuteTransform):
-            # Offsets: prevOffset must equal the last non-empty interval's end.
-            if ev.prev_offset != last_offset:
-                bad(
-                    e,
-                    "offsets-sequential",
-                    f"prevOffset is {ev.prev_offset}, expected {last_offset} "
-                    "(the end of the last data slice)",
-                )
-            if ev.new_data is not None:
-                iv = ev.new_data.offset_interval
-                if iv is None:
-                    bad(e, "offsets-sequential", "newData has no offsetInterval")
-                else:
-                    want = 0 if last_offset is None else last_offset + 1
-                    if iv.start != want:
-                        bad(
-                            e,
-                            "offsets-sequential",
-                            f"newData starts at offset {iv.start}, expected {want}",
-                        )
-                    if iv.end < iv.start:
-                        bad(e, "offsets-sequential", f"offset interval [{iv.start}, {iv.end}]")
-                    last_offset = iv.end
-            if ev.prev_checkpoint != last_checkpoint:
-                bad(
-                    e,
-                    "checkpoint-carry",
-                    "prevCheckpoint "
-                    f"{multihash_to_str(ev.prev_checkpoint) if ev.prev_checkpoint else 'absent'}"
-                    ", expected "
-                    f"{multihash_to_str(last_checkpoint) if last_checkpoint else 'absent'}",
-                )
-            if ev.new_checkpoint is not None:
-                last_checkpoint = ev.new_checkpoint.physical_hash
-            if ev.new_watermark is not None:
-                if last_watermark is not None and ev.new_watermark < last_watermark:
-                    bad(
-                        e,
-                        "watermark-monotonic",
-                        f"watermark {ev.new_watermark.isoformat()} is before "
-                        f"{last_watermark.isoformat()}",
-                    )
-                last_watermark = ev.new_watermark
-            empty = (
-                ev.new_data is None
-                and ev.new_checkpoint is None
-                and ev.new_watermark is None
-                and (isinstance(ev, ExecuteTransform) or ev.new_source_state is None)
-            )
-            if empty and not (isinstance(ev, ExecuteTransform) and ev.query_inputs):
-                bad(e, "event-not-empty", f"{type(ev).__name__} changes nothing")
-        prev = e
-    return out
-
-
-class ChainRulesBackwards:
-    """:func:`check_chain_rules`'s verdict over a walk from the head back, one block at a
-    time, in constant memory (issue 19: an initial publish of 100,000 blocks holds no
-    decoded chain).
-
-    Every rule relates a block to the one before it or to the latest earlier data event, so
-    it can be checked walking back by carrying what the newer blocks require of the older
-    ones (the end of the last data slice before them, the last checkpoint, a watermark not
-    above theirs). :meth:`finish` is True exactly when :func:`check_chain_rules` of the same
-    blocks, oldest first (with the same ``after``), finds nothing; it says whether, not
-    what: for the violations, check the blocks again with :func:`check_chain_rules`.
-    """
-
-    def __init__(self) -> None:
-        self.ok = True
-        self._newer: ChainEntry | None = None
-        self._oldest: ChainEntry | None = None
-        # What the newer data events require of the state left by the older blocks (the
-        # list holds the value once a newer data event set it).
-        self._offset: list[int | None] = []
-        self._checkpoint: list[bytes | None] = []
-        self._watermark: Timestamp | None = None
-        self._root_only = False
-        self._derivative_only = False
-
-    def feed(self, e: ChainEntry) -> None:
-        """The next block walking back (head first)."""
-        b, ev = e.block, e.block.event
-        newer = self._newer
-        if newer is not None:
-            nb = newer.block
-            if (
-                nb.sequence_number != b.sequence_number + 1
-                or nb.system_time < b.system_time
-                or isinstance(nb.event, Seed)
-            ):
-                self.ok = False
-        self._newer = self._oldest = e
-        if isinstance(ev, _ROOT_ONLY):
-            self._root_only = True
-        elif isinstance(ev, _DERIVATIVE_ONLY):
-            self._derivative_only = True
-        if not isinstance(ev, AddData | ExecuteTransform):
-            return
-        # offsets-sequential: the end of the last slice after this block must be what the
-        # newer data event's prevOffset says; before it, what this one's says.
-        want = self._offset
-        if ev.new_data is not None:
-            iv = ev.new_data.offset_interval
-            if iv is None:
-                self.ok = False
-            else:
-                start = 0 if ev.prev_offset is None else ev.prev_offset + 1
-                if (want and iv.end != want[0]) or iv.start != start or iv.end < iv.start:
-                    self.ok = False
-        no_slice = ev.new_data is None or ev.new_data.offset_interval is None
-        if no_slice and want and ev.prev_offset != want[0]:
-            self.ok = False
-        self._offset = [ev.prev_offset]
-        # checkpoint-carry, the same way.
-        carry = self._checkpoint
-        after = (
-            ev.new_checkpoint.physical_hash if ev.new_checkpoint is not None else ev.prev_checkpoint
-        )
-        if carry and after != carry[0]:
-            self.ok = False
-        self._checkpoint = [ev.prev_checkpoint]
-        # watermark-monotonic: not above the nearest newer watermark.
-        if ev.new_watermark is not None:
-            if self._watermark is not None and self._watermark < ev.new_watermark:
-                self.ok = False
-            self._watermark = ev.new_watermark
-        empty = (
-            ev.new_data is None
-            and ev.new_checkpoint is None
-            and ev.new_watermark is None
-            and (isinstance(ev, ExecuteTransform) or ev.new_source_state is None)
-        )
-        if empty and not (isinstance(ev, ExecuteTransform) and ev.query_inputs):
-            self.ok = False
-
-    def finish(self, *, after: ChainState | None = None) -> bool:
-        """No rule broken by the blocks fed, the last one fed being the oldest: a Seed (or,
-        with ``after``, the block following ``after.tip``)."""
-        first = self._oldest
-        if first is None:
-            return True
-        ok = self.ok
-        if after is not None:
-            kind = after.kind
-            tip = after.tip.block
-            if (
-                first.block.prev_block_hash != after.tip.hash
-                or first.block.sequence_number != tip.sequence_number + 1
-                or first.block.system_time < tip.system_time
-                or isinstance(first.block.event, Seed)
-            ):
-                ok = False
-            offset, checkpoint, watermark = (
-                after.last_offset,
-                after.last_checkpoint,
-                after.last_watermark,
-            )
-        elif isinstance(first.block.event, Seed) and first.block.sequence_number == 0:
-            kind = first.block.event.dataset_kind
-            offset = checkpoint = watermark = None
-        else:
-            return False  # seed-first
-        if (self._offset and self._offset[0] != offset) or (
-            self._checkpoint and self._checkpoint[0] != checkpoint
-        ):
-            ok = False
-        if watermark is not None and self._watermark is not None and self._watermark < watermark:
-            ok = False
-        if (kind == DatasetKind.ROOT and self._derivative_only) or (
-            kind == DatasetKind.DERIVATIVE and self._root_only
-        ):
-            ok = False
-        return ok
 
 
 def _check_object(reader: DatasetReader, obj: DatasetObject) -> tuple[list[str], int]:

@@ -41,12 +41,13 @@ from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_object
 from odfweb3.odf.facts import ChainFacts, FactsWalk, ObjectFilter, extend_facts, facts_of_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model_gen import DatasetKind, SetInfo, SetLicense
+from odfweb3.odf.model_gen import DatasetKind, SetInfo, SetLicense, SourceState
 from odfweb3.odf.parquet_links import local_links
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.validate import (
     ChainRulesBackwards,
     ChainState,
+    RuleState,
     check_chain_rules,
     data_names,
     data_orphans,
@@ -61,6 +62,8 @@ __all__ = [
     "facts_from_json",
     "facts_to_json",
     "load_chain",
+    "rules_from_json",
+    "rules_to_json",
 ]
 
 KEEP: Final = 64  # entries kept (newest by modification time)
@@ -69,7 +72,10 @@ MAX_PATCH: Final = 4096  # filter bytes an entry lists as changed from its filte
 HELD: Final = 1024
 # 2: linked objects (ODF RFC-017) counted, and the link columns in force; an entry of
 # format 1 counted none, so it is ignored (one full walk).
-_FORMAT: Final = 2
+# 3: the chain-rule state is kamu's (RuleState: per-kind checkpoints and watermarks, the
+# schema and sources), and the heads were checked against kamu's rules; an entry of an
+# older format is ignored, so its chain is walked and checked again.
+_FORMAT: Final = 3
 _MAX_ENTRY: Final = 64 << 20
 _FILTER_NAME = re.compile(r"^bloom-[0-9a-f]{32}\.bin$")
 
@@ -82,6 +88,59 @@ def _ts_from(v: Any) -> Timestamp | None:
     return None if v is None else Timestamp(*(int(x) for x in v))
 
 
+def _hex(b: bytes | None) -> str | None:
+    return None if b is None else b.hex()
+
+
+def _hex_from(v: Any) -> bytes | None:
+    return None if v is None else bytes.fromhex(v)
+
+
+def rules_to_json(r: RuleState) -> dict[str, Any]:
+    """A :class:`RuleState`'s JSON form (in a cache entry)."""
+    ss = r.add_source_state
+    return {
+        "dataSeen": r.data_seen,
+        "lastOffset": r.last_offset,
+        "dataWatermark": _ts(r.data_watermark),
+        "addCheckpoint": _hex(r.add_checkpoint),
+        "addWatermark": _ts(r.add_watermark),
+        "addSourceState": None if ss is None else [ss.source_name, ss.kind, ss.value],
+        "execCheckpoint": _hex(r.exec_checkpoint),
+        "execWatermark": _ts(r.exec_watermark),
+        "schema": r.schema,
+        "polling": r.polling,
+        "push": [[name, d.hex()] for name, d in r.push],
+    }
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError("not a boolean")
+    return v
+
+
+def rules_from_json(d: Any) -> RuleState:
+    """Parse :func:`rules_to_json` (TypeError / ValueError / KeyError when malformed)."""
+    if not isinstance(d, dict):
+        raise TypeError("not a rule state")
+    ss = d["addSourceState"]
+    offset = d["lastOffset"]
+    return RuleState(
+        data_seen=_bool(d["dataSeen"]),
+        last_offset=None if offset is None else int(offset),
+        data_watermark=_ts_from(d["dataWatermark"]),
+        add_checkpoint=_hex_from(d["addCheckpoint"]),
+        add_watermark=_ts_from(d["addWatermark"]),
+        add_source_state=None if ss is None else SourceState(*(_opt_str(x) for x in ss)),
+        exec_checkpoint=_hex_from(d["execCheckpoint"]),
+        exec_watermark=_ts_from(d["execWatermark"]),
+        schema=_bool(d["schema"]),
+        polling=_bool(d["polling"]),
+        push=tuple((_opt_str(name), bytes.fromhex(h)) for name, h in d["push"]),
+    )
+
+
 def facts_to_json(f: ChainFacts) -> dict[str, Any]:
     """The cache entry's JSON form."""
     return {
@@ -92,9 +151,7 @@ def facts_to_json(f: ChainFacts) -> dict[str, Any]:
         "modified": _ts(f.modified),
         "kind": int(f.kind),
         "created": _ts(f.created),
-        "lastOffset": f.last_offset,
-        "lastCheckpoint": f.last_checkpoint.hex() if f.last_checkpoint is not None else None,
-        "lastWatermark": _ts(f.last_watermark),
+        "rules": rules_to_json(f.rules),
         "info": None
         if f.info is None
         else {"description": f.info.description, "keywords": f.info.keywords},
@@ -150,9 +207,7 @@ def facts_from_json(d: Any, seen: ObjectFilter | None = None) -> ChainFacts:
         modified=_ts_from(d["modified"]),  # type: ignore[arg-type]
         kind=DatasetKind(int(d["kind"])),
         created=_ts_from(d["created"]),  # type: ignore[arg-type]
-        last_offset=None if d["lastOffset"] is None else int(d["lastOffset"]),
-        last_checkpoint=None if d["lastCheckpoint"] is None else bytes.fromhex(d["lastCheckpoint"]),
-        last_watermark=_ts_from(d["lastWatermark"]),
+        rules=rules_from_json(d["rules"]),
         info=None
         if info is None
         else SetInfo(
@@ -540,9 +595,7 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
     after = None
     if base is not None:
         tip = walked[-1]
-        after = ChainState(
-            tip, base.kind, base.last_offset, base.last_checkpoint, base.last_watermark
-        )
+        after = ChainState(tip, base.rules)
     violations = check_chain_rules(list(reversed(new)), after=after)
     if violations:
         raise IntegrityError(

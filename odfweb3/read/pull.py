@@ -140,7 +140,9 @@ def pull_dataset(
         after = None
         if old_head is not None and reached_old:
             try:
-                after = chain_state(walk_chain(DatasetReader(dest_path.resolve()), old_head))
+                after = chain_state(
+                    walk_chain(DatasetReader(dest_path.resolve()), old_head), entries
+                )
             except (IntegrityError, FormatError, NotFound) as exc:
                 raise IntegrityError(
                     f"{dest_path}: its own chain cannot be read back ({exc}); run odfweb3 "

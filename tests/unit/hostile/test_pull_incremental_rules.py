@@ -1,7 +1,8 @@
 """Issue 16 item 3: an incremental pull checks every new block against every chain rule.
 
 The attack: DEST holds an ancestor; the replica appends blocks that hash correctly but
-break a rule (offsets, checkpoint carry-over, time, watermark, sequence, event kind).
+break a rule (offsets, checkpoint, time, watermark, a second Seed, an event kamu cannot
+append, a no-op).
 Before the fix the rules were skipped for an incremental pull (exit 0, a dataset
 ``validate`` rejects). Now: one line, exit 65, DEST's head and files unchanged.
 """
@@ -21,7 +22,15 @@ from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
 from odfweb3.odf.layout import DatasetReader, DatasetWriter
-from odfweb3.odf.model_gen import AddData, DatasetKind, MetadataBlock, Seed, SetTransform
+from odfweb3.odf.model_gen import (
+    AddData,
+    Checkpoint,
+    DatasetKind,
+    DisablePushSource,
+    MetadataBlock,
+    Seed,
+)
+from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.validate import chain_state, check_chain_rules, validate_dataset
 from odfweb3.read.pull import pull_dataset
@@ -48,12 +57,13 @@ def _append_forged(src: Path, mutate: Callable[[MetadataBlock], MetadataBlock]) 
     assert isinstance(ev, AddData) and ev.new_data is not None and ev.new_checkpoint
     iv = ev.new_data.offset_interval
     assert iv is not None
-    good = AddData(
+    assert ev.new_watermark is not None
+    good = AddData(  # a watermark-only block
         prev_checkpoint=ev.new_checkpoint.physical_hash,
         prev_offset=iv.end,
         new_data=None,
         new_checkpoint=ev.new_checkpoint,
-        new_watermark=ev.new_watermark,
+        new_watermark=Timestamp.from_datetime(ev.new_watermark.to_datetime() + timedelta(1)),
     )
     block = MetadataBlock(
         system_time=Timestamp.from_datetime(tip.block.system_time.to_datetime() + timedelta(1)),
@@ -90,18 +100,36 @@ def _earlier(b: MetadataBlock) -> MetadataBlock:
 def _watermark_back(b: MetadataBlock) -> MetadataBlock:
     ev = b.event
     assert isinstance(ev, AddData) and ev.new_watermark is not None
-    back = Timestamp.from_datetime(ev.new_watermark.to_datetime() - timedelta(days=1))
+    back = Timestamp.from_datetime(ev.new_watermark.to_datetime() - timedelta(days=2))
     return _event(b, new_watermark=back)
 
 
-ATTACKS: dict[str, tuple[str, Callable[[MetadataBlock], MetadataBlock]]] = {
-    "offset": ("offsets-sequential", lambda b: _event(b, prev_offset=10**6)),
-    "checkpoint": ("checkpoint-carry", lambda b: _event(b, prev_checkpoint=None)),
-    "time": ("system-time-monotonic", _earlier),
-    "watermark": ("watermark-monotonic", _watermark_back),
-    "event-kind": ("event-kind", lambda b: dataclasses.replace(b, event=SetTransform())),
+def _unwatermarked(b: MetadataBlock) -> MetadataBlock:
+    # a fresh checkpoint, so that only the watermark rule is broken
+    return _event(b, new_watermark=None, new_checkpoint=Checkpoint(physical_hash=_CP, size=1))
+
+
+_CP = b"\x16\x20" + bytes(range(32))
+
+ATTACKS: dict[str, tuple[str, str, Callable[[MetadataBlock], MetadataBlock]]] = {
+    "offset": ("prev-offset", "InvalidEvent", lambda b: _event(b, prev_offset=10**6)),
+    "checkpoint": ("prev-checkpoint", "InvalidEvent", lambda b: _event(b, prev_checkpoint=None)),
+    "time": ("system-time-monotonic", "SystemTimeIsNotMonotonic", _earlier),
+    "watermark": ("watermark-monotonic", "WatermarkIsNotMonotonic", _watermark_back),
+    "watermark-dropped": ("watermark-monotonic", "WatermarkIsNotMonotonic", _unwatermarked),
+    "no-op": (
+        "no-op",
+        "NoOpEvent",
+        lambda b: _event(b, new_watermark=_tip_watermark(b)),
+    ),
+    "unimplemented": (
+        "unimplemented-event",
+        "unimplemented!",
+        lambda b: dataclasses.replace(b, event=DisablePushSource(source_name="a")),
+    ),
     "seed-again": (
         "seed-once",
+        "AppendingSeedBlockToNonEmptyChain",
         lambda b: dataclasses.replace(
             b, event=Seed(dataset_id=b"\x00" * 34, dataset_kind=DatasetKind.ROOT)
         ),
@@ -109,9 +137,16 @@ ATTACKS: dict[str, tuple[str, Callable[[MetadataBlock], MetadataBlock]]] = {
 }
 
 
+def _tip_watermark(b: MetadataBlock) -> Timestamp:
+    """The watermark of the block before ``b`` (the same again changes nothing)."""
+    ev = b.event
+    assert isinstance(ev, AddData) and ev.new_watermark is not None
+    return Timestamp.from_datetime(ev.new_watermark.to_datetime() - timedelta(1))
+
+
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_incremental_pull_checks_every_rule(tmp_path: Path, capsys, attack: str) -> None:
-    rule, mutate = ATTACKS[attack]
+    rule, kamu, mutate = ATTACKS[attack]
     src = create_root_dataset(tmp_path / "src", blocks=3, data_bytes=3000, seed=5).path
     dest = tmp_path / "dest"
     pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
@@ -122,7 +157,10 @@ def test_incremental_pull_checks_every_rule(tmp_path: Path, capsys, attack: str)
     out, err = capsys.readouterr()
     assert code == 65, (out, err)
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and f"[{rule}]" in lines[0], err
+    assert len(lines) == 1 and f" {rule}, kamu {kamu}]" in lines[0], err
+    forged = next(walk_chain(DatasetReader.open(src)))
+    where = f"block #{forged.block.sequence_number} ({multihash_to_str(forged.hash)})"
+    assert where in lines[0], err  # the block: its number and hash
     assert _tree(dest) == before
     assert validate_dataset(dest).ok
     assert not (dest / ".odfweb3" / "incoming").exists()
@@ -138,9 +176,10 @@ def test_chain_state_reads_back_only_to_the_latest_data_event(tmp_path: Path) ->
             seen.append(e)
             yield e
 
-    state = chain_state(walk())
-    assert len(seen) == 1  # the head is an AddData with a watermark: nothing more is read
-    assert state.kind == DatasetKind.ROOT
+    upcoming = [next(walk_chain(reader))]  # an AddData (a copy of the head, for the test)
+    state = chain_state(walk(), upcoming)
+    assert len(seen) == 1  # the head is an AddData: nothing more is read for an AddData
+    assert state.rules.data_seen and state.rules == chain_state(walk_chain(reader)).rules
     whole = list(reversed(list(walk_chain(reader))))
     assert check_chain_rules(whole) == []
     # The same rules from the state at any block as over the whole chain.

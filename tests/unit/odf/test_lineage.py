@@ -10,8 +10,6 @@ from odfweb3.cli.main import main
 from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset, example_keypair
 from odfweb3.odf.derivative import create_derivative_dataset
-from odfweb3.odf.lineage import check_transform_rules
-from odfweb3.odf.model_gen import SqlQueryStep, TransformSql
 from odfweb3.odf.validate import validate_dataset
 
 from .lineage_helpers import chain_of, make_lineage, replace_input, rewrite_event
@@ -125,35 +123,6 @@ def test_input_at_an_older_head_than_consumed(lineage, tmp_path):
     assert validate_dataset(newer.path, inputs=[a, b]).ok
     report = validate_dataset(newer.path, inputs=[old, b])
     assert rules(report) == ["transform-input-block"]
-
-
-def test_set_transform_rules():
-    from odfweb3.odf.chain import ChainEntry
-    from odfweb3.odf.model_gen import MetadataBlock, Seed, SetTransform, TransformInput
-    from odfweb3.odf.timestamp import Timestamp
-
-    t = Timestamp.parse("2050-01-01T00:00:00Z")
-
-    def chain(st):
-        blocks = [Seed(dataset_id=b"\xed\x01" + bytes(32), dataset_kind=1), st]
-        return [
-            ChainEntry(bytes([0x16, 32, i]) + bytes(31), MetadataBlock(t, None, i, ev), 0)
-            for i, ev in enumerate(blocks)
-        ]
-
-    did = str(example_keypair(1).dataset_id)
-    ok_sql = TransformSql(engine="datafusion", queries=(SqlQueryStep(query="SELECT 1"),))
-    good = SetTransform(inputs=(TransformInput(dataset_ref=did, alias="a"),), transform=ok_sql)
-    assert check_transform_rules(chain(good)) == []
-    by_name = dataclasses.replace(good, inputs=(TransformInput(dataset_ref="a", alias="a"),))
-    assert [v.rule for v in check_transform_rules(chain(by_name))] == ["transform-input-declared"]
-    twice = dataclasses.replace(good, inputs=good.inputs * 2)
-    assert "declared twice" in check_transform_rules(chain(twice))[0].message
-    raw = dataclasses.replace(good, transform=TransformSql(engine="datafusion", query="SELECT 1"))
-    assert [v.rule for v in check_transform_rules(chain(raw))] == ["transform-sql"]
-    aliased = TransformSql(queries=(SqlQueryStep(alias="out", query="SELECT 1"),))
-    bad = check_transform_rules(chain(dataclasses.replace(good, transform=aliased)))
-    assert "last SQL query has an alias" in bad[0].message
 
 
 def test_mapping_key_must_be_the_datasets_own_id(lineage):

@@ -1,10 +1,12 @@
-"""Issue 19: the chain rules checked walking back (ChainRulesBackwards, constant memory) give
+"""The chain rules checked walking back (ChainRulesBackwards, constant memory) give
 check_chain_rules' verdict on every chain, and FactsWalk gives facts_of_chain's facts.
 
 Random chains (fixed seeds) mix valid and broken blocks of every rule: offsets (prevOffset,
-interval start and end, a slice without interval), checkpoint carry, watermarks, system
-times, sequence numbers, a second Seed, event kinds, empty events; with and without a
-ChainState the blocks continue."""
+interval start and end, a slice without interval), checkpoints per event kind, watermarks
+(decreasing, dropped), system times, sequence numbers, a second Seed, empty and no-op
+events, push and polling sources (mixed, identical, disabled, malformed), SetTransforms;
+with and without a ChainState the blocks continue (the state the older blocks leave, read
+whole or only as far as the newer blocks need, or an arbitrary one)."""
 
 from __future__ import annotations
 
@@ -17,23 +19,179 @@ from odfweb3.odf.chain import ChainEntry, iter_objects
 from odfweb3.odf.facts import FactsWalk, facts_of_chain
 from odfweb3.odf.model_gen import (
     AddData,
+    AddPushSource,
     Checkpoint,
+    DataSchema,
     DatasetKind,
     DataSlice,
+    DisablePollingSource,
+    DisablePushSource,
     ExecuteTransform,
+    ExecuteTransformInput,
+    FetchStepEthereumLogs,
+    FetchStepUrl,
     MetadataBlock,
     OffsetInterval,
+    ReadStepCsv,
     Seed,
+    SetDataSchema,
     SetInfo,
     SetLicense,
+    SetPollingSource,
     SetTransform,
+    SourceState,
+    SqlQueryStep,
+    TransformInput,
+    TransformSql,
 )
 from odfweb3.odf.timestamp import Timestamp
-from odfweb3.odf.validate import ChainRulesBackwards, ChainState, chain_state, check_chain_rules
+from odfweb3.odf.validate import (
+    RULES,
+    ChainRulesBackwards,
+    ChainState,
+    RuleState,
+    chain_state,
+    check_chain_rules,
+)
+
+DID = "did:odf:fed01" + "ab" * 32
+SQL = TransformSql(engine="datafusion", queries=(SqlQueryStep(query="SELECT 1"),))
 
 
 def _h(rng: random.Random) -> bytes:
     return b"\x16\x20" + bytes(rng.getrandbits(8) for _ in range(32))
+
+
+def _wm(seconds: int) -> Timestamp:
+    return Timestamp(2049, 1, max(0, seconds), 0)
+
+
+@dataclasses.dataclass
+class _Gen:
+    """The state a generator keeps to write valid blocks (what kamu would compare to)."""
+
+    data_seen: bool = False
+    offset: int | None = None
+    wm: int | None = None
+    own_cp: dict[type, bytes | None] = dataclasses.field(default_factory=dict)
+    own_wm: dict[type, int | None] = dataclasses.field(default_factory=dict)
+    add_ss: SourceState | None = None
+    polling: bool = False
+    push: dict[str, AddPushSource] = dataclasses.field(default_factory=dict)
+    versions: int = 0
+    schema: bool = False
+
+
+def _source(rng: random.Random, g: _Gen, flip) -> object:
+    """A source event: valid for the chain so far unless ``flip()`` says otherwise."""
+    if flip():
+        return rng.choice(
+            [
+                DisablePollingSource(),
+                DisablePushSource(source_name="a"),
+                SetPollingSource(
+                    fetch=FetchStepEthereumLogs(chain_id=None, node_url=None),
+                    read=ReadStepCsv(),
+                ),
+                AddPushSource(
+                    source_name="a",
+                    read=ReadStepCsv(ddl_schema=("a INT",), schema=DataSchema(fields=())),
+                ),
+                AddPushSource(source_name="a", read=ReadStepCsv(), preprocess=TransformSql()),
+                # the other kind of source than the chain has (or identical to the last)
+                AddPushSource(source_name="a", read=ReadStepCsv())
+                if g.polling
+                else SetPollingSource(fetch=FetchStepUrl(url="https://x"), read=ReadStepCsv()),
+                g.push.get("a") or AddPushSource(source_name="a", read=ReadStepCsv()),
+            ]
+        )
+    g.versions += 1
+    if g.polling or (not g.push and rng.random() < 0.5):
+        g.polling = True
+        return SetPollingSource(
+            fetch=FetchStepUrl(url=f"https://x/{g.versions}"), read=ReadStepCsv()
+        )
+    name = rng.choice(["a", "b"])
+    ev = AddPushSource(source_name=name, read=ReadStepCsv(separator=str(g.versions)))
+    g.push[name] = ev
+    return ev
+
+
+def _transform(rng: random.Random, flip) -> SetTransform:
+    inputs = (TransformInput(dataset_ref=DID, alias="in"),)
+    if flip():
+        return rng.choice(
+            [
+                SetTransform(inputs=(), transform=SQL),
+                SetTransform(inputs=(TransformInput(dataset_ref=DID),), transform=SQL),
+                SetTransform(inputs=inputs * 2, transform=SQL),
+                SetTransform(inputs=inputs, transform=TransformSql(query="SELECT 1")),
+            ]
+        )
+    return SetTransform(inputs=inputs, transform=SQL)
+
+
+def _data(rng: random.Random, g: _Gen, flip, cps: list[bytes]) -> AddData | ExecuteTransform:
+    cls = rng.choice([AddData, ExecuteTransform])
+    if g.data_seen:
+        prev_offset = g.offset if not flip() else (g.offset or 0) + 2
+    else:
+        prev_offset = rng.choice([None, None, 4])  # kamu checks no carry before any data
+    data = None
+    if rng.random() < 0.6:
+        start = 0 if prev_offset is None else prev_offset + 1
+        if flip():
+            start += 1
+        end = start + rng.choice([0, 3, 9]) - (5 if flip() else 0)
+        iv = None if flip() else OffsetInterval(start=start, end=end)
+        data = DataSlice(logical_hash=b"l", physical_hash=_h(rng), offset_interval=iv, size=7)
+    own_cp = g.own_cp.get(cls)
+    prev_cp = own_cp if not flip() else rng.choice(cps)
+    new_cp = None
+    if rng.random() < 0.6:
+        new_cp = Checkpoint(physical_hash=rng.choice(cps), size=3)
+    wm: int | None
+    if g.wm is not None:
+        wm = g.wm + rng.choice([0, 0, 2])
+        if flip():
+            wm = rng.choice([None, g.wm - 4])
+    else:
+        wm = rng.choice([None, 100 + rng.randint(0, 9)])
+    ss = None
+    if cls is AddData:
+        ss = rng.choice([None, g.add_ss, SourceState(source_name="default", kind="k", value="1")])
+    inputs = tuple(
+        ExecuteTransformInput(dataset_id=b"\x00", new_block_hash=rng.choice([None, b"\x01"]))
+        for _ in range(rng.randint(0, 2))
+    )
+    cp_same = (new_cp.physical_hash if new_cp else None) == prev_cp
+    own_wm = g.own_wm.get(cls)
+    if cls is AddData:
+        still = wm == own_wm and ss == g.add_ss
+    else:
+        still = wm == own_wm and all(i.new_block_hash is None for i in inputs)
+    empty = data is None and new_cp is None and wm is None and ss is None
+    if ((data is None and cp_same and still) or empty) and not flip():
+        # kamu refuses an event that changes nothing (or has no new* field, even with
+        # inputs that advance): give it a fresh checkpoint
+        new_cp = Checkpoint(physical_hash=_h(rng), size=3)
+    wm_ts = None if wm is None else _wm(wm)
+    ev: AddData | ExecuteTransform
+    if cls is AddData:
+        ev = AddData(prev_checkpoint=prev_cp, prev_offset=prev_offset, new_data=data,
+                     new_checkpoint=new_cp, new_watermark=wm_ts, new_source_state=ss)  # fmt: skip
+        g.add_ss = ss
+    else:
+        ev = ExecuteTransform(query_inputs=inputs, prev_checkpoint=prev_cp,
+                              prev_offset=prev_offset, new_data=data, new_checkpoint=new_cp,
+                              new_watermark=wm_ts)  # fmt: skip
+    g.data_seen = True
+    iv = data.offset_interval if data is not None else None
+    g.offset = iv.end if iv is not None else prev_offset
+    g.wm = wm
+    g.own_cp[cls] = new_cp.physical_hash if new_cp else None
+    g.own_wm[cls] = wm
+    return ev
 
 
 def _chain(rng: random.Random, n: int, bad: float) -> list[ChainEntry]:
@@ -44,11 +202,9 @@ def _chain(rng: random.Random, n: int, bad: float) -> list[ChainEntry]:
 
     kind = rng.choice([DatasetKind.ROOT, DatasetKind.DERIVATIVE])
     out: list[ChainEntry] = []
-    offset: int | None = None
-    checkpoint: bytes | None = None
+    g = _Gen()
     cps = [_h(rng) for _ in range(3)]  # few checkpoints: repeats and carried ones
     seconds = 1000
-    wm = 100
     prev: bytes | None = None
     for seq in range(n):
         seconds += rng.choice([0, 1, 5]) if not flip() else -3
@@ -57,57 +213,22 @@ def _chain(rng: random.Random, n: int, bad: float) -> list[ChainEntry]:
             ev: object = Seed(dataset_id=b"\x00" * 34, dataset_kind=kind)
         else:
             pick = rng.random()
-            if pick < 0.05 and bad:
+            if pick < 0.04 and bad:
                 ev = Seed(dataset_id=b"\x00" * 34, dataset_kind=kind)
-            elif pick < 0.12:
+            elif pick < 0.10:
                 ev = SetInfo(description=f"d{seq}", keywords=("k",))
-            elif pick < 0.17:
+            elif pick < 0.14:
                 ev = SetLicense(short_name=f"L{seq}", name="n", spdx_id=None, website_url="w")
-            elif pick < 0.22 and (bad or kind == DatasetKind.DERIVATIVE):
-                ev = SetTransform(inputs=(), transform=None)
+            elif pick < 0.22:
+                ev = _source(rng, g, flip)
+            elif pick < 0.26:
+                ev = _transform(rng, flip)
+            elif pick < 0.30 or (not g.schema and not flip()):
+                # kamu wants a SetDataSchema before any data
+                ev = SetDataSchema(raw_arrow_schema=bytes([seq % 256]))
+                g.schema = True
             else:
-                data = None
-                if rng.random() < 0.7 or not bad:
-                    start = 0 if offset is None else offset + 1
-                    if flip():
-                        start += 1
-                    end = start + rng.choice([0, 3, 9]) - (5 if flip() else 0)
-                    iv = None if flip() else OffsetInterval(start=start, end=end)
-                    data = DataSlice(
-                        logical_hash=b"l", physical_hash=_h(rng), offset_interval=iv, size=7
-                    )
-                    if iv is not None:
-                        new_offset: int | None = end
-                    else:
-                        new_offset = offset
-                else:
-                    new_offset = offset
-                new_cp = None
-                if rng.random() < 0.6:
-                    new_cp = Checkpoint(
-                        physical_hash=rng.choice([*cps, None][: 4 if bad else 3]), size=3
-                    )
-                if rng.random() < 0.5:
-                    wm += rng.choice([0, 2]) if not flip() else -4
-                    new_wm: Timestamp | None = Timestamp(2049, 1, max(0, wm), 0)
-                else:
-                    new_wm = None
-                cls = AddData if rng.random() < 0.6 else ExecuteTransform
-                if not bad:
-                    cls = AddData if kind == DatasetKind.ROOT else ExecuteTransform
-                prev_offset = offset if not flip() else (offset or 0) + 2
-                prev_cp = checkpoint if not flip() else rng.choice(cps)
-                if cls is AddData:
-                    ev = AddData(prev_checkpoint=prev_cp, prev_offset=prev_offset, new_data=data,
-                                 new_checkpoint=new_cp, new_watermark=new_wm)  # fmt: skip
-                else:
-                    ev = ExecuteTransform(query_inputs=() if rng.random() < 0.5 else None,
-                                          prev_checkpoint=prev_cp, prev_offset=prev_offset,
-                                          new_data=data, new_checkpoint=new_cp,
-                                          new_watermark=new_wm)  # fmt: skip
-                offset = new_offset
-                if new_cp is not None:
-                    checkpoint = new_cp.physical_hash
+                ev = _data(rng, g, flip, cps)
         number = seq if not flip() else seq + 1
         block = MetadataBlock(system_time=time, prev_block_hash=prev, sequence_number=number,
                               event=ev)  # type: ignore[arg-type]  # fmt: skip
@@ -124,41 +245,65 @@ def _backwards(entries: list[ChainEntry], after: ChainState | None = None) -> bo
     return rules.finish(after=after)
 
 
+def _any_state(rng: random.Random, tip: ChainEntry) -> ChainState:
+    """A state at ``tip`` the chain need not have left (both checkers must still agree)."""
+    cp = rng.choice([None, b"\x16\x20" + bytes(32)])
+    wm = rng.choice([None, _wm(100), _wm(200)])
+    return ChainState(
+        tip,
+        RuleState(
+            data_seen=rng.random() < 0.7,
+            last_offset=rng.choice([None, 3, 9]),
+            data_watermark=wm,
+            add_checkpoint=cp,
+            add_watermark=rng.choice([None, wm]),
+            add_source_state=rng.choice([None, SourceState(source_name="default")]),
+            exec_checkpoint=rng.choice([None, cp]),
+            exec_watermark=rng.choice([None, wm]),
+            schema=rng.random() < 0.5,
+            polling=rng.random() < 0.3,
+            push=rng.choice([(), (("a", b"\x00" * 16),)]),
+        ),
+    )
+
+
 @pytest.mark.parametrize("bad", [0.0, 0.02, 0.1, 0.3])
 def test_the_backward_verdict_is_check_chain_rules_verdict(bad):
     rng = random.Random(f"rules-{bad}")
     seen = {True: 0, False: 0}
+    broken: set[str] = set()
     for _ in range(1500):
-        chain = _chain(rng, rng.randint(1, 14), bad)
-        want = not check_chain_rules(chain)
-        assert _backwards(chain) == want, chain
+        chain = _chain(rng, rng.randint(1, 16), bad)
+        problems = check_chain_rules(chain)
+        broken |= {v.rule for v in problems}
+        want = not problems
+        assert _backwards(chain) == want, (problems, chain)
         seen[want] += 1
         # The same blocks continuing a chain whose state at its tip is known.
         if len(chain) > 2:
             cut = rng.randint(1, len(chain) - 1)
             older, newer = chain[:cut], chain[cut:]
-            kinds = [e.block.event.dataset_kind for e in older if isinstance(e.block.event, Seed)]
-            state = ChainState(
-                older[-1],
-                rng.choice([*kinds[:1], None, DatasetKind.ROOT]),
-                rng.choice([None, 3, 9]),
-                None,
-                rng.choice([None, Timestamp(2049, 1, 100, 0)]),
-            )
-            if rng.random() < 0.5:  # the state the older blocks really leave
-                state = chain_state(reversed(older))
-            got = _backwards(newer, state)
-            assert got == (not check_chain_rules(newer, after=state)), (newer, state)
+            whole = chain_state(reversed(older))
+            for state in (whole, _any_state(rng, older[-1])):
+                got = _backwards(newer, state)
+                assert got == (not check_chain_rules(newer, after=state)), (newer, state)
+            if not check_chain_rules(older):
+                # Read back only as far as the newer blocks need: the same verdict.
+                part = chain_state(reversed(older), newer)
+                got = not check_chain_rules(newer, after=part)
+                assert got == (not check_chain_rules(newer, after=whole)), (newer, part, whole)
     if bad == 0.0:
         assert seen[False] == 0  # the generator's valid chains are valid
     else:
         assert seen[True] > 20 and seen[False] > 20  # both verdicts exercised
+    if bad == 0.3:
+        assert broken == set(RULES)  # every rule broken somewhere
 
 
 def test_facts_walked_back_are_the_whole_chains_facts():
     rng = random.Random("facts")
     for _ in range(400):
-        chain = _chain(rng, rng.randint(1, 14), 0.0)
+        chain = _chain(rng, rng.randint(1, 16), 0.0)
         head_first = list(reversed(chain))
         walk = FactsWalk()
         for e in head_first:
@@ -166,6 +311,7 @@ def test_facts_walked_back_are_the_whole_chains_facts():
         objs = list(iter_objects(head_first))
         got, want = walk.facts(objs), facts_of_chain(head_first)
         assert got == want
+        assert got.rules == chain_state(head_first).rules
     walk = FactsWalk()
     walk.feed(dataclasses.replace(chain[-1]))
     with pytest.raises(ValueError, match="Seed"):

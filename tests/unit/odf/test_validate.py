@@ -132,8 +132,11 @@ def test_offset_rule_names_block(ds):
     w.write_object("block", block_hash(data), data)
     w.set_head(block_hash(data))
     r = validate_dataset(ds)
-    assert rules(r) == {"offsets-sequential"}
+    # kamu: the slice does not start at prevOffset + 1 (OffsetsAreNotSequential) and
+    # prevOffset is not the previous block's last offset (InvalidEvent)
+    assert rules(r) == {"offsets-sequential", "prev-offset"}
     v = r.violations[0]
+    assert f"block #{blk.sequence_number}" in str(v) and "kamu OffsetsAreNotSequential" in str(v)
     assert v.sequence_number == blk.sequence_number and v.block_hash == block_hash(data)
     with pytest.raises(ValidationFailed):
         require_valid(r)
@@ -169,3 +172,17 @@ def test_symlink_outside_is_refused(ds, tmp_path):
     assert not r.ok and "outside the dataset" in str(r.violations[0])
     with pytest.raises(FormatError):
         reader.path_of("data", data_obj.hash)
+
+
+@pytest.mark.parametrize("text", ["{h}\n", "{h}\r\n", " {h}", "{h} "])
+def test_a_head_with_whitespace_is_refused(ds, text):
+    """kamu reads refs/head as is (no trimming): a trailing newline makes the dataset
+    unreadable to it, so it is refused here too, not silently stripped."""
+    h = (ds / "refs/head").read_text()
+    (ds / "refs/head").write_text(text.format(h=h))
+    r = validate_dataset(ds)
+    assert rules(r) == {"head"} and "whitespace" in str(r.violations[0])
+    with pytest.raises(FormatError, match="printf %s HASH > refs/head"):
+        DatasetReader.open(ds).head()
+    (ds / "refs/head").write_text(h)
+    assert validate_dataset(ds).ok

@@ -19,6 +19,7 @@ from odfweb3.odf.layout import DatasetReader, DatasetWriter
 from odfweb3.odf.model_gen import (
     AddData,
     Checkpoint,
+    DisablePollingSource,
     Seed,
     SetTransform,
 )
@@ -98,13 +99,25 @@ def _event(ds, **changes):
 
 BAD = {
     "offsets-sequential": lambda ds: {"event": _event(ds, prev_offset=123456)},
-    "checkpoint-carry": lambda ds: {"event": _event(ds, prev_checkpoint=None)},
+    "prev-checkpoint": lambda ds: {"event": _event(ds, prev_checkpoint=None)},
     "watermark-monotonic": lambda ds: {"event": _event(ds, new_watermark=Timestamp(1990, 1, 0, 0))},
+    "watermark-dropped": lambda ds: {"event": _event(ds, new_watermark=None)},
     "system-time-monotonic": lambda ds: {"system_time": Timestamp(1990, 1, 0, 0)},
     "sequence-number": lambda ds: {"sequence_number": 99},
     "seed-once": lambda ds: {"event": Seed(dataset_id=b"\x00" * 34, dataset_kind=0)},
-    "event-kind": lambda ds: {"event": SetTransform(inputs=(), transform=None)},
-}
+    "unimplemented-event": lambda ds: {"event": DisablePollingSource()},
+    "transform-inputs": lambda ds: {"event": SetTransform(inputs=(), transform=None)},
+    # no data; the checkpoint the previous block wrote, again; its watermark: nothing changes
+    "no-op": lambda ds: {"event": _event(ds, new_data=None,
+                                         new_checkpoint=_head_event(ds).new_checkpoint,
+                                         new_watermark=_head_event(ds).new_watermark)},
+}  # fmt: skip
+
+
+def _head_event(ds):
+    reader = DatasetReader.open(ds)
+    blk = decode_block(reader.read_block_bytes(reader.head()))
+    return decode_block(reader.read_block_bytes(blk.prev_block_hash)).event
 
 
 @pytest.mark.parametrize("rule", sorted(BAD))
@@ -113,6 +126,8 @@ def test_a_bad_new_block_above_a_cached_head_is_refused(ds, tmp_path, rule):
     load_chain(DatasetReader.open(ds), ChainCache(cache_dir))  # the head is cached now
     append_blocks(ds, 1, data_bytes=100, seed=3)
     _rewrite_head(ds, **BAD[rule](ds))
+    if rule == "watermark-dropped":
+        rule = "watermark-monotonic"
     with pytest.raises(OdfWeb3Error) as err:
         load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
     assert (rule if rule != "sequence-number" else "sequence number") in str(err.value)
@@ -394,3 +409,18 @@ def test_a_damaged_filter_file_is_written_again(ds, tmp_path):
     assert chain.complete  # the entry could not be used: walked whole, cached again
     assert bloom.read_bytes() == good
     assert ChainCache(cache_dir).get(chain.head) == chain.facts
+
+
+def test_an_entry_of_the_old_format_is_walked_again(ds, tmp_path):
+    """Format 2 entries hold the state of the old rules, for heads checked against them:
+    ignored, so the chain is walked and checked against kamu's rules again."""
+    cache_dir = tmp_path / "verified"
+    load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    (entry,) = cache_dir.glob("*.json")
+    doc = json.loads(entry.read_text())
+    assert doc["format"] == 3 and doc["rules"]["dataSeen"] is True
+    doc["format"] = 2
+    entry.write_text(json.dumps(doc))
+    append_blocks(ds, 1, data_bytes=100, seed=4)
+    chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    assert chain.complete
