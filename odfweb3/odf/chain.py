@@ -11,6 +11,7 @@ is used.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -19,13 +20,21 @@ from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
 from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
 from odfweb3.odf.linked import link_columns
-from odfweb3.odf.model_gen import AddData, ExecuteTransform, MetadataBlock, Seed, SetDataSchema
+from odfweb3.odf.model_gen import (
+    AddData,
+    ExecuteTransform,
+    ExtraAttributes,
+    MetadataBlock,
+    Seed,
+    SetDataSchema,
+)
 from odfweb3.odf.multihash import multihash_to_str
 
 __all__ = [
     "ChainEntry",
     "DatasetObject",
     "LinkSource",
+    "LinkingBlock",
     "columns_at",
     "iter_objects",
     "walk_chain",
@@ -131,14 +140,26 @@ def _where(mh: bytes) -> str:
     return f"block {multihash_to_str(mh)}"
 
 
+@dataclass(frozen=True, slots=True)
+class LinkingBlock:
+    """What a :class:`LinkSource` needs of the ``AddData`` block adding a data file: its
+    hash and sequence number (for messages) and extra attributes (the linkedObjects
+    summary). Kept instead of the decoded block while the walk looks for the schema in
+    force further down: a first publish keeps no decoded block past the newest ones."""
+
+    hash: bytes
+    sequence_number: int
+    extra: ExtraAttributes | None
+
+
 class LinkSource(Protocol):
     """Reads the linked objects one data file names (ODF RFC-017): I/O passed in, so the
     walk stays pure (:class:`odfweb3.odf.parquet_links.ParquetLinks` reads Parquet)."""
 
     def __call__(
-        self, entry: ChainEntry, data: DatasetObject, columns: tuple[str, ...]
+        self, block: LinkingBlock, data: DatasetObject, columns: tuple[str, ...]
     ) -> Iterable[DatasetObject]:
-        """The ``linked`` objects of ``data`` (the data file ``entry``, an ``AddData``,
+        """The ``linked`` objects of ``data`` (the data file ``block``, an ``AddData``,
         adds), read from its ``columns``; each hash once or more, in file order."""
         ...
 
@@ -173,16 +194,25 @@ def iter_objects(
             ``ObjectLink`` kamu refuses.
     """
     seen: set[tuple[str, bytes]] = set()
-    pending: list[tuple[ChainEntry, DatasetObject]] = []
+    # The data files waiting for their schema, as flat columns (about 40 bytes each, not a
+    # decoded block or a record object: a first publish of 100,000 blocks holds them all
+    # until the walk meets the SetDataSchema near the Seed).
+    p_data: list[bytes] = []
+    p_size = array("q")
+    p_block: list[bytes] = []
+    p_seq = array("Q")
+    p_extra: list[ExtraAttributes | None] = []
 
     def resolve(columns: tuple[str, ...]) -> Iterator[DatasetObject]:
         if links is not None and columns:
-            for entry, data in pending:
-                for obj in links(entry, data, columns):
+            for i, mh in enumerate(p_data):
+                block = LinkingBlock(p_block[i], p_seq[i], p_extra[i])
+                for obj in links(block, DatasetObject("data", mh, p_size[i]), columns):
                     if ("data", obj.hash) not in seen:
                         seen.add(("data", obj.hash))
                         yield obj
-        pending.clear()
+        for column in (p_data, p_size, p_block, p_seq, p_extra):
+            del column[:]
 
     for entry in entries:
         yield DatasetObject("block", entry.hash, entry.size)
@@ -195,7 +225,11 @@ def iter_objects(
                     seen.add(key)
                     obj = DatasetObject("data", event.new_data.physical_hash, event.new_data.size)
                     if links is not None and isinstance(event, AddData):
-                        pending.append((entry, obj))
+                        p_data.append(obj.hash)
+                        p_size.append(event.new_data.size)
+                        p_block.append(entry.hash)
+                        p_seq.append(entry.block.sequence_number)
+                        p_extra.append(event.extra)
                     yield obj
             cp = event.new_checkpoint
             if cp is not None and cp.physical_hash is not None:

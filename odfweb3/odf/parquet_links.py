@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, Final
 
 from odfweb3.errors import FormatError, HashMismatch, IntegrityError, NotFound
-from odfweb3.odf.chain import ChainEntry, DatasetObject
+from odfweb3.odf.chain import DatasetObject, LinkingBlock
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.linked import SUMMARY_KEY, LinkedSummary, decode_summary
 from odfweb3.odf.model_gen import AddData
@@ -148,30 +148,30 @@ class ParquetLinks:
         there (a hostile replica's endless stream)."""
         return self._bounds.get(mh)
 
-    def _problem(self, exc: Exception, rule: str, entry: ChainEntry) -> None:
+    def _problem(self, exc: Exception, rule: str, block: LinkingBlock) -> None:
         if self.problems is None:
             raise exc
-        self.problems.append(Violation(rule, str(exc), entry.block.sequence_number, entry.hash))
+        self.problems.append(Violation(rule, str(exc), block.sequence_number, block.hash))
 
     def __call__(
-        self, entry: ChainEntry, data: DatasetObject, columns: tuple[str, ...]
+        self, block: LinkingBlock, data: DatasetObject, columns: tuple[str, ...]
     ) -> tuple[DatasetObject, ...]:
         key = (data.hash, columns)
         got = self._memo.get(key)
         if got is None:
-            got = self._memo[key] = tuple(self._read(entry, data, columns))
+            got = self._memo[key] = tuple(self._read(block, data, columns))
         return got
 
     def _read(
-        self, entry: ChainEntry, data: DatasetObject, columns: tuple[str, ...]
+        self, block: LinkingBlock, data: DatasetObject, columns: tuple[str, ...]
     ) -> Iterator[DatasetObject]:
         where = f"{self._where}/{data.path}"
-        event = entry.block.event
-        assert isinstance(event, AddData)
         try:
-            summary = decode_summary(event, f"block {multihash_to_str(entry.hash)}")
+            summary = decode_summary(
+                AddData(extra=block.extra), f"block {multihash_to_str(block.hash)}"
+            )
         except FormatError as exc:
-            self._problem(exc, "linked-summary", entry)
+            self._problem(exc, "linked-summary", block)
             summary = None
         try:
             f = self._open(data)
@@ -201,7 +201,7 @@ class ParquetLinks:
                                 if isinstance(exc, NotFound)
                                 else exc,
                                 "linked-present",
-                                entry,
+                                block,
                             )
                             total = None
                             continue
@@ -209,27 +209,27 @@ class ParquetLinks:
                     size = sizes[mh]
                     total = None if size is None or total is None else total + size
         except FormatError as exc:
-            self._problem(exc, "linked-readable", entry)
+            self._problem(exc, "linked-readable", block)
             return
-        self._check_summary(entry, where, summary, count, total)
+        self._check_summary(block, where, summary, count, total)
 
     def _check_summary(
         self,
-        entry: ChainEntry,
+        block: LinkingBlock,
         where: str,
         summary: LinkedSummary | None,
         count: int,
         total: int | None,
     ) -> None:
-        block = f"block {multihash_to_str(entry.hash)}"
+        name = f"block {multihash_to_str(block.hash)}"
         if summary is None:
             self._problem(
                 IntegrityError(
-                    f"{block}: adds {where}, whose schema has ObjectLink columns, but has no "
+                    f"{name}: adds {where}, whose schema has ObjectLink columns, but has no "
                     f"{SUMMARY_KEY} summary (kamu writes one for every such file)"
                 ),
                 "linked-summary",
-                entry,
+                block,
             )
             return
         wrong = summary.num_objects_naive != count or (
@@ -239,12 +239,12 @@ class ParquetLinks:
             found = f"{count} links" + (f", {total} bytes" if total is not None else "")
             self._problem(
                 IntegrityError(
-                    f"{block}: its {SUMMARY_KEY} says numObjectsNaive "
+                    f"{name}: its {SUMMARY_KEY} says numObjectsNaive "
                     f"{summary.num_objects_naive}, sizeNaive {summary.size_naive}; {where} "
                     f"has {found}"
                 ),
                 "linked-summary",
-                entry,
+                block,
             )
 
 
