@@ -176,9 +176,10 @@ def pull_dataset(
     def fetch_linked(obj: DatasetObject) -> int:
         # No block records its size: bounded by its blocks' linkedObjects summaries
         # (sizeNaive), its hash checked by the staging store.
-        if not staging.has(obj.kind, obj.hash):
-            bound = links.bound(obj.hash)
-            staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress, bound))
+        if staging.has(obj.kind, obj.hash):
+            return 0  # verified and staged by an interrupted run
+        bound = links.bound(obj.hash)
+        staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress, bound))
         return staging.path_of(obj.kind, obj.hash).stat().st_size
 
     def open_data(obj: DatasetObject) -> BinaryIO:
