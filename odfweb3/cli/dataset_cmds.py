@@ -48,9 +48,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="write an example root dataset (or append blocks to one)",
         description="Write an example root dataset: Seed, SetInfo, SetLicense, SetDataSchema "
-        "(the ODF schema, before any data, as kamu requires) and N AddData blocks with "
-        "pseudo-random data files and checkpoints. Each example gets a fresh "
-        "identity key (its own dataset ID) unless --seed makes it deterministic.",
+        "(the ODF schema, before any data, as kamu requires) and N AddData blocks, each with a "
+        "Parquet data file (the ODF system columns and a pseudo-random payload column) and a "
+        "checkpoint. Each example gets a fresh identity key (its own dataset ID) unless --seed "
+        "makes it deterministic.",
     )
     p.add_argument("dir", help="dataset directory to create (or extend with --append)")
     p.add_argument("--blocks", type=int, default=5, help="AddData blocks (default 5)")
@@ -68,6 +69,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "(default: a fresh identity key and random data, so each example is its own dataset)",
     )
     p.add_argument("--append", type=int, metavar="K", help="append K AddData blocks instead")
+    p.add_argument(
+        "--linked-objects",
+        type=int,
+        metavar="N",
+        help="N linked objects per AddData block (ODF RFC-017: stored in data/<multihash>, "
+        "named from a content_hash ObjectLink column, kamu's versioned-file archetype); "
+        "--data-bytes is then the objects' total (with --append on such a dataset: default 1)",
+    )
     p.add_argument(
         "--derivative-of",
         nargs="+",
@@ -117,7 +126,15 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
     seed = secrets.randbits(63) if args.seed is None else args.seed
     if args.blocks < 0 or (args.append is not None and args.append < 1):
         raise UsageError("example: block counts must be positive")
+    linked = args.linked_objects
+    if linked is not None and linked < 1:
+        raise UsageError("example: --linked-objects must be at least 1")
     if args.derivative_of:
+        if linked is not None:
+            raise UsageError(
+                "example: --linked-objects is for root datasets (kamu links objects from "
+                "AddData only); give it to the input example instead"
+            )
         if args.append is not None:
             built = append_transform(args.dir, args.derivative_of, transactions=args.append)
         else:
@@ -129,7 +146,13 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
     elif args.append is not None:
         total = args.data_bytes if args.data_bytes is not None else 16 * 1024 * args.append
         with out.progress("appending", total) as bar:
-            built = append_blocks(args.dir, args.append, data_bytes=total, progress=bar.advance)
+            built = append_blocks(
+                args.dir,
+                args.append,
+                data_bytes=total,
+                progress=bar.advance,
+                linked_objects=linked,
+            )
     else:
         total = args.data_bytes if args.data_bytes is not None else 64 * 1024
         with out.progress("writing", total) as bar:
@@ -140,6 +163,7 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
                 seed=seed,
                 progress=bar.advance,
                 keypair=keypair,
+                linked_objects=linked or 0,
             )
     if built.keypair is not None:
         _keep_identity_key(ctx, built.keypair)

@@ -17,6 +17,7 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 example ./ds --seed 42            # same seed, same dataset ID and head",
         "odfweb3 example ./ds --append 2",
         "odfweb3 example ./deriv --derivative-of ./ds",
+        "odfweb3 example ./files --linked-objects 3   # 3 linked objects (data/<hash>) a block",
     ),
     ("inspect",): ("odfweb3 inspect ./ds", "odfweb3 inspect ./ds --json"),
     ("validate",): (

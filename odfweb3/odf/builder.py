@@ -6,13 +6,16 @@ N AddData blocks, each with a data part file and a checkpoint of chosen sizes;
 deterministic for a given seed (same bytes, same hashes), write every object
 atomically, and move ``refs/head`` last.
 
-What the data files are: **opaque pseudo-random bytes**, not Parquet. odfweb3
-treats data as opaque, so nothing here needs real records. Consequently
-``DataSlice.logicalHash`` cannot be the ODF logical hash (which is computed over
-the Arrow records by a data engine): the builder fills it with the SHA3-256
-multihash of the file bytes, the same value as ``physicalHash``. odfweb3 never
-claims to verify logical hashes. Each data file counts as ``max(1, size // 100)``
-records for the offset intervals.
+What the data files are: **Parquet** (:mod:`odfweb3.odf.parquet`), with the
+columns the SetDataSchema declares (:mod:`odfweb3.odf.example_schema`): the ODF
+system columns, ``offset`` matching the block's ``offsetInterval``, ``system_time``
+the block's, event times up to the block's ``newWatermark``, and a ``payload``
+column of pseudo-random bytes sized so that the file is the size asked for. Each
+data file of ``size`` bytes holds ``max(1, size // 100)`` records.
+``DataSlice.logicalHash`` is not the ODF logical hash (kamu computes it over the
+Arrow records with arrow-digest): the builder fills it with the SHA3-256 multihash
+of the file bytes, the same value as ``physicalHash``; odfweb3 never claims to
+verify logical hashes. Checkpoints stay opaque bytes (their format is the engine's).
 """
 
 from __future__ import annotations
@@ -31,9 +34,15 @@ from typing import Final
 from odfweb3.errors import UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import block_hash, encode_block
-from odfweb3.odf.example_schema import PAYLOAD_SCHEMA, set_data_schema
+from odfweb3.odf.example_schema import (
+    CONTENT_HASH_COLUMN,
+    PAYLOAD_SCHEMA,
+    VERSIONED_FILE_SCHEMA,
+    set_data_schema,
+)
 from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
 from odfweb3.odf.layout import DatasetReader, DatasetWriter, local_io_error
+from odfweb3.odf.linked import LinkedSummary, encode_summary, link_columns
 from odfweb3.odf.model_gen import (
     AddData,
     Checkpoint,
@@ -48,6 +57,8 @@ from odfweb3.odf.model_gen import (
     SetInfo,
     SetLicense,
 )
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.parquet import payload_file, versioned_file
 from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [
@@ -62,6 +73,8 @@ EPOCH: Final = datetime(2050, 1, 1, 12, 0, 0, tzinfo=UTC)
 _RECORD_BYTES: Final = 100
 _CHECKPOINT_BYTES: Final = 1024
 _WRITE_CHUNK: Final = 4 << 20
+_TICK: Final = timedelta(seconds=1)  # between blocks
+LINKED_CONTENT_TYPE: Final = "application/octet-stream"
 
 ProgressFn = Callable[[int], None]
 
@@ -98,7 +111,7 @@ class _ChainAppender:
 
     def append(self, event: MetadataEvent) -> bytes:
         self.seq += 1
-        self.time += timedelta(seconds=1)
+        self.time += _TICK
         block = MetadataBlock(
             system_time=Timestamp.from_datetime(self.time),
             prev_block_hash=self.head,
@@ -126,9 +139,81 @@ class _ChainAppender:
         mh = self.writer.write_new_object("data" if kind == "data" else "checkpoint", chunks())
         return mh, size
 
-    def add_data(self, data_bytes: int, progress: ProgressFn | None) -> bytes:
-        phys, size = self._random_file("data", data_bytes, progress)
-        records = max(1, size // _RECORD_BYTES)
+    def data_file(
+        self, records: int, size: int, watermark: datetime, progress: ProgressFn | None
+    ) -> tuple[bytes, int]:
+        """A Parquet data file of the next block: ``records`` records from the next offset.
+
+        ``system_time`` is the next block's; event times run up to ``watermark`` over
+        the second before it.
+        """
+        start = 0 if self.last_offset is None else self.last_offset + 1
+        wm = _millis(watermark)
+        written = 0
+
+        def chunks() -> Iterator[bytes]:
+            nonlocal written
+            for part in payload_file(
+                start_offset=start,
+                records=records,
+                system_time_ms=_millis(self.time + _TICK),
+                event_time_range_ms=(wm - 999, wm),
+                size=size,
+                randbytes=self.rng.randbytes,
+            ):
+                written += len(part)
+                if progress is not None:
+                    progress(len(part))
+                yield part
+
+        mh = self.writer.write_new_object("data", chunks())
+        return mh, written
+
+    def _linked_data_file(
+        self, count: int, total: int, progress: ProgressFn | None
+    ) -> tuple[bytes, int, int, LinkedSummary]:
+        """``count`` linked objects (ODF RFC-017, ``data/<multihash>``) of ``total`` bytes,
+        then the versioned-file data file naming them, one record (version) each.
+
+        Objects first, the data file that links them after, the block last: a crash
+        leaves no link to a missing object.
+        """
+        start = 0 if self.last_offset is None else self.last_offset + 1
+        hashes: list[str] = []
+        lengths: list[int] = []
+        for size in _sizes(total, count):
+            mh, n = self._random_file("data", size, progress)
+            hashes.append(multihash_to_str(mh))
+            lengths.append(n)
+            self.data_bytes += n
+        data = versioned_file(
+            start_offset=start,
+            system_time_ms=_millis(self.time + _TICK),
+            event_time_ms=_millis(self.time),
+            # kamu's versioned file numbers entries from 1: version = offset + 1 here.
+            first_version=start + 1,
+            hashes=hashes,
+            lengths=lengths,
+            content_type=LINKED_CONTENT_TYPE,
+        )
+        mh = self.writer.write_new_object("data", iter((data,)))
+        # kamu's LinkedObjectsSummary: every non-null link counted, duplicates included.
+        return mh, len(data), count, LinkedSummary(count, sum(lengths))
+
+    def add_data(
+        self, data_bytes: int, progress: ProgressFn | None, linked_objects: int = 0
+    ) -> bytes:
+        """One AddData: a payload data file of ``data_bytes``, or with ``linked_objects``
+        that many objects sharing ``data_bytes``, linked from a versioned-file data file."""
+        extra = None
+        if linked_objects:
+            phys, size, records, summary = self._linked_data_file(
+                linked_objects, data_bytes, progress
+            )
+            extra = encode_summary(summary)
+        else:
+            records = max(1, data_bytes // _RECORD_BYTES)
+            phys, size = self.data_file(records, data_bytes, self.time, progress)
         start = 0 if self.last_offset is None else self.last_offset + 1
         cp_hash, cp_size = self._random_file("checkpoint", _CHECKPOINT_BYTES, None)
         event = AddData(
@@ -142,11 +227,16 @@ class _ChainAppender:
             ),
             new_checkpoint=Checkpoint(physical_hash=cp_hash, size=cp_size),
             new_watermark=Timestamp.from_datetime(self.time),
+            extra=extra,
         )
         self.last_offset = start + records - 1
         self.last_checkpoint = cp_hash
         self.data_bytes += size
         return self.append(event)
+
+
+def _millis(t: datetime) -> int:
+    return int(t.timestamp()) * 1000 + t.microsecond // 1000
 
 
 def _sizes(total: int, blocks: int) -> list[int]:
@@ -167,6 +257,7 @@ def create_root_dataset(
     progress: ProgressFn | None = None,
     fsync: bool = True,
     keypair: DatasetKeyPair | None = None,
+    linked_objects: int = 0,
 ) -> BuiltDataset:
     """Write a new root dataset at ``path`` (which must be absent or empty).
 
@@ -180,7 +271,13 @@ def create_root_dataset(
         fsync: fsync each object (off for large benchmark datasets).
         keypair: the dataset's identity key (default: :func:`example_keypair` of ``seed``;
             the CLI passes a fresh one unless ``--seed`` is given).
+        linked_objects: with N > 0, kamu's "versioned file" archetype: each AddData links
+            N objects (``data/<multihash>``, ODF RFC-017) from its ``content_hash`` column
+            and sums them in ``opendatafabric.org/linkedObjects``; ``data_bytes`` is then
+            the objects' total.
     """
+    if linked_objects < 0:
+        raise UsageError("example: --linked-objects must be 0 or more")
     root = Path(path)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UsageError(f"{root}: exists and is not an empty directory; choose a new directory")
@@ -192,7 +289,9 @@ def create_root_dataset(
     except OSError as exc:
         raise local_io_error(exc, root.parent) from None
     try:
-        built = _build_root(work, blocks, data_bytes, seed, description, progress, fsync, keypair)
+        built = _build_root(
+            work, blocks, data_bytes, seed, description, progress, fsync, keypair, linked_objects
+        )
         os.replace(work, root)  # onto an absent or empty directory
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)
@@ -211,6 +310,7 @@ def _build_root(
     progress: ProgressFn | None,
     fsync: bool,
     keypair: DatasetKeyPair | None,
+    linked_objects: int,
 ) -> BuiltDataset:
     keypair = keypair or example_keypair(seed)
     app = _ChainAppender(DatasetWriter(root, fsync=fsync), random.Random(seed))
@@ -226,9 +326,9 @@ def _build_root(
     )
     # kamu refuses data before a schema ("SetDataSchema event must be present before
     # adding data", ValidateAddDataVisitor); its ingest commits the schema just before.
-    app.append(set_data_schema(PAYLOAD_SCHEMA))
+    app.append(set_data_schema(VERSIONED_FILE_SCHEMA if linked_objects else PAYLOAD_SCHEMA))
     for size in _sizes(data_bytes, blocks):
-        app.add_data(size, progress)
+        app.add_data(size, progress, linked_objects)
     assert app.head is not None
     app.writer.set_head(app.head)
     return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
@@ -242,10 +342,13 @@ def append_blocks(
     seed: int | None = None,
     progress: ProgressFn | None = None,
     fsync: bool = True,
+    linked_objects: int | None = None,
 ) -> BuiltDataset:
     """Append ``count`` AddData blocks (``data_bytes`` in total) to the dataset at ``path``.
 
-    The new data is deterministic for a given ``seed`` and current head.
+    The new data is deterministic for a given ``seed`` and current head. A dataset
+    whose schema has ``ObjectLink`` columns (written with ``linked_objects``) gets
+    ``linked_objects`` objects a block (default 1); giving it for any other is an error.
     """
     reader = DatasetReader.open(path)
     head = reader.head()
@@ -255,12 +358,12 @@ def append_blocks(
     app = _ChainAppender(DatasetWriter(reader.root, fsync=fsync), random.Random(rng_seed))
     app.head, app.seq = head, tip.sequence_number
     app.time = max(tip.system_time.to_datetime(), EPOCH)
-    has_schema = False
+    schema: SetDataSchema | None = None
     seen_data_block = False
     for entry in entries:  # head first: the first slice found is the last one
         ev = entry.block.event
-        if isinstance(ev, SetDataSchema):
-            has_schema = True
+        if isinstance(ev, SetDataSchema) and schema is None:
+            schema = ev
         if isinstance(ev, AddData | ExecuteTransform):
             if app.last_offset is None and ev.new_data is not None and ev.new_data.offset_interval:
                 app.last_offset = ev.new_data.offset_interval.end
@@ -269,10 +372,24 @@ def append_blocks(
             if not seen_data_block and ev.new_checkpoint is not None:
                 app.last_checkpoint = ev.new_checkpoint.physical_hash
             seen_data_block = True
-    if not has_schema:  # a chain written before the example declared one
+    links = link_columns(schema, f"{reader.root}: SetDataSchema") if schema else ()
+    if links and links != (CONTENT_HASH_COLUMN,):
+        raise UsageError(
+            f"{reader.root}: its ObjectLink columns {', '.join(links)} are not the example's "
+            f"({CONTENT_HASH_COLUMN}); append to it with the tool that wrote it"
+        )
+    if linked_objects is not None and not links:
+        raise UsageError(
+            f"{reader.root}: has no ObjectLink column, so no linked objects can be added; "
+            "drop --linked-objects, or write a new example with it"
+        )
+    per_block = (1 if linked_objects is None else linked_objects) if links else 0
+    if links and per_block < 1:
+        raise UsageError("example: --linked-objects must be at least 1 for this dataset")
+    if schema is None:  # a chain written before the example declared one
         app.append(set_data_schema(PAYLOAD_SCHEMA))
     for size in _sizes(data_bytes, count):
-        app.add_data(max(size, 1), progress)
+        app.add_data(max(size, 1), progress, per_block)
     assert app.head is not None
     app.writer.set_head(app.head)
     return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)

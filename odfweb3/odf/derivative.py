@@ -136,9 +136,13 @@ class _Transformer:
             query_inputs.append(qi)
             self.states[chain.dataset_id] = st.after(qi)
             marks.append(chain.watermarks[pos])
+        known = [m for m in marks if m is not None]
+        # Event time advances as the slowest input's: the least watermark.
+        watermark = min(known) if known and len(known) == len(marks) else None
         new_data = None
         if records:
-            phys, size = app._random_file("data", records * _RECORD_BYTES, None)
+            upto = watermark.to_datetime() if watermark is not None else app.time
+            phys, size = app.data_file(records, records * _RECORD_BYTES, upto, None)
             start = 0 if app.last_offset is None else app.last_offset + 1
             new_data = DataSlice(
                 logical_hash=phys,
@@ -148,15 +152,13 @@ class _Transformer:
             )
             app.data_bytes += size
         cp_hash, cp_size = app._random_file("checkpoint", _CHECKPOINT_BYTES, None)
-        known = [m for m in marks if m is not None]
         event = ExecuteTransform(
             query_inputs=tuple(query_inputs),
             prev_checkpoint=app.last_checkpoint,
             prev_offset=app.last_offset,
             new_data=new_data,
             new_checkpoint=Checkpoint(physical_hash=cp_hash, size=cp_size),
-            # Event time advances as the slowest input's: the least watermark.
-            new_watermark=min(known) if known and len(known) == len(marks) else None,
+            new_watermark=watermark,
         )
         if new_data is not None and new_data.offset_interval is not None:
             app.last_offset = new_data.offset_interval.end

@@ -9,6 +9,7 @@
 """
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,3 +132,10 @@ def test_adapter_parts_point_one_way():
                     m.split(".")[1] for m in imports_of(p) if m.startswith(f"{name}.") and "." in m
                 }
                 assert used <= ok | {part}, (p, used - ok)
+
+
+def test_the_cli_and_the_builder_start_without_pyarrow():
+    # pyarrow costs ~0.2 s to import: only writing or reading a data file loads it.
+    code = "import sys, odfweb3.cli.main, odfweb3.odf.builder; print('pyarrow' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"

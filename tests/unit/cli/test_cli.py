@@ -17,7 +17,7 @@ def run(capsys, *argv, env=None):
 
 def test_example_inspect_validate_json(capsys, tmp_path):
     ds = tmp_path / "ds"
-    code, out, _ = run(capsys, "example", str(ds), "--blocks", "3", "--data-bytes", "3K", "--json")
+    code, out, _ = run(capsys, "example", str(ds), "--blocks", "3", "--data-bytes", "30K", "--json")
     assert code == 0
     made = json.loads(out)
     assert made["blocks"] == 7 and made["datasetId"].startswith("did:odf:")
@@ -26,7 +26,7 @@ def test_example_inspect_validate_json(capsys, tmp_path):
     assert code == 0
     info = json.loads(out)
     assert info["head"] == made["head"] and info["dataFiles"] == 3
-    assert info["dataBytes"] == 3072 and info["kind"] == "Root"
+    assert info["dataBytes"] == 30720 and info["kind"] == "Root"
     assert info["license"]["spdxId"] == "CC0-1.0"
 
     code, out, _ = run(capsys, "validate", str(ds), "--deep", "--json")

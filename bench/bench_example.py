@@ -1,0 +1,135 @@
+"""`odfweb3 example` build time against block count (issue 25 item 2: 10,000 blocks <= 20 s,
+100,000 <= 3 min on the project's machine).
+
+Usage::
+
+    python bench/bench_example.py [--sizes 1000,10000,100000] [--block-bytes 2000]
+                                  [--linked-objects 0,2] [--repeat 1]
+
+For each size N and each ``--linked-objects`` L, runs the real command, ``odfweb3 example DIR
+--seed 1 --blocks N --data-bytes N*block-bytes [--linked-objects L] -q`` in a child process
+(interpreter and pyarrow start-up included, objects fsynced as a user's run does), and times
+it. The reference, measured in the same run on the same disk: writing as many files of the
+same sizes (one data file and one 1 KiB checkpoint per block, pseudo-random bytes, each
+SHA3-256 hashed and written to a temporary name then renamed, as the dataset layout does,
+fsynced) with no encoding: the floor of any builder of this layout. Printed: seconds, blocks
+per second, the ratio to the reference, and the Parquet share (pyarrow's per-file writes of
+the same shape, timed alone). No timing assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine, print_table
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = ROOT / ".venv" / "bin" / "odfweb3"
+
+
+def _example(out: Path, blocks: int, block_bytes: int, linked: int, keys: Path) -> float:
+    argv = [str(CLI), "example", str(out), "--seed", "1", "--blocks", str(blocks)]
+    argv += ["--data-bytes", str(blocks * block_bytes), "-q"]
+    if linked:
+        argv += ["--linked-objects", str(linked)]
+    env = os.environ | {"ODFWEB3_KEYSTORE": str(keys)}
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, env=env)
+    return time.perf_counter() - start
+
+
+def _reference(out: Path, blocks: int, block_bytes: int) -> float:
+    """Write, hash, fsync and rename ``2 * blocks`` files of the example's sizes."""
+    rng = random.Random(1)
+    out.mkdir(parents=True)
+    start = time.perf_counter()
+    for i in range(blocks):
+        for size in (block_bytes, 1024):
+            data = rng.randbytes(size)
+            name = hashlib.sha3_256(data).hexdigest()
+            tmp = out / f".tmp-{i}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, out / name)
+    return time.perf_counter() - start
+
+
+def _parquet_only(blocks: int, block_bytes: int) -> float:
+    """pyarrow alone: the example's data files, in memory, not stored."""
+    from odfweb3.odf.parquet import payload_file
+
+    rng = random.Random(1)
+    start = time.perf_counter()
+    for i in range(blocks):
+        for _part in payload_file(
+            start_offset=i * (block_bytes // 100),
+            records=block_bytes // 100,
+            system_time_ms=i * 1000,
+            event_time_range_ms=(i * 1000 - 999, i * 1000),
+            size=block_bytes,
+            randbytes=rng.randbytes,
+        ):
+            pass
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000,10000", help="block counts (default 1000,10000)")
+    ap.add_argument("--block-bytes", type=int, default=2000, help="data bytes per block")
+    ap.add_argument("--linked-objects", default="0", help="comma list, 0 = payload files")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds, best reported")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    linked = [int(s) for s in args.linked_objects.split(",")]
+    print(machine())
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="odfweb3-bench-example-") as tmp:
+        scratch = Path(tmp)
+        for n in sizes:
+            ref = pq = float("inf")
+            best = dict.fromkeys(linked, float("inf"))
+            for r in range(args.repeat):
+                for lo in linked:
+                    out = scratch / f"ds-{n}-{lo}-{r}"
+                    best[lo] = min(
+                        best[lo], _example(out, n, args.block_bytes, lo, scratch / "keys")
+                    )
+                    shutil.rmtree(out)
+                out = scratch / f"ref-{n}-{r}"
+                ref = min(ref, _reference(out, n, args.block_bytes))
+                shutil.rmtree(out)
+                pq = min(pq, _parquet_only(n, args.block_bytes))
+            for lo in linked:
+                t = best[lo]
+                label = f"{n:,} blocks" + (f", {lo} linked objects a block" if lo else "")
+                rows.append(
+                    (
+                        label,
+                        f"{t:.1f}",
+                        f"{n / t:,.0f}",
+                        f"{ref:.1f}",
+                        f"{t / ref:.2f}",
+                        f"{pq:.1f}",
+                    )
+                )
+    header = ("dataset", "example s", "blocks/s", "reference s", "ratio", "pyarrow alone s")
+    print_table([header, *rows])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
