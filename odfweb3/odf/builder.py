@@ -99,8 +99,14 @@ def example_keypair(seed: int) -> DatasetKeyPair:
 class _ChainAppender:
     """Encodes blocks in order and writes them, tracking the chain's state."""
 
-    def __init__(self, writer: DatasetWriter, rng: random.Random) -> None:
-        self.writer = writer
+    def __init__(self, root: Path, fsync: bool, rng: random.Random) -> None:
+        # Objects are written without an fsync each and flushed together by finish():
+        # one sync for the whole build instead of two per object (10,000 blocks wrote
+        # 60,000 fsyncs), with the same guarantee: every object is on disk before
+        # refs/head names them.
+        self.root = root
+        self.fsync = fsync
+        self.writer = DatasetWriter(root, fsync=False)
         self.rng = rng
         self.head: bytes | None = None
         self.seq = -1
@@ -108,6 +114,13 @@ class _ChainAppender:
         self.last_checkpoint: bytes | None = None
         self.time = EPOCH
         self.data_bytes = 0
+
+    def finish(self) -> None:
+        """Flush every object written, then point ``refs/head`` at the last block."""
+        assert self.head is not None
+        if self.fsync:
+            os.sync()  # waits for the writes on Linux (sync(2)); all objects, one call
+        DatasetWriter(self.root, fsync=self.fsync).set_head(self.head)
 
     def append(self, event: MetadataEvent) -> bytes:
         self.seq += 1
@@ -235,6 +248,14 @@ class _ChainAppender:
         return self.append(event)
 
 
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _millis(t: datetime) -> int:
     return int(t.timestamp()) * 1000 + t.microsecond // 1000
 
@@ -293,6 +314,8 @@ def create_root_dataset(
             work, blocks, data_bytes, seed, description, progress, fsync, keypair, linked_objects
         )
         os.replace(work, root)  # onto an absent or empty directory
+        if fsync:
+            _fsync_dir(root.parent)
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)
         if isinstance(exc, OSError):
@@ -313,7 +336,7 @@ def _build_root(
     linked_objects: int,
 ) -> BuiltDataset:
     keypair = keypair or example_keypair(seed)
-    app = _ChainAppender(DatasetWriter(root, fsync=fsync), random.Random(seed))
+    app = _ChainAppender(root, fsync, random.Random(seed))
     app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.ROOT))
     app.append(SetInfo(description=description, keywords=("example", "odfweb3")))
     app.append(
@@ -330,7 +353,7 @@ def _build_root(
     for size in _sizes(data_bytes, blocks):
         app.add_data(size, progress, linked_objects)
     assert app.head is not None
-    app.writer.set_head(app.head)
+    app.finish()
     return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
 
 
@@ -355,7 +378,7 @@ def append_blocks(
     entries = list(walk_chain(reader, head))
     tip = entries[0].block
     rng_seed = seed if seed is not None else int.from_bytes(head[2:10], "big")
-    app = _ChainAppender(DatasetWriter(reader.root, fsync=fsync), random.Random(rng_seed))
+    app = _ChainAppender(reader.root, fsync, random.Random(rng_seed))
     app.head, app.seq = head, tip.sequence_number
     app.time = max(tip.system_time.to_datetime(), EPOCH)
     schema: SetDataSchema | None = None
@@ -391,5 +414,5 @@ def append_blocks(
     for size in _sizes(data_bytes, count):
         app.add_data(max(size, 1), progress, per_block)
     assert app.head is not None
-    app.writer.set_head(app.head)
+    app.finish()
     return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)

@@ -39,7 +39,7 @@ from odfweb3.odf.builder import EPOCH, BuiltDataset, _ChainAppender
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.example_schema import PAYLOAD_SCHEMA, set_data_schema
 from odfweb3.odf.identity import DatasetId, DatasetKeyPair, generate_keypair
-from odfweb3.odf.layout import DatasetReader, DatasetWriter
+from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.lineage import (
     InputChain,
     InputState,
@@ -211,7 +211,7 @@ def create_derivative_dataset(
     taken: set[str] = set()
     aliases = [_alias(Path(p).absolute(), taken) for p in inputs]
     keypair = keypair or derivative_keypair(seed)
-    app = _ChainAppender(DatasetWriter(root, fsync=fsync), random.Random(seed))
+    app = _ChainAppender(root, fsync, random.Random(seed))
     app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.DERIVATIVE))
     app.append(SetInfo(description=description, keywords=("example", "odfweb3", "derivative")))
     sql = " UNION ALL ".join(f'SELECT * FROM "{a}"' for a in aliases)
@@ -233,7 +233,7 @@ def create_derivative_dataset(
     for t in range(1, transactions + 1):
         tx.execute([_steps(len(c.hashes), t, transactions) for c in chains])
     assert app.head is not None
-    app.writer.set_head(app.head)
+    app.finish()
     return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
 
 
@@ -296,7 +296,7 @@ def append_transform(
 
     tip = entries[-1]
     rng_seed = seed if seed is not None else int.from_bytes(head[2:10], "big")
-    app = _ChainAppender(DatasetWriter(reader.root, fsync=fsync), random.Random(rng_seed))
+    app = _ChainAppender(reader.root, fsync, random.Random(rng_seed))
     app.head, app.seq = head, tip.block.sequence_number
     app.time = max(tip.block.system_time.to_datetime(), EPOCH)
     has_schema = False
@@ -322,5 +322,5 @@ def append_transform(
             targets.append(base + -(-span * t // transactions))
         tx.execute(targets)
     assert app.head is not None
-    app.writer.set_head(app.head)
+    app.finish()
     return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)
