@@ -94,6 +94,11 @@ def test_linked_objects_on_kubo_and_arweave(tmp_path, ipfs_node, arlocal, capsys
     ar = publish_dataset(ds.path, GatewayTarget(ArweaveGateway(arlocal.url), wallet, states))
     assert linked_paths(ds, ar.plan.send) == {f"data/{multihash_to_str(h)}" for h in ds.linked}
     record_id = ar.state.record["recordId"]
+    arlocal.mine(1)
+    gateway = ArweaveGateway(arlocal.url)
+    for h in ds.linked:  # the path manifest maps data/<multihash> to the linked object's item
+        served = gateway.get_data(f"{ar.state.locator}/data/{multihash_to_str(h)}")
+        assert served == ds.linked_path(h).read_bytes()
 
     # --- pull from each network, verify --deep re-hashes the linked objects -----------------
     name = IpnsName.from_public_key(public_key_bytes(keystore.load(ds.dataset_id)))

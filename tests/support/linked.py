@@ -33,6 +33,7 @@ from odfweb3.odf.model_gen import (
     DatasetKind,
     DataSlice,
     DataTypeInt32,
+    DataTypeInt64,
     DataTypeOption,
     DataTypeString,
     DataTypeTimestamp,
@@ -75,17 +76,42 @@ def _ts(unit: TimeUnit = TimeUnit.MILLISECOND) -> DataTypeTimestamp:
     return DataTypeTimestamp(unit=unit, timezone="UTC")
 
 
+def _described(text: str, extra: ExtraAttributes | None = None) -> ExtraAttributes:
+    entries = json.loads(extra.entries or "{}") if extra is not None else {}
+    entries["opendatafabric.org/description"] = text
+    return ExtraAttributes(json.dumps(entries))
+
+
 def versioned_file_schema() -> SetDataSchema:
-    """The schema kamu gives a versioned-file dataset (system columns first)."""
+    """The schema kamu gives a versioned-file dataset: the changelog system columns, then
+    ``version`` (Int32), ``content_hash`` (String, ObjectLink to a Multihash),
+    ``content_length`` (Int64), ``content_type`` (optional String), each described, and the
+    archetype (kamu-cli's versioned-file dataset snapshot, read through the search tool)."""
     fields = (
         DataField(name="offset", type=DataTypeUInt64()),
         DataField(name="op", type=DataTypeUInt8()),
         DataField(name="system_time", type=_ts()),
         DataField(name="event_time", type=DataTypeOption(inner=_ts())),
-        DataField(name="version", type=DataTypeInt32()),
-        DataField(name="content_hash", type=DataTypeString(), extra=object_link_extra()),
-        DataField(name="content_length", type=DataTypeUInt64()),
-        DataField(name="content_type", type=DataTypeOption(inner=DataTypeString())),
+        DataField(
+            name="version",
+            type=DataTypeInt32(),
+            extra=_described("Sequential identifier assigned to each entry"),
+        ),
+        DataField(
+            name="content_hash",
+            type=DataTypeString(),
+            extra=_described("Hash that references the linked object", object_link_extra()),
+        ),
+        DataField(
+            name="content_length",
+            type=DataTypeInt64(),
+            extra=_described("Size of the linked object in bytes"),
+        ),
+        DataField(
+            name="content_type",
+            type=DataTypeOption(inner=DataTypeString()),
+            extra=_described("Media type associated with the linked object"),
+        ),
     )
     archetype = ExtraAttributes(json.dumps({"kamu.dev/archetype": "VersionedFile"}))
     return SetDataSchema(schema=DataSchema(fields=fields, extra=archetype))
@@ -100,7 +126,7 @@ def parquet_rows(rows: list[dict], *, row_group_size: int | None = None) -> byte
             ("event_time", pa.timestamp("ms", tz="UTC")),
             ("version", pa.int32()),
             ("content_hash", pa.string()),
-            ("content_length", pa.uint64()),
+            ("content_length", pa.int64()),
             ("content_type", pa.string()),
         ]
     )
