@@ -220,3 +220,22 @@ def test_encrypted_publish_to_arweave_carries_linked_objects(tmp_path, arlocal, 
     assert code == 0, capsys.readouterr().err
     assert tree(dest) == tree(ds.path)
     assert validate_dataset(dest, deep=True).ok
+
+
+def test_example_linked_objects_through_kubo(tmp_path, ipfs_node, capsys):
+    # `odfweb3 example --linked-objects` published to the live node and pulled back by name
+    cfg, cfg_path = config(tmp_path, ipfs_node)
+    ds = tmp_path / "ds"
+    argv = ["example", str(ds), "--blocks", "2", "--linked-objects", "3", "--seed", "17"]
+    assert main([*argv, "-q", "--config", str(cfg_path)]) == 0
+    code = main(["publish", str(ds), "--to", "ipfs", "--json", "--config", str(cfg_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    result = json.loads(out)
+    in_data = [p for p in result["plan"]["send"] if p.startswith("data/")]
+    assert len(in_data) == 2 + 6  # two data files, six linked objects
+    name = result["record"]["name"]
+    dest = tmp_path / "copy"
+    pull_dataset(open_replica(f"ipns://{name}", cfg), dest)
+    assert tree(dest) == tree(ds)
+    assert validate_dataset(dest, deep=True).ok

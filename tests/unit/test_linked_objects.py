@@ -335,3 +335,40 @@ def test_second_machine_publishes_only_the_new_linked_object(tmp_path, capsys):
     send = json.loads(text)["plan"]["send"]
     linked_sent = [p for p in send if p in {f"data/{multihash_to_str(h)}" for h in ds.linked}]
     assert linked_sent == [f"data/{multihash_to_str(new_link)}"], send
+
+
+def test_example_linked_objects_round_trip_on_car_and_bundle(tmp_path, capsys):
+    # `odfweb3 example --linked-objects` (the builder's writer) read by the link reader
+    ds = tmp_path / "ds"
+    argv = ["example", str(ds), "--blocks", "3", "--linked-objects", "2", "--seed", "7", "-q"]
+    assert cli(capsys, tmp_path, *argv)[0] == 0
+    report = validate_dataset(ds, deep=True)
+    assert report.ok, report.violations
+    code, text, _ = cli(capsys, tmp_path, "inspect", str(ds), "--json")
+    assert json.loads(text)["linkedObjects"] == 6
+    out, bundle = tmp_path / "out", tmp_path / "ar"
+    assert cli(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")[0] == 0
+    publish_dataset(ds, BundleTarget(bundle, load_wallet(WALLET)))
+    # one more block with one linked object: the delta carries exactly one
+    assert cli(capsys, tmp_path, "example", str(ds), "--append", "1", "-q")[0] == 0
+    code, text, _ = cli(
+        capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "--dry-run", "--json"
+    )
+    plan = json.loads(text)["plan"]
+    folders = sorted(p.split("/")[0] for p in plan["send"])
+    # the block, its checkpoint, its data file and its one linked object (both in data/)
+    assert (plan["newBlocks"], folders) == (1, ["blocks", "checkpoints", "data", "data"])
+    assert cli(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")[0] == 0
+    second = publish_dataset(ds, BundleTarget(bundle, load_wallet(WALLET)))
+    assert sum(1 for o in second.plan.send if o.kind == "linked") == 1
+    for ref, dest in ((f"car:{out}", "from-car"), (f"bundle:{bundle}", "from-bundle")):
+        code, _, err = cli(capsys, tmp_path, "pull", ref, str(tmp_path / dest))
+        assert code == 0, err
+        assert tree(tmp_path / dest) == tree(ds)
+        code, text, err = cli(
+            capsys, tmp_path, "verify", str(ds), "--against", ref, "--deep", "--json"
+        )
+        assert code == 0, err
+        (rep,) = json.loads(text)["replicas"]
+        # + a data file, a checkpoint, a linked object
+        assert rep["objectsChecked"] == report.objects_checked + 3
