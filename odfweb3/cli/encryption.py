@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3.crypto.keyfiles import ContentKeyStore
-from odfweb3.crypto.policy import EncryptionFacts, publish_sealer
+from odfweb3.crypto.policy import EncryptionDecision, EncryptionFacts, publish_sealer
 from odfweb3.crypto.sealer import Sealer, sensitive_setting
 from odfweb3.odf.kamu_workspace import kamu_alias_of
 from odfweb3.publish.dataset_settings import DatasetSettingsStore
@@ -65,9 +65,8 @@ def encryption_facts(
     settings = ctx.config.dataset_settings_for(
         Path(dataset), did, cwd=ctx.cwd, names=kamu_names(Path(dataset))
     )
-    recorded = DatasetSettingsStore(ctx.config.state_dir).load(did).encrypted or ContentKeyStore(
-        ctx.config.keystore_dir
-    ).has(did)
+    local = DatasetSettingsStore(ctx.config.state_dir).load(did)
+    recorded = local.encrypted or ContentKeyStore(ctx.config.keystore_dir).has(did)
     return EncryptionFacts(
         dataset=dataset,
         dataset_id=did,
@@ -76,6 +75,7 @@ def encryption_facts(
         confirmed=base.confirmed,
         sensitive=sensitive_setting(settings, dataset),
         recorded=recorded,
+        recorded_private=local.private_drive,
         other_scheme=other_scheme,
     )
 
@@ -99,17 +99,22 @@ def sealer_for(ctx: Any, dataset_id: str) -> Sealer:
     )
 
 
-def remember_encrypted(ctx: Any, dataset_id: str, target: str) -> None:
-    """Record that ``dataset_id`` is published encrypted (once: its first encrypted publish)."""
+def remember_encrypted(ctx: Any, dataset_id: str, target: str, decided: EncryptionDecision) -> None:
+    """Record the dataset's first encrypted (or ArFS private drive) publish, as ``decided``."""
     store = DatasetSettingsStore(ctx.config.state_dir)
-    if store.load(dataset_id).encrypted:
-        return
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    store.remember_encrypted(dataset_id, target, now)
-    ctx.out.info(
-        f"{dataset_id} is now published encrypted: every later publish of it, to any "
-        f"target, is encrypted too (recorded in {store.path_for(dataset_id)})"
-    )
+    if decided.remember == "encrypted" and not store.load(dataset_id).encrypted:
+        store.remember_encrypted(dataset_id, target, now)
+        ctx.out.info(
+            f"{dataset_id} is now published encrypted: every later publish of it, to any "
+            f"target, is encrypted too (recorded in {store.path_for(dataset_id)})"
+        )
+    elif decided.remember == "arfs-private" and not store.load(dataset_id).private_drive:
+        store.remember_private_drive(dataset_id, target, now)
+        ctx.out.info(
+            f"{dataset_id} is now an ArFS private drive: a later publish of it without "
+            f"--arfs-private (or --encrypt) is refused (recorded in {store.path_for(dataset_id)})"
+        )
 
 
 def ask_on_terminal(ctx: Any) -> Callable[[str], bool]:

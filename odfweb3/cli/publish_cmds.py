@@ -450,7 +450,7 @@ def _publish_one(
         ),
     )
     if decided.remember and not args.dry_run:  # --batch too: its --flush must encrypt
-        remember_encrypted(ctx, facts.dataset_id, target.name)
+        remember_encrypted(ctx, facts.dataset_id, target.name, decided)
     out = ctx.out
     started = time.monotonic()
     with out.progress("publishing", None) as bar:

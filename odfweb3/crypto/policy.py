@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from odfweb3.crypto.envelope import Envelope, encode_envelope, fingerprint, open_envelope
 from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
@@ -58,6 +59,9 @@ class EncryptionFacts:
         sensitive: ``sensitive: true`` in the configuration.
         recorded: this machine published it encrypted before (its local settings, or its
             content key in the keystore).
+        recorded_private: this machine published it as an ArFS private drive before
+            (``--arfs-private``, whose password odfweb3 never stores: a publish without a
+            flag cannot follow it and is refused instead).
         other_scheme: encrypted another way (``--arfs-private``: an ArFS private drive).
         target: the target's name, once known.
         target_encrypted: the target holds ciphertext of the dataset (the
@@ -71,6 +75,7 @@ class EncryptionFacts:
     confirmed: bool = False
     sensitive: bool = False
     recorded: bool = False
+    recorded_private: bool = False
     other_scheme: bool = False
     target: str | None = None
     target_encrypted: bool = False
@@ -85,14 +90,15 @@ class EncryptionDecision:
         refusal: the one line to refuse with (exit 64), or None.
         question: plaintext needs a confirmation: ask this on a terminal (yes: decide
             again with ``confirmed``); without a terminal, ``refusal`` stands.
-        remember: record the dataset as encrypted in its local settings.
+        remember: record in the dataset's local settings that it is published
+            ``"encrypted"`` or as an ``"arfs-private"`` drive (None: nothing new).
         note: a line for ``-v`` (why it encrypts without ``--encrypt``).
     """
 
     encrypt: bool
     refusal: str | None = None
     question: str | None = None
-    remember: bool = False
+    remember: Literal["encrypted", "arfs-private"] | None = None
     note: str | None = None
 
 
@@ -112,10 +118,12 @@ def decide_encryption(facts: EncryptionFacts) -> EncryptionDecision:
             False, refusal="--arfs-private encrypts (ArFS scheme): drop --no-encrypt"
         )
     if f.other_scheme:
-        return EncryptionDecision(False)
+        return EncryptionDecision(False, remember=None if f.recorded_private else "arfs-private")
     if f.encrypt:
-        return EncryptionDecision(True, remember=not f.recorded)
+        return EncryptionDecision(True, remember=None if f.recorded else "encrypted")
     where = f"{f.target} holds ciphertext of {f.dataset_id}" if f.target_encrypted else None
+    if f.recorded_private:
+        where = f"{f.dataset} was published as an ArFS private drive from here before"
     if f.recorded:
         where = f"{f.dataset} was published encrypted from here before"
     if f.no_encrypt:
@@ -146,12 +154,19 @@ def decide_encryption(facts: EncryptionFacts) -> EncryptionDecision:
             refusal=f"{f.dataset} is marked `sensitive: true` in the configuration: publish it "
             "with --encrypt (an unencrypted publish can never be taken back)",
         )
+    if f.recorded_private:
+        return EncryptionDecision(
+            False,
+            refusal=f"{where}: publish it with --arfs-private (or --encrypt), or with "
+            "--no-encrypt --yes to publish plaintext; nothing was sent",
+        )
     if where is not None:
         return EncryptionDecision(
             False,
             refusal=f"{where}: publish it with --encrypt (on another machine, import its keys "
-            "first: odfweb3 keys export there, odfweb3 keys import here), or with --no-encrypt "
-            "--yes to publish plaintext over it; nothing was sent",
+            "first: odfweb3 keys export there, odfweb3 keys import here; --arfs-private for "
+            "an ArFS private drive), or with --no-encrypt --yes to publish plaintext over it; "
+            "nothing was sent",
         )
     return EncryptionDecision(False)
 

@@ -7,16 +7,17 @@ to a machine that never published it). One small JSON document per dataset, repl
 whole (:func:`odfweb3.atomic_file.write_file_atomic`), read bounded; three levels deep so
 the publish states' ``<state dir>/*/*.json`` never list it.
 
-Today it holds one fact: the dataset was published encrypted (when, and to which target
-first), which makes every later publish encrypted
-(:func:`odfweb3.crypto.policy.decide_encryption`). docs/design.md, "State files".
+It holds whether the dataset was published encrypted, or as an ArFS private drive (when,
+and to which target first), which makes every later publish encrypted, or refused without
+``--arfs-private`` (:func:`odfweb3.crypto.policy.decide_encryption`). docs/design.md,
+"State files".
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -43,16 +44,25 @@ class DatasetSettings:
         dataset_id: ``did:odf:…``.
         encrypted_since: when it was first published encrypted (ISO 8601), or None.
         first_encrypted_target: the target of that publish.
+        private_drive_since: when it was first published as an ArFS private drive.
+        first_private_target: the target of that publish.
     """
 
     dataset_id: str
     encrypted_since: str | None = None
     first_encrypted_target: str | None = None
+    private_drive_since: str | None = None
+    first_private_target: str | None = None
 
     @property
     def encrypted(self) -> bool:
         """Every publish of it is encrypted (unless confirmed otherwise)."""
         return self.encrypted_since is not None
+
+    @property
+    def private_drive(self) -> bool:
+        """It was published as an ArFS private drive."""
+        return self.private_drive_since is not None
 
 
 def encode_dataset_settings(settings: DatasetSettings) -> bytes:
@@ -62,6 +72,11 @@ def encode_dataset_settings(settings: DatasetSettings) -> bytes:
         doc["encrypted"] = {
             "since": settings.encrypted_since,
             "firstTarget": settings.first_encrypted_target,
+        }
+    if settings.private_drive_since is not None:
+        doc["arfsPrivate"] = {
+            "since": settings.private_drive_since,
+            "firstTarget": settings.first_private_target,
         }
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
@@ -77,14 +92,20 @@ def decode_dataset_settings(raw: object, where: str) -> DatasetSettings:
     did = raw.get("datasetId")
     if not isinstance(did, str) or not did.startswith("did:odf:"):
         raise FormatError(f"{where}: datasetId is not a did:odf string")
-    enc = raw.get("encrypted")
-    if enc is None:
-        return DatasetSettings(did)
-    since = enc.get("since") if isinstance(enc, dict) else None
-    first = enc.get("firstTarget") if isinstance(enc, dict) else None
+    since, first = _since(raw, "encrypted", where)
+    private_since, private_first = _since(raw, "arfsPrivate", where)
+    return DatasetSettings(did, since, first, private_since, private_first)
+
+
+def _since(raw: dict[str, object], key: str, where: str) -> tuple[str | None, str | None]:
+    entry = raw.get(key)
+    if entry is None:
+        return None, None
+    since = entry.get("since") if isinstance(entry, dict) else None
+    first = entry.get("firstTarget") if isinstance(entry, dict) else None
     if not isinstance(since, str) or not (first is None or isinstance(first, str)):
-        raise FormatError(f"{where}: encrypted: expected {{since: text, firstTarget: text}}")
-    return DatasetSettings(did, since, first)
+        raise FormatError(f"{where}: {key}: expected {{since: text, firstTarget: text}}")
+    return since, first
 
 
 class DatasetSettingsStore:
@@ -126,6 +147,15 @@ class DatasetSettingsStore:
         settings = self.load(dataset_id)
         if settings.encrypted:
             return settings
-        settings = DatasetSettings(dataset_id, now, target)
+        settings = replace(settings, encrypted_since=now, first_encrypted_target=target)
+        write_file_atomic(self.path_for(dataset_id), encode_dataset_settings(settings))
+        return settings
+
+    def remember_private_drive(self, dataset_id: str, target: str, now: str) -> DatasetSettings:
+        """Record that ``dataset_id`` is published as an ArFS private drive (kept if so)."""
+        settings = self.load(dataset_id)
+        if settings.private_drive:
+            return settings
+        settings = replace(settings, private_drive_since=now, first_private_target=target)
         write_file_atomic(self.path_for(dataset_id), encode_dataset_settings(settings))
         return settings

@@ -310,9 +310,11 @@ def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
     if state is None:
         return view
     extra = parse_arweave_extra(state.extra, f"publish state of {state.target}")
-    # The state (or the record it was rebuilt from) names a key envelope: the target holds
-    # ciphertext, which the encryption policy does not let a plain publish cover.
-    view = replace(view, encrypted=bool(extra.encrypted or extra.key_envelope))
+    # The state (or the record it was rebuilt from) names a key envelope, or an ArFS private
+    # drive: the target holds ciphertext, which the encryption policy does not let a plain
+    # publish cover.
+    private = extra.drive is not None and extra.drive.privacy == "private"
+    view = replace(view, encrypted=bool(extra.encrypted or extra.key_envelope or private))
     if bool(extra.encrypted) == (sealer is not None):
         return view
     now = "encrypted" if sealer is not None else "plain"

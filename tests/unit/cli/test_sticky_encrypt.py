@@ -222,3 +222,30 @@ def test_datasets_key_by_kamu_name(tmp_path, monkeypatch, capsys):
     cfg.write_text("datasets:\n  com.example.typo:\n    sensitive: true\n")
     code, out, _ = run(capsys, env, "config", "check")
     assert code == 1 and "datasets.com.example.typo: matches no dataset" in out
+
+
+def test_arfs_private_drive_is_sticky_too(tmp_path, monkeypatch, capsys):
+    """An ArFS private drive (bundle:): a later publish without --arfs-private is refused,
+    here (this machine's record) and from a second machine (publish.json: private drive)."""
+    ds = tmp_path / "sec"
+    make_marked_dataset(ds, monkeypatch, seed=75)
+    out = tmp_path / "out"
+    password = tmp_path / "drive-password"
+    password.write_text("correct horse battery staple\n")
+    to = ("--to", f"bundle:{out}", "--wallet", str(FIXED_WALLET_PATH))
+    private = ("--arfs-private", "--drive-password-file", str(password))
+    env = home_env(tmp_path / "laptop")
+    code, _, err = run(capsys, env, "publish", str(ds), *to, *private)
+    assert code == 0, err
+    assert "ArFS private drive" in err
+    assert leaks(ds, out) == []
+    before = snapshot(out)
+    append_marked(ds, monkeypatch, seed=76)
+    code, _, err = run(capsys, env, "publish", str(ds), *to)
+    assert code == 64 and err.count("\n") == 1 and "--arfs-private" in err
+    code, _, err = run(capsys, home_env(tmp_path / "desktop"), "publish", str(ds), *to)
+    assert code == 64 and err.count("\n") == 1 and "holds ciphertext" in err
+    assert snapshot(out) == before
+    code, _, err = run(capsys, env, "publish", str(ds), *to, *private)
+    assert code == 0, err
+    assert leaks(ds, out) == []

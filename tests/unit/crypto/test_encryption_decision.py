@@ -8,7 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from odfweb3.crypto.policy import EncryptionFacts, decide_encryption, settle_encryption
+from odfweb3.crypto.policy import (
+    EncryptionDecision,
+    EncryptionFacts,
+    decide_encryption,
+    settle_encryption,
+)
 from odfweb3.errors import FormatError, UsageError
 from odfweb3.publish.dataset_settings import (
     DatasetSettings,
@@ -31,8 +36,8 @@ def test_plain_dataset_plain_target_is_plain():
 
 def test_first_encrypt_is_remembered_later_ones_not():
     d = decide_encryption(replace(BASE, encrypt=True))
-    assert d.encrypt and d.remember and d.refusal is None
-    assert decide_encryption(replace(BASE, encrypt=True, recorded=True)).remember is False
+    assert d.encrypt and d.remember == "encrypted" and d.refusal is None
+    assert decide_encryption(replace(BASE, encrypt=True, recorded=True)).remember is None
 
 
 def test_recorded_without_flag_encrypts():
@@ -76,8 +81,22 @@ def test_contradictions_and_the_arfs_scheme():
         decide_encryption(replace(BASE, encrypt=True, no_encrypt=True)).refusal
     )
     arfs = replace(ON_TARGET, other_scheme=True, recorded=True, sensitive=True)
-    assert decide_encryption(arfs) == decide_encryption(BASE)
+    assert decide_encryption(arfs) == EncryptionDecision(False, remember="arfs-private")
+    assert decide_encryption(replace(arfs, recorded_private=True)) == EncryptionDecision(False)
     assert decide_encryption(replace(arfs, no_encrypt=True)).refusal is not None
+
+
+def test_a_private_drive_dataset_needs_its_flag():
+    """odfweb3 never stores the drive password: a publish without --arfs-private cannot
+    follow the scheme, so it is refused (not published plain); --encrypt is fine."""
+    private = replace(BASE, recorded_private=True)
+    d = decide_encryption(private)
+    assert d.refusal is not None and "--arfs-private" in d.refusal and d.question is None
+    assert "was published as an ArFS private drive from here" in d.refusal
+    assert decide_encryption(replace(private, encrypt=True)).encrypt
+    no = decide_encryption(replace(private, no_encrypt=True))
+    assert no.question is not None and no.refusal is not None
+    assert decide_encryption(replace(private, no_encrypt=True, confirmed=True)).refusal is None
 
 
 def test_the_second_call_never_turns_a_plain_decision_into_encryption():
@@ -127,7 +146,11 @@ def test_settings_golden_round_trip():
     assert decode_dataset_settings(json.loads(GOLDEN), "f") == s
     plain = DatasetSettings(DID)
     assert decode_dataset_settings(json.loads(encode_dataset_settings(plain)), "f") == plain
-    assert not plain.encrypted
+    assert not plain.encrypted and not plain.private_drive
+    both = DatasetSettings(DID, "t1", "car:/a", "t2", "bundle:/b")
+    doc = json.loads(encode_dataset_settings(both))
+    assert doc["arfsPrivate"] == {"since": "t2", "firstTarget": "bundle:/b"}
+    assert decode_dataset_settings(doc, "f") == both
 
 
 @pytest.mark.parametrize(
