@@ -15,14 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from odfweb3.crypto.keyfiles import ContentKeyStore
+from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys
 from odfweb3.crypto.policy import EncryptionDecision, EncryptionFacts, publish_sealer
 from odfweb3.crypto.sealer import Sealer, sensitive_setting
+from odfweb3.errors import ConflictError
 from odfweb3.odf.kamu_workspace import kamu_alias_of
 from odfweb3.publish.dataset_settings import DatasetSettingsStore
 
 __all__ = [
     "ask_on_terminal",
+    "before_sending",
     "encryption_facts",
     "kamu_names",
     "remember_encrypted",
@@ -66,7 +68,7 @@ def encryption_facts(
         Path(dataset), did, cwd=ctx.cwd, names=kamu_names(Path(dataset))
     )
     local = DatasetSettingsStore(ctx.config.state_dir).load(did)
-    recorded = local.encrypted or ContentKeyStore(ctx.config.keystore_dir).has(did)
+    has_key = ContentKeyStore(ctx.config.keystore_dir).has(did)
     return EncryptionFacts(
         dataset=dataset,
         dataset_id=did,
@@ -74,8 +76,9 @@ def encryption_facts(
         no_encrypt=no_encrypt,
         confirmed=base.confirmed,
         sensitive=sensitive_setting(settings, dataset),
-        recorded=recorded,
+        recorded=local.encrypted or has_key,
         recorded_private=local.private_drive,
+        new_key=not has_key,
         other_scheme=other_scheme,
     )
 
@@ -89,14 +92,47 @@ def kamu_names(directory: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys((alias, alias.rpartition("/")[2])))
 
 
-def sealer_for(ctx: Any, dataset_id: str) -> Sealer:
-    """The sealer of an encrypted publish (its content key created on the first one)."""
+def sealer_for(ctx: Any, dataset_id: str) -> tuple[Sealer, DatasetKeys | None]:
+    """The sealer of an encrypted publish, and the new content keys to store before the
+    first object is sent (its first encrypted publish from this keystore), or None."""
     return publish_sealer(
         ContentKeyStore(ctx.config.keystore_dir),
         dataset_id,
         warn=ctx.out.warn,
         debug=ctx.out.debug,
     )
+
+
+def before_sending(
+    ctx: Any,
+    dataset_id: str,
+    target: str,
+    decided: EncryptionDecision,
+    new_keys: DatasetKeys | None,
+    remember: bool,
+    dry_run: bool,
+) -> None:
+    """What a publish stores once the target was inspected and the decision stands, before
+    anything is sent: the dataset's new content keys (not ``dry_run``), this machine's
+    record of its encryption (``remember``).
+
+    Raises:
+        ConflictError: another odfweb3 created the dataset's content keys meanwhile.
+    """
+    if new_keys is not None and not dry_run:
+        try:
+            ContentKeyStore(ctx.config.keystore_dir).create(new_keys)
+        except ConflictError:
+            raise ConflictError(
+                f"the content keys of {dataset_id} were created meanwhile by another "
+                "odfweb3; run the publish again (nothing was sent)"
+            ) from None
+        ctx.out.warn(
+            f"{dataset_id} has no recipients: only this keystore can decrypt it; add some with "
+            "odfweb3 keys recipients add"
+        )
+    if decided.remember is not None and remember:
+        remember_encrypted(ctx, dataset_id, target, decided)
 
 
 def remember_encrypted(ctx: Any, dataset_id: str, target: str, decided: EncryptionDecision) -> None:

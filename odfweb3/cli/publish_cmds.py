@@ -401,8 +401,8 @@ def _publish_one(
     from odfweb3.backends import TargetOptions, checked_options, open_target
     from odfweb3.cli.encryption import (
         ask_on_terminal,
+        before_sending,
         encryption_facts,
-        remember_encrypted,
         sealer_for,
     )
     from odfweb3.cli.status_cmds import chain_cache
@@ -429,7 +429,7 @@ def _publish_one(
     )
     if decided.note is not None:
         ctx.out.debug(decided.note)
-    sealer = sealer_for(ctx, facts.dataset_id) if decided.encrypt else None
+    sealer, new_keys = sealer_for(ctx, facts.dataset_id) if decided.encrypt else (None, None)
     target: PublishTarget = open_target(
         to or args.to,
         ctx.config,
@@ -449,13 +449,16 @@ def _publish_one(
             ),
         ),
     )
-    if decided.remember and not args.dry_run:  # --batch too: its --flush must encrypt
-        remember_encrypted(ctx, facts.dataset_id, target.name, decided)
     out = ctx.out
     started = time.monotonic()
     with out.progress("publishing", None) as bar:
 
         def planned(plan: PublishPlan) -> None:
+            # The target was inspected and the decision stands: record it (--batch too: its
+            # --flush must encrypt) and store a new content key, before anything is sent.
+            before_sending(
+                ctx, plan.dataset_id, target.name, decided, new_keys, not args.dry_run, dry_run
+            )
             for line in _plan_detail(plan):
                 out.debug(line)
             if plan.send_bytes and not dry_run:

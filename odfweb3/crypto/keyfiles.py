@@ -50,6 +50,7 @@ __all__ = [
     "IdentityStore",
     "decode_keyring",
     "encode_keyring",
+    "new_dataset_keys",
     "read_private",
     "write_private",
 ]
@@ -264,6 +265,12 @@ def decode_keyring(data: bytes) -> DatasetKeys:
     return DatasetKeys(KeyRing(did, keys, current), envelope, keks)
 
 
+def new_dataset_keys(dataset_id: str) -> DatasetKeys:
+    """Epoch 1 of a new content key and an envelope with no recipients (in memory)."""
+    ring = KeyRing.new(dataset_id)
+    return DatasetKeys(ring, new_envelope(ring))
+
+
 class ContentKeyStore:
     """Per-dataset content keys, passphrase key-encryption keys and envelope."""
 
@@ -298,15 +305,22 @@ class ContentKeyStore:
             return self.load(dataset_id)
         except NotFound:
             pass
-        ring = KeyRing.new(dataset_id)
-        keys = DatasetKeys(ring, new_envelope(ring))
+        keys = new_dataset_keys(dataset_id)
         try:
-            write_private(
-                self.path_for(dataset_id), encode_keyring(keys), private_root=self.keystore
-            )
+            self.create(keys)
         except ConflictError:  # created meanwhile by another process
             return self.load(dataset_id)
         return keys
+
+    def create(self, keys: DatasetKeys) -> Path:
+        """Store new keys; never replaces existing ones.
+
+        Raises:
+            ConflictError: keys of that dataset exist already (made meanwhile elsewhere).
+        """
+        path = self.path_for(keys.ring.dataset_id)
+        write_private(path, encode_keyring(keys), private_root=self.keystore)
+        return path
 
     def save(self, keys: DatasetKeys) -> Path:
         """Replace the stored keys of ``keys.ring.dataset_id`` (atomic rename)."""

@@ -29,7 +29,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from odfweb3.crypto.envelope import Envelope, encode_envelope, fingerprint, open_envelope
-from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
+from odfweb3.crypto.keyfiles import (
+    ContentKeyStore,
+    DatasetKeys,
+    IdentityStore,
+    new_dataset_keys,
+)
 from odfweb3.crypto.keys import KeyRing
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import DecryptionError, UsageError
@@ -62,6 +67,9 @@ class EncryptionFacts:
         recorded_private: this machine published it as an ArFS private drive before
             (``--arfs-private``, whose password odfweb3 never stores: a publish without a
             flag cannot follow it and is refused instead).
+        new_key: this keystore holds no content key of the dataset: encrypting makes one.
+            Over a target holding ciphertext (made with a key from elsewhere) that is
+            refused: its old objects would stay under a key the new envelope does not open.
         other_scheme: encrypted another way (``--arfs-private``: an ArFS private drive).
         target: the target's name, once known.
         target_encrypted: the target holds ciphertext of the dataset (the
@@ -76,6 +84,7 @@ class EncryptionFacts:
     sensitive: bool = False
     recorded: bool = False
     recorded_private: bool = False
+    new_key: bool = False
     other_scheme: bool = False
     target: str | None = None
     target_encrypted: bool = False
@@ -119,6 +128,14 @@ def decide_encryption(facts: EncryptionFacts) -> EncryptionDecision:
         )
     if f.other_scheme:
         return EncryptionDecision(False, remember=None if f.recorded_private else "arfs-private")
+    if (f.encrypt or (f.recorded and not f.no_encrypt)) and f.new_key and f.target_encrypted:
+        return EncryptionDecision(
+            True,
+            refusal=f"{f.target} holds ciphertext of {f.dataset_id} made with a content key "
+            "this keystore does not have: import it first (odfweb3 keys export on the machine "
+            "that has it, odfweb3 keys import here), or a new key would leave its objects "
+            "unreadable; nothing was sent",
+        )
     if f.encrypt:
         return EncryptionDecision(True, remember=None if f.recorded else "encrypted")
     where = f"{f.target} holds ciphertext of {f.dataset_id}" if f.target_encrypted else None
@@ -197,17 +214,21 @@ def publish_sealer(
     *,
     warn: Note,
     debug: Note,
-) -> Sealer:
+) -> tuple[Sealer, DatasetKeys | None]:
     """The sealer for an encrypted publish of ``dataset_id`` (:func:`decide_encryption`
-    said it is one): its content key, created (epoch 1) on its first encrypted publish."""
-    keys = store.load_or_create(dataset_id)
-    if not any(r.active for r in keys.envelope.recipients):
+    said it is one): its content key, and the keys to store (``store.create``) before the
+    first object is sent when this is its first encrypted publish (epoch 1, in memory until
+    the target was inspected; None when the keystore has them)."""
+    created = None if store.has(dataset_id) else new_dataset_keys(dataset_id)
+    keys = created if created is not None else store.load(dataset_id)
+    # A new key has no recipients: said when it is stored (before anything is sent).
+    if created is None and not any(r.active for r in keys.envelope.recipients):
         warn(
             f"{dataset_id} has no recipients: only this keystore can decrypt it; add some with "
             "odfweb3 keys recipients add"
         )
     debug(f"encrypting {dataset_id} with content key epoch {keys.ring.current}")
-    return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope))
+    return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope)), created
 
 
 def unlock_envelope(

@@ -249,3 +249,35 @@ def test_arfs_private_drive_is_sticky_too(tmp_path, monkeypatch, capsys):
     code, _, err = run(capsys, env, "publish", str(ds), *to, *private)
     assert code == 0, err
     assert leaks(ds, out) == []
+
+
+def test_second_machine_encrypting_needs_the_content_key(tmp_path, monkeypatch, capsys):
+    """--encrypt from a machine without the dataset's content key over its ciphertext is
+    refused (a new key would leave the old objects unreadable); once the keys are imported
+    (keys export / keys import) it publishes with the same key."""
+    ds = tmp_path / "sec"
+    built = make_marked_dataset(ds, monkeypatch, seed=77)
+    did = str(built.keypair.dataset_id)
+    out = tmp_path / "out"
+    laptop, desktop = home_env(tmp_path / "laptop"), home_env(tmp_path / "desktop")
+    assert run(capsys, laptop, "publish", str(ds), "--to", f"car:{out}", "--encrypt")[0] == 0
+    before = snapshot(out)
+    append_marked(ds, monkeypatch, seed=78)
+    code, _, err = run(capsys, desktop, "publish", str(ds), "--to", f"car:{out}", "--encrypt")
+    assert code == 64 and err.count("\n") == 1 and "keys import" in err
+    assert snapshot(out) == before
+    assert not (tmp_path / "desktop" / "keys" / "content").exists()  # no stray new key
+    pw = tmp_path / "pw"
+    pw.write_text("export passphrase\n")
+    exported = tmp_path / "keys.env"
+    code, _, err = run(
+        capsys, laptop, "keys", "export", did, "--out", str(exported), "--passphrase-file", str(pw)
+    )
+    assert code == 0, err
+    code, _, err = run(
+        capsys, desktop, "keys", "import", str(exported), "--passphrase-file", str(pw)
+    )
+    assert code == 0, err
+    code, _, err = run(capsys, desktop, "publish", str(ds), "--to", f"car:{out}")
+    assert code == 0, err  # its content key is here now: encrypted without the flag
+    assert leaks(ds, out) == []

@@ -187,3 +187,14 @@ def test_store_remembers_once_and_is_not_a_publish_state(tmp_path):
     store.path_for(other).write_bytes(encode_dataset_settings(DatasetSettings(DID, "t", None)))
     with pytest.raises(FormatError, match="holds the settings of"):
         store.load(other)
+
+
+def test_encrypting_over_ciphertext_with_a_new_key_is_refused():
+    """A second machine with --encrypt but without the dataset's content key would make a
+    new key: the target's old objects would stay under one its new envelope lacks."""
+    d = decide_encryption(replace(ON_TARGET, encrypt=True, new_key=True))
+    assert d.refusal is not None and "keys import" in d.refusal and "content key" in d.refusal
+    assert decide_encryption(replace(BASE, encrypt=True, new_key=True)).refusal is None
+    assert decide_encryption(replace(ON_TARGET, encrypt=True)).refusal is None
+    recorded = replace(ON_TARGET, recorded=True, new_key=True)  # settings, but keys lost
+    assert decide_encryption(recorded).refusal is not None
