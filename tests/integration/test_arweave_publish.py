@@ -7,6 +7,7 @@ state directory. What is checked goes through arlocal itself: GraphQL (owners + 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -141,8 +142,13 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
     walked = walk_to_full_manifest(gw, tip, replica.record)
     assert walked[0].manifest_id == first.state.locator and len(walked) == 4
     assert [r.delta for r in walked] == [False, True, True, True]
-    with pytest.raises(ResolutionError, match="more than 2 delta manifests"):
+    # The record counts its deltas (ODF-Delta-Uploads): over the bound, refused before the walk.
+    with pytest.raises(ResolutionError, match=r"says it is delta upload 3 .* at most 2"):
         walk_to_full_manifest(gw, tip, replica.record, limit=2)
+    # A record without the count (an older publisher): the walk stops at the bound.
+    uncounted = dataclasses.replace(replica.record, delta_uploads=None)
+    with pytest.raises(ResolutionError, match="more than 2 delta manifests"):
+        walk_to_full_manifest(gw, tip, uncounted, limit=2)
     for entry in walk_chain(DatasetReader.open(ds)):
         assert replica.read_block(entry.hash) == DatasetReader.open(ds).read_block_bytes(entry.hash)
 
