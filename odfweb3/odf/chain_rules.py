@@ -100,6 +100,7 @@ RULES: Final = _rules(
      "prevCheckpoint = the previous AddData's (ExecuteTransform's) newCheckpoint"),
     ("no-op", "NoOpEvent",
      "no newData and neither checkpoint, watermark, source state (inputs) advance"),
+    ("schema-before-data", "InvalidEvent", "a SetDataSchema before any newData"),
 )  # fmt: skip
 
 
@@ -359,6 +360,8 @@ def state_problems(ev: object, s: RuleState) -> list[Problem]:
                             f"{s.data_watermark.isoformat()}",
                         )
                     )
+        if ev.new_data is not None and not s.schema:
+            out.append(("schema-before-data", "newData before any SetDataSchema"))
         add = isinstance(ev, AddData)
         want_cp = s.add_checkpoint if add else s.exec_checkpoint
         if ev.prev_checkpoint != want_cp:
@@ -501,6 +504,7 @@ class ChainRulesBackwards:
         self._data: _Pending | None = None  # nearest newer data block of any kind
         self._add: _Pending | None = None
         self._exec: _Pending | None = None
+        self._need_schema = False  # newData in a newer block, no SetDataSchema since
         self._push: dict[str | None, bytes] = {}  # nearest newer AddPushSource per name
         self._newer_polling = False
 
@@ -521,6 +525,8 @@ class ChainRulesBackwards:
             self.ok = False
         if isinstance(ev, AddData | ExecuteTransform):
             self._feed_data(ev)
+        elif isinstance(ev, SetDataSchema):
+            self._need_schema = False
         elif isinstance(ev, AddPushSource):
             d = source_digest(ev)
             if self._newer_polling or self._push.get(ev.source_name) == d:
@@ -543,6 +549,8 @@ class ChainRulesBackwards:
                 self.ok = False
         if own is not None and self._breaks_own_event(own, ev):
             self.ok = False
+        if ev.new_data is not None:
+            self._need_schema = True
         empty = _is_empty(ev)
         maybe = not empty and ev.new_data is None and _cp(ev) == ev.prev_checkpoint
         if maybe and isinstance(ev, ExecuteTransform):
@@ -615,6 +623,8 @@ class ChainRulesBackwards:
             self._exec, s.exec_checkpoint, s.exec_watermark, None, False
         ):
             ok = False
+        if self._need_schema and not s.schema:
+            ok = False
         if self._push and s.polling:
             ok = False
         if any(s.push_digest(name) == d for name, d in self._push.items()):
@@ -677,6 +687,8 @@ class RuleStateWalk:
                 if self._data is None:
                     return False
                 if (self._add if isinstance(ev, AddData) else self._exec) is None:
+                    return False
+                if ev.new_data is not None and not self._schema:
                     return False
             elif isinstance(ev, AddPushSource | SetPollingSource):
                 return False  # every source of the chain counts

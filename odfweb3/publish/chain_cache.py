@@ -75,7 +75,8 @@ HELD: Final = 1024
 # 3: the chain-rule state is kamu's (RuleState: per-kind checkpoints and watermarks, the
 # schema and sources), and the heads were checked against kamu's rules; an entry of an
 # older format is ignored, so its chain is walked and checked again.
-_FORMAT: Final = 3
+# 4: heads checked against kamu's rule that a SetDataSchema precedes any data.
+_FORMAT: Final = 4
 _MAX_ENTRY: Final = 64 << 20
 _FILTER_NAME = re.compile(r"^bloom-[0-9a-f]{32}\.bin$")
 

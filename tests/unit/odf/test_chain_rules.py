@@ -235,6 +235,11 @@ BREAKS: dict[str, list[tuple[str, tuple[object, ...]]]] = {
           ExecuteTransform(query_inputs=(qi(0, None),), prev_checkpoint=CP[0],
                            new_checkpoint=cp(0)))),
     ],
+    "schema-before-data": [
+        ("AddData", (seed(), AddData(new_data=sl(0, 0)))),
+        ("ExecuteTransform", (seed(DatasetKind.DERIVATIVE), DERIVATIVE[2],
+                              ExecuteTransform(query_inputs=(qi(None, 0),), new_data=sl(0, 0)))),
+    ],
 }  # fmt: skip
 
 
@@ -291,6 +296,7 @@ ACCEPTS: dict[str, tuple[object, ...]] = {
     "a source-state-only block": (
         *ROOT, AddData(new_data=sl(0, 0), new_source_state=SourceState("s", "odf/etag", "1")),
         AddData(prev_offset=0, new_source_state=SourceState("s", "odf/etag", "2"))),
+    "no data, no schema needed": (seed(), AddData(new_watermark=wm(1))),
     "a checkpoint-only block": (
         *ROOT, AddData(new_data=sl(0, 0)), AddData(prev_offset=0, new_checkpoint=cp(1))),
     "a 0-byte data file": (

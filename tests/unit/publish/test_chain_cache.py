@@ -412,14 +412,14 @@ def test_a_damaged_filter_file_is_written_again(ds, tmp_path):
 
 
 def test_an_entry_of_the_old_format_is_walked_again(ds, tmp_path):
-    """Format 2 entries hold the state of the old rules, for heads checked against them:
-    ignored, so the chain is walked and checked against kamu's rules again."""
+    """An entry of an older format holds a head checked against older rules: ignored, so
+    the chain is walked and checked against kamu's rules again."""
     cache_dir = tmp_path / "verified"
     load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
     (entry,) = cache_dir.glob("*.json")
     doc = json.loads(entry.read_text())
-    assert doc["format"] == 3 and doc["rules"]["dataSeen"] is True
-    doc["format"] = 2
+    assert doc["format"] == 4 and doc["rules"]["dataSeen"] is True
+    doc["format"] = 3
     entry.write_text(json.dumps(doc))
     append_blocks(ds, 1, data_bytes=100, seed=4)
     chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
