@@ -9,6 +9,7 @@ service that hangs is a fault the cluster cannot be asked to produce).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -25,6 +26,7 @@ from odfweb3.cli.main import main
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from tests.support.cluster import Cluster
 from tests.support.kubo import KuboNode, start_kubo
+from tests.support.lying_proxy import lying_proxy
 
 
 def make_config(
@@ -122,7 +124,38 @@ def test_publish_pins_on_two_peers_and_update_pins_new_root_before_old_goes(
     publisher: KuboNode,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    with contextlib.ExitStack() as stack:
+        _pins_then_updates(tmp_path, dataset, ipfs_cluster, publisher, capsys, stack)
+
+
+def _pins_then_updates(
+    tmp_path: Path,
+    dataset: Path,
+    ipfs_cluster: Cluster,
+    publisher: KuboNode,
+    capsys: pytest.CaptureFixture[str],
+    stack: contextlib.ExitStack,
+) -> None:
+    # The service's answers pass through a recording proxy: the order of what odfweb3 asked
+    # and was told proves "the new root pinned before the old goes" whatever the load (a
+    # sampler of the pinset can miss a short window on a busy machine).
+    proxy = stack.enter_context(lying_proxy(ipfs_cluster.pinsvc_url))
+    exchanges: list[tuple[str, str, str, str]] = []
+
+    def record(method: str, path: str, data: bytes) -> bytes:
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("pin"), dict):
+            exchanges.append((method, path, str(doc["pin"].get("cid")), str(doc.get("status"))))
+        else:
+            exchanges.append((method, path, "", ""))
+        return data
+
+    proxy.edit = record
     service = cluster_service(ipfs_cluster, tmp_path, cluster_api=ipfs_cluster.rest_url)
+    service["endpoint"] = proxy.url
     cfg = make_config(tmp_path, publisher, {"cluster": service})
     code, out, err = run(
         capsys, "publish", str(dataset), "--to", "pinning:cluster", "--config", str(cfg)
@@ -205,7 +238,15 @@ def test_publish_pins_on_two_peers_and_update_pins_new_root_before_old_goes(
     assert samples, "the sampler saw the pinset"
     for snap in samples:
         assert root in snap or snap.get(new_root) == 2, snap  # old gone only after new pinned
-    assert any(root in s and new_root in s for s in samples), "both were in the pinset at once"
+    # What odfweb3 did, in order: it was told the new root is pinned before it removed the old.
+    pinned_at = max(
+        i for i, (m, _, cid, st) in enumerate(exchanges) if cid == new_root and st == "pinned"
+    )
+    removed_at = [i for i, (m, p, _, _) in enumerate(exchanges) if m == "DELETE"]
+    assert removed_at and all(i > pinned_at for i in removed_at), exchanges
+    assert [p for i, (m, p, _, _) in enumerate(exchanges) if m == "DELETE"] == [
+        f"/pins/{pin['requestid']}"
+    ]
     assert pinned_count(ipfs_cluster, new_root) == 2
     assert root not in ipfs_cluster.pinset()
     assert ipfs_cluster.pin(new_root)["metadata"]["odf_head"] == out2["plan"]["head"]
