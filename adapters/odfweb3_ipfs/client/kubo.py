@@ -533,9 +533,16 @@ class KuboClient:
                 roots.append(Cid.decode(str(root["Cid"]["/"])))
         return roots
 
-    def pin_add(self, cid: Cid, *, timeout: float | None = 3600.0) -> None:
-        """Pin ``cid`` recursively (fails if any block under it is missing)."""
-        data = self.call_json("pin/add", [cid.encode()], {"recursive": True}, timeout=timeout)
+    def pin_add(self, cid: Cid, *, timeout: float | None = 3600.0, offline: bool = False) -> None:
+        """Pin ``cid`` recursively (fails if any block under it is missing).
+
+        ``offline``: the node does not look for missing blocks on the network (Kubo's
+        global ``--offline``), so a DAG it does not hold whole fails at once.
+        """
+        options: dict[str, ArgValue | None] = {"recursive": True}
+        if offline:
+            options["offline"] = True
+        data = self.call_json("pin/add", [cid.encode()], options, timeout=timeout)
         pins = [Cid.decode(str(p)) for p in data.get("Pins") or []]
         if pins and all(p.raw != cid.raw for p in pins):
             raise BackendRejected(

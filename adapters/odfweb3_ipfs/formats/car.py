@@ -433,6 +433,22 @@ class CarWriter:
         placeholder = Cid.sha256(bytes(32), version=cid_version, codec=0x70)
         return cls(stream, placeholder)
 
+    @classmethod
+    def resumed(
+        cls, stream: BinaryIO, seen: CidSet, *, cid_version: int = 1, blocks: int = 0
+    ) -> CarWriter:
+        """Go on writing a CAR that :meth:`with_root_later` began (an interrupted write):
+        ``stream`` is positioned at its end, ``seen`` holds the CIDs of the blocks it has
+        (``blocks`` of them), which are not written again; :meth:`set_root` as usual."""
+        writer = cls.__new__(cls)
+        writer._stream = stream
+        writer._verify = False
+        writer._seen = seen
+        writer.root = Cid.sha256(bytes(32), version=cid_version, codec=0x70)
+        writer.blocks_written = blocks
+        writer.bytes_written = stream.tell()
+        return writer
+
     def set_root(self, root: Cid) -> None:
         """Rewrite the header with the real root (see :meth:`with_root_later`).
 

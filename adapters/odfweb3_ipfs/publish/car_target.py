@@ -22,7 +22,9 @@ writes into ``OUT_DIR``:
 
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the
-old ``publish.json``, so the next run redoes the delta.
+old ``publish.json``, so the next run redoes the delta; an interrupted *first* publish
+leaves its partial CAR and progress log, and the next run goes on writing it
+(:mod:`.car_resume`: what is already whole in it is not written again).
 
 One publisher at a time: :meth:`CarTarget.session`, which the executor opens around
 ``upload``, ``commit`` and ``save``, holds ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
@@ -59,11 +61,13 @@ from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.publish.car_resume import CarResume, Resumed, ResumingWriter
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
 from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
     BuildSettings,
+    DeltaCar,
     SideFile,
     record_extension,
     reusable_state,
@@ -133,6 +137,9 @@ class CarTarget:
         self._unchanged = False
         self._seen_head: bytes | None = None
         self._seen_stat: tuple[int, int, int, int] | None = None
+        # A first publish: its resume files, what they hold, their identity (inspect).
+        self._resume: tuple[CarResume, Resumed | None, tuple[int, int, int, int] | None] | None
+        self._resume = None
 
     @property
     def summary_path(self) -> Path:
@@ -169,10 +176,11 @@ class CarTarget:
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
         self._seen_stat = self._summary_stat()  # before reading: a later change shows
+        self._resume = None
         state, _raw = self._load()
         self._seen_head = state.head if state is not None else None
         if state is None:
-            return RemoteView(head=None)
+            return self._resumed_view(dataset_id)
         if state.dataset_id != dataset_id:
             raise ConflictError(
                 f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
@@ -192,6 +200,46 @@ class CarTarget:
         has = state.objects if isinstance(state.objects, ObjectIndex) else frozenset(state.objects)
         return RemoteView(
             head=state.head, has=has, state=state, record=self._served(car), encrypted=encrypted
+        )
+
+    def _resume_files(self, dataset_id: str) -> CarResume:
+        epoch = self.sealer.epoch if self.sealer is not None else None
+        return CarResume(self.out_dir, dataset_id, (self.cid_version, self._tag, epoch))
+
+    @property
+    def _tag(self) -> str | None:
+        return self.profile.state_tag or None
+
+    def _resumed_view(self, dataset_id: str) -> RemoteView:
+        """A first publish: the objects an interrupted one left whole in its partial CAR
+        are linked, not written again (:mod:`.car_resume`)."""
+        resume = self._resume_files(dataset_id)
+        self._resume = (resume, resume.load(), resume.identity())
+        resumed = self._resume[1]
+        if resumed is None:
+            return RemoteView(head=None)
+        dag = DagFacts(
+            cid_version=self.cid_version,
+            cid_profile=self._tag,
+            encrypted=True if self.sealer else None,
+            key_epoch=self.sealer.epoch if self.sealer else None,
+        )
+        state = PublishState(
+            dataset_id=dataset_id,
+            target=self.name,
+            objects=resumed.objects,
+            **serialize_car_state(CarState(IpnsFacts(), CarExtra(dag=dag))),
+        )
+        note = (
+            f"resuming an interrupted publish: {len(resumed.objects)} objects are whole in "
+            f"its partial CAR ({resumed.offset} bytes kept)"
+        )
+        return RemoteView(
+            head=None,
+            has=frozenset(resumed.objects),
+            state=state,
+            notes=(note,),
+            encrypted=self.sealer is not None,  # resumed only under the same key
         )
 
     def _served(self, car: CarState) -> RemoteRecord | None:
@@ -232,6 +280,41 @@ class CarTarget:
             )
         return self._upload(plan, reader, view, progress)
 
+    def _write_resumable(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView,
+        progress: Callable[[int], None],
+    ) -> tuple[DeltaCar, str, int]:
+        """A first publish's CAR, resumable (:mod:`.car_resume`): the delta, the partial
+        CAR's path and the bytes written by this run."""
+        resume, resumed, seen = self._resume or (self._resume_files(plan.dataset_id), None, None)
+        if resumed is not None and resume.identity() != seen:
+            raise ConflictError(
+                f"{resume.car}: changed since this publish read it; nothing was made "
+                "visible: run publish again"
+            )
+        rw = ResumingWriter(resume, resumed)
+        try:
+            delta = write_delta_car(
+                rw.file,
+                plan,
+                reader,
+                view,
+                self.build_settings,
+                progress=progress,
+                writer=rw.writer,
+                sink=rw,
+                observer=rw,
+            )
+            rw.file.flush()
+            os.fsync(rw.file.fileno())
+        finally:
+            rw.close()  # an interruption keeps the partial CAR and its log: resumed next
+        kept = resumed.offset if resumed is not None else 0
+        return delta, str(resume.car), delta.bytes - kept
+
     def _upload(
         self,
         plan: PublishPlan,
@@ -240,23 +323,28 @@ class CarTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         prev = view.state
-        # .tmp-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
-        fd, tmp = open_partial(self.out_dir, ".car")
-        _public_mode(fd)
+        first = prev is None or (self._resume is not None and self._resume[1] is not None)
+        tmp = ""
         try:
-            with os.fdopen(fd, "w+b") as f:
-                delta = write_delta_car(
-                    # written back while it is written: the fsync below waits for little
-                    cast(BinaryIO, WritebackFile(f)),
-                    plan,
-                    reader,
-                    view,
-                    self.build_settings,
-                    progress=progress,
-                )
-                f.flush()
-                os.fsync(f.fileno())
-                car_bytes = delta.bytes
+            if first:
+                delta, tmp, car_bytes = self._write_resumable(plan, reader, view, progress)
+            else:
+                # .tmp-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
+                fd, tmp = open_partial(self.out_dir, ".car")
+                _public_mode(fd)
+                with os.fdopen(fd, "w+b") as f:
+                    delta = write_delta_car(
+                        # written back while it is written: the fsync below waits for little
+                        cast(BinaryIO, WritebackFile(f)),
+                        plan,
+                        reader,
+                        view,
+                        self.build_settings,
+                        progress=progress,
+                    )
+                    f.flush()
+                    os.fsync(f.fileno())
+                    car_bytes = delta.bytes
             dag = delta.dag
             car_name = f"{dag.root.cid.encode()}.car"
             if (self.out_dir / car_name).exists():
@@ -265,9 +353,12 @@ class CarTarget:
                 car_bytes = 0
             else:
                 os.replace(tmp, self.out_dir / car_name)
+            if first:
+                self._resume_files(plan.dataset_id).discard()  # the log, and any stale one
         except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            if tmp and not first:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
             raise
         cars = list(self._typed(prev).extra.cars or ()) if prev else []
         if car_name not in cars:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
@@ -54,6 +54,7 @@ __all__ = [
     "DatasetDag",
     "IndexLinks",
     "ObjectLink",
+    "ObjectObserver",
     "build_dataset_dag",
     "build_dataset_dag_indexed",
     "reusable_links",
@@ -80,6 +81,64 @@ class ObjectLink:
     def from_json(cls, data: Mapping[str, Any]) -> ObjectLink:
         """Parse the state form."""
         return cls(Cid.decode(str(data["cid"])), int(data["tsize"]), int(data["size"]))
+
+
+class ObjectObserver(Protocol):
+    """Told about each imported object, so a target can send in batches (the node target:
+    what was sent and checked survives an interruption)."""
+
+    def imported(self, path: str, link: ObjectLink) -> None:
+        """Every block of the object at ``path`` reached the sink (its check may still run)."""
+        ...
+
+    def verified(self, path: str) -> None:
+        """The object's size and hash check passed (called on any thread)."""
+        ...
+
+    def failed(self, path: str) -> None:
+        """The object's check failed (called on any thread; the build raises the error)."""
+        ...
+
+
+class _Observed:
+    """An import source that tells ``observer`` when its check passed."""
+
+    __slots__ = ("_observer", "_path", "_source")
+
+    def __init__(self, source: ImportSource, path: str, observer: ObjectObserver) -> None:
+        self._source = source
+        self._path = path
+        self._observer = observer
+
+    def read(self, n: int, /) -> bytes:
+        return self._source.read(n)
+
+    def absorb(self, chunk: bytes, /) -> None:
+        self._source.absorb(chunk)
+
+    def end(self) -> None:
+        self._source.end()
+
+    def check(self) -> None:
+        try:
+            self._source.check()
+        except BaseException:
+            self._observer.failed(self._path)
+            raise
+        self._observer.verified(self._path)
+
+    def close(self) -> None:
+        self._source.close()
+
+
+def _opener(
+    reader: DatasetReader, sealer: Sealer | None, observer: ObjectObserver | None
+) -> Callable[[DatasetObject], ImportSource]:
+    def open_new(obj: DatasetObject) -> ImportSource:
+        source = open_for_publish(reader, obj, sealer, defer_hashing=True)
+        return source if observer is None else _Observed(source, obj.path, observer)
+
+    return open_new
 
 
 @dataclass(frozen=True)
@@ -308,6 +367,7 @@ def build_dataset_dag(
     sealer: Sealer | None = None,
     profile: CidProfile | None = None,
     previous_shards: Mapping[str, ShardTable] | None = None,
+    observer: ObjectObserver | None = None,
 ) -> DatasetDag:
     """Build the dataset's UnixFS DAG, importing only objects not in ``previous``.
 
@@ -330,6 +390,8 @@ def build_dataset_dag(
         previous_shards: the previous publish's HAMT shard tables (:func:`reusable_shards`):
             a sharded top directory that only gained entries rebuilds only the shards on the
             new entries' paths (issue 19); the result is the same node as a full build.
+        observer: told when each imported object's blocks reached ``sink`` and when its
+            check passed.
 
     Raises:
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
@@ -381,8 +443,7 @@ def build_dataset_dag(
             added[folder].append(path)
         folders[folder].append(path)
 
-    def open_new(obj: DatasetObject) -> ImportSource:
-        return open_for_publish(reader, obj, sealer, defer_hashing=True)
+    open_new = _opener(reader, sealer, observer)
 
     # Read in order, hashed (SHA-256 for CIDs, each file's own SHA3-256 check) on workers;
     # every check has passed once the loop ends, before any directory is built.
@@ -391,6 +452,8 @@ def build_dataset_dag(
         if progress is not None:
             progress(node.size)
         links.add(obj.path, node.cid, node.tsize, node.size)
+        if observer is not None:
+            observer.imported(obj.path, ObjectLink(node.cid, node.tsize, node.size))
 
     # refs/head before the directories: the CAR keeps its block order.
     head_text = multihash_to_str(head).encode("ascii")
@@ -518,6 +581,7 @@ def build_dataset_dag_indexed(
     progress: Callable[[int], None] | None = None,
     sealer: Sealer | None = None,
     previous_shards: Mapping[str, ShardTable] | None = None,
+    observer: ObjectObserver | None = None,
 ) -> DatasetDag:
     """:func:`build_dataset_dag` of the index's layout plus ``send`` (issue 19).
 
@@ -552,15 +616,16 @@ def build_dataset_dag_indexed(
         new.append(obj)
         added[folder].append(name)
 
-    def open_new(obj: DatasetObject) -> ImportSource:
-        return open_for_publish(reader, obj, sealer, defer_hashing=True)
+    open_new = _opener(reader, sealer, observer)
 
     # As build_dataset_dag: in order, every check passed before a directory is built.
     node: FileNode
     for obj, node in prof.import_files(new, open_new, sinks.file, _size_of(sealer)):
         if progress is not None:
             progress(node.size)
-        links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
+        link = links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
+        if observer is not None:
+            observer.imported(obj.path, link)
 
     head_text = multihash_to_str(head).encode("ascii")
     if sealer is not None:

@@ -9,14 +9,18 @@ docs/design.md, "Commit order" and "IPFS mapping", in commit order:
   view is rebuilt from it and the planner refuses a head that does not descend).
   Without state, the view is rebuilt from the node's record (root, then ``_odf.head``
   or ``refs/head`` read through the node).
-- ``upload``: the delta (new files, changed directory nodes; unchanged files are
-  neither read nor hashed) is written to ONE temp CAR file (bounded memory), sent
-  with one streamed ``dag/import``, checked with ``block/stat``, pinned with
-  ``pin/add`` (recursive: the node proves the whole DAG is there). A checkpoint
-  (``extra.pending``) is saved next, so an interrupted publish re-run sends only
-  what is missing. As ``car:DIR`` (issue 19), the per-object links are in an object
-  index (:mod:`.object_index`: content-named packs in ``<state file>.index/``, the new
-  pack written before the checkpoint that names it) and the top directories' HAMT shard
+- ``upload``: the delta (new files, changed directory nodes; unchanged files are neither
+  read nor hashed) is sent as CARs of about 8 MiB cut between objects, each written to a
+  temp file (bounded memory) and sent with one streamed ``dag/import`` as soon as it is
+  cut; once the node has a batch and its objects passed their checks, it is recorded
+  locally and pinned under a small batch node, so a re-run of an interrupted upload
+  sends only the batches the node does not have (:mod:`.node_batches`). The last CAR
+  carries the root, which is checked with ``block/stat`` and pinned with ``pin/add``
+  (recursive: the node proves the whole DAG is there). A checkpoint (``extra.pending``)
+  is saved next, so an interrupted publish re-run sends only what is missing. As
+  ``car:DIR`` (issue 19), the per-object links are in an object index
+  (:mod:`.object_index`: content-named packs in ``<state file>.index/``, the new pack
+  written before the checkpoint that names it) and the top directories' HAMT shard
   tables in the state, so an update reads only the index parts of its new objects and
   rebuilds only their shard path; the checkpoint names the packs, the shard tables and
   the directory blocks this publish made, not every object. A state written by older
@@ -46,9 +50,7 @@ as ``descriptorSkipped``.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
@@ -84,13 +86,15 @@ from odfweb3_ipfs.formats.ipns import (
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
+from odfweb3_ipfs.publish.node_batches import BATCH_BYTES, BATCH_OBJECTS, BatchLog, BatchSender
 from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
     BuildSettings,
+    build_delta,
     odf_extra,
     record_extension,
     reusable_state,
-    write_delta_car,
+    side_files,
 )
 from odfweb3_ipfs.publish.state import (
     DagFacts,
@@ -258,6 +262,9 @@ class IpfsNodeTarget:
         self._loaded: PublishState | None = None
         self._loaded_stat: tuple[int, int, int, int] | None = None
         self._started = 0.0
+        # Where the upload is cut into batches (node_batches' defaults; tests make it small).
+        self.batch_bytes = BATCH_BYTES
+        self.batch_objects = BATCH_OBJECTS
 
     # -- the state file and its object index (issue 19) ---------------------------------
 
@@ -342,7 +349,8 @@ class IpfsNodeTarget:
                 )
             return self._view_from_record(dataset_id, seen, state, notes)
         if state is None or typed is None:
-            return RemoteView(head=None, notes=tuple(notes))
+            # A first publish: what an interrupted one left whole on the node is linked.
+            return self._resumed(dataset_id, RemoteView(head=None, notes=tuple(notes)))
 
         # The committed state, checked against the node.
         has: Collection[str] = frozenset()
@@ -394,13 +402,51 @@ class IpfsNodeTarget:
         if seen is None and state.head is not None:
             notes.append("the node has no record for the name; this publish puts it back")
         checked = state.evolve(objects=objects, **serialize_node_state(replace(typed, extra=extra)))
-        return RemoteView(
+        view = RemoteView(
             head=state.head,
             has=has,
             state=checked,
             notes=tuple(notes),
             holds_head=holds_head,
             encrypted=bool(dag.encrypted or dag.key_envelope) or _names_envelope(seen),
+        )
+        if usable and not has:  # the node lost the root: everything is sent, resumably
+            return self._resumed(dataset_id, view)
+        return view
+
+    def _batches(self, dataset_id: str) -> BatchLog:
+        """The batch records of an unfinished upload (:mod:`.node_batches`)."""
+        return BatchLog(self.index_dir(dataset_id), self.client)
+
+    def _resumed(self, dataset_id: str, view: RemoteView) -> RemoteView:
+        """``view`` (nothing on the node to link), with the objects an interrupted upload
+        left whole on the node (its batch nodes still pinned) linked instead of sent."""
+        facts = self._profile_facts()
+        objects, batches = self._batches(dataset_id).resume(
+            cid_version=self.cid_version,
+            cid_profile=facts.cid_profile,
+            key_epoch=self.sealer.epoch if self.sealer is not None else None,
+        )
+        if not objects:
+            return view
+        if self.sealer is not None:
+            facts = replace(facts, encrypted=True, key_epoch=self.sealer.epoch)
+        base = view.state or PublishState(
+            dataset_id=dataset_id,
+            target=self.name,
+            **serialize_node_state(NodeState(IpnsFacts(), NodeExtra(dag=facts))),
+        )
+        note = (
+            f"resuming an interrupted upload: {len(objects)} objects ({batches} batches) "
+            "are whole on the node already"
+        )
+        return replace(
+            view,
+            has=frozenset(objects),
+            state=base.evolve(objects=objects),
+            notes=(*view.notes, note),
+            # ciphertext batches are resumed only under the same key (key_epoch above)
+            encrypted=view.encrypted or self.sealer is not None,
         )
 
     def _view_from_record(
@@ -475,29 +521,44 @@ class IpfsNodeTarget:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         prev = view.state
         sent_before = self.client.stats.bytes_sent
-        fd, tmp = tempfile.mkstemp(prefix="odfweb3-delta-", suffix=".car", dir=self.tmp_dir)
+        # Sent in batches of whole, checked objects, each recorded and pinned once the node
+        # has it, so an interruption costs about one batch (:mod:`.node_batches`).
+        sender = BatchSender(
+            self.client,
+            self._batches(plan.dataset_id),
+            self.tmp_dir,
+            cid_version=self.cid_version,
+            cid_profile=self._profile_facts().cid_profile,
+            key_epoch=self.sealer.epoch if self.sealer is not None else None,
+            batch_bytes=self.batch_bytes,
+            batch_objects=self.batch_objects,
+        )
         try:
-            with os.fdopen(fd, "w+b") as f:
-                # Side files (descriptor or key envelope) in the same CAR, outside the root;
-                # the same descriptor already pinned (a re-publish with nothing new, a re-run
-                # after an interruption) is not sent again.
-                delta = write_delta_car(
-                    f,
-                    plan,
-                    reader,
-                    view,
-                    self.build_settings,
-                    progress=progress,
-                    inline=lambda file: (
-                        not (file.kind == "descriptor" and self.client.has_pin(file.cid))
-                    ),
-                )
-            car_blocks, car_bytes, dag, side = delta.blocks, delta.bytes, delta.dag, delta.side
-            if car_blocks:
-                self.client.dag_import(Path(tmp))
+            dag = build_delta(
+                plan,
+                reader,
+                view,
+                self.build_settings,
+                sink=sender,
+                progress=progress,
+                observer=sender,
+            )
+            # Side files (descriptor or key envelope) in the last CAR, outside the root;
+            # the same descriptor already pinned (a re-publish with nothing new, a re-run
+            # after an interruption) is not sent again.
+            side = side_files(plan, reader, dag.root.cid.encode(), self.build_settings)
+            sender.finish(
+                dag.root.cid,
+                (
+                    block
+                    for file in side.files
+                    if not (file.kind == "descriptor" and self.client.has_pin(file.cid))
+                    for block in file.blocks
+                ),
+            )
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            sender.close()
+        car_blocks, car_bytes = sender.blocks, sender.bytes
         root = dag.root.cid
         if self.client.block_size(root) is None:
             raise BackendRejected(
@@ -517,6 +578,8 @@ class IpfsNodeTarget:
         index = self._write_index(plan.dataset_id, dag, prev)
         shards = shards_json(dag.shards) if dag.shards else None
         self._checkpoint(plan, root.encode(), index, shards)
+        # The pinned root holds every object now: the batch pins and records go.
+        self._batches(plan.dataset_id).clear()
         facts = replace(
             self._profile_facts(),
             # No dirBlocks (issue 19): as car:DIR, the next build knows from the layout

@@ -47,6 +47,7 @@ from odfweb3_ipfs.publish.cid_profile import CidProfile
 from odfweb3_ipfs.publish.dataset_dag import (
     DatasetDag,
     IndexLinks,
+    ObjectObserver,
     build_dataset_dag,
     build_dataset_dag_indexed,
     reusable_links,
@@ -116,10 +117,12 @@ def build_delta(
     *,
     sink: BlockSink,
     progress: Callable[[int], None],
+    observer: ObjectObserver | None = None,
 ) -> DatasetDag:
     """Build the dataset DAG at ``plan.head``, its new blocks to ``sink``: the plan's
     ``send`` objects are imported (read and verified as they stream), every other object
-    is linked from the view's state without reading its file.
+    is linked from the view's state without reading its file; ``observer`` is told of
+    each imported object (:class:`.dataset_dag.ObjectObserver`).
 
     Raises:
         FormatError: the plan and the state disagree on an object: not sent and not
@@ -152,6 +155,7 @@ def build_delta(
             progress=progress,
             sealer=sealer,
             previous_shards=reusable_shards(view.state, previous),
+            observer=observer,
         )
     if grows:
         # The target holds exactly its head's layout and ours only adds the sent objects
@@ -177,6 +181,7 @@ def build_delta(
         sealer=sealer,
         # A target whose state keeps hamtShards (car:DIR) rebuilds only changed shards.
         previous_shards=reusable_shards(view.state, previous),
+        observer=observer,
     )
 
 
@@ -229,12 +234,20 @@ def write_delta_car(
     *,
     progress: Callable[[int], None],
     inline: Callable[[SideFile], bool] = lambda file: False,
+    writer: CarWriter | None = None,
+    sink: BlockSink | None = None,
+    observer: ObjectObserver | None = None,
 ) -> DeltaCar:
     """Write the delta CAR (rooted at the dataset root) to ``f``: the new blocks of
     :func:`build_delta`, then the blocks of each side file ``inline`` accepts (the others
-    are the caller's to write elsewhere)."""
-    writer = CarWriter.with_root_later(f, cid_version=settings.profile.cid_version)
-    dag = build_delta(plan, reader, view, settings, sink=writer, progress=progress)
+    are the caller's to write elsewhere). ``writer``: a CAR writer already begun (a resumed
+    CAR); ``sink`` / ``observer``: what the blocks and objects go through on their way to it
+    (:mod:`.car_resume`)."""
+    if writer is None:
+        writer = CarWriter.with_root_later(f, cid_version=settings.profile.cid_version)
+    dag = build_delta(
+        plan, reader, view, settings, sink=sink or writer, progress=progress, observer=observer
+    )
     side = side_files(plan, reader, dag.root.cid.encode(), settings)
     for file in side.files:
         if inline(file):
