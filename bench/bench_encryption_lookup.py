@@ -10,7 +10,8 @@ the dataset's local settings: docs/security.md, "Encryption is the dataset's"); 
 machine with nothing encrypted it does not. This times the CLI's first plain publish of
 one N-block dataset to a fresh ``car:`` directory both ways, interleaved, each with a fresh
 state directory (so no verified-chain cache helps): the reference is the publish on the
-machine with nothing encrypted. Prints each run and best-of ratio with / without.
+machine with nothing encrypted. Prints each run, the best-of ratio with / without, and the
+look-up alone (``dataset_id_of`` walking the chain to its Seed) against the publish.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine
 
 from odfweb3.cli.main import main
+from odfweb3.cli.status_cmds import dataset_id_of
 from odfweb3.crypto.keyfiles import ContentKeyStore
 from odfweb3.odf.builder import create_root_dataset
 
@@ -63,13 +65,19 @@ def main_(argv: list[str] | None = None) -> None:
         ds = root / "ds"
         create_root_dataset(ds, blocks=args.blocks, data_bytes=200 * args.blocks, fsync=False)
         runs: dict[bool, list[float]] = {False: [], True: []}
+        lookups: list[float] = []
         for i in range(args.repeat):
             for encrypted_here in (False, True):
                 runs[encrypted_here].append(_publish(root, ds, encrypted_here, i))
+            started = time.perf_counter()
+            dataset_id_of(str(ds))  # the look-up alone, no cache (as on a first publish)
+            lookups.append(time.perf_counter() - started)
     print(f"{args.blocks} blocks, first plain publish to car: (s)")
     print("  nothing encrypted here:", " ".join(f"{t:.2f}" for t in runs[False]))
     print("  a dataset encrypted here:", " ".join(f"{t:.2f}" for t in runs[True]))
     print(f"  best-of ratio with / without: {min(runs[True]) / min(runs[False]):.3f}")
+    print("  the dataset ID look-up alone:", " ".join(f"{t:.2f}" for t in lookups))
+    print(f"  look-up / publish without, best of each: {min(lookups) / min(runs[False]):.3f}")
 
 
 if __name__ == "__main__":
