@@ -152,3 +152,58 @@ def test_records_a_rerun_must_not_trust_are_dropped(tmp_path: Path, ipfs_node) -
     )
     assert code == 0, err
     assert dataset_files(tmp_path / "pulled") == dataset_files(ds)
+
+
+def test_ctrl_c_during_a_first_publish_resumes(tmp_path: Path, ipfs_node) -> None:
+    """Ctrl-C (KeyboardInterrupt) in the middle of the upload: the batches the node took
+    stay recorded and pinned, the unsent CAR is removed, and the rerun links them."""
+    from odfweb3.crypto.keystore import Keystore
+    from odfweb3.publish.execute import publish_dataset
+    from odfweb3.publish.state import StateStore
+    from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+
+    ds = create_root_dataset(
+        tmp_path / "ds", blocks=32, data_bytes=16 * MIB, seed=80, fsync=False
+    ).path
+    size = sum(len(b) for b in dataset_files(ds).values())
+
+    def target() -> IpfsNodeTarget:
+        t = IpfsNodeTarget(
+            KuboClient(ipfs_node.api_url),
+            Keystore(tmp_path / "keys"),
+            StateStore(tmp_path / "state"),
+            tmp_dir=tmp_path / "tmp",
+        )
+        t.batch_bytes = 1 * MIB  # 16 batches or so
+        return t
+
+    read = 0
+
+    def ctrl_c_at_80_percent(n: int) -> None:
+        nonlocal read
+        read += n
+        if read >= size * 4 // 5:
+            raise KeyboardInterrupt
+
+    first = target()
+    try:
+        publish_dataset(ds, first, progress=ctrl_c_at_80_percent)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the publish was not interrupted")
+    sent_before = first.client.stats.bytes_sent
+    assert list((tmp_path / "state").rglob("sent-*.json"))
+    assert not list((tmp_path / "tmp").iterdir())  # the unsent CAR is gone
+    again = target()
+    done = publish_dataset(ds, again)
+    resent = again.client.stats.bytes_sent
+    print(
+        f"\n{size / MIB:.1f} MiB; before Ctrl-C sent {sent_before / MIB:.1f}, "
+        f"rerun {resent / MIB:.1f}"
+    )
+    assert any("resuming an interrupted upload" in n for n in done.notes)
+    assert resent < size - sent_before + 2 * MIB  # what the first run sent is not sent again
+    assert done.state is not None and done.state.locator == import_tree(ds).cid.encode()
+    assert KuboClient(ipfs_node.api_url).has_pin(import_tree(ds).cid)
+    assert not list((tmp_path / "state").rglob("sent-*.json"))
