@@ -40,6 +40,7 @@ from odfweb3.odf.model_gen import (
     TransformSql,
 )
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.schema_diff import schema_change
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.violation import Violation
 
@@ -101,6 +102,9 @@ RULES: Final = _rules(
     ("no-op", "NoOpEvent",
      "no newData and neither checkpoint, watermark, source state (inputs) advance"),
     ("schema-before-data", "InvalidEvent", "a SetDataSchema before any newData"),
+    ("schema-identical", "NoOpEvent", "a SetDataSchema differs from the current schema"),
+    ("schema-incompatible", "InvalidEvent",
+     "a new schema only reorders, changes attributes, adds optional fields"),
 )  # fmt: skip
 
 
@@ -131,6 +135,7 @@ class RuleState:
             one: a walk back can stop at the latest data block).
         polling: a SetPollingSource exists.
         push: per push source name, :func:`source_digest` of its latest AddPushSource.
+        schema_event: the latest SetDataSchema (a new one is compared with it).
     """
 
     data_seen: bool = False
@@ -144,6 +149,7 @@ class RuleState:
     schema: bool = False
     polling: bool = False
     push: tuple[tuple[str | None, bytes], ...] = ()
+    schema_event: SetDataSchema | None = None
 
     def push_digest(self, name: str | None) -> bytes | None:
         """The digest of the latest AddPushSource named ``name``, or None."""
@@ -176,7 +182,7 @@ class RuleState:
                 schema=self.schema or ev.new_data is not None,
             )
         if isinstance(ev, SetDataSchema):
-            return replace(self, schema=True) if not self.schema else self
+            return replace(self, schema=True, schema_event=ev)
         if isinstance(ev, SetPollingSource):
             return replace(self, polling=True) if not self.polling else self
         if isinstance(ev, AddPushSource):
@@ -392,7 +398,29 @@ def state_problems(ev: object, s: RuleState) -> list[Problem]:
             )
     elif isinstance(ev, SetPollingSource) and s.push:
         out.append(("polling-after-push", "SetPollingSource while push sources are active"))
+    elif isinstance(ev, SetDataSchema) and s.schema_event is not None:
+        problem = _schema_problem(s.schema_event, ev)
+        if problem is not None:
+            out.append(problem)
     return out
+
+
+def _schema_problem(prev: SetDataSchema, new: SetDataSchema) -> Problem | None:
+    """kamu's SetDataSchema validator: the new schema against the current one. A schema in
+    the legacy Arrow form is not compared (kamu converts the old one with Arrow, and does
+    not check a new one in that form)."""
+    if prev.schema is None or new.schema is None:
+        return None
+    change = schema_change(prev.schema, new.schema)
+    if change == "identical":
+        return ("schema-identical", "the new schema is identical to the current one")
+    if change == "incompatible":
+        return (
+            "schema-incompatible",
+            "the new schema is not compatible with the current one (only reordering, "
+            "attribute changes and new optional fields are)",
+        )
+    return None
 
 
 def _no_op(ev: AddData | ExecuteTransform, s: RuleState) -> bool:
@@ -505,6 +533,7 @@ class ChainRulesBackwards:
         self._add: _Pending | None = None
         self._exec: _Pending | None = None
         self._need_schema = False  # newData in a newer block, no SetDataSchema since
+        self._newer_schema: SetDataSchema | None = None  # the nearest newer SetDataSchema
         self._push: dict[str | None, bytes] = {}  # nearest newer AddPushSource per name
         self._newer_polling = False
 
@@ -527,6 +556,9 @@ class ChainRulesBackwards:
             self._feed_data(ev)
         elif isinstance(ev, SetDataSchema):
             self._need_schema = False
+            if self._newer_schema is not None and _schema_problem(ev, self._newer_schema):
+                self.ok = False
+            self._newer_schema = ev
         elif isinstance(ev, AddPushSource):
             d = source_digest(ev)
             if self._newer_polling or self._push.get(ev.source_name) == d:
@@ -625,6 +657,9 @@ class ChainRulesBackwards:
             ok = False
         if self._need_schema and not s.schema:
             ok = False
+        newer, current = self._newer_schema, s.schema_event
+        if newer is not None and current is not None and _schema_problem(current, newer):
+            ok = False
         if self._push and s.polling:
             ok = False
         if any(s.push_digest(name) == d for name, d in self._push.items()):
@@ -650,6 +685,7 @@ class RuleStateWalk:
         self._add: AddData | None = None
         self._exec: ExecuteTransform | None = None
         self._schema = False
+        self._schema_event: SetDataSchema | None = None
         self._polling = False
         self._push: dict[str | None, bytes] = {}
 
@@ -670,6 +706,8 @@ class RuleStateWalk:
                 self._schema = True
         elif isinstance(ev, SetDataSchema):
             self._schema = True
+            if self._schema_event is None:
+                self._schema_event = ev
         elif isinstance(ev, SetPollingSource):
             self._polling = True
         elif isinstance(ev, AddPushSource):
@@ -692,6 +730,8 @@ class RuleStateWalk:
                     return False
             elif isinstance(ev, AddPushSource | SetPollingSource):
                 return False  # every source of the chain counts
+            elif isinstance(ev, SetDataSchema) and self._schema_event is None:
+                return False
         return True
 
     def state(self) -> RuleState:
@@ -709,6 +749,7 @@ class RuleStateWalk:
             schema=self._schema,
             polling=self._polling,
             push=_sorted_push(self._push.items()),
+            schema_event=self._schema_event,
         )
 
 

@@ -38,10 +38,11 @@ from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import IntegrityError, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects, walk_chain
+from odfweb3.odf.codec import decode_event, encode_event
 from odfweb3.odf.facts import ChainFacts, FactsWalk, ObjectFilter, extend_facts, facts_of_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model_gen import DatasetKind, SetInfo, SetLicense, SourceState
+from odfweb3.odf.model_gen import DatasetKind, SetDataSchema, SetInfo, SetLicense, SourceState
 from odfweb3.odf.parquet_links import local_links
 from odfweb3.odf.timestamp import Timestamp
 from odfweb3.odf.validate import (
@@ -76,7 +77,8 @@ HELD: Final = 1024
 # schema and sources), and the heads were checked against kamu's rules; an entry of an
 # older format is ignored, so its chain is walked and checked again.
 # 4: heads checked against kamu's rule that a SetDataSchema precedes any data.
-_FORMAT: Final = 4
+# 5: and against its schema evolution rules (the latest SetDataSchema kept).
+_FORMAT: Final = 5
 _MAX_ENTRY: Final = 64 << 20
 _FILTER_NAME = re.compile(r"^bloom-[0-9a-f]{32}\.bin$")
 
@@ -112,6 +114,9 @@ def rules_to_json(r: RuleState) -> dict[str, Any]:
         "schema": r.schema,
         "polling": r.polling,
         "push": [[name, d.hex()] for name, d in r.push],
+        "schemaEvent": None
+        if r.schema_event is None
+        else base64.b64encode(encode_event(r.schema_event)).decode("ascii"),
     }
 
 
@@ -139,7 +144,16 @@ def rules_from_json(d: Any) -> RuleState:
         schema=_bool(d["schema"]),
         polling=_bool(d["polling"]),
         push=tuple((_opt_str(name), bytes.fromhex(h)) for name, h in d["push"]),
+        schema_event=_schema_event(d["schemaEvent"]),
     )
+
+
+def _schema_event(v: Any) -> SetDataSchema | None:
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise TypeError("not a string")
+    return decode_event(SetDataSchema, base64.b64decode(v, validate=True))
 
 
 def facts_to_json(f: ChainFacts) -> dict[str, Any]:

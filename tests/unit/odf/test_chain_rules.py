@@ -26,6 +26,8 @@ from odfweb3.odf.model_gen import (
     DataSchema,
     DatasetKind,
     DataSlice,
+    DataTypeInt64,
+    DataTypeOption,
     DataTypeString,
     DisablePollingSource,
     DisablePushSource,
@@ -240,6 +242,14 @@ BREAKS: dict[str, list[tuple[str, tuple[object, ...]]]] = {
         ("ExecuteTransform", (seed(DatasetKind.DERIVATIVE), DERIVATIVE[2],
                               ExecuteTransform(query_inputs=(qi(None, 0),), new_data=sl(0, 0)))),
     ],
+    "schema-identical": [("the same again", (seed(), SCHEMA, SCHEMA))],
+    "schema-incompatible": [
+        ("a type changed", (seed(), SCHEMA, SetDataSchema(schema=DataSchema(
+            fields=(DataField(name="v", type=DataTypeInt64()),))))),
+        ("a field removed", (seed(), SCHEMA, SetDataSchema(schema=DataSchema(fields=())))),
+        ("a required field added", (seed(), SCHEMA, SetDataSchema(schema=DataSchema(
+            fields=(*SCHEMA.schema.fields, DataField(name="w", type=DataTypeString())))))),
+    ],
 }  # fmt: skip
 
 
@@ -271,6 +281,10 @@ def test_the_smallest_chain_breaking_a_rule(rule: str, why: str, events: tuple[o
         assert {v.rule for v in check_chain_rules(entries[-1:], after=part)} == {rule}
 
 
+def _str(name: str) -> DataField:
+    return DataField(name=name, type=DataTypeString())
+
+
 def _nine(ns: int = 999_999_999) -> Timestamp:
     return Timestamp(9999, 365, 86_399, ns)
 
@@ -297,6 +311,16 @@ ACCEPTS: dict[str, tuple[object, ...]] = {
         *ROOT, AddData(new_data=sl(0, 0), new_source_state=SourceState("s", "odf/etag", "1")),
         AddData(prev_offset=0, new_source_state=SourceState("s", "odf/etag", "2"))),
     "no data, no schema needed": (seed(), AddData(new_watermark=wm(1))),
+    "a new schema with an optional field more": (
+        *ROOT, SetDataSchema(schema=DataSchema(fields=(
+            *SCHEMA.schema.fields,  # type: ignore[union-attr]
+            DataField(name="w", type=DataTypeOption(inner=DataTypeString())))))),
+    "a new schema with the fields reordered and other attributes": (
+        seed(), SetDataSchema(schema=DataSchema(fields=(_str("a"), _str("b")))),
+        SetDataSchema(schema=DataSchema(fields=(_str("b"), _str("a")), extra=ExtraAttributes(
+            entries='{"kamu.dev/archetype": "Collection"}')))),
+    "two legacy Arrow schemas alike (kamu compares none)": (
+        seed(), SetDataSchema(raw_arrow_schema=b"arrow"), SetDataSchema(raw_arrow_schema=b"arrow")),
     "a checkpoint-only block": (
         *ROOT, AddData(new_data=sl(0, 0)), AddData(prev_offset=0, new_checkpoint=cp(1))),
     "a 0-byte data file": (

@@ -4,9 +4,10 @@ check_chain_rules' verdict on every chain, and FactsWalk gives facts_of_chain's 
 Random chains (fixed seeds) mix valid and broken blocks of every rule: offsets (prevOffset,
 interval start and end, a slice without interval), checkpoints per event kind, watermarks
 (decreasing, dropped), system times, sequence numbers, a second Seed, empty and no-op
-events, push and polling sources (mixed, identical, disabled, malformed), SetTransforms;
-with and without a ChainState the blocks continue (the state the older blocks leave, read
-whole or only as far as the newer blocks need, or an arbitrary one)."""
+events, schemas (identical, incompatible, legacy), push and polling sources (mixed,
+identical, disabled, malformed), SetTransforms; with and without a ChainState the blocks
+continue (the state the older blocks leave, read whole or only as far as the newer blocks
+need, or an arbitrary one)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ from odfweb3.odf.model_gen import (
     AddData,
     AddPushSource,
     Checkpoint,
+    DataField,
     DataSchema,
     DatasetKind,
     DataSlice,
+    DataTypeOption,
+    DataTypeString,
     DisablePollingSource,
     DisablePushSource,
     ExecuteTransform,
@@ -80,6 +84,7 @@ class _Gen:
     push: dict[str, AddPushSource] = dataclasses.field(default_factory=dict)
     versions: int = 0
     schema: bool = False
+    fields: tuple[DataField, ...] = ()
 
 
 def _source(rng: random.Random, g: _Gen, flip) -> object:
@@ -115,6 +120,21 @@ def _source(rng: random.Random, g: _Gen, flip) -> object:
     ev = AddPushSource(source_name=name, read=ReadStepCsv(separator=str(g.versions)))
     g.push[name] = ev
     return ev
+
+
+def _schema(rng: random.Random, g: _Gen, flip) -> SetDataSchema:
+    """A SetDataSchema: each an optional field more (or a legacy Arrow one) unless
+    ``flip()``: then the same fields again, one fewer, or a required one more."""
+    if g.fields and flip():
+        more = DataField(name=f"r{g.versions}", type=DataTypeString())
+        fields = rng.choice([g.fields, g.fields[:-1], (*g.fields, more)])
+        return SetDataSchema(schema=DataSchema(fields=fields))
+    if rng.random() < 0.15:
+        return SetDataSchema(raw_arrow_schema=b"legacy")
+    g.versions += 1
+    new = DataField(name=f"f{g.versions}", type=DataTypeOption(inner=DataTypeString()))
+    g.fields = (*g.fields, new)
+    return SetDataSchema(schema=DataSchema(fields=g.fields))
 
 
 def _transform(rng: random.Random, flip) -> SetTransform:
@@ -225,7 +245,7 @@ def _chain(rng: random.Random, n: int, bad: float) -> list[ChainEntry]:
                 ev = _transform(rng, flip)
             elif pick < 0.30 or (not g.schema and not flip()):
                 # kamu wants a SetDataSchema before any data
-                ev = SetDataSchema(raw_arrow_schema=bytes([seq % 256]))
+                ev = _schema(rng, g, flip)
                 g.schema = True
             else:
                 ev = _data(rng, g, flip, cps)
