@@ -73,7 +73,8 @@ def read_links(f: BinaryIO, columns: tuple[str, ...], where: str) -> Iterator[by
                     "ObjectLink"
                 )
             t = schema.field(i).type
-            if not (pa.types.is_string(t) or pa.types.is_large_string(t) or _is_view(pa, t)):
+            strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+            if not any(is_kind(t) for is_kind in strings):
                 raise FormatError(f"{where}: ObjectLink column {name!r} is {t}, not a string")
         meta = pf.metadata
         wanted = set(columns)
@@ -107,11 +108,6 @@ def read_links(f: BinaryIO, columns: tuple[str, ...], where: str) -> Iterator[by
         raise _not_parquet(
             where, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         ) from None
-
-
-def _is_view(pa: object, t: object) -> bool:
-    is_view = getattr(getattr(pa, "types", None), "is_string_view", None)
-    return bool(is_view(t)) if is_view is not None else False
 
 
 class ParquetLinks:

@@ -126,6 +126,8 @@ def test_read_links_streams_row_groups_and_skips_nulls():
     # large_string and string_view columns are strings too
     f = parquet({"c": pa.array(values[:3], type=pa.large_string())})
     assert len(list(read_links(f, ("c",), "data/x"))) == 2
+    f = parquet({"c": pa.array(values[:3], type=pa.string_view())})
+    assert len(list(read_links(f, ("c",), "data/x"))) == 2
 
 
 @pytest.mark.parametrize(
