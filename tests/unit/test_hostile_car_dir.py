@@ -45,7 +45,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     tmp = tmp_path_factory.mktemp("hostile-car")
     ds = create_root_dataset(tmp / "ds", blocks=2, data_bytes=2000, seed=1).path
     shutil.copytree(ds, tmp / "ancestor")
-    append_blocks(ds, 1, data_bytes=1000, seed=2)
+    append_blocks(ds, 1, data_bytes=4000, seed=2)
     env = {
         "HOME": str(tmp),
         "ODFWEB3_KEYSTORE": str(tmp / "keys"),
@@ -134,8 +134,8 @@ def _visible(root: Path) -> dict[str, str]:
 
 ATTACKS: dict[str, tuple[Callable[..., None], str]] = {
     "refs/head 1 TB bomb": (_refs_head_bomb, "larger than the 256 bytes"),
-    "data file 1000x1000 links to a 1 MiB leaf": (_data_bomb, "larger than the 1000 bytes"),
-    "data file of empty leaves nested 4000^3": (_empty_leaves, "blocks a file of 1000 bytes"),
+    "data file 1000x1000 links to a 1 MiB leaf": (_data_bomb, "larger than the 4000 bytes"),
+    "data file of empty leaves nested 4000^3": (_empty_leaves, "blocks a file of 4000 bytes"),
     "HAMT shards linking one sub-shard 256 times": (_hamt_bomb, "linked twice"),
     "record file /dev/zero": (_summary(a=_record_dev_zero), "not a plain relative path"),
     "CAR outside DIR (..)": (_summary(a=_car_dotdot), "not a plain relative path"),
