@@ -78,6 +78,11 @@ def test_a_first_publish_killed_at_75_percent_resumes(tmp_path: Path, ipfs_node)
         # the rerun pins it without looking on the network when the node took it whole
         pinned = sum(direct.has_pin(b) for b in batch_roots)
         assert batch_roots and pinned >= len(batch_roots) - 1, (pinned, len(batch_roots))
+        # status says so (the core's upload checkpoint beside the states), never fails
+        code, text, err = run_cli(["status", "--offline", "--json"], env, None)
+        assert code == 0, err
+        (row,) = json.loads(text)["targets"]
+        assert row["uploadInProgress"] and row["target"] == f"ipfs:{proxy.url}"
 
         code, out, err = run_cli(args, env, None)
         assert code == 0, err
@@ -103,8 +108,9 @@ def test_a_first_publish_killed_at_75_percent_resumes(tmp_path: Path, ipfs_node)
     assert dataset_files(tmp_path / "pulled") == dataset_files(ds)
     head = multihash_to_str(DatasetReader.open(tmp_path / "pulled").head())
     assert head == multihash_to_str(DatasetReader.open(ds).head())
-    # the batch pins and records are gone once the root is pinned
+    # the batch pins and records are gone once the root is pinned, and so is the marker
     assert not list((tmp_path / "state").rglob("sent-*.json"))
+    assert not list((tmp_path / "state").rglob("*.upload.json"))
     assert not any(direct.has_pin(b) for b in batch_roots)
 
 

@@ -166,11 +166,28 @@ def decode_batch_record(doc: Any, where: str) -> BatchRecord:
 
 
 class BatchLog:
-    """The batch records of one (dataset, node target): ``<state>.index/sent-<cid>.json``."""
+    """The batch records of one (dataset, node target): ``<state>.index/sent-<cid>.json``.
 
-    def __init__(self, directory: Path, client: KuboClient) -> None:
+    Args:
+        directory: where the records are.
+        client: the node (pins).
+        marker: the core's upload checkpoint path for (dataset, target)
+            (:meth:`~odfweb3.publish.state.StateStore.checkpoint_path`), written with the
+            first record and removed with the last, so ``status`` shows the upload as in
+            progress; ``marked``: its ``datasetId`` and ``target``.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        client: KuboClient,
+        marker: Path | None = None,
+        marked: Mapping[str, str] | None = None,
+    ) -> None:
         self.directory = directory
         self.client = client
+        self.marker = marker
+        self.marked = dict(marked or {})
 
     def _paths(self) -> list[Path]:
         try:
@@ -187,6 +204,9 @@ class BatchLog:
         """Save ``record`` (temp file, fsync, rename), before its batch node is pinned."""
         name = f"{_RECORD_PREFIX}{record.root.encode()}.json"
         data = json.dumps(encode_batch_record(record), separators=(",", ":")).encode()
+        if self.marker is not None and not self.marker.exists():
+            doc = {**self.marked, "batches": str(self.directory)}
+            write_file_atomic(self.marker, json.dumps(doc, sort_keys=True).encode())
         write_file_atomic(self.directory / name, data)
 
     def resume(
@@ -216,6 +236,9 @@ class BatchLog:
             batches += 1
             for p, link in record.objects.items():
                 objects[p] = link.to_json()
+        if not batches and self.marker is not None:
+            with contextlib.suppress(OSError):
+                self.marker.unlink()  # nothing left to resume
         return objects, batches
 
     def _whole(self, root: Cid) -> bool:
@@ -238,6 +261,9 @@ class BatchLog:
                 raw = read_foreign_json_file(path, max_bytes=_MAX_RECORD, expect=dict)
                 root = Cid.decode(str(raw.get("root")))
             self._drop(path, root)
+        if self.marker is not None:
+            with contextlib.suppress(OSError):
+                self.marker.unlink()
 
     def _drop(self, path: Path, root: Cid | None) -> None:
         if root is not None:

@@ -416,7 +416,9 @@ class IpfsNodeTarget:
 
     def _batches(self, dataset_id: str) -> BatchLog:
         """The batch records of an unfinished upload (:mod:`.node_batches`)."""
-        return BatchLog(self.index_dir(dataset_id), self.client)
+        marked = {"datasetId": dataset_id, "target": self.name}
+        marker = self.states.checkpoint_path(dataset_id, self.name)
+        return BatchLog(self.index_dir(dataset_id), self.client, marker, marked)
 
     def _resumed(self, dataset_id: str, view: RemoteView) -> RemoteView:
         """``view`` (nothing on the node to link), with the objects an interrupted upload
