@@ -14,6 +14,8 @@ and keep the real HOME.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +28,32 @@ from tests.support.nodes import ArlocalNode, IpfsNode, external_ipfs, start_arlo
 # too-slow health check) failed property tests on a loaded 2-core CI machine, not on a bug.
 settings.register_profile("odfweb3", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("odfweb3")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest keeps only a user's three newest base temp directories (/tmp/pytest-of-USER/),
+    # so a second run on the same machine (another checkout, a benchmark) deleted the first
+    # run's node repositories and datasets under it while they were in use. Each run gets a
+    # base directory of its own (before the tmp_path plugin reads the option), removed when
+    # the run passes and kept, for a look, when it fails.
+    if config.option.basetemp is None:
+        config.option.basetemp = tempfile.mkdtemp(prefix="odfweb3-pytest-")
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_PASSED] = exitstatus in (0, 5)  # 5: no test ran
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own is not None and config.stash.get(_PASSED, False):
+        shutil.rmtree(own, ignore_errors=True)
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+_PASSED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(autouse=True)
