@@ -213,3 +213,61 @@ def test_ctrl_c_during_a_first_publish_resumes(tmp_path: Path, ipfs_node) -> Non
     assert done.state is not None and done.state.locator == import_tree(ds).cid.encode()
     assert KuboClient(ipfs_node.api_url).has_pin(import_tree(ds).cid)
     assert not list((tmp_path / "state").rglob("sent-*.json"))
+
+
+def test_a_node_restarted_mid_upload_keeps_what_it_took(tmp_path: Path) -> None:
+    """The node stops in the middle of a first publish (the publisher fails: it cannot
+    reach it) and starts again on the same repository: the batches it took are still
+    pinned there, so the rerun sends only the rest."""
+    from tests.support.kubo import start_kubo
+    from tests.support.nodes import free_port
+
+    ds = create_root_dataset(
+        tmp_path / "ds", blocks=24, data_bytes=48 * MIB, seed=81, fsync=False
+    ).path
+    size = sum(len(b) for b in dataset_files(ds).values())
+    config = {"Addresses.API": f"/ip4/127.0.0.1/tcp/{free_port()}"}  # the same after restart
+    env = base_env(tmp_path)
+    args = ["publish", str(ds), "--to", "ipfs", "--json"]
+    state = tmp_path / "state"
+    with start_kubo(tmp_path / "kubo", config=config) as node:
+        api = node.api_url
+        env["ODFWEB3_IPFS_API"] = node.api_url
+        env["ODFWEB3_IPFS_GATEWAY"] = node.gateway_url
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "odfweb3.cli.main", *args],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and time.monotonic() < deadline:
+            if len(list(state.rglob("sent-*.json"))) >= 3:  # about half the dataset
+                break
+            time.sleep(0.01)
+        node.process.stop()  # the node goes away mid-upload
+        _out, err = proc.communicate(timeout=600)
+    assert proc.returncode != 0, "the publish finished before the node stopped"
+    assert "Traceback" not in err
+    with start_kubo(tmp_path / "kubo", config=config) as node:
+        assert node.api_url == api
+        env["ODFWEB3_IPFS_GATEWAY"] = node.gateway_url
+        code, out, err = run_cli(args, env, None)
+        assert code == 0, err
+        done = json.loads(out)
+        print(
+            f"\n{size / MIB:.1f} MiB; after the node's restart the rerun sent "
+            f"{done['bytesSent'] / MIB:.1f} MiB"
+        )
+        assert done["plan"]["sendBytes"] < size * 0.8  # what the node took is linked
+        assert done["bytesSent"] < size * 0.8
+        root = import_tree(ds).cid
+        assert done["locator"] == root.encode()
+        assert KuboClient(node.api_url).has_pin(root)
+        code, _out, err = run_cli(
+            ["pull", f"ipns://{done['record']['name']}", str(tmp_path / "pulled")], env, None
+        )
+        assert code == 0, err
+        assert dataset_files(tmp_path / "pulled") == dataset_files(ds)
