@@ -96,6 +96,7 @@ def test_validate_deep_names_each_linked_problem(tmp_path, capsys):
 def test_missing_linked_object_refuses_publish_in_one_line(tmp_path, capsys):
     ds = create_linked_dataset(tmp_path / "ds", versions=3)
     gone = ds.linked[2]
+    kept = ds.linked_path(gone).read_bytes()
     ds.linked_path(gone).unlink()
     out = tmp_path / "out"
     code, _, err = cli(capsys, tmp_path, "publish", str(ds.path), "--to", f"car:{out}")
@@ -106,9 +107,16 @@ def test_missing_linked_object_refuses_publish_in_one_line(tmp_path, capsys):
     assert not (out / "publish.json").exists() and not list(out.glob("*.car"))
     # the same on bundle: (nothing signed, nothing written)
     bundle = tmp_path / "bundle"
-    with pytest.raises(Exception, match=multihash_to_str(gone)):
+    with pytest.raises(IntegrityError, match=multihash_to_str(gone)):
         publish_dataset(ds.path, BundleTarget(bundle, load_wallet(WALLET)))
     assert not bundle.exists() or not list(bundle.glob("*.bundle"))
+    # the user copies the object back and runs the same command again: all of it goes
+    ds.linked_path(gone).write_bytes(kept)
+    code, _, err = cli(capsys, tmp_path, "publish", str(ds.path), "--to", f"car:{out}", "-q")
+    assert code == 0, err
+    copy = tmp_path / "copy"
+    assert cli(capsys, tmp_path, "pull", f"car:{out}", str(copy))[0] == 0
+    assert tree(copy) == tree(ds.path)
 
 
 def test_unreadable_parquet_refuses_publish_in_one_line(tmp_path, capsys):
