@@ -25,7 +25,9 @@ import os
 import random
 import shutil
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,7 +35,7 @@ from typing import Final
 
 from odfweb3.errors import UsageError
 from odfweb3.odf.chain import walk_chain
-from odfweb3.odf.codec import block_hash, encode_block
+from odfweb3.odf.codec import encode_block
 from odfweb3.odf.example_schema import (
     CONTENT_HASH_COLUMN,
     PAYLOAD_SCHEMA,
@@ -41,7 +43,7 @@ from odfweb3.odf.example_schema import (
     set_data_schema,
 )
 from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
-from odfweb3.odf.layout import DatasetReader, DatasetWriter, local_io_error
+from odfweb3.odf.layout import DatasetReader, DatasetWriter, ObjectKind, local_io_error
 from odfweb3.odf.linked import LinkedSummary, encode_summary, link_columns
 from odfweb3.odf.model_gen import (
     AddData,
@@ -57,7 +59,7 @@ from odfweb3.odf.model_gen import (
     SetInfo,
     SetLicense,
 )
-from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.multihash import hash_bytes, multihash_to_str
 from odfweb3.odf.parquet import payload_file, versioned_file
 from odfweb3.odf.timestamp import Timestamp
 
@@ -74,6 +76,9 @@ _RECORD_BYTES: Final = 100
 _CHECKPOINT_BYTES: Final = 1024
 _WRITE_CHUNK: Final = 4 << 20
 _TICK: Final = timedelta(seconds=1)  # between blocks
+_SMALL: Final = 4 << 20  # objects up to this size are built in memory and stored by the pool
+_WRITE_THREADS: Final = 4
+_MAX_PENDING: Final = 64
 LINKED_CONTENT_TYPE: Final = "application/octet-stream"
 
 ProgressFn = Callable[[int], None]
@@ -107,6 +112,11 @@ class _ChainAppender:
         self.root = root
         self.fsync = fsync
         self.writer = DatasetWriter(root, fsync=False)
+        # Small objects are hashed here and stored by a few threads (open, write and
+        # rename wait on the file system, not the interpreter); at most _MAX_PENDING
+        # wait in memory, and finish() waits for all of them before refs/head.
+        self._pool = ThreadPoolExecutor(_WRITE_THREADS, thread_name_prefix="odfweb3-example")
+        self._pending: deque[Future[Path]] = deque()
         self.rng = rng
         self.head: bytes | None = None
         self.seq = -1
@@ -115,9 +125,27 @@ class _ChainAppender:
         self.time = EPOCH
         self.data_bytes = 0
 
+    def __enter__(self) -> _ChainAppender:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        # On an error (a full disk, Ctrl-C) no write still queued runs after we return:
+        # the caller may remove the directory.
+        self._pool.shutdown(wait=True, cancel_futures=exc_type is not None)
+
+    def store(self, kind: ObjectKind, data: bytes) -> bytes:
+        """Queue ``data`` to be stored under its SHA3-256 multihash; return the hash."""
+        mh = hash_bytes(data)
+        self._pending.append(self._pool.submit(self.writer.write_object, kind, mh, data))
+        while len(self._pending) > _MAX_PENDING:
+            self._pending.popleft().result()
+        return mh
+
     def finish(self) -> None:
         """Flush every object written, then point ``refs/head`` at the last block."""
         assert self.head is not None
+        while self._pending:
+            self._pending.popleft().result()  # the first failed write raises here
         if self.fsync:
             os.sync()  # waits for the writes on Linux (sync(2)); all objects, one call
         DatasetWriter(self.root, fsync=self.fsync).set_head(self.head)
@@ -131,14 +159,19 @@ class _ChainAppender:
             sequence_number=self.seq,
             event=event,
         )
-        data = encode_block(block)
-        h = block_hash(data)
-        self.writer.write_object("block", h, data)
+        h = self.store("block", encode_block(block))
         self.head = h
         return h
 
-    def _random_file(self, kind: str, size: int, progress: ProgressFn | None) -> tuple[bytes, int]:
-        """Stream ``size`` pseudo-random bytes into a new data or checkpoint object."""
+    def _random_file(
+        self, kind_: ObjectKind, size: int, progress: ProgressFn | None
+    ) -> tuple[bytes, int]:
+        """``size`` pseudo-random bytes in a new object (streamed when large)."""
+        if size <= _SMALL:
+            mh = self.store(kind_, self.rng.randbytes(size))
+            if progress is not None:
+                progress(size)
+            return mh, size
 
         def chunks() -> Iterator[bytes]:
             left = size
@@ -149,7 +182,7 @@ class _ChainAppender:
                 if progress is not None:
                     progress(n)
 
-        mh = self.writer.write_new_object("data" if kind == "data" else "checkpoint", chunks())
+        mh = self.writer.write_new_object(kind_, chunks())
         return mh, size
 
     def data_file(
@@ -179,7 +212,10 @@ class _ChainAppender:
                     progress(len(part))
                 yield part
 
-        mh = self.writer.write_new_object("data", chunks())
+        parts = list(chunks()) if size <= _SMALL else None
+        if parts is not None and len(parts) == 1:
+            return self.store("data", parts[0]), written
+        mh = self.writer.write_new_object("data", iter(parts) if parts else chunks())
         return mh, written
 
     def _linked_data_file(
@@ -195,7 +231,7 @@ class _ChainAppender:
         hashes: list[str] = []
         lengths: list[int] = []
         for size in _sizes(total, count):
-            mh, n = self._random_file("data", size, progress)
+            mh, n = self._random_file("linked", size, progress)
             hashes.append(multihash_to_str(mh))
             lengths.append(n)
             self.data_bytes += n
@@ -209,7 +245,7 @@ class _ChainAppender:
             lengths=lengths,
             content_type=LINKED_CONTENT_TYPE,
         )
-        mh = self.writer.write_new_object("data", iter((data,)))
+        mh = self.store("data", data)
         # kamu's LinkedObjectsSummary: every non-null link counted, duplicates included.
         return mh, len(data), count, LinkedSummary(count, sum(lengths))
 
@@ -336,25 +372,25 @@ def _build_root(
     linked_objects: int,
 ) -> BuiltDataset:
     keypair = keypair or example_keypair(seed)
-    app = _ChainAppender(root, fsync, random.Random(seed))
-    app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.ROOT))
-    app.append(SetInfo(description=description, keywords=("example", "odfweb3")))
-    app.append(
-        SetLicense(
-            short_name="CC0-1.0",
-            name="Creative Commons Zero v1.0 Universal",
-            spdx_id="CC0-1.0",
-            website_url="https://creativecommons.org/publicdomain/zero/1.0/",
+    with _ChainAppender(root, fsync, random.Random(seed)) as app:
+        app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.ROOT))
+        app.append(SetInfo(description=description, keywords=("example", "odfweb3")))
+        app.append(
+            SetLicense(
+                short_name="CC0-1.0",
+                name="Creative Commons Zero v1.0 Universal",
+                spdx_id="CC0-1.0",
+                website_url="https://creativecommons.org/publicdomain/zero/1.0/",
+            )
         )
-    )
-    # kamu refuses data before a schema ("SetDataSchema event must be present before
-    # adding data", ValidateAddDataVisitor); its ingest commits the schema just before.
-    app.append(set_data_schema(VERSIONED_FILE_SCHEMA if linked_objects else PAYLOAD_SCHEMA))
-    for size in _sizes(data_bytes, blocks):
-        app.add_data(size, progress, linked_objects)
-    assert app.head is not None
-    app.finish()
-    return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
+        # kamu refuses data before a schema ("SetDataSchema event must be present before
+        # adding data", ValidateAddDataVisitor); its ingest commits the schema just before.
+        app.append(set_data_schema(VERSIONED_FILE_SCHEMA if linked_objects else PAYLOAD_SCHEMA))
+        for size in _sizes(data_bytes, blocks):
+            app.add_data(size, progress, linked_objects)
+        assert app.head is not None
+        app.finish()
+        return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
 
 
 def append_blocks(
@@ -378,41 +414,42 @@ def append_blocks(
     entries = list(walk_chain(reader, head))
     tip = entries[0].block
     rng_seed = seed if seed is not None else int.from_bytes(head[2:10], "big")
-    app = _ChainAppender(reader.root, fsync, random.Random(rng_seed))
-    app.head, app.seq = head, tip.sequence_number
-    app.time = max(tip.system_time.to_datetime(), EPOCH)
-    schema: SetDataSchema | None = None
-    seen_data_block = False
-    for entry in entries:  # head first: the first slice found is the last one
-        ev = entry.block.event
-        if isinstance(ev, SetDataSchema) and schema is None:
-            schema = ev
-        if isinstance(ev, AddData | ExecuteTransform):
-            if app.last_offset is None and ev.new_data is not None and ev.new_data.offset_interval:
-                app.last_offset = ev.new_data.offset_interval.end
-            # kamu: prevCheckpoint is the previous data block's newCheckpoint, absent when
-            # that block wrote none (ValidateAddDataVisitor).
-            if not seen_data_block and ev.new_checkpoint is not None:
-                app.last_checkpoint = ev.new_checkpoint.physical_hash
-            seen_data_block = True
-    links = link_columns(schema, f"{reader.root}: SetDataSchema") if schema else ()
-    if links and links != (CONTENT_HASH_COLUMN,):
-        raise UsageError(
-            f"{reader.root}: its ObjectLink columns {', '.join(links)} are not the example's "
-            f"({CONTENT_HASH_COLUMN}); append to it with the tool that wrote it"
-        )
-    if linked_objects is not None and not links:
-        raise UsageError(
-            f"{reader.root}: has no ObjectLink column, so no linked objects can be added; "
-            "drop --linked-objects, or write a new example with it"
-        )
-    per_block = (1 if linked_objects is None else linked_objects) if links else 0
-    if links and per_block < 1:
-        raise UsageError("example: --linked-objects must be at least 1 for this dataset")
-    if schema is None:  # a chain written before the example declared one
-        app.append(set_data_schema(PAYLOAD_SCHEMA))
-    for size in _sizes(data_bytes, count):
-        app.add_data(max(size, 1), progress, per_block)
-    assert app.head is not None
-    app.finish()
-    return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)
+    with _ChainAppender(reader.root, fsync, random.Random(rng_seed)) as app:
+        app.head, app.seq = head, tip.sequence_number
+        app.time = max(tip.system_time.to_datetime(), EPOCH)
+        schema: SetDataSchema | None = None
+        seen_data_block = False
+        for entry in entries:  # head first: the first slice found is the last one
+            ev = entry.block.event
+            if isinstance(ev, SetDataSchema) and schema is None:
+                schema = ev
+            if isinstance(ev, AddData | ExecuteTransform):
+                iv = ev.new_data.offset_interval if ev.new_data is not None else None
+                if app.last_offset is None and iv is not None:
+                    app.last_offset = iv.end
+                # kamu: prevCheckpoint is the previous data block's newCheckpoint, absent when
+                # that block wrote none (ValidateAddDataVisitor).
+                if not seen_data_block and ev.new_checkpoint is not None:
+                    app.last_checkpoint = ev.new_checkpoint.physical_hash
+                seen_data_block = True
+        links = link_columns(schema, f"{reader.root}: SetDataSchema") if schema else ()
+        if links and links != (CONTENT_HASH_COLUMN,):
+            raise UsageError(
+                f"{reader.root}: its ObjectLink columns {', '.join(links)} are not the example's "
+                f"({CONTENT_HASH_COLUMN}); append to it with the tool that wrote it"
+            )
+        if linked_objects is not None and not links:
+            raise UsageError(
+                f"{reader.root}: has no ObjectLink column, so no linked objects can be added; "
+                "drop --linked-objects, or write a new example with it"
+            )
+        per_block = (1 if linked_objects is None else linked_objects) if links else 0
+        if links and per_block < 1:
+            raise UsageError("example: --linked-objects must be at least 1 for this dataset")
+        if schema is None:  # a chain written before the example declared one
+            app.append(set_data_schema(PAYLOAD_SCHEMA))
+        for size in _sizes(data_bytes, count):
+            app.add_data(max(size, 1), progress, per_block)
+        assert app.head is not None
+        app.finish()
+        return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)

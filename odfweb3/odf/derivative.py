@@ -211,30 +211,31 @@ def create_derivative_dataset(
     taken: set[str] = set()
     aliases = [_alias(Path(p).absolute(), taken) for p in inputs]
     keypair = keypair or derivative_keypair(seed)
-    app = _ChainAppender(root, fsync, random.Random(seed))
-    app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.DERIVATIVE))
-    app.append(SetInfo(description=description, keywords=("example", "odfweb3", "derivative")))
-    sql = " UNION ALL ".join(f'SELECT * FROM "{a}"' for a in aliases)
-    app.append(
-        SetTransform(
-            inputs=tuple(
-                TransformInput(dataset_ref=str(DatasetId.from_bytes(c.dataset_id)), alias=a)
-                for c, a in zip(chains, aliases, strict=True)
-            ),
-            # Stored normalized, as kamu requires: one output query, no alias.
-            transform=TransformSql(engine="datafusion", queries=(SqlQueryStep(query=sql),)),
+    with _ChainAppender(root, fsync, random.Random(seed)) as app:
+        did = keypair.dataset_id.to_bytes()
+        app.append(Seed(dataset_id=did, dataset_kind=DatasetKind.DERIVATIVE))
+        app.append(SetInfo(description=description, keywords=("example", "odfweb3", "derivative")))
+        sql = " UNION ALL ".join(f'SELECT * FROM "{a}"' for a in aliases)
+        app.append(
+            SetTransform(
+                inputs=tuple(
+                    TransformInput(dataset_ref=str(DatasetId.from_bytes(c.dataset_id)), alias=a)
+                    for c, a in zip(chains, aliases, strict=True)
+                ),
+                # Stored normalized, as kamu requires: one output query, no alias.
+                transform=TransformSql(engine="datafusion", queries=(SqlQueryStep(query=sql),)),
+            )
         )
-    )
-    # The output schema before any output data, as kamu's transform commits it
-    # (ValidateExecuteTransformVisitor refuses data before SetDataSchema): the inputs'
-    # columns, which a UNION ALL of the examples keeps.
-    app.append(set_data_schema(PAYLOAD_SCHEMA))
-    tx = _Transformer(app, chains, {})
-    for t in range(1, transactions + 1):
-        tx.execute([_steps(len(c.hashes), t, transactions) for c in chains])
-    assert app.head is not None
-    app.finish()
-    return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
+        # The output schema before any output data, as kamu's transform commits it
+        # (ValidateExecuteTransformVisitor refuses data before SetDataSchema): the inputs'
+        # columns, which a UNION ALL of the examples keeps.
+        app.append(set_data_schema(PAYLOAD_SCHEMA))
+        tx = _Transformer(app, chains, {})
+        for t in range(1, transactions + 1):
+            tx.execute([_steps(len(c.hashes), t, transactions) for c in chains])
+        assert app.head is not None
+        app.finish()
+        return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
 
 
 def append_transform(
@@ -296,31 +297,31 @@ def append_transform(
 
     tip = entries[-1]
     rng_seed = seed if seed is not None else int.from_bytes(head[2:10], "big")
-    app = _ChainAppender(reader.root, fsync, random.Random(rng_seed))
-    app.head, app.seq = head, tip.block.sequence_number
-    app.time = max(tip.block.system_time.to_datetime(), EPOCH)
-    has_schema = False
-    for e in entries:
-        ev = e.block.event
-        if isinstance(ev, SetDataSchema):
-            has_schema = True
-        if isinstance(ev, ExecuteTransform):
-            if ev.new_data is not None and ev.new_data.offset_interval is not None:
-                app.last_offset = ev.new_data.offset_interval.end
-            # kamu: prevCheckpoint is the previous ExecuteTransform's newCheckpoint.
-            app.last_checkpoint = (
-                ev.new_checkpoint.physical_hash if ev.new_checkpoint is not None else None
-            )
-    if not has_schema:  # a chain written before the example declared one
-        app.append(set_data_schema(PAYLOAD_SCHEMA))
-    tx = _Transformer(app, chains, states)
-    for t in range(1, transactions + 1):
-        targets = []
-        for s, c in zip(starts, chains, strict=True):
-            base = max(s, 0)
-            span = len(c.hashes) - 1 - base
-            targets.append(base + -(-span * t // transactions))
-        tx.execute(targets)
-    assert app.head is not None
-    app.finish()
-    return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)
+    with _ChainAppender(reader.root, fsync, random.Random(rng_seed)) as app:
+        app.head, app.seq = head, tip.block.sequence_number
+        app.time = max(tip.block.system_time.to_datetime(), EPOCH)
+        has_schema = False
+        for e in entries:
+            ev = e.block.event
+            if isinstance(ev, SetDataSchema):
+                has_schema = True
+            if isinstance(ev, ExecuteTransform):
+                if ev.new_data is not None and ev.new_data.offset_interval is not None:
+                    app.last_offset = ev.new_data.offset_interval.end
+                # kamu: prevCheckpoint is the previous ExecuteTransform's newCheckpoint.
+                app.last_checkpoint = (
+                    ev.new_checkpoint.physical_hash if ev.new_checkpoint is not None else None
+                )
+        if not has_schema:  # a chain written before the example declared one
+            app.append(set_data_schema(PAYLOAD_SCHEMA))
+        tx = _Transformer(app, chains, states)
+        for t in range(1, transactions + 1):
+            targets = []
+            for s, c in zip(starts, chains, strict=True):
+                base = max(s, 0)
+                span = len(c.hashes) - 1 - base
+                targets.append(base + -(-span * t // transactions))
+            tx.execute(targets)
+        assert app.head is not None
+        app.finish()
+        return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)
