@@ -15,13 +15,15 @@ the end offset of the input's last data slice at or before it (absent when no ne
 records). The first N-1 transactions consume the input chains in even steps, the
 last one up to each input's head.
 
-Like the root builder, the output's data files and checkpoints are **opaque
-pseudo-random bytes**, not Parquet produced by an engine: nothing runs the SQL.
-Each transaction's output has as many records as the inputs gained (the query
-is a ``UNION ALL``), at 100 bytes a record, with ``logicalHash`` = ``physicalHash``
-(see :mod:`odfweb3.odf.builder`). The output watermark is the least of the
-inputs' watermarks at the consumed blocks. A SetDataSchema follows the SetTransform,
-before any output data, as kamu requires.
+Like the root builder's, the output data files are **Parquet** with the ODF system
+columns and a pseudo-random ``payload`` column (:data:`odfweb3.odf.example_schema.
+PAYLOAD_SCHEMA`, declared by a SetDataSchema after the SetTransform, before any
+output data, as kamu requires), but no engine runs the SQL: the records are not
+the inputs' rows. Each transaction's output has as many records as the inputs
+gained (the query is a ``UNION ALL``), at 100 bytes a record, with ``logicalHash``
+= ``physicalHash`` (see :mod:`odfweb3.odf.builder`); checkpoints are opaque bytes.
+The output watermark is the least of the inputs' watermarks at the consumed blocks.
+Linked objects are not written (kamu links objects from AddData only).
 """
 
 from __future__ import annotations
@@ -227,8 +229,9 @@ def create_derivative_dataset(
             )
         )
         # The output schema before any output data, as kamu's transform commits it
-        # (ValidateExecuteTransformVisitor refuses data before SetDataSchema): the inputs'
-        # columns, which a UNION ALL of the examples keeps.
+        # (ValidateExecuteTransformVisitor refuses data before SetDataSchema); the rows
+        # are synthetic (nothing runs the SQL), so it is the payload schema whatever the
+        # inputs declare.
         app.append(set_data_schema(PAYLOAD_SCHEMA))
         tx = _Transformer(app, chains, {})
         for t in range(1, transactions + 1):
