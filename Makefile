@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODES := tests/nodes
 NODES_STAMP := $(NODES)/.installed
 
-.PHONY: demo test lint typecheck unit integration install nodes gonodes schemas bench clean docs diagrams fuzz
+.PHONY: demo test lint typecheck unit integration install nodes gonodes turbonode schemas bench clean docs diagrams fuzz
 
 # pip -qq: errors only (setuptools' "Editable installation" notice is none; make demo stays clean).
 $(STAMP): pyproject.toml
@@ -37,6 +37,12 @@ $(BROWSER_STAMP): tools/test_packages.sh
 gonodes:
 	bash tools/go_nodes.sh
 
+# The Turbo bundler the tests upload through (ArDrive's turbo-upload-service, a test server
+# only; see tools/turbo_node.sh) into .testnodes/turbo, with Debian postgresql + redis-server.
+# The script keeps its own stamp (snapshot + recipe + `node --version`).
+turbonode:
+	bash tools/turbo_node.sh
+
 demo: $(STAMP)
 	bash tools/demo.sh
 
@@ -50,7 +56,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit tests/contract
 
-test: $(STAMP) $(NODES_STAMP) gonodes $(BROWSER_STAMP)
+test: $(STAMP) $(NODES_STAMP) gonodes turbonode $(BROWSER_STAMP)
 	$(MAKE) lint typecheck docs
 	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests
 

@@ -2,7 +2,8 @@
 
 `ipfs_node`: Kubo v0.43.1 (built by `make gonodes`) started by the session with `--offline` (or
 the external node named by ODFWEB3_IPFS_API / ODFWEB3_IPFS_GATEWAY, e.g. kubo-docker). `arlocal`:
-a fresh arlocal gateway (`make nodes`). A missing install fails the tests that use them (never a
+a fresh arlocal gateway (`make nodes`). `turbo`: the real Turbo bundler with its own arlocal
+(`make turbonode`). A missing install fails the tests that use them (never a
 skip). Tests that need two connected Kubo nodes start their own (tests/support/kubo.py).
 
 Every test runs with its own HOME (`_own_home`): nothing a test publishes, remembers or hints
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.support.kubo import start_kubo
 from tests.support.nodes import ArlocalNode, IpfsNode, external_ipfs, start_arlocal
+from tests.support.turbo import TurboNode, start_turbo
 
 # No timing assertions in tests: Hypothesis's default 200 ms deadline per example (and its
 # too-slow health check) failed property tests on a loaded 2-core CI machine, not on a bug.
@@ -81,4 +83,12 @@ def ipfs_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IpfsNode]:
 def arlocal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArlocalNode]:
     """A fresh arlocal gateway: `url`, `mint(address, winston)`, `mine(blocks=1)`, ..."""
     with start_arlocal(tmp_path_factory.mktemp("arlocal")) as node:
+        yield node
+
+
+@pytest.fixture(scope="session")
+def turbo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TurboNode]:
+    """The real Turbo bundler (`make turbonode`) bundling into its own arlocal: `url`,
+    `arlocal`, `address` (its receipt key), `wait_seeded(id)`, `wait_status(id, state)`."""
+    with start_turbo(tmp_path_factory.mktemp("turbo")) as node:
         yield node

@@ -97,6 +97,8 @@ class NodeProcess:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
+    #: run as this uid/gid (postgres refuses to run as root, and CI runs as root)
+    user: tuple[int, int] | None = None
 
     def start(self) -> None:
         """Start the process in its own session, appending its output to the log file."""
@@ -113,6 +115,9 @@ class NodeProcess:
                 cwd=self.cwd,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
+                user=None if self.user is None else self.user[0],
+                group=None if self.user is None else self.user[1],
+                extra_groups=None if self.user is None else [],
             )
 
     def running(self) -> bool:
