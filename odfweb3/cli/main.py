@@ -46,7 +46,7 @@ from typing import Any, NoReturn
 
 from odfweb3 import __version__
 from odfweb3.cli.examples import epilog
-from odfweb3.cli.output import Output
+from odfweb3.cli.output import Output, terminal_text
 from odfweb3.config import Config, load_config
 from odfweb3.errors import OdfWeb3Error, UsageError
 
@@ -286,7 +286,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         handler: Handler = args.handler
         code = handler(args, Context(config=config, out=out, env=env))
     except OdfWeb3Error as exc:
-        sys.stderr.write(f"odfweb3: error: {exc}\n")
+        sys.stderr.write(f"odfweb3: error: {terminal_text(str(exc), one_line=True)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("odfweb3: interrupted\n")
@@ -297,8 +297,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         if exc.errno not in _LOCAL_ERRNOS:
             return _internal(exc, out)
         where = f"{exc.filename}: " if exc.filename else ""
+        text = terminal_text(f"{where}{exc.strerror or exc}", one_line=True)
         sys.stderr.write(
-            f"odfweb3: error: {where}{exc.strerror or exc}; free space or fix permissions "
+            f"odfweb3: error: {text}; free space or fix permissions "
             "and run again (nothing was half-written)\n"
         )
         return EXIT_LOCAL_IO
@@ -310,7 +311,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
 def _internal(exc: BaseException, out: Output) -> int:
     """A bug: one line (the traceback only at ``-vv``), exit 70."""
-    text = " ".join(str(exc).split())[:300]
+    text = terminal_text(" ".join(str(exc).split())[:300], one_line=True)
     sys.stderr.write(
         f"odfweb3: internal error: {type(exc).__name__}: {text}; this is a bug in odfweb3, "
         "please report it (run with -vv for the traceback)\n"

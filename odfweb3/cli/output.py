@@ -5,18 +5,43 @@ stdout carries exactly one JSON document per command. Progress bars (total, perc
 rate, ETA) are drawn only when stderr is a terminal, and never with ``--json`` or
 ``-q``. ``-q`` prints nothing but errors (and what a command exists to print: a
 script, a page, an address); ``-v`` adds what was checked, sent and skipped.
+
+Text that reaches a terminal may carry bytes from outside (a name, a path or a message
+read from a shared output directory or a remote): :func:`terminal_text`, applied here and
+to the error line (``odfweb3.cli.main``), shows control characters as visible escapes, so
+no escape sequence from outside is ever interpreted by the terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["Output", "Progress", "format_bytes", "format_duration"]
+__all__ = ["Output", "Progress", "format_bytes", "format_duration", "terminal_text"]
+
+# C0 controls but tab and newline, DEL, C1 controls (ECMA-48: what a terminal acts on), and
+# Unicode's bidirectional overrides and isolates (which reorder what is shown: "Trojan
+# Source", CVE-2021-42574).
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_CONTROLS}]")
+_CONTROL_OR_NEWLINE = re.compile(f"[{_CONTROLS}\t\n]")
+
+
+def terminal_text(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\u202e``);
+    with ``one_line``, tabs and newlines too (an error is one line)."""
+    pattern = _CONTROL_OR_NEWLINE if one_line else _CONTROL
+    return pattern.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def format_bytes(n: float) -> str:
@@ -135,23 +160,23 @@ class Output:
         else:
             text = human() if callable(human) else human
             if text:
-                self.out.write(text.rstrip("\n") + "\n")
+                self.out.write(terminal_text(text.rstrip("\n")) + "\n")
         self.out.flush()
 
     def info(self, message: str) -> None:
         """A progress note on stderr (hidden by -q and --json)."""
         if self.verbosity >= 0 and not self.json_mode:
-            self.err.write(message + "\n")
+            self.err.write(terminal_text(message) + "\n")
 
     def debug(self, message: str) -> None:
         """Detail shown with -v."""
         if self.verbosity >= 1:
-            self.err.write(message + "\n")
+            self.err.write(terminal_text(message) + "\n")
 
     def warn(self, message: str) -> None:
         """A warning on stderr (shown even with --json; hidden by -q)."""
         if self.verbosity >= 0:
-            self.err.write(f"warning: {message}\n")
+            self.err.write(f"warning: {terminal_text(message)}\n")
 
     def progress(self, label: str, total: int | None) -> Progress:
         """A progress bar, drawn only on a terminal in normal human mode."""

@@ -161,3 +161,14 @@ def test_a_no_op_republish_to_bundle_says_nothing_new(cli, tmp_path):
     code, out, _ = cli("publish", "ds", *to)
     assert "nothing new: bundle:ar already has head" in out and "record unchanged" in out
     assert len(list((tmp_path / "ar").glob("*.bundle"))) == 1
+
+
+def test_terminal_text_shows_control_characters_as_escapes() -> None:
+    from odfweb3.cli.output import terminal_text
+
+    hostile = "did:odf:\x1b]0;owned\x07\x1b[2J\u202eabc\x9b"
+    shown = terminal_text(hostile)
+    assert shown == "did:odf:\\x1b]0;owned\\x07\\x1b[2J\\u202eabc\\x9b"
+    assert terminal_text("two\nlines\tkept") == "two\nlines\tkept"
+    assert terminal_text("two\nlines", one_line=True) == "two\\x0alines"
+    assert terminal_text("é ü ✓") == "é ü ✓"  # printable text untouched
