@@ -61,10 +61,13 @@ def _step(target: str, ds: Path, out: Path, keys: Path, append: int) -> dict[str
             f"a(sys.argv[1], 1, data_bytes=2000, seed={append}, fsync=False)"
         )
         subprocess.run([sys.executable, "-c", code, str(ds)], check=True)
+    # As the CLI does: the private state's seal of the output directory and, for car:, the
+    # IPNS replay memory (older code has neither: the parameter is absent).
+    private = out.with_name(out.name + "-state")
     if target == "car":
         from odfweb3_ipfs.publish.car_target import CarTarget
 
-        tgt: object = CarTarget(out, Keystore(keys))
+        tgt: object = CarTarget(out, Keystore(keys), **_private(CarTarget, private, f"car:{out}"))
     elif target == "ipfs":
         # The node the parent started; state and key under `out`: each code version (and
         # each size) publishes under its own IPNS name, from its own initial publish.
@@ -79,7 +82,11 @@ def _step(target: str, ds: Path, out: Path, keys: Path, append: int) -> dict[str
         from odfweb3_arweave.publish.bundle_target import BundleTarget
         from odfweb3_arweave.wallet import load_wallet
 
-        tgt = BundleTarget(out, load_wallet(keys / "wallet.json"))
+        tgt = BundleTarget(
+            out,
+            load_wallet(keys / "wallet.json"),
+            **_private(BundleTarget, private, f"bundle:{out}"),
+        )
     kwargs: dict[str, object] = {}
     if "chain_cache" in inspect.signature(publish_dataset).parameters:
         # As the CLI does: heads verified by the initial publish (older code: no cache).
@@ -91,6 +98,21 @@ def _step(target: str, ds: Path, out: Path, keys: Path, append: int) -> dict[str
     elapsed = time.perf_counter() - start
     assert outcome.upload is not None
     return {"seconds": elapsed, "bytes": float(outcome.upload.bytes_sent)}
+
+
+def _private(cls: type, state_dir: Path, target: str) -> dict[str, object]:
+    """The private-state keywords ``cls`` takes (the seal, the IPNS replay memory)."""
+    params = inspect.signature(cls).parameters
+    kwargs: dict[str, object] = {}
+    if "seal" in params:
+        from odfweb3.publish.outdir_seal import OutDirSeal
+
+        kwargs["seal"] = OutDirSeal(state_dir, target)
+    if "seen" in params:
+        from odfweb3_ipfs.read.replay_memory import SEEN_FILE, SequenceMemory
+
+        kwargs["seen"] = SequenceMemory(state_dir / SEEN_FILE)
+    return kwargs
 
 
 def _child(argv: list[str], pythonpath: str | None = None) -> tuple[dict[str, float], int]:

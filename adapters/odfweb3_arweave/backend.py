@@ -22,6 +22,7 @@ from odfweb3.backends import Backend, ReadAccess, StateFacts, TargetOptions, Tar
 from odfweb3.config import Config
 from odfweb3.errors import BackendError, ConfigError, OdfWeb3Error, ResolutionError, UsageError
 from odfweb3.odf.multihash import multihash_from_str
+from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
@@ -180,13 +181,15 @@ class ArweaveBackend:
                     "--to bundle:OUT_DIR needs an Arweave wallet to sign with: pass --wallet "
                     "WALLET.json (create one with odfweb3 wallet new WALLET.json)"
                 )
+            out = Path(arg).expanduser().absolute()
             return BundleTarget(
-                Path(arg).expanduser().absolute(),
+                out,
                 load_wallet(options.wallet),
                 publisher=config.get("publisher"),
                 sealer=options.sealer,
                 drive_password=options.drive_password,
                 manifest=_manifest_kind(config),
+                seal=OutDirSeal(config.state_dir, f"bundle:{out}"),
             )
         return open_arweave_target(config, options, gateway=arg or None)
 

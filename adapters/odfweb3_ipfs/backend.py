@@ -34,6 +34,7 @@ from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import BackendError, OdfWeb3Error, UsageError
 from odfweb3.odf.identity import DatasetId
+from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims, resolve_dataset
@@ -58,7 +59,7 @@ from odfweb3_ipfs.publish.state import (
 from odfweb3_ipfs.read.access import IpfsAccess
 from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from odfweb3_ipfs.read.names import open_ipfs_ref, open_ipns_name, read_ipfs_file
-from odfweb3_ipfs.read.replay_memory import SequenceMemory
+from odfweb3_ipfs.read.replay_memory import SEEN_FILE, SequenceMemory
 
 __all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
 
@@ -119,6 +120,17 @@ def ipfs_access(
     return access
 
 
+def _local_key(config: Config) -> Callable[[str], str | None]:
+    """IPNS name -> the first keystore label holding its key, if any."""
+
+    def find(name: str) -> str | None:
+        pub = parse_ipns_name(name).inlined_public_key()
+        labels = Keystore(config.keystore_dir).labels_with(pub) if pub is not None else []
+        return labels[0] if labels else None
+
+    return find
+
+
 class IpfsBackend:
     """IPFS for the core's registry (:class:`odfweb3.backends.Backend`)."""
 
@@ -137,13 +149,16 @@ class IpfsBackend:
         if kind == "car":
             if not arg:
                 raise UsageError("--to car:OUT_DIR needs a directory, e.g. --to car:./out")
+            out = Path(arg).expanduser().absolute()
             return CarTarget(
-                Path(arg).expanduser().absolute(),
+                out,
                 Keystore(config.keystore_dir),
                 profile=_cid_profile(options),
                 lifetime=_record_lifetime(config),
                 publisher=config.get("publisher"),
                 sealer=options.sealer,
+                seen=SequenceMemory(config.state_dir / SEEN_FILE),
+                seal=OutDirSeal(config.state_dir, f"car:{out}"),
             )
         if kind == "pinning":
             via_car = config.get("pinning", "via") == "car"
@@ -157,7 +172,8 @@ class IpfsBackend:
             # The replay memory is the one IPNS names read online use (issue 16 item 13): an
             # offline copy of an older record is refused once a newer one has been seen.
             memory = SequenceMemory(config.state_dir / "ipns-seen.json")
-            return CarDirReplica(check_car_dir(out_dir, memory=memory), ref, out_dir)
+            check = check_car_dir(out_dir, memory=memory)
+            return CarDirReplica(check, ref, out_dir, _local_key(config))
         replica, claims = open_ipfs_ref(ref, ipfs_access(config, dns=access.dns, now=access.now))
         if access.key_envelope is not None:
             replica.use_envelope(access.key_envelope, "--key-envelope")

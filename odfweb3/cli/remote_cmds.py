@@ -12,7 +12,7 @@ from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 from odfweb3.cli.text import plural, shown_path
-from odfweb3.errors import OdfWeb3Error, UsageError
+from odfweb3.errors import OdfWeb3Error, ReplicaMismatch, UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
@@ -25,7 +25,8 @@ from odfweb3.read.lineage_check import (
     verify_lineage,
 )
 from odfweb3.read.pull import pull_dataset
-from odfweb3.read.replica import LocalReplica, Replica
+from odfweb3.read.replica import LocalReplica, RecordSigner, Replica, SignedRecordSource
+from odfweb3.read.sealed_replica import DecryptingReplica
 
 __all__ = ["register"]
 
@@ -94,6 +95,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
     p.add_argument("--force", action="store_true", help="replace a diverged destination head")
+    p.add_argument(
+        "--expect-name",
+        metavar="NAME",
+        help="car:DIR: refuse a record signed by any other IPNS name than NAME (the pull "
+        "always says who signed, and warns when it is neither the dataset's own key nor a "
+        "key of this machine)",
+    )
     _key_envelope_arg(p)
     _add_drive_options(p)
     p.set_defaults(handler=_pull)
@@ -363,6 +371,7 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
         ),
         passphrase_file=args.passphrase_file,
     )
+    signer = _check_signer(ctx, args.ref, replica, args.expect_name)
     started = time.monotonic()
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(
@@ -390,5 +399,55 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
             f"({format_bytes(result.bytes_fetched)}), {result.objects_present} already present"
         )
 
-    ctx.out.result(result.to_json() | {"upToDate": up_to_date}, human)
+    signed = {"signedBy": _signer_json(signer)} if signer is not None else {}
+    ctx.out.result(result.to_json() | {"upToDate": up_to_date} | signed, human)
     return 0
+
+
+def _signer_of(replica: Replica) -> RecordSigner | None:
+    if isinstance(replica, SignedRecordSource):
+        return replica.signed_by()
+    if isinstance(replica, DecryptingReplica):
+        return replica.signer()
+    return None
+
+
+def _signer_json(signer: RecordSigner) -> dict[str, Any]:
+    return {"name": signer.name, "datasetKey": signer.dataset_key, "localKey": signer.local_key}
+
+
+def _check_signer(
+    ctx: Any, ref: str, replica: Replica, expected: str | None
+) -> RecordSigner | None:
+    """Say who signed the record ``ref`` was read through; refuse another than ``expected``.
+
+    A directory anyone may write can hold the dataset's chain under a record signed by any
+    key: the chain checks out (content addressed), the name vouching for it is the signer's.
+
+    Raises:
+        UsageError: ``--expect-name`` for a replica that names no signer.
+        ReplicaMismatch: the record is signed by another name than ``expected``.
+    """
+    signer = _signer_of(replica)
+    if signer is None:
+        if expected is not None:
+            raise UsageError(f"--expect-name: {ref} is not read through an IPNS record (car:DIR)")
+        return None
+    if expected is not None and signer.name != expected.strip().removeprefix("/ipns/"):
+        raise ReplicaMismatch(
+            f"{ref}: the record is signed by {signer.name}, not --expect-name {expected}; "
+            "nothing pulled: get the directory from that name's publisher"
+        )
+    if signer.dataset_key:
+        ctx.out.debug(f"{ref}: record signed by {signer.name}, the dataset's own key")
+    elif signer.local_key is not None:
+        ctx.out.debug(
+            f"{ref}: record signed by {signer.name}, this machine's key {signer.local_key} "
+            "(not the dataset's own key)"
+        )
+    else:
+        ctx.out.warn(
+            f"{ref}: record signed by {signer.name}: not the dataset's own key, and not a key "
+            "this machine knows; pass --expect-name NAME to accept only its publisher's"
+        )
+    return signer

@@ -8,6 +8,7 @@ can make a read fail but never slip in other bytes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from odfweb3.errors import HashMismatch, IntegrityError
@@ -88,6 +89,31 @@ class LocalInputsSource(Protocol):
 
     def local_inputs(self) -> Mapping[str, str]:
         """Dataset ID -> local reference (``car:DIR/inputs/NAME``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RecordSigner:
+    """Who signed the record a replica was read through.
+
+    Attributes:
+        name: the signer as the network names it (an IPNS name).
+        dataset_key: the signer is the dataset's own key (its ``did:odf`` is that key).
+        local_key: the label of this machine's keystore entry holding the signing key, if
+            one does.
+    """
+
+    name: str
+    dataset_key: bool
+    local_key: str | None = None
+
+
+@runtime_checkable
+class SignedRecordSource(Protocol):
+    """A replica read through a name record whose signer it can say (``car:DIR``)."""
+
+    def signed_by(self) -> RecordSigner:
+        """Who signed the record."""
         ...
 
 

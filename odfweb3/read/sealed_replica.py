@@ -24,7 +24,13 @@ from odfweb3.crypto.segments import MIN_SEGMENT_SIZE, ciphertext_size, decrypt_b
 from odfweb3.errors import ReplicaMismatch
 from odfweb3.odf.layout import LAYOUT_DIRS, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.read.replica import LineageInputsSource, LocalInputsSource, Replica
+from odfweb3.read.replica import (
+    LineageInputsSource,
+    LocalInputsSource,
+    RecordSigner,
+    Replica,
+    SignedRecordSource,
+)
 
 __all__ = [
     "DecryptingReplica",
@@ -127,6 +133,10 @@ class DecryptingReplica:
         """The inner replica's local stand-ins for network locators (a ``car:DIR``'s)."""
         inner = self.inner
         return dict(inner.local_inputs()) if isinstance(inner, LocalInputsSource) else {}
+
+    def signer(self) -> RecordSigner | None:
+        """Who signed the inner replica's record, when it says (records are not sealed)."""
+        return self.inner.signed_by() if isinstance(self.inner, SignedRecordSource) else None
 
     def read_block(self, mh: bytes) -> bytes:
         """A block's plaintext (the chain walk checks its hash)."""

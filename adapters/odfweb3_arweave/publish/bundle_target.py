@@ -48,8 +48,9 @@ from typing import Any, Final
 from odfweb3 import __version__
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import ConflictError
+from odfweb3.errors import ConflictError, IntegrityError, OdfWeb3Error
 from odfweb3.odf.layout import DatasetReader
+from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.pack_index import drop_packs, write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
@@ -83,6 +84,7 @@ from odfweb3_arweave.publish.state import (
     serialize_arweave_extra,
     serialize_arweave_state,
 )
+from odfweb3_arweave.read.bundle_replica import BundleDirReplica
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = ["ITEMS_ADDED_MAX", "BundleTarget", "objects_of"]
@@ -109,8 +111,13 @@ class BundleTarget:
         sealer: Sealer | None = None,
         drive_password: str | None = None,
         manifest: ManifestKind = "delta",
+        seal: OutDirSeal | None = None,
     ) -> None:
         self.out_dir = out_dir
+        # What this machine last wrote here (private state): the index and bundles a publish
+        # reuses are checked against it, or re-read (:meth:`_check_reused`). None: unchecked
+        # (a directory a test or tool builds by hand); the backend always passes one.
+        self.seal = seal
         self.manifest = manifest
         self.sealer = sealer
         # ArFS private drive (arfs_private): only used to derive the drive key; never
@@ -127,6 +134,8 @@ class BundleTarget:
         self._written: list[str] = []
         self._added: dict[str, str] = {}  # this bundle's paths -> data items (itemsAdded)
         self._unchanged = False  # upload found nothing new: commit and save write nothing
+        self._raw: dict[str, Any] = {}  # publish.json as read by the last _load
+        self._refused: IntegrityError | None = None  # found by inspect, raised by upload
 
     def __repr__(self) -> str:
         return f"BundleTarget({self.out_dir}, owner={self.wallet.address})"
@@ -137,7 +146,7 @@ class BundleTarget:
         return self.out_dir / "publish.json"
 
     def _load(self) -> PublishState | None:
-        state = load_summary_file(self.summary_path)[0]
+        state, self._raw = load_summary_file(self.summary_path)
         if state is not None:
             index = self._typed(state).extra.object_index
             if index is not None:  # the paths are in OUT_DIR's packs, read when asked
@@ -168,14 +177,44 @@ class BundleTarget:
                 "readers ignore uploads by other owners: use the same wallet or another directory"
             )
         bundles = typed.extra.bundles or ()
-        missing = [b for b in bundles if not (self.out_dir / b).is_file()]
+        missing = [f"{b} is gone" for b in bundles if not (self.out_dir / b).is_file()]
+        self._refused = None
+        if not missing and self.seal is not None:
+            doubt = self.seal.vouches_summary(self._raw)
+            if doubt is None:
+                # A bundle emptied or replaced: its items are sent again, as for a missing
+                # one (publish.json, vouched for, still holds this machine's ids).
+                missing = self.seal.changed_files(self.out_dir, bundles)
+            else:
+                # Raised by upload, before anything is signed (the encryption policy, which
+                # looks at the view first, gets its say: a second machine over ciphertext).
+                self._refused = self._reread(state, doubt)
         if missing:
-            note = f"{missing[0]} is gone from {self.out_dir}: writing every object again"
+            note = f"{self.out_dir}: {missing[0]}: writing every object again"
             return encryption_view(RemoteView(head=None, state=state, notes=(note,)), self.sealer)
         # The state's paths as they are (refs/head among them is no dataset object): with
         # the file index a membership test reads one part (issue 19).
         has = state.objects if isinstance(state.objects, FileIndex) else frozenset(state.objects)
         return encryption_view(RemoteView(head=state.head, has=has, state=state), self.sealer)
+
+    def _reread(self, state: PublishState, doubt: str) -> IntegrityError | None:
+        """The refusal to build on a ``publish.json`` this machine did not write (a full
+        manifest maps every path the file index names: signed over an item in no bundle,
+        posted to Arweave, that is permanent), unless the directory, re-read and verified as
+        a reader would (every item's signature, the records, the manifests), holds every
+        revision the index names; None when it may be built on."""
+        assert self.seal is not None
+        try:
+            replica = BundleDirReplica(self.out_dir, self.name, sealed_ok=True)
+            for path, entry in state.objects.items():
+                replica.check_file(path, str(entry["dataItemId"]), str(entry["metaItemId"]))
+        except (OdfWeb3Error, KeyError, TypeError) as exc:
+            return IntegrityError(
+                f"{self.summary_path}: {doubt}, and the directory does not check out ({exc}); "
+                "nothing signed: restore the directory, or publish to a new one"
+            )
+        self.seal.forget_files()  # checked as they are now: hashed again at save
+        return None
 
     def _previous(self, view: RemoteView) -> PreviousUpload | None:
         # complete=False: a bundle is missing, only the ids are kept
@@ -190,7 +229,14 @@ class BundleTarget:
         view: RemoteView,
         progress: Callable[[int], None],
     ) -> UploadResult:
-        """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``."""
+        """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``.
+
+        Raises:
+            IntegrityError: :meth:`inspect` found a ``publish.json`` this machine did not
+                write over a directory that does not check out (nothing is signed).
+        """
+        if self._refused is not None:
+            raise self._refused
         self._unchanged = False
         self._added = {}
         previous = self._previous(view)
@@ -362,6 +408,9 @@ class BundleTarget:
         else:
             text = state_json_text(doc)
         write_file_atomic(self.summary_path, (text + "\n").encode(), public=True)
+        if self.seal is not None:  # after publish.json: a crash before leaves a mismatch
+            bundles = typed.extra.bundles or ()
+            self.seal.save(self.out_dir, json.loads(text), bundles, self._written)
         if isinstance(state.objects, FileIndex):
             drop_packs(self.out_dir, state.objects.packs)
 

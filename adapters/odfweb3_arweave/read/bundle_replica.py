@@ -99,7 +99,10 @@ def _read(item: _Item, limit: int, what: str) -> bytes:
 class BundleDirReplica:
     """A dataset in a ``bundle:DIR`` directory (see the module docstring)."""
 
-    def __init__(self, out_dir: Path, ref: str) -> None:
+    def __init__(self, out_dir: Path, ref: str, *, sealed_ok: bool = False) -> None:
+        """``sealed_ok``: an encrypted or private-drive upload is indexed too (its items,
+        records and manifests are checked; its ``refs/head``, ciphertext, is not read): for
+        a publish checking what the directory holds, never for reading the dataset."""
         self.name = ref
         self.out_dir = out_dir
         bundles = sorted(out_dir.glob("*.bundle"))[: _MAX_BUNDLES + 1]
@@ -128,7 +131,8 @@ class BundleDirReplica:
         self.record_id = record_id
         self.dataset_id = self.record.dataset_id
         self.inputs = dict(self.record.inputs or {})
-        if self.record.key_envelope is not None or self.record.drive.privacy == "private":
+        sealed = self.record.key_envelope is not None or self.record.drive.privacy == "private"
+        if sealed and not sealed_ok:
             raise UsageError(
                 f"{ref}: an encrypted or private-drive upload; read it through ar://{record_id} "
                 "once posted"
@@ -141,12 +145,29 @@ class BundleDirReplica:
             )
             self._paths.update(manifest.paths)
         served = self._paths.get("refs/head")
-        if served is not None:
+        if served is not None and not sealed:
             text = _read(self._owned(served, "refs/head"), 1024, f"{ref}: refs/head").strip()
             if text.decode("ascii", "replace") != self.record.head:
                 raise ReplicaMismatch(
                     f"{ref}: refs/head says {text[:80]!r}, the signed record {self.record.head}"
                 )
+
+    def check_file(self, path: str, data_item: str, meta_item: str) -> None:
+        """Refuse a file revision the directory does not hold as the manifests map it: its
+        data item is not the one the manifests give ``path``, or either item is in no bundle
+        or signed by another wallet (for a publish that reuses the directory's index).
+
+        Raises:
+            NotFound / ReplicaMismatch: naming the path and the item.
+        """
+        mapped = self._paths.get(path)
+        if mapped != data_item:
+            raise ReplicaMismatch(
+                f"{self.name}: {path} is {data_item} in the file index, "
+                f"{mapped or 'absent'} in the manifests"
+            )
+        self._owned(data_item, path)
+        self._owned(meta_item, f"{path} metadata")
 
     def _latest_record(self) -> str:
         records: dict[str, str | None] = {}

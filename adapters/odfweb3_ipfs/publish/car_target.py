@@ -26,6 +26,16 @@ old ``publish.json``, so the next run redoes the delta; an interrupted *first* p
 leaves its partial CAR and progress log, and the next run goes on writing it
 (:mod:`.car_resume`: what is already whole in it is not written again).
 
+``OUT_DIR`` may be shared (a disk or bucket others write): nothing in it is reused unchecked.
+The private state's seal (:mod:`odfweb3.publish.outdir_seal`, passed in as ``seal``) vouches
+for ``publish.json`` and every CAR it names (a digest and a ``stat`` each); when it does not,
+the directory is re-read as a reader would (:meth:`CarTarget._reread`) and, failing that, a
+full CAR is written again: a record is never signed over content not all present. The
+record's sequence is raised above every sequence this machine signed (the keystore entry's
+memory) or saw (``seen``) for the name (:func:`~odfweb3_ipfs.read.replay_memory.sequence_floor`),
+whatever ``publish.json`` says, and the names in ``publish.json`` must be plain ``<cid>.car`` /
+``<name>.ipns-record`` names (:func:`check_file_names`); the import hint quotes every word.
+
 One publisher at a time: :meth:`CarTarget.session`, which the executor opens around
 ``upload``, ``commit`` and ``save``, holds ``OUT_DIR/.publish.lock`` (O_EXCL, holding the
 pid; a lock of a dead process is taken over) and drops it however they end; ``upload`` and
@@ -40,6 +50,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -49,18 +60,21 @@ from typing import Any, BinaryIO, cast
 from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.errors import ConflictError
+from odfweb3.errors import ConflictError, FormatError, NotFound, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
+from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
-from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
+from odfweb3_ipfs.formats.unixfs_reader import list_directory, resolve_path
 from odfweb3_ipfs.publish.car_resume import CarResume, Resumed, ResumingWriter
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
@@ -83,6 +97,8 @@ from odfweb3_ipfs.publish.state import (
     serialize_car_extra,
     serialize_car_state,
 )
+from odfweb3_ipfs.read.car_replica import CarDirCheck, check_car_dir
+from odfweb3_ipfs.read.replay_memory import SequenceMemory, sequence_floor
 
 __all__ = ["LOCK_NAME", "CarTarget", "objects_of", "write_atomic"]
 
@@ -122,8 +138,17 @@ class CarTarget:
         clock: Clock = lambda: datetime.now(UTC),
         publisher: Mapping[str, Any] | None = None,
         sealer: Sealer | None = None,
+        seen: SequenceMemory | None = None,
+        seal: OutDirSeal | None = None,
     ) -> None:
         self.out_dir = out_dir
+        # What this machine last wrote here (private state): what a publish reuses from
+        # OUT_DIR is checked against it, or re-read (:meth:`_trusted`). None: unchecked
+        # (a directory a test or tool builds by hand); the backend always passes one.
+        self.seal = seal
+        # With the keystore's memory, the floor of the record's sequence: the highest this
+        # machine saw for the name (never from OUT_DIR alone: sequence_floor).
+        self.seen = seen
         self.publisher = publisher
         self.sealer = sealer
         self.name = f"car:{out_dir}"
@@ -157,8 +182,11 @@ class CarTarget:
 
     def _typed(self, state: PublishState) -> CarState:
         """The typed record and extra of a state of this directory (FormatError naming
-        ``publish.json`` when a field has the wrong type)."""
-        return parse_car_state(state, str(self.summary_path))
+        ``publish.json`` when a field has the wrong type, or a file name that is not one
+        this target writes: :func:`check_file_names`)."""
+        typed = parse_car_state(state, str(self.summary_path))
+        check_file_names(typed, str(self.summary_path))
+        return typed
 
     def _summary_stat(self) -> tuple[int, int, int, int] | None:
         """Identity of ``publish.json`` as it is now (every write renames a new file in)."""
@@ -177,7 +205,7 @@ class CarTarget:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
         self._seen_stat = self._summary_stat()  # before reading: a later change shows
         self._resume = None
-        state, _raw = self._load()
+        state, raw = self._load()
         self._seen_head = state.head if state is not None else None
         if state is None:
             return self._resumed_view(dataset_id)
@@ -194,6 +222,9 @@ class CarTarget:
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
             return RemoteView(head=None, state=None, notes=(note,), encrypted=encrypted)
+        doubt = self._trusted(car, state, raw)
+        if doubt is not None:
+            return RemoteView(head=None, state=None, notes=(doubt,), encrypted=encrypted)
         if not reusable_state(car.extra.dag, self.profile, encrypted=self.sealer is not None):
             # Its CARs hold the objects made another way (CID profile, encryption).
             return RemoteView(head=state.head, state=state, holds_head=False, encrypted=encrypted)
@@ -241,6 +272,61 @@ class CarTarget:
             notes=(note,),
             encrypted=self.sealer is not None,  # resumed only under the same key
         )
+
+    def _content_files(self, car: CarState) -> list[str]:
+        side = [car.extra.descriptor_car, car.extra.key_envelope_car]
+        return [*(car.extra.cars or ()), *filter(None, side)]
+
+    def _trusted(self, car: CarState, state: PublishState, raw: Mapping[str, Any]) -> str | None:
+        """None when what the directory holds may be reused: the seal vouches for
+        ``publish.json`` and every CAR it names, or, when it does not (no seal, or a
+        mismatch), the directory re-read checks out (:meth:`_reread`). Else the note of a
+        full re-send: never a record over content not all present."""
+        if self.seal is None:
+            return None
+        doubt = self.seal.vouches(self.out_dir, raw, self._content_files(car))
+        if doubt is None:
+            return None
+        failed = self._reread(car, state)
+        if failed is None:
+            self.seal.forget_files()  # checked as they are now: hashed again at save
+            return None
+        return (
+            f"{self.out_dir}: {doubt}, and it does not check out ({failed}): "
+            "writing a full CAR again"
+        )
+
+    def _reread(self, car: CarState, state: PublishState) -> str | None:
+        """Check the directory as a reader would, and what a publish reuses of it: the
+        record, the DAG under the root complete in the CARs, ``refs/head``
+        (:func:`.check_car_dir`), the object index equal to the DAG's directories, and every
+        HAMT shard the state names present. None when it all holds, else what failed."""
+        try:
+            check = check_car_dir(self.out_dir, now=self.clock())
+            if check.head != state.head:
+                return "its DAG holds another head than publish.json"
+            for folder in ("blocks", "checkpoints", "data"):
+                listed = _listing(check, folder)
+                prefix = folder + "/"
+                if isinstance(state.objects, ObjectIndex):
+                    index = {
+                        n: state.objects[prefix + n]["cid"] for n in state.objects.names(folder)
+                    }
+                else:
+                    index = {
+                        p[len(prefix) :]: e["cid"]
+                        for p, e in state.objects.items()
+                        if p.startswith(prefix)
+                    }
+                if index != listed:
+                    return f"its object index differs from the DAG's {folder}/"
+            for table in (car.extra.hamt_shards or {}).values():
+                for value in table.values():
+                    if Cid.from_bytes(bytes.fromhex(str(value[0]))) not in check.index:
+                        return "a HAMT shard publish.json names is in no CAR"
+        except (OdfWeb3Error, ValueError, KeyError, TypeError, IndexError) as exc:
+            return str(exc)
+        return None
 
     def _served(self, car: CarState) -> RemoteRecord | None:
         """The record this directory serves, as facts for the plan (:func:`.plan_record`);
@@ -443,6 +529,10 @@ class CarTarget:
         prev = self._typed(view.state) if view.state else None
         last = prev.record.sequence if prev else None
         sequence = (-1 if last is None else last) + 1 if prev else 0
+        # Above all this machine signed or saw for the name, whatever publish.json says.
+        floor = sequence_floor(name, self.keystore, self.seen, plan.dataset_id)
+        if floor is not None and sequence <= floor:
+            sequence = floor + 1
         sent = parse_car_extra(upload.extra, self.name)
         ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev else None)
         now = self.clock()
@@ -496,9 +586,20 @@ class CarTarget:
                 "descriptor": car.extra.dag.descriptor,
                 "keyEnvelope": car.extra.dag.key_envelope,
                 "filesWritten": list(self._written),
+                # Every word quoted (the names were checked, check_file_names; quoting
+                # still keeps a pasted hint one command whatever a name holds).
                 "import": [
-                    f"ipfs dag import {' '.join(cars)}",
-                    f"ipfs routing put --allow-offline /ipns/{car.record.name} {car.record.file}",
+                    shlex.join(["ipfs", "dag", "import", *cars]),
+                    shlex.join(
+                        [
+                            "ipfs",
+                            "routing",
+                            "put",
+                            "--allow-offline",
+                            f"/ipns/{car.record.name}",
+                            str(car.record.file),
+                        ]
+                    ),
                 ],
             }
         )
@@ -509,6 +610,9 @@ class CarTarget:
         else:
             text = state_json_text(doc)
         write_atomic(self.summary_path, (text + "\n").encode())
+        if self.seal is not None:  # after publish.json: a crash before leaves a mismatch
+            files = self._content_files(car)
+            self.seal.save(self.out_dir, json.loads(text), files, self._written)
         if isinstance(state.objects, ObjectIndex):
             drop_packs(self.out_dir, state.objects.packs)
 
@@ -596,6 +700,55 @@ class CarTarget:
             f"{multihash_to_str(now) if now else 'nothing'} meanwhile; nothing of ours was "
             "made visible: run publish again"
         )
+
+
+def _listing(check: CarDirCheck, folder: str) -> dict[str, str]:
+    """Name -> CID text of one top directory of a checked ``car:DIR``'s DAG."""
+    try:
+        folder_cid = resolve_path(check.root, folder, check.index.get)
+    except NotFound:
+        return {}
+    return {n: c.encode() for n, c in list_directory(folder_cid, check.index.get).items()}
+
+
+def check_file_names(car: CarState, where: str) -> None:
+    """Refuse a state whose file names are not the plain names this target writes:
+    ``<cid>.car`` for every CAR, ``<ipns name>.ipns-record`` for the record.
+
+    ``publish.json`` lies in a directory others may write; its names are joined into the
+    ``ipfs dag import`` hint a user pastes into a shell, and into paths. A name such as
+    ``x.car; touch INJECTED #`` would be a command.
+
+    Raises:
+        FormatError: a name that is not ``<cid>.car`` / ``<name>.ipns-record``.
+    """
+    extra = car.extra
+    names = [*(extra.cars or ()), *filter(None, (extra.descriptor_car, extra.key_envelope_car))]
+    for name in names:
+        stem = name.removesuffix(".car")
+        ok = stem != name and stem.isascii() and stem.isalnum()
+        if ok:
+            try:
+                Cid.decode(stem)
+            except ValueError:
+                ok = False
+        if not ok:
+            raise FormatError(
+                f"{where}: names {name[:80]!r}, not a CAR file name (<cid>.car): the file was "
+                "altered; restore it, or publish to a new directory"
+            )
+    file = car.record.file
+    if file is not None:
+        stem = file.removesuffix(".ipns-record")
+        try:
+            ok = stem != file and str(parse_ipns_name(stem)) == stem
+        except ValueError:
+            ok = False
+        if not ok:
+            raise FormatError(
+                f"{where}: names the record file {file[:80]!r}, not <ipns name>.ipns-record: "
+                "the file was altered; restore it, or publish to a new directory"
+            )
 
 
 def _alive(pid: int) -> bool:

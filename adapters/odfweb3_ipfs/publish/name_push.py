@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from odfweb3.config import Config
-from odfweb3.errors import BackendRejected, ConflictError, NotFound, UsageError
+from odfweb3.crypto.keystore import Keystore
+from odfweb3.errors import BackendRejected, ConflictError, NotFound, ReplicaMismatch, UsageError
 from odfweb3.publish.state import load_summary_file
 from odfweb3_ipfs.client.routing_v1 import get_ipns_record, ipns_url, put_ipns_record
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, verify_record
 from odfweb3_ipfs.formats.libp2p_keys import parse_ipns_name
 from odfweb3_ipfs.publish.state import parse_ipns_facts
+from odfweb3_ipfs.read.replay_memory import SEEN_FILE, SequenceMemory, sequence_floor
 
 __all__ = ["RECORD_SUFFIX", "push_record_file", "read_record", "record_file"]
 
@@ -78,6 +80,21 @@ def push_record_file(
     name = parse_ipns_name(name_text)
     raw = read_record(path)
     ours = verify_record(raw, name)  # signature, name binding, validity: before it leaves
+    seen = SequenceMemory(config.state_dir / SEEN_FILE)
+    floor = sequence_floor(name, Keystore(config.keystore_dir), seen)
+    if floor is not None and ours.sequence < floor:
+        # An older record (a restored directory, a copy kept aside) would roll the name back
+        # for every resolver that has not seen the newer one; an equivocating one at the
+        # same sequence is refused by the seen memory's own check below.
+        raise ConflictError(
+            f"{path}: sequence {ours.sequence} ({ours.value_text}), but sequence {floor} was "
+            f"signed or seen here for ipns://{name}: refusing to push an older record; push "
+            "the newest one (publish again to sign one)"
+        )
+    try:
+        seen.check(str(name), ours, source=str(path))
+    except ReplicaMismatch as exc:
+        raise ConflictError(f"{exc}; not pushed") from None
     timeout = config.get("ipfs", "timeout")
     timeout = float(timeout) if timeout is not None else None
     network = config.network

@@ -20,19 +20,22 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from odfweb3.errors import FormatError, NotFound, ReplicaMismatch
+from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ReplicaMismatch
 from odfweb3.foreign_json import load_foreign_json
+from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.read.replica import RecordSigner
 from odfweb3_ipfs.formats.car import iter_car
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
 from odfweb3_ipfs.formats.unixfs_reader import iter_dag, list_directory, read_file, resolve_path
 
 __all__ = [
@@ -184,10 +187,18 @@ class CarDirCheck:
 class CarDirReplica:
     """An offline publish directory as a read-only replica (verified on every read)."""
 
-    def __init__(self, check: CarDirCheck, name: str, out_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        check: CarDirCheck,
+        name: str,
+        out_dir: Path | None = None,
+        local_key: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.check = check
         self.name = name
         self.out_dir = out_dir
+        # IPNS name -> the label of this machine's key for it, if it holds one.
+        self._local_key = local_key
         self._folders: dict[str, dict[str, Cid]] = {}
         self._broken: dict[str, FormatError] = {}
 
@@ -203,12 +214,27 @@ class CarDirReplica:
             return {}
         return {str(k): str(v) for k, v in raw.items()}
 
+    def signed_by(self) -> RecordSigner:
+        """Who signed the record: its IPNS name (checked against the signature), whether
+        that is the dataset's own key (a ``did:odf`` is an Ed25519 key) and whether this
+        machine's keystore holds it."""
+        name = self.check.name
+        try:
+            own = DatasetId.parse(self.check.dataset_id).public_key
+            dataset_key = str(IpnsName.from_public_key(own)) == name
+        except (ValueError, TypeError):
+            dataset_key = False
+        local = self._local_key(name) if self._local_key is not None else None
+        return RecordSigner(name, dataset_key, local)
+
     def local_inputs(self) -> Mapping[str, str]:
         """Network locator -> ``car:PATH`` of the inputs published next to this one.
 
         Offline, an ``ipns://NAME`` cannot be resolved: when ``publish --with-inputs`` wrote
-        the input next to this one (``OUT_DIR/inputs/*`` whose ``publish.json`` names the
-        same IPNS name), that directory stands for the name. The paths come from the
+        the input next to this one (``OUT_DIR/inputs/*`` holding a record signed by NAME's
+        key), that directory stands for the name. The name is the one the record's
+        signature verifies for, never ``publish.json``'s unsigned ``ipnsName`` (anyone
+        writing the directory could claim another input's name). The paths come from the
         directory the user gave (``OUT_DIR``), never from the record.
         """
         local: dict[str, str] = {}
@@ -219,11 +245,14 @@ class CarDirReplica:
                     doc = load_foreign_json(
                         text, what=str(summary), max_bytes=MAX_SUMMARY_SIZE, expect=dict
                     )
-                except (OSError, FormatError, NotFound):
+                    record = doc["record"]
+                    name = parse_ipns_name(str(record["name"]))
+                    path = confined_file(summary.parent, record["file"], "the IPNS record")
+                    raw = read_bounded(path, MAX_RECORD_SIZE, "the IPNS record")
+                    verify_record(raw, name)  # signed by NAME's key, or not NAME's input
+                except (OSError, OdfWeb3Error, KeyError, TypeError):
                     continue
-                name = doc.get("ipnsName")
-                if isinstance(name, str):
-                    local[f"ipns://{name}"] = f"car:{summary.parent}"
+                local.setdefault(f"ipns://{name}", f"car:{summary.parent}")
         return local
 
     def _cid_of(self, kind: ObjectKind, mh: bytes) -> Cid:

@@ -12,6 +12,7 @@ document refused, 69 for a node's answer), or the hint is dropped; never a trace
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -156,11 +157,21 @@ def test_car_dir_input_hints_are_bounded(tmp_path: Path) -> None:
     for kind, data in (("deep", DEEP), ("not-utf8", NOT_UTF8)):
         (out / "inputs" / kind).mkdir(parents=True)
         (out / "inputs" / kind / "publish.json").write_bytes(data)
-    (out / "inputs" / "ok").mkdir()
-    (out / "inputs" / "ok" / "publish.json").write_text('{"ipnsName": "k51good"}')
+    # A bare name claim is no input: only a directory whose record is signed stands for a name.
+    (out / "inputs" / "claim").mkdir()
+    (out / "inputs" / "claim" / "publish.json").write_text('{"ipnsName": "k51good"}')
+    from odfweb3.cli.main import main
+    from odfweb3.odf.builder import create_root_dataset
+
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=100, seed=5).path
+    env = {"HOME": str(tmp_path), "ODFWEB3_KEYSTORE": str(tmp_path / "keys")}
+    env["ODFWEB3_STATE_DIR"] = str(tmp_path / "state")
+    ok = out / "inputs" / "ok"
+    assert main(["publish", str(ds), "--to", f"car:{ok}", "-q"], env=env) == 0
+    name = json.loads((ok / "publish.json").read_text())["record"]["name"]
     replica = CarDirReplica.__new__(CarDirReplica)
     replica.out_dir = out
-    assert replica.local_inputs() == {"ipns://k51good": f"car:{out / 'inputs' / 'ok'}"}
+    assert replica.local_inputs() == {f"ipns://{name}": f"car:{ok}"}
 
 
 def _state_files(tmp_path: Path, name: str) -> dict[str, Path]:
