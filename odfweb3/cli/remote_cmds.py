@@ -90,7 +90,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "ref",
         help="replica: ipns://NAME, ipns://DOMAIN, ipfs://CID, ar://ID, did:odf:…, car:DIR, "
-        "bundle:DIR, or a directory",
+        "bundle:DIR, a directory, or a remote of a car:/bundle: directory (odfweb3 remote add; "
+        "its record must then be signed by the dataset's key or one of this machine's)",
     )
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
@@ -359,8 +360,13 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
 
 def _pull(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
     from odfweb3.read.resolve import open_replica
 
+    remote = Remotes(ctx.config.state_dir).resolve(args.ref)
+    via_remote = remote != args.ref and remote.partition(":")[0] in LOCAL_KINDS
+    if via_remote:
+        args.ref = remote
     replica: Replica = decrypting_replica(
         ctx,
         open_replica(
@@ -371,7 +377,7 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
         ),
         passphrase_file=args.passphrase_file,
     )
-    signer = _check_signer(ctx, args.ref, replica, args.expect_name)
+    signer = _check_signer(ctx, args.ref, replica, args.expect_name, ours=via_remote)
     started = time.monotonic()
     with ctx.out.progress("pulling", None) as bar:
         result = pull_dataset(
@@ -417,16 +423,18 @@ def _signer_json(signer: RecordSigner) -> dict[str, Any]:
 
 
 def _check_signer(
-    ctx: Any, ref: str, replica: Replica, expected: str | None
+    ctx: Any, ref: str, replica: Replica, expected: str | None, *, ours: bool = False
 ) -> RecordSigner | None:
-    """Say who signed the record ``ref`` was read through; refuse another than ``expected``.
+    """Say who signed the record ``ref`` was read through; refuse another than ``expected``,
+    or, for a remote of this machine's (``ours``) without ``expected``, one that is neither
+    the dataset's key nor a key this machine holds.
 
     A directory anyone may write can hold the dataset's chain under a record signed by any
     key: the chain checks out (content addressed), the name vouching for it is the signer's.
 
     Raises:
         UsageError: ``--expect-name`` for a replica that names no signer.
-        ReplicaMismatch: the record is signed by another name than ``expected``.
+        ReplicaMismatch: the record is signed by another name than expected.
     """
     signer = _signer_of(replica)
     if signer is None:
@@ -437,6 +445,12 @@ def _check_signer(
         raise ReplicaMismatch(
             f"{ref}: the record is signed by {signer.name}, not --expect-name {expected}; "
             "nothing pulled: get the directory from that name's publisher"
+        )
+    if ours and expected is None and not signer.dataset_key and signer.local_key is None:
+        raise ReplicaMismatch(
+            f"{ref}: the record is signed by {signer.name}, neither the dataset's key nor one "
+            "of this machine's, in a directory this machine publishes to (a remote); nothing "
+            f"pulled: pass --expect-name {signer.name} if that is its publisher"
         )
     if signer.dataset_key:
         ctx.out.debug(f"{ref}: record signed by {signer.name}, the dataset's own key")

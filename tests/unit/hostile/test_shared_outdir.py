@@ -313,3 +313,28 @@ def test_a_second_machine_rereads_an_honest_bundle_dir_and_sends_only_the_change
     run = _cli(_env(tmp_path), "pull", f"bundle:{out}", str(tmp_path / "dest"), "-q")
     assert run.code == 0, run.summary()
     assert (tmp_path / "dest" / "refs" / "head").read_bytes() == (ds / "refs/head").read_bytes()
+
+
+def test_pull_of_a_remote_refuses_a_record_no_key_of_ours_signed(
+    tmp_path: Path, ds: Path, capsys
+) -> None:
+    from odfweb3.cli.main import main
+
+    env, out = _env(tmp_path), tmp_path / "out"
+    assert main(["publish", str(ds), "--to", f"car:{out}", "-q"], env=env) == 0
+    assert main(["remote", "add", "shared", f"car:{out}"], env=env) == 0
+    assert main(["pull", "shared", str(tmp_path / "d1"), "-q"], env=env) == 0
+    capsys.readouterr()
+    # Someone re-signs the directory with a key of their own (another keystore).
+    other = _env(tmp_path, "state-b") | {"ODFWEB3_KEYSTORE": str(tmp_path / "keys-b")}
+    shutil.rmtree(out)
+    assert main(["publish", str(ds), "--to", f"car:{out}", "-q"], env=other) == 0
+    theirs = _summary(out)["record"]["name"]
+    capsys.readouterr()
+    assert main(["pull", "shared", str(tmp_path / "d2")], env=env) == 65
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and theirs in err and "--expect-name" in err, err
+    assert not (tmp_path / "d2").exists()
+    # Named as its publisher, it is accepted.
+    argv = ["pull", "shared", str(tmp_path / "d3"), "-q", "--expect-name", theirs]
+    assert main(argv, env=env) == 0
