@@ -1,4 +1,5 @@
-"""``odfweb3 describe``: print a dataset's discovery descriptor (JSON-LD or Turtle)."""
+"""``odfweb3 describe``: print a dataset's discovery descriptor (JSON-LD or Turtle) or its
+Croissant 1.1 metadata."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from typing import Any
 
 from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
+from odfweb3.descriptor.croissant import build_croissant, data_file_urls, local_sha256
+from odfweb3.descriptor.croissant_check import croissant_problems
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
@@ -31,14 +34,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset directory")
     p.add_argument(
         "--format",
-        choices=("jsonld", "ttl"),
+        choices=("jsonld", "ttl", "croissant"),
         default="jsonld",
-        help="JSON-LD (default) or Turtle",
+        help="the Dublin Core descriptor as JSON-LD (default) or Turtle, or Croissant 1.1 "
+        "(ML catalogues: data files with their URLs and SHA-256, record sets from "
+        "SetDataSchema, lineage as prov:wasDerivedFrom)",
     )
     p.add_argument("--title", default=None, help="title (default: SetInfo's first sentence)")
     p.add_argument("--ipfs", metavar="CID", default=None, help="root CID, listed as ipfs://CID")
     p.add_argument("--ipns", metavar="NAME", default=None, help="IPNS name, listed as ipns://NAME")
     p.add_argument("--ar", metavar="ID", default=None, help="Arweave manifest id, as ar://ID")
+    p.add_argument(
+        "--gateway",
+        metavar="URL",
+        default=None,
+        help="with --ipfs: Croissant data file URLs through this IPFS gateway "
+        "(URL/ipfs/CID/data/<hash>) instead of ipfs://CID/data/<hash>",
+    )
     p.set_defaults(handler=_describe)
 
 
@@ -66,6 +78,8 @@ def _describe(args: argparse.Namespace, ctx: Any) -> int:
     entries = list(walk_chain(reader))
     locators = {k: v for k in ("ipfs", "ipns", "ar") if (v := getattr(args, k))}
     publisher = ctx.config.get("publisher")
+    if args.format == "croissant":
+        return _croissant(args, ctx, reader, entries, publisher)
     doc = build_descriptor(
         entries, publisher, locators, title=args.title, identity=_identity(args, ctx, entries)
     )
@@ -92,3 +106,41 @@ def _describe(args: argparse.Namespace, ctx: Any) -> int:
 
     ctx.out.result(data, human, product=True)
     return 1 if errors else 0
+
+
+def _landing(args: argparse.Namespace) -> str | None:
+    if args.ipns:
+        name = str(args.ipns)
+        return name if name.startswith("ipns://") else f"ipns://{name}"
+    if args.ipfs and args.gateway:
+        return f"{str(args.gateway).rstrip('/')}/ipfs/{str(args.ipfs).removeprefix('ipfs://')}"
+    for scheme in ("ipfs", "ar"):
+        value = getattr(args, scheme)
+        if value:
+            value = str(value)
+            return value if value.startswith(f"{scheme}://") else f"{scheme}://{value}"
+    return None
+
+
+def _croissant(
+    args: argparse.Namespace,
+    ctx: Any,
+    reader: DatasetReader,
+    entries: list[ChainEntry],
+    publisher: Any,
+) -> int:
+    doc = build_croissant(
+        entries,
+        publisher,
+        url_of=data_file_urls(ipfs=args.ipfs, ar=args.ar, gateway=args.gateway),
+        sha256_of=local_sha256(reader),
+        landing=_landing(args),
+        title=args.title,
+        identity=_identity(args, ctx, entries),
+    )
+    problems = croissant_problems(doc)
+    for line in problems:
+        ctx.out.warn(f"croissant: {line}")
+    data: dict[str, Any] = {"format": "croissant", "missing": problems, "croissant": doc}
+    ctx.out.result(data, lambda: json.dumps(doc, indent=2, ensure_ascii=False), product=True)
+    return 0

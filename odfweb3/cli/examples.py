@@ -76,6 +76,7 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     ("describe",): (
         "odfweb3 describe ./ds",
         "odfweb3 describe ./ds --format ttl --ipns k51qzi5uqu5d...",
+        "odfweb3 describe ./ds --format croissant --ipfs bafy... --gateway http://127.0.0.1:8080",
     ),
     ("log",): ("odfweb3 log ./ds", "odfweb3 log car:./out -n 5", "odfweb3 log ./ds --json"),
     ("lineage",): (

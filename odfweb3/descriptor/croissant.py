@@ -1,0 +1,412 @@
+"""Croissant 1.1 (MLCommons) metadata of a dataset, built from its verified chain.
+
+Croissant is what ML dataset catalogues read (a schema.org ``Dataset`` with ``cr:``
+terms). The document says:
+
+- ``distribution``: one ``cr:FileObject`` per data file (``AddData`` / ``ExecuteTransform``
+  ``newData``): ``contentUrl`` where the file is reachable (``<gateway>/ipfs/<root>/data/<mh>``,
+  ``ipfs://<root>/data/<mh>``, ``ar://<manifest>/data/<mh>``, else the path ``data/<mh>``
+  relative to the dataset directory), ``contentSize`` from the block, ``sha256`` when the
+  caller can hash the file, and the ODF physical hash as a schema.org ``identifier``
+  (``PropertyValue`` with ``propertyID`` ``multihash``: no extra vocabulary needed).
+- ``encodingFormat``: ``application/vnd.apache.parquet`` (the IANA registration, 2024)
+  then ``application/x-parquet``, the only Parquet name mlcroissant 1.1 reads
+  (``EncodingFormat.PARQUET``); it tries the formats in order and takes the first it reads.
+- ``recordSet``: one per data file (a Croissant field's ``source`` names a single
+  FileObject or FileSet, and a FileSet needs an archive or a repository to glob in), with
+  the ODF schema (``SetDataSchema``) in force for that file: types mapped by
+  :data:`_SCALAR`, ``Option`` unwrapped, ``List`` as ``isArray``, ``Struct`` as
+  ``subField``; the ODF system columns (``offset``, ``op``, ``system_time``,
+  ``event_time``) say so in their description, and ``offset`` is the record set's ``key``.
+- ``version``: ``<sequence>.0.0+<head>``: semver, whose build metadata carries the head
+  hash and is ignored for precedence, so versions order as the chain does.
+- ``license``, ``citeAs`` (BibTeX), ``creator``, ``keywords``, ``dateCreated`` /
+  ``dateModified`` / ``datePublished``, and ``prov:wasDerivedFrom`` for each input of a
+  derivative (the input's dataset ID, and the last input block consumed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from odfweb3.descriptor.build import _is_web_iri, _license_fields, derive_title
+from odfweb3.errors import FormatError, NotFound
+from odfweb3.odf.chain import ChainEntry
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.lineage import declared_inputs, input_states
+from odfweb3.odf.model_gen import (
+    AddData,
+    DataField,
+    DataSchema,
+    DataTypeBinary,
+    DataTypeBool,
+    DataTypeDate,
+    DataTypeDecimal,
+    DataTypeDuration,
+    DataTypeFloat16,
+    DataTypeFloat32,
+    DataTypeFloat64,
+    DataTypeInt8,
+    DataTypeInt16,
+    DataTypeInt32,
+    DataTypeInt64,
+    DataTypeList,
+    DataTypeMap,
+    DataTypeNull,
+    DataTypeOption,
+    DataTypeString,
+    DataTypeStruct,
+    DataTypeTime,
+    DataTypeTimestamp,
+    DataTypeUInt8,
+    DataTypeUInt16,
+    DataTypeUInt32,
+    DataTypeUInt64,
+    ExecuteTransform,
+    Seed,
+    SetDataSchema,
+    SetInfo,
+    SetLicense,
+    SetTransform,
+)
+from odfweb3.odf.multihash import SHA2_256, multihash_to_str, new_hasher, split_multihash
+
+__all__ = [
+    "CROISSANT_CONFORMS_TO",
+    "PARQUET_FORMATS",
+    "SYSTEM_COLUMNS",
+    "build_croissant",
+    "data_file_urls",
+    "local_sha256",
+]
+
+CROISSANT_CONFORMS_TO: Final = "http://mlcommons.org/croissant/1.1"
+PARQUET_FORMATS: Final = ("application/vnd.apache.parquet", "application/x-parquet")
+#: ODF's system columns (spec "Common Data Schema"), default names.
+SYSTEM_COLUMNS: Final = {
+    "offset": "ODF system column: the record's offset, unique and increasing in the dataset",
+    "op": "ODF system column: the operation (0 append, 1 retract, 2 correct-from, 3 correct-to)",
+    "system_time": "ODF system column: when the record entered the dataset",
+    "event_time": "ODF system column: when the event the record tells of happened",
+}
+
+# The context mlcroissant writes for 1.1 (``rdf.make_context``), with prov: for lineage.
+_CONTEXT: Final = {
+    "@language": "en",
+    "@vocab": "https://schema.org/",
+    "arrayShape": "cr:arrayShape",
+    "citeAs": "cr:citeAs",
+    "column": "cr:column",
+    "conformsTo": "dct:conformsTo",
+    "containedIn": "cr:containedIn",
+    "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"},
+    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/",
+    "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract",
+    "field": "cr:field",
+    "fileProperty": "cr:fileProperty",
+    "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet",
+    "format": "cr:format",
+    "includes": "cr:includes",
+    "isArray": "cr:isArray",
+    "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath",
+    "key": "cr:key",
+    "md5": "cr:md5",
+    "parentField": "cr:parentField",
+    "path": "cr:path",
+    "prov": "http://www.w3.org/ns/prov#",
+    "recordSet": "cr:recordSet",
+    "references": "cr:references",
+    "regex": "cr:regex",
+    "repeated": "cr:repeated",
+    "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate",
+    "sc": "https://schema.org/",
+    "separator": "cr:separator",
+    "source": "cr:source",
+    "subField": "cr:subField",
+    "transform": "cr:transform",
+}
+
+_SCALAR: Final[dict[type, str]] = {
+    DataTypeBool: "sc:Boolean",
+    DataTypeInt8: "cr:Int8",
+    DataTypeInt16: "cr:Int16",
+    DataTypeInt32: "cr:Int32",
+    DataTypeInt64: "cr:Int64",
+    DataTypeUInt8: "cr:UInt8",
+    DataTypeUInt16: "cr:UInt16",
+    DataTypeUInt32: "cr:UInt32",
+    DataTypeUInt64: "cr:UInt64",
+    DataTypeFloat16: "cr:Float16",
+    DataTypeFloat32: "cr:Float32",
+    DataTypeFloat64: "cr:Float64",
+    # Croissant has no decimal; sc:Float loses precision past 15 digits, said in the field.
+    DataTypeDecimal: "sc:Float",
+    DataTypeString: "sc:Text",
+    # Neither schema.org nor Croissant has a bytes type; mlcroissant reads sc:Text as bytes.
+    DataTypeBinary: "sc:Text",
+    DataTypeDate: "sc:Date",
+    DataTypeTimestamp: "sc:DateTime",
+    DataTypeTime: "sc:Time",
+    # No duration type either: the Parquet value (an integer count of its unit) as text.
+    DataTypeDuration: "sc:Text",
+    DataTypeMap: "sc:Text",
+    DataTypeNull: "sc:Text",
+}
+
+
+def data_file_urls(
+    *, ipfs: str | None = None, ar: str | None = None, gateway: str | None = None
+) -> Callable[[str], str]:
+    """Where a data file named ``data/<mh>`` is read: through ``gateway`` (an http(s) URL of
+    an IPFS gateway) with ``ipfs``, else ``ipfs://``, else ``ar://``, else the local path."""
+    root = (ipfs or "").removeprefix("ipfs://").strip("/")
+    manifest = (ar or "").removeprefix("ar://").strip("/")
+    if gateway and root:
+        base = gateway.rstrip("/")
+        return lambda rel: f"{base}/ipfs/{root}/{rel}"
+    if root:
+        return lambda rel: f"ipfs://{root}/{rel}"
+    if manifest:
+        return lambda rel: f"ar://{manifest}/{rel}"
+    return lambda rel: rel
+
+
+def local_sha256(reader: DatasetReader) -> Callable[[bytes], str | None]:
+    """A data file's hex SHA-256 read from the dataset directory, the file verified against
+    its physical hash in the same read (None when absent or when it does not match)."""
+
+    def sha256_of(mh: bytes) -> str | None:
+        try:
+            code, digest = split_multihash(mh)
+            odf, sha = new_hasher(code), new_hasher(SHA2_256)
+            fd, _ = reader.open_fd("data", mh)
+        except (NotFound, FormatError, OSError):
+            return None
+        with open(fd, "rb", closefd=True) as f:
+            while chunk := f.read(1 << 20):
+                odf.update(chunk)
+                sha.update(chunk)
+        return sha.hexdigest() if odf.digest() == digest else None
+
+    return sha256_of
+
+
+def _field_type(dtype: object) -> tuple[str, bool, list[DataField] | None, str]:
+    """(dataType, isArray, subfields, note) of an ODF type."""
+    if isinstance(dtype, DataTypeOption):
+        return _field_type(dtype.inner)
+    if isinstance(dtype, DataTypeList):
+        inner, _, sub, note = _field_type(dtype.item_type)
+        return inner, True, sub, note
+    if isinstance(dtype, DataTypeStruct):
+        return "cr:RecordSet", False, list(dtype.fields or ()), ""
+    name = type(dtype).__name__.removeprefix("DataType")
+    return _SCALAR.get(type(dtype), "sc:Text"), False, None, name
+
+
+def _fields(
+    schema: DataSchema, rs_id: str, file_id: str, prefix: str = "", column: str = ""
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for f in schema.fields or ():
+        name = f.name or ""
+        fid = f"{rs_id}/{prefix}{name}"
+        dtype, is_array, sub, odf_type = _field_type(f.type)
+        col = f"{column}.{name}" if column else name
+        field: dict[str, Any] = {"@type": "cr:Field", "@id": fid, "name": name}
+        desc = SYSTEM_COLUMNS.get(name) if not prefix else None
+        own = _field_description(f)
+        text = "; ".join(t for t in (desc, own, f"ODF type {odf_type}" if odf_type else "") if t)
+        if text:
+            field["description"] = text
+        field["dataType"] = dtype
+        if is_array:
+            field["isArray"] = True
+        if sub is not None:
+            field["subField"] = _fields(
+                DataSchema(fields=tuple(sub)), rs_id, f"{prefix}{name}/", col
+            )
+        else:
+            field["source"] = {"fileObject": {"@id": file_id}, "extract": {"column": col}}
+        out.append(field)
+    return out
+
+
+def _field_description(f: DataField) -> str:
+    if f.extra is None or not f.extra.entries:
+        return ""
+    try:
+        extra = json.loads(f.extra.entries)
+    except ValueError:
+        return ""
+    text = extra.get("opendatafabric.org/description") if isinstance(extra, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+def _cite_as(did: str, title: str | None, creator: str | None, year: int, head: str) -> str:
+    key = did.rsplit(":", 1)[-1][-12:]
+
+    def esc(text: str) -> str:
+        return text.replace("\\", "").replace("{", "").replace("}", "")
+
+    parts = [f"title = {{{esc(title or did)}}}"]
+    if creator:
+        parts.append(f"author = {{{esc(creator)}}}")
+    parts += [
+        f"year = {{{year}}}",
+        f"howpublished = {{{did}}}",
+        f"note = {{Open Data Fabric dataset, head {head}}}",
+    ]
+    return f"@misc{{odf-{key},\n  " + ",\n  ".join(parts) + "\n}"
+
+
+def build_croissant(
+    entries: Sequence[ChainEntry],
+    publisher: Mapping[str, Any] | None,
+    *,
+    url_of: Callable[[str], str] | None = None,
+    sha256_of: Callable[[bytes], str | None] | None = None,
+    landing: str | None = None,
+    title: str | None = None,
+    identity: str | None = None,
+) -> dict[str, Any]:
+    """The Croissant 1.1 JSON-LD of a verified chain (head first, as ``walk_chain`` gives).
+
+    Args:
+        entries: the whole chain, head first.
+        publisher: ``publisher`` of ``odfweb3.yaml`` (its ``name`` is the creator).
+        url_of: ``data/<mh>`` to the URL a reader fetches (:func:`data_file_urls`).
+        sha256_of: a data file's hex SHA-256 from its physical hash, or None when unknown.
+        landing: the dataset's own URL (``url``), e.g. ``ipns://NAME`` or a gateway URL.
+        title: overrides the title derived from SetInfo.
+        identity: the creator's name when ``publisher.name`` is not set.
+
+    Raises:
+        ValueError: the chain does not end at a Seed.
+    """
+    if not entries or not isinstance(entries[-1].block.event, Seed):
+        raise ValueError("Croissant metadata needs a whole chain ending at its Seed")
+    seed = entries[-1].block.event
+    did = str(DatasetId.from_bytes(seed.dataset_id or b""))
+    url_of = url_of or data_file_urls()
+    info: SetInfo | None = None
+    lic: SetLicense | None = None
+    inputs: list[str] = []
+    schema: DataSchema | None = None
+    files: list[dict[str, Any]] = []
+    record_sets: list[dict[str, Any]] = []
+    oldest_first = list(reversed(entries))
+    for e in oldest_first:
+        ev = e.block.event
+        if isinstance(ev, SetInfo):
+            info = ev
+        elif isinstance(ev, SetLicense):
+            lic = ev
+        elif isinstance(ev, SetTransform):
+            inputs = [str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d]
+        elif isinstance(ev, SetDataSchema) and ev.schema is not None:
+            schema = ev.schema
+        elif isinstance(ev, AddData | ExecuteTransform):
+            ds = ev.new_data
+            if ds is None or ds.physical_hash is None:
+                continue
+            mh = multihash_to_str(ds.physical_hash)
+            fid = f"data/{mh}"
+            fo: dict[str, Any] = {
+                "@type": "cr:FileObject",
+                "@id": fid,
+                "name": f"{mh}.parquet",
+                "contentUrl": url_of(fid),
+                "contentSize": f"{ds.size} B",
+                "encodingFormat": list(PARQUET_FORMATS),
+                "identifier": {
+                    "@type": "sc:PropertyValue",
+                    "propertyID": "multihash",
+                    "value": mh,
+                },
+            }
+            sha = sha256_of(ds.physical_hash) if sha256_of is not None else None
+            if sha:
+                fo["sha256"] = sha
+            files.append(fo)
+            if schema is not None:
+                rs_id = f"slice-{e.block.sequence_number}"
+                record_sets.append(
+                    {
+                        "@type": "cr:RecordSet",
+                        "@id": rs_id,
+                        "name": rs_id,
+                        "description": f"The records of block {e.block.sequence_number} "
+                        f"(data file {mh})",
+                        "key": {"@id": f"{rs_id}/offset"},
+                        "field": _fields(schema, rs_id, fid),
+                    }
+                )
+    head = entries[0]
+    head_mh = multihash_to_str(head.hash)
+    description = info.description if info is not None else None
+    name = title if title is not None else derive_title(description)
+    creator_name = (publisher or {}).get("name") or identity
+    doc: dict[str, Any] = {
+        "@context": dict(_CONTEXT),
+        "@type": "sc:Dataset",
+        "@id": did,
+        "conformsTo": CROISSANT_CONFORMS_TO,
+        "name": name or did,
+        "identifier": did,
+    }
+    if description:
+        doc["description"] = description
+    if info is not None and info.keywords:
+        doc["keywords"] = list(info.keywords)
+    if lic is not None:
+        license_url = _license_fields(lic).get("license")
+        if license_url:
+            doc["license"] = license_url
+    if creator_name:
+        # A key standing in for the name is nobody's person: an Organization, as FOAF's
+        # Agent has no schema.org twin.
+        person = (publisher or {}).get("type") == "Person"
+        doc["creator"] = {"@type": "sc:Person" if person else "sc:Organization"}
+        doc["creator"]["name"] = creator_name
+        homepage = (publisher or {}).get("homepage")
+        if _is_web_iri(homepage):
+            doc["creator"]["url"] = homepage
+    if landing:
+        doc["url"] = landing
+    created, modified = entries[-1].block.system_time, head.block.system_time
+    doc["dateCreated"] = created.isoformat()
+    doc["dateModified"] = modified.isoformat()
+    doc["datePublished"] = modified.isoformat()
+    doc["version"] = f"{head.block.sequence_number}.0.0+{head_mh}"
+    doc["citeAs"] = _cite_as(did, name, creator_name, modified.to_datetime().year, head_mh)
+    derived = _derivation(entries, inputs)
+    if derived:
+        doc["prov:wasDerivedFrom"] = derived
+    doc["distribution"] = files
+    doc["recordSet"] = record_sets
+    return doc
+
+
+def _derivation(entries: Sequence[ChainEntry], inputs: list[str]) -> list[dict[str, Any]]:
+    """``prov:wasDerivedFrom`` per input: its dataset ID and the last input block consumed."""
+    states = input_states(reversed(entries))
+    out: list[dict[str, Any]] = []
+    for did in inputs:
+        node: dict[str, Any] = {"@id": did}
+        st = states.get(DatasetId.parse(did).to_bytes())
+        if st is not None and st.last_block is not None:
+            node["sc:version"] = multihash_to_str(st.last_block)
+        out.append(node)
+    return out
