@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from typing import Final
 
 from odfweb3.errors import FormatError, NotFound
@@ -50,6 +50,7 @@ __all__ = [
     "ChainState",
     "Rule",
     "RuleState",
+    "RuleStateBuilder",
     "RuleStateWalk",
     "chain_state",
     "check_chain_rules",
@@ -160,36 +161,69 @@ class RuleState:
 
     def advanced(self, ev: object) -> RuleState:
         """The state once the block holding ``ev`` is appended."""
-        if isinstance(ev, AddData):
-            return replace(
-                self,
-                data_seen=True,
-                last_offset=_last_offset(ev),
-                data_watermark=ev.new_watermark,
-                add_checkpoint=_cp(ev),
-                add_watermark=ev.new_watermark,
-                add_source_state=ev.new_source_state,
-                schema=self.schema or ev.new_data is not None,
-            )
-        if isinstance(ev, ExecuteTransform):
-            return replace(
-                self,
-                data_seen=True,
-                last_offset=_last_offset(ev),
-                data_watermark=ev.new_watermark,
-                exec_checkpoint=_cp(ev),
-                exec_watermark=ev.new_watermark,
-                schema=self.schema or ev.new_data is not None,
-            )
-        if isinstance(ev, SetDataSchema):
-            return replace(self, schema=True, schema_event=ev)
-        if isinstance(ev, SetPollingSource):
-            return replace(self, polling=True) if not self.polling else self
-        if isinstance(ev, AddPushSource):
+        live = RuleStateBuilder(self)
+        live.advance(ev)
+        return live.state()
+
+
+class RuleStateBuilder:
+    """A :class:`RuleState` advanced in place, block by block (a whole chain's walk makes
+    no frozen copy per block: a fifth of the forward check's time); its attributes are
+    the state's."""
+
+    __slots__ = tuple(f.name for f in fields(RuleState))
+
+    def __init__(self, start: RuleState | None = None) -> None:
+        s = start or RuleState()
+        for name in self.__slots__:
+            setattr(self, name, getattr(s, name))
+
+    def push_digest(self, name: str | None) -> bytes | None:
+        """As :meth:`RuleState.push_digest`."""
+        return RuleState.push_digest(self, name)  # type: ignore[arg-type]
+
+    def state(self) -> RuleState:
+        """The state so far."""
+        return RuleState(**{name: getattr(self, name) for name in self.__slots__})
+
+    def advance(self, ev: object) -> None:
+        """Take in the next block's event."""
+        if isinstance(ev, AddData | ExecuteTransform):
+            self.data_seen = True
+            self.last_offset = _last_offset(ev)
+            self.data_watermark = ev.new_watermark
+            if ev.new_data is not None:
+                self.schema = True
+            if isinstance(ev, AddData):
+                self.add_checkpoint = _cp(ev)
+                self.add_watermark = ev.new_watermark
+                self.add_source_state = ev.new_source_state
+            else:
+                self.exec_checkpoint = _cp(ev)
+                self.exec_watermark = ev.new_watermark
+        elif isinstance(ev, SetDataSchema):
+            self.schema = True
+            self.schema_event = ev
+        elif isinstance(ev, SetPollingSource):
+            self.polling = True
+        elif isinstance(ev, AddPushSource):
             d = source_digest(ev)
             rest = tuple(p for p in self.push if p[0] != ev.source_name)
-            return replace(self, push=_sorted_push((*rest, (ev.source_name, d))))
-        return self
+            self.push = _sorted_push((*rest, (ev.source_name, d)))
+
+    # the attributes, for the type checker (set from the slots above)
+    data_seen: bool
+    last_offset: int | None
+    data_watermark: Timestamp | None
+    add_checkpoint: bytes | None
+    add_watermark: Timestamp | None
+    add_source_state: SourceState | None
+    exec_checkpoint: bytes | None
+    exec_watermark: Timestamp | None
+    schema: bool
+    polling: bool
+    push: tuple[tuple[str | None, bytes], ...]
+    schema_event: SetDataSchema | None
 
 
 def _sorted_push(
@@ -336,7 +370,7 @@ def _set_transform_problems(ev: SetTransform) -> list[Problem]:
     return out
 
 
-def state_problems(ev: object, s: RuleState) -> list[Problem]:
+def state_problems(ev: object, s: RuleState | RuleStateBuilder) -> list[Problem]:
     """The rules a block breaks against the state the chain before it left."""
     out: list[Problem] = []
     if isinstance(ev, AddData | ExecuteTransform):
@@ -423,7 +457,7 @@ def _schema_problem(prev: SetDataSchema, new: SetDataSchema) -> Problem | None:
     return None
 
 
-def _no_op(ev: AddData | ExecuteTransform, s: RuleState) -> bool:
+def _no_op(ev: AddData | ExecuteTransform, s: RuleState | RuleStateBuilder) -> bool:
     """kamu's "event neither has data nor it advances …" (the checkpoint compared with the
     event's own prevCheckpoint, the rest with the previous event of its kind)."""
     if ev.new_data is not None or _cp(ev) != ev.prev_checkpoint:
@@ -463,9 +497,9 @@ def check_chain_rules(
 
     first = entries[0]
     prev: ChainEntry | None = None
-    state = RuleState()
+    state = RuleStateBuilder()
     if after is not None:
-        prev, state = after.tip, after.rules
+        prev, state = after.tip, RuleStateBuilder(after.rules)
         if first.block.prev_block_hash != after.tip.hash:
             bad(first, "block-hash", "prevBlockHash does not name the chain's tip")
     elif not isinstance(first.block.event, Seed):
@@ -496,7 +530,7 @@ def check_chain_rules(
             bad(e, rule, msg)
         for rule, msg in state_problems(ev, state):
             bad(e, rule, msg)
-        state = state.advanced(ev)
+        state.advance(ev)
         prev = e
     return out
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects
-from odfweb3.odf.chain_rules import RuleState, RuleStateWalk
+from odfweb3.odf.chain_rules import RuleState, RuleStateBuilder, RuleStateWalk
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
     AddData,
@@ -160,10 +160,10 @@ def _apply(
     """``facts`` advanced over the entries, their distinct new objects given."""
     f = facts
     latest = _Latest(f.info, f.license, f.attachments, f.records, f.link_columns)
-    rules = f.rules
+    rules = RuleStateBuilder(f.rules)
     for e in entries_oldest_first:
         ev = e.block.event
-        rules = rules.advanced(ev)
+        rules.advance(ev)
         if isinstance(ev, SetInfo):
             latest.info = ev
         elif isinstance(ev, SetLicense):
@@ -176,7 +176,7 @@ def _apply(
                 latest.records += iv.end - iv.start + 1
         elif isinstance(ev, SetDataSchema):
             latest.columns = link_columns(ev)
-    return _advanced(facts, entries_oldest_first[-1], latest, rules, new_objs)
+    return _advanced(facts, entries_oldest_first[-1], latest, rules.state(), new_objs)
 
 
 def _advanced(
