@@ -10,6 +10,7 @@ from typing import Any
 from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
 from odfweb3.descriptor.croissant import build_croissant, data_file_urls, local_sha256
 from odfweb3.descriptor.croissant_check import croissant_problems
+from odfweb3.descriptor.dcat import build_dcat, dcat_problems
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
@@ -34,11 +35,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset directory")
     p.add_argument(
         "--format",
-        choices=("jsonld", "ttl", "croissant"),
+        choices=("jsonld", "ttl", "croissant", "dcat"),
         default="jsonld",
         help="the Dublin Core descriptor as JSON-LD (default) or Turtle, or Croissant 1.1 "
         "(ML catalogues: data files with their URLs and SHA-256, record sets from "
-        "SetDataSchema, lineage as prov:wasDerivedFrom)",
+        "SetDataSchema, lineage as prov:wasDerivedFrom), or DCAT 3 as JSON-LD (a "
+        "dcat:DatasetSeries per dataset ID, a dcat:Dataset for the head, a dcat:Distribution "
+        "per data file with its SHA-256 as spdx:checksum)",
     )
     p.add_argument("--title", default=None, help="title (default: SetInfo's first sentence)")
     p.add_argument("--ipfs", metavar="CID", default=None, help="root CID, listed as ipfs://CID")
@@ -78,8 +81,8 @@ def _describe(args: argparse.Namespace, ctx: Any) -> int:
     entries = list(walk_chain(reader))
     locators = {k: v for k in ("ipfs", "ipns", "ar") if (v := getattr(args, k))}
     publisher = ctx.config.get("publisher")
-    if args.format == "croissant":
-        return _croissant(args, ctx, reader, entries, publisher)
+    if args.format in ("croissant", "dcat"):
+        return _other_format(args, ctx, reader, entries, publisher)
     doc = build_descriptor(
         entries, publisher, locators, title=args.title, identity=_identity(args, ctx, entries)
     )
@@ -122,25 +125,30 @@ def _landing(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _croissant(
+def _other_format(
     args: argparse.Namespace,
     ctx: Any,
     reader: DatasetReader,
     entries: list[ChainEntry],
     publisher: Any,
 ) -> int:
-    doc = build_croissant(
+    url_of = data_file_urls(ipfs=args.ipfs, ar=args.ar, gateway=args.gateway)
+    if args.format == "dcat" and not (args.ipfs or args.ar):
+        # DCAT's accessURL is an IRI: the local file's, not a path relative to nowhere.
+        url_of = lambda rel: (reader.root / rel).as_uri()  # noqa: E731
+    build = build_croissant if args.format == "croissant" else build_dcat
+    doc = build(
         entries,
         publisher,
-        url_of=data_file_urls(ipfs=args.ipfs, ar=args.ar, gateway=args.gateway),
+        url_of=url_of,
         sha256_of=local_sha256(reader),
         landing=_landing(args),
         title=args.title,
         identity=_identity(args, ctx, entries),
     )
-    problems = croissant_problems(doc)
+    problems = croissant_problems(doc) if args.format == "croissant" else dcat_problems(doc)
     for line in problems:
-        ctx.out.warn(f"croissant: {line}")
-    data: dict[str, Any] = {"format": "croissant", "missing": problems, "croissant": doc}
+        ctx.out.warn(f"{args.format}: {line}")
+    data: dict[str, Any] = {"format": args.format, "missing": problems, args.format: doc}
     ctx.out.result(data, lambda: json.dumps(doc, indent=2, ensure_ascii=False), product=True)
     return 0

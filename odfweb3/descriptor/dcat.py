@@ -1,0 +1,196 @@
+"""DCAT 3 (W3C Recommendation, 2024) of a dataset, as JSON-LD, built from its verified chain.
+
+Portals harvest DCAT. The graph holds:
+
+- a ``dcat:DatasetSeries`` per dataset ID (``did:odf:…``): the dataset across its versions,
+  with title, description, keywords, license and publisher, and ``dcat:last`` naming the head;
+- a ``dcat:Dataset`` for the head (``did:odf:…#<head multihash>``): ``dcat:inSeries`` the
+  series, ``dcat:version`` the head's sequence number, ``dcterms:identifier`` the head hash,
+  ``dcterms:issued`` / ``dcterms:modified`` the Seed's and head's system times,
+  ``prov:wasDerivedFrom`` each input's series (lineage, SetTransform);
+- a ``dcat:Distribution`` per data file: ``dcat:accessURL`` and ``dcat:downloadURL`` (where
+  the file is read: see :func:`~.croissant.data_file_urls`), ``dcat:mediaType`` the IANA
+  ``application/vnd.apache.parquet``, ``dcat:byteSize``, and ``spdx:checksum`` (SHA-256,
+  hex, when the caller can hash the file: SPDX's algorithm list has no SHA3-256 multihash, so
+  the ODF hash goes in ``dcterms:identifier``).
+
+The shapes the suite checks it against (pyshacl) are ``schemas/dcat-shapes.ttl``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from odfweb3.descriptor.build import _is_web_iri, _license_fields, derive_title
+from odfweb3.descriptor.croissant import data_file_urls
+from odfweb3.odf.chain import ChainEntry
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.lineage import declared_inputs
+from odfweb3.odf.model_gen import (
+    AddData,
+    ExecuteTransform,
+    Seed,
+    SetInfo,
+    SetLicense,
+    SetTransform,
+)
+from odfweb3.odf.multihash import multihash_to_str
+
+__all__ = ["DCAT_CONTEXT", "PARQUET_MEDIA_TYPE", "SHAPES_RESOURCE", "build_dcat", "dcat_problems"]
+
+SHAPES_RESOURCE: Final = "dcat-shapes.ttl"
+PARQUET_MEDIA_TYPE: Final = (
+    "https://www.iana.org/assignments/media-types/application/vnd.apache.parquet"
+)
+DCAT_CONTEXT: Final = {
+    "dcat": "http://www.w3.org/ns/dcat#",
+    "dcterms": "http://purl.org/dc/terms/",
+    "foaf": "http://xmlns.com/foaf/0.1/",
+    "prov": "http://www.w3.org/ns/prov#",
+    "spdx": "http://spdx.org/rdf/terms#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "dcat:accessURL": {"@type": "@id"},
+    "dcat:downloadURL": {"@type": "@id"},
+    "dcat:mediaType": {"@type": "@id"},
+    "dcat:inSeries": {"@type": "@id"},
+    "dcat:last": {"@type": "@id"},
+    "dcat:landingPage": {"@type": "@id"},
+    "dcterms:license": {"@type": "@id"},
+    "prov:wasDerivedFrom": {"@type": "@id"},
+    "spdx:algorithm": {"@type": "@id"},
+    "dcat:byteSize": {"@type": "xsd:nonNegativeInteger"},
+    "dcterms:issued": {"@type": "xsd:dateTime"},
+    "dcterms:modified": {"@type": "xsd:dateTime"},
+    "spdx:checksumValue": {"@type": "xsd:hexBinary"},
+}
+
+
+def build_dcat(
+    entries: Sequence[ChainEntry],
+    publisher: Mapping[str, Any] | None,
+    *,
+    url_of: Callable[[str], str] | None = None,
+    sha256_of: Callable[[bytes], str | None] | None = None,
+    landing: str | None = None,
+    title: str | None = None,
+    identity: str | None = None,
+) -> dict[str, Any]:
+    """The DCAT 3 JSON-LD (``@graph``) of a verified chain, head first (arguments as
+    :func:`~.croissant.build_croissant`; ``url_of`` must give absolute URLs: a relative
+    path is made a ``file:`` IRI by the reader, so give a locator).
+
+    Raises:
+        ValueError: the chain does not end at a Seed.
+    """
+    if not entries or not isinstance(entries[-1].block.event, Seed):
+        raise ValueError("DCAT needs a whole chain ending at its Seed")
+    seed = entries[-1].block.event
+    did = str(DatasetId.from_bytes(seed.dataset_id or b""))
+    url_of = url_of or data_file_urls()
+    info: SetInfo | None = None
+    lic: SetLicense | None = None
+    inputs: list[str] = []
+    dists: list[dict[str, Any]] = []
+    head = entries[0]
+    head_mh = multihash_to_str(head.hash)
+    version_id = f"{did}#{head_mh}"
+    for e in reversed(entries):
+        ev = e.block.event
+        if isinstance(ev, SetInfo):
+            info = ev
+        elif isinstance(ev, SetLicense):
+            lic = ev
+        elif isinstance(ev, SetTransform):
+            inputs = [str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d]
+        elif isinstance(ev, AddData | ExecuteTransform):
+            ds = ev.new_data
+            if ds is None or ds.physical_hash is None:
+                continue
+            mh = multihash_to_str(ds.physical_hash)
+            url = url_of(f"data/{mh}")
+            dist: dict[str, Any] = {
+                "@id": f"{version_id}/data/{mh}",
+                "@type": "dcat:Distribution",
+                "dcterms:identifier": mh,
+                "dcterms:title": f"Data file of block {e.block.sequence_number}",
+                "dcat:accessURL": url,
+                "dcat:downloadURL": url,
+                "dcat:mediaType": PARQUET_MEDIA_TYPE,
+                "dcat:byteSize": ds.size,
+            }
+            sha = sha256_of(ds.physical_hash) if sha256_of is not None else None
+            if sha:
+                dist["spdx:checksum"] = {
+                    "@type": "spdx:Checksum",
+                    "spdx:algorithm": "spdx:checksumAlgorithm_sha256",
+                    "spdx:checksumValue": sha,
+                }
+            dists.append(dist)
+    description = info.description if info is not None else None
+    name = title if title is not None else derive_title(description)
+    about: dict[str, Any] = {}
+    if name:
+        about["dcterms:title"] = name
+    if description:
+        about["dcterms:description"] = description
+    if info is not None and info.keywords:
+        about["dcat:keyword"] = list(info.keywords)
+    license_url = _license_fields(lic).get("license") if lic is not None else None
+    if license_url:
+        about["dcterms:license"] = license_url
+    creator_name = (publisher or {}).get("name") or identity
+    if creator_name:
+        agent: dict[str, Any] = {"@type": "foaf:Agent", "foaf:name": creator_name}
+        homepage = (publisher or {}).get("homepage")
+        if _is_web_iri(homepage):
+            agent["foaf:homepage"] = {"@id": homepage}
+        about["dcterms:publisher"] = agent
+    series: dict[str, Any] = {
+        "@id": did,
+        "@type": "dcat:DatasetSeries",
+        "dcterms:identifier": did,
+        **about,
+        "dcat:last": version_id,
+    }
+    version: dict[str, Any] = {
+        "@id": version_id,
+        "@type": "dcat:Dataset",
+        "dcterms:identifier": head_mh,
+        **about,
+        "dcat:inSeries": did,
+        "dcat:version": str(head.block.sequence_number),
+        "dcterms:issued": entries[-1].block.system_time.isoformat(),
+        "dcterms:modified": head.block.system_time.isoformat(),
+    }
+    if landing:
+        version["dcat:landingPage"] = landing
+    if inputs:
+        version["prov:wasDerivedFrom"] = inputs
+    if dists:
+        version["dcat:distribution"] = dists
+    return {"@context": dict(DCAT_CONTEXT), "@graph": [series, version]}
+
+
+_MISSING: Final = (
+    ("dcterms:title", "title missing: add a SetInfo event with a description"),
+    ("dcterms:description", "description missing: add a SetInfo event with a description"),
+    ("dcterms:license", "license missing: add a SetLicense event (with an SPDX id)"),
+    ("dcterms:publisher", "publisher missing: set publisher.name in odfweb3.yaml"),
+)
+
+
+def dcat_problems(doc: Mapping[str, Any]) -> list[str]:
+    """One line per field catalogues look for and the document lacks (the warnings of
+    ``schemas/dcat-shapes.ttl``, in the same words)."""
+    graph = doc.get("@graph") or []
+    version: Mapping[str, Any] = next((n for n in graph if n.get("@type") == "dcat:Dataset"), {})
+    out = [line for key, line in _MISSING if not version.get(key)]
+    dists = version.get("dcat:distribution") or []
+    unhashed = sum(1 for d in dists if "spdx:checksum" not in d)
+    if unhashed:
+        out.append(
+            f"checksum missing for {unhashed} of {len(dists)} data files: describe a dataset "
+            "directory that holds them"
+        )
+    return out
