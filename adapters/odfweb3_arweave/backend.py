@@ -5,7 +5,10 @@ Registered with the core under the entry point ``odfweb3.backends`` / ``arweave`
 
 - ``bundle:DIR``: offline publish (a signed ANS-104 bundle);
 - ``arweave`` or ``arweave:http(s)://HOST``: an Arweave gateway (config /
-  ``ODFWEB3_ARWEAVE_GATEWAY`` unless given) with a wallet.
+  ``ODFWEB3_ARWEAVE_GATEWAY`` unless given) with a wallet;
+- ``turbo`` or ``turbo:http(s)://HOST``: a Turbo bundler (config ``arweave.turbo`` unless
+  given) with a wallet that signs the items; readers (and publish's own look at the latest
+  upload) read through the gateway.
 
 ``ar://<record-or-manifest-id>`` is read through the configured gateway. A ``did:odf`` is
 looked up among the uploads of the owner known from publish state or given (anyone can
@@ -28,6 +31,7 @@ from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
 from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.client.turbo import TurboClient
 from odfweb3_arweave.publish.bundle_plan import ManifestKind
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
@@ -36,6 +40,7 @@ from odfweb3_arweave.publish.state import (
     parse_arweave_state,
     parse_upload_facts,
 )
+from odfweb3_arweave.publish.turbo_target import TurboTarget, turbo_statuses
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
 from odfweb3_arweave.read.lookup import find_latest_upload
 from odfweb3_arweave.read.private_replica import open_private_replica
@@ -79,6 +84,44 @@ def open_arweave_target(
         sealer=options.sealer,
         drive_password=options.drive_password,
         # issue 10: how long the post-check waits for the upload to be mined
+        confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
+        race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
+        manifest=_manifest_kind(config),
+    )
+
+
+def open_turbo_target(
+    config: Config, options: TargetOptions | None = None, *, url: str | None = None
+) -> TurboTarget:
+    """``--to turbo[:URL]``: the bundler ``url`` (default config ``arweave.turbo``), the
+    wallet that signs the items, the gateway readers use; the bundler's key pinned by
+    ``arweave.turbo_address`` when set.
+
+    Raises:
+        UsageError: no wallet, no bundler URL, or one that is not http(s).
+    """
+    options = options or TargetOptions()
+    url = url or config.get("arweave", "turbo")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise UsageError(
+            "--to turbo needs the bundler's URL: --to turbo:https://HOST or set arweave.turbo"
+        )
+    wallet = options.wallet or config.arweave_wallet
+    if wallet is None:
+        raise UsageError(
+            "--to turbo needs a wallet to sign the items: pass --wallet WALLET.json or set "
+            "arweave.wallet / ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new "
+            "WALLET.json)"
+        )
+    signer = config.get("arweave", "turbo_address")
+    return TurboTarget(
+        ArweaveGateway(config.arweave_gateway, settings=config.network),
+        TurboClient(url, settings=config.network, signer=signer if signer else None),
+        load_wallet(wallet),
+        StateStore(config.state_dir),
+        publisher=config.get("publisher"),
+        sealer=options.sealer,
+        drive_password=options.drive_password,
         confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
         race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
         manifest=_manifest_kind(config),
@@ -168,7 +211,7 @@ class ArweaveBackend:
 
     name: Final = "arweave"
     rank: Final = 1  # a did:odf is looked up on Arweave after its IPNS name
-    target_schemes: Final = ("bundle", "arweave")
+    target_schemes: Final = ("bundle", "arweave", "turbo")
     ref_prefixes: Final = ("ar://", "bundle:")
 
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
@@ -191,6 +234,8 @@ class ArweaveBackend:
                 manifest=_manifest_kind(config),
                 seal=OutDirSeal(config.state_dir, f"bundle:{out}"),
             )
+        if kind == "turbo":
+            return open_turbo_target(config, options, url=arg or None)
         return open_arweave_target(config, options, gateway=arg or None)
 
     def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
@@ -234,6 +279,13 @@ class ArweaveBackend:
             state = states.load(did, target)
             where = str(states.path_for(did, target))
             owner = parse_arweave_extra(state.extra, where).owner if state is not None else None
+            turbo = config.get("arweave", "turbo")
+            if owner is None and isinstance(turbo, str):
+                # Uploads sent through the bundler are read through the same gateway.
+                target = f"turbo:{turbo.rstrip('/')}"
+                state = states.load(did, target)
+                where = str(states.path_for(did, target))
+                owner = parse_arweave_extra(state.extra, where).owner if state else None
             owner = owner or None
         if owner is None:
             return [], [
@@ -267,6 +319,14 @@ class ArweaveBackend:
         """Per gateway upload: pending / confirmed (block height) and confirmations."""
         out: list[TargetStatus | None] = []
         for state in states:
+            if state.target.startswith("turbo:"):
+                try:
+                    url = state.target[len("turbo:") :]
+                    with TurboClient(url, settings=config.network) as turbo:
+                        out.append(TargetStatus(uploads=turbo_statuses(turbo, state)))
+                except OdfWeb3Error as exc:
+                    out.append(TargetStatus(node={"error": str(exc)}))
+                continue
             if not state.target.startswith("arweave:"):
                 out.append(None)
                 continue

@@ -43,7 +43,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Validate the dataset, compare with what the target holds, upload only the "
         "delta, then publish the name record. Targets: car:DIR (offline CAR + IPNS record), "
         "ipfs (the Kubo node of ipfs.api) or ipfs:URL (that node's RPC API), bundle:DIR "
-        "(offline ANS-104 bundle), arweave (the gateway of arweave.gateway) or arweave:URL.",
+        "(offline ANS-104 bundle), arweave (the gateway of arweave.gateway) or arweave:URL, "
+        "turbo (the Turbo bundler of arweave.turbo) or turbo:URL.",
     )
     p.add_argument(
         "dataset",
@@ -56,7 +57,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="TARGET",
-        help="car:DIR | ipfs | ipfs:URL | pinning:NAME | bundle:DIR | arweave | arweave:URL; "
+        help="car:DIR | ipfs | ipfs:URL | pinning:NAME | bundle:DIR | arweave | arweave:URL | "
+        "turbo | turbo:URL; "
         "or a remote's name (odfweb3 remote add); repeat --to pinning:NAME for several pinning "
         "services (each reported separately); without --to: every target DATASET was published "
         "to from here",

@@ -71,6 +71,7 @@ def test_quickstart_import_commands_are_the_ones_publish_prints(cli):
 def test_every_publish_target_form_the_help_lists_is_accepted(cli, tmp_path):
     forms = [f.strip() for f in _option_help("publish", "to").split(";")[0].split("|")]
     assert {"car:DIR", "ipfs", "ipfs:URL", "bundle:DIR", "arweave", "arweave:URL"} <= set(forms)
+    assert {"turbo", "turbo:URL"} <= set(forms)
     cli("example", "ds", "--blocks", "1", "-q")
     cli("wallet", "new", "w.json", "-q")
     dead = "http://127.0.0.1:9"  # nothing listens: a backend error (69), not a usage error
@@ -97,7 +98,7 @@ def _config(tmp_path: Path, urls: dict[str, str]) -> str:
     path = tmp_path / "odfweb3.yaml"
     path.write_text(
         f"ipfs:\n  api: {urls['ipfs']}\n  gateway: {urls['ipfs']}\n"
-        f"arweave:\n  gateway: {urls['arweave']}\n"
+        f"arweave:\n  gateway: {urls['arweave']}\n  turbo: {urls['arweave']}\n"
     )
     return str(path)
 

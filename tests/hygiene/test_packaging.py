@@ -39,7 +39,7 @@ def test_each_adapter_registers_its_backend():
     assert installed == declared  # `make install` again after changing the entry points
     assert [b.name for b in all_backends()] == ["ipfs", "arweave"]  # rank order
     schemes = [s for b in all_backends() for s in b.target_schemes]
-    assert sorted(schemes) == ["arweave", "bundle", "car", "ipfs", "pinning"]
+    assert sorted(schemes) == ["arweave", "bundle", "car", "ipfs", "pinning", "turbo"]
     assert len(set(schemes)) == len(schemes)  # one backend per scheme
 
 

@@ -786,7 +786,7 @@ def _manifest_chain(records: list[UploadRecord]) -> ManifestChain:
 def checkpoint_doc(
     prepared: PreparedBundle,
     view: RemoteView,
-    tx: Transaction,
+    tx: Transaction | None,
     *,
     spool: str,
     size: int,
@@ -800,18 +800,21 @@ def checkpoint_doc(
     publish posts the same transaction; its ``result`` is the :class:`UploadResult`.
 
     With ``object_index`` (the file index's refs, its packs written already: issue 19) the
-    paths are not listed (``objects`` empty) and ``extra.objectIndex`` names the parts."""
+    paths are not listed (``objects`` empty) and ``extra.objectIndex`` names the parts.
+    ``tx`` is None when no L1 transaction carries the items (a bundler posts them:
+    :mod:`.turbo_target`)."""
     signed, bplan = prepared.signed, prepared.plan
+    tx_id = tx.id_b64 if tx is not None else None
     state = view.state
     where = f"publish state of {state.target}" if state is not None else ""
     prev_uploads = parse_arweave_extra(state.extra, where).uploads if state is not None else None
-    new_upload = UploadEntry(signed.record_id, bplan.head, signed.manifest_id, tx.id_b64)
+    new_upload = UploadEntry(signed.record_id, bplan.head, signed.manifest_id, tx_id)
     extra = ArweaveExtra(
         upload=UploadFacts(
             record_id=signed.record_id,
             prev_upload=bplan.prev_upload,
             unix_time=bplan.unix_time,
-            bundle_tx_id=tx.id_b64,
+            bundle_tx_id=tx_id,
             bundle_bytes=size,
             bundle_items=len(signed.items),
             reward=reward,
@@ -832,7 +835,7 @@ def checkpoint_doc(
     return {
         "head": bplan.head,
         "prevUpload": bplan.prev_upload,
-        "tx": to_json_dict(tx, include_data=False),
+        "tx": to_json_dict(tx, include_data=False) if tx is not None else None,
         "spool": spool,
         "nextChunk": 0,
         "result": {
@@ -840,10 +843,9 @@ def checkpoint_doc(
             "objects": objects,
             "extra": serialize_arweave_extra(sealed_extra(extra, sealer, prepared.descriptor)),
             "summary": {
-                "transaction": tx.id_b64,
+                **({"transaction": tx_id, "cost": format_winston(reward)} if tx_id else {}),
                 "bundleItems": len(signed.items),
                 "bundleBytes": size,
-                "cost": format_winston(reward),
                 "manifestId": signed.manifest_id,
                 **manifest_extra(prepared),
                 "recordId": signed.record_id,

@@ -189,6 +189,11 @@ class ArweaveExtra:
         object_index: ``objectIndex``, where the per-path file revisions are
             (``bundle:``, :class:`.file_index.FileIndex`; absent: the core's ``objects``
             map, as written before issue 19's index and by the gateway target).
+        bundler: ``bundler``, the Arweave address a Turbo bundler signed the receipts with
+            (``turbo:``; pinned: the next upload refuses another key).
+        receipts: ``receipts``, data item id -> the bundler's signed receipt of the last
+            upload's items (``turbo:``; :mod:`odfweb3_arweave.formats.receipt`): the proof
+            of upload, checked on every load.
     """
 
     upload: UploadFacts | None = None
@@ -205,6 +210,8 @@ class ArweaveExtra:
     inputs: Mapping[str, str] | None = None
     race_check: str | None = None
     object_index: Mapping[str, Any] | None = None
+    bundler: str | None = None
+    receipts: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -247,6 +254,17 @@ def _manifests(raw: Mapping[str, Any], where: str) -> ManifestChain | None:
     return ManifestChain(full, deltas or 0)
 
 
+def _receipts(raw: Mapping[str, Any], where: str) -> dict[str, Mapping[str, Any]] | None:
+    value = raw.get("receipts")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in value.items()
+    ):
+        raise malformed(where, "extra", "receipts", "a map of item id to receipt")
+    return dict(value)
+
+
 def parse_arweave_extra(raw: Mapping[str, Any], where: str) -> ArweaveExtra:
     """``extra`` of an Arweave target as :class:`ArweaveExtra`."""
     p = "extra"
@@ -266,6 +284,8 @@ def parse_arweave_extra(raw: Mapping[str, Any], where: str) -> ArweaveExtra:
         inputs=str_map(raw, "inputs", where, p),
         race_check=opt_field(raw, "raceCheck", str, where, p),
         object_index=json_object(raw, "objectIndex", where, p),
+        bundler=opt_field(raw, "bundler", str, where, p),
+        receipts=_receipts(raw, where),
     )
 
 
@@ -289,6 +309,10 @@ def serialize_arweave_extra(extra: ArweaveExtra) -> dict[str, Any]:
                 "inputs": dict(extra.inputs) if extra.inputs is not None else None,
                 "raceCheck": extra.race_check,
                 "objectIndex": extra.object_index,
+                "bundler": extra.bundler,
+                "receipts": {k: dict(v) for k, v in extra.receipts.items()}
+                if extra.receipts is not None
+                else None,
             }
         )
         # An encrypted upload names its key envelope (null when unknown).

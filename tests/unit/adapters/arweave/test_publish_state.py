@@ -112,6 +112,15 @@ def test_gateway_states_round_trip(record, extra):
     assert serialize_arweave_state(typed) == {"record": record, "extra": extra}
 
 
+def test_a_turbo_state_round_trips_with_its_receipts():
+    receipt = {"id": ID, "version": "0.2.0", "deadlineHeight": 9, "timestamp": 1,
+               "public": "p", "signature": "s"}  # fmt: skip
+    extra = {**GATEWAY_EXTRA, "bundler": "B" * 43, "receipts": {ID: receipt}}
+    typed = parse_arweave_state(_state(GATEWAY_RECORD, extra), WHERE)
+    assert typed.extra.bundler == "B" * 43 and typed.extra.receipts == {ID: receipt}
+    assert serialize_arweave_state(typed) == {"record": GATEWAY_RECORD, "extra": extra}
+
+
 def test_absent_stays_absent_and_old_state_has_no_manifest_chain():
     typed = parse_arweave_state(_state({}, {"owner": "O"}), WHERE)
     assert typed.record is None and typed.extra.manifests is None
@@ -131,6 +140,9 @@ def test_absent_stays_absent_and_old_state_has_no_manifest_chain():
         ({}, {"deltaUploads": -1}, "extra.deltaUploads"),
         ({}, {"fullManifestId": 3}, "extra.fullManifestId"),
         ({}, {"rebuilt": "yes"}, "extra.rebuilt"),
+        ({}, {"bundler": 1}, "extra.bundler"),
+        ({}, {"receipts": [ID]}, "extra.receipts"),
+        ({}, {"receipts": {ID: "sig"}}, "extra.receipts"),
     ],
 )
 def test_a_field_of_the_wrong_type_is_a_format_error_naming_the_file(record, extra, field):

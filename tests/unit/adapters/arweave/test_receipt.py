@@ -117,3 +117,25 @@ def test_malformed_receipts_are_format_errors(fixed_wallet: Wallet, over: dict[s
 def test_not_an_object() -> None:
     with pytest.raises(FormatError, match="not a JSON object"):
         decode_receipt(["id"])
+
+
+def test_bundle_index_names_every_item_of_a_spooled_bundle(tmp_path, fixed_wallet: Wallet) -> None:
+    """The turbo target posts items by the spool's header (publish/turbo_target.py)."""
+    from odfweb3_arweave.formats.ans104 import create_data_item, encode_bundle, encode_data_item
+    from odfweb3_arweave.publish.turbo_target import bundle_index
+
+    items = [create_data_item(fixed_wallet, bytes([n]) * (n * 100)) for n in range(1, 4)]
+    path = tmp_path / "x.bundle"
+    path.write_bytes(encode_bundle(items))
+    with open(path, "rb") as f:
+        index = bundle_index(f)
+        assert [i for i, _, _ in index] == [item.id_b64 for item in items]
+        for (_, offset, size), item in zip(index, items, strict=True):
+            f.seek(offset)
+            assert f.read(size) == encode_data_item(item)
+    path.write_bytes(encode_bundle(items)[:-1])
+    with open(path, "rb") as f, pytest.raises(FormatError, match="do not add up"):
+        bundle_index(f)
+    path.write_bytes(b"\0" * 40)
+    with open(path, "rb") as f, pytest.raises(FormatError, match="not a bundle"):
+        bundle_index(f)
