@@ -41,6 +41,8 @@ material.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "BackendAuthError",
     "BackendError",
@@ -62,6 +64,7 @@ __all__ = [
     "SignatureError",
     "UsageError",
     "ValidationFailed",
+    "error_code",
     "is_corruption",
 ]
 
@@ -211,3 +214,16 @@ def is_corruption(exc: BaseException) -> bool:
     a forged signature. Not: a missing object, an unreachable node, a wrong key.
     """
     return isinstance(exc, FormatError | IntegrityError | SignatureError)
+
+
+def error_code(exc: OdfWeb3Error) -> str:
+    """The error's kind as a stable word for machines (``--json``): the nearest class of this
+    tree, in snake case without ``Error`` (``not_found``, ``hash_mismatch``, ``usage``;
+    ``error`` for the base). An adapter's own subclass reports the class it refines."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == __name__:
+            if cls is OdfWeb3Error:
+                return "error"
+            name = cls.__name__.removesuffix("Error")
+            return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    return "error"  # pragma: no cover - every OdfWeb3Error has the base in its MRO

@@ -6,7 +6,9 @@ Conventions every subcommand follows:
   ``-q`` nothing but errors; progress bars (total, %, rate, ETA) on a terminal only.
 - ``--config FILE``: settings (see :mod:`odfweb3.config`); ``ODFWEB3_*`` overrides.
 - Errors: one line on stderr, ``odfweb3: error: <what failed>: <where>; <what to do>``,
-  no traceback. A local disk failure that escaped its writer (no space, read-only,
+  no traceback; with ``--json`` also one object on stdout, ``{"error": {"code": "not_found",
+  "exit": 66, "message": "..."}}`` (``code``: the error's kind, ``odfweb3.errors.error_code``).
+  A local disk failure that escaped its writer (no space, read-only,
   permission) is one line and exit 74; anything else that is not an
   :class:`~odfweb3.errors.OdfWeb3Error` is a bug: one line, exit 70 (``-vv`` adds the
   traceback).
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import json
 import os
 import re
 import sys
@@ -48,7 +51,7 @@ from odfweb3 import __version__
 from odfweb3.cli.examples import epilog
 from odfweb3.cli.output import Output, terminal_text
 from odfweb3.config import Config, load_config
-from odfweb3.errors import OdfWeb3Error, UsageError
+from odfweb3.errors import OdfWeb3Error, UsageError, error_code
 
 __all__ = [
     "EXIT_INTERNAL",
@@ -177,7 +180,12 @@ def _common() -> argparse.ArgumentParser:
     g = common.add_argument_group("output")
     # SUPPRESS: an option absent after the subcommand must not undo one given before it.
     quiet = argparse.SUPPRESS
-    g.add_argument("--json", action="store_true", default=quiet, help="machine-readable output")
+    g.add_argument(
+        "--json",
+        action="store_true",
+        default=quiet,
+        help="machine-readable output (an error too: one JSON object on stdout)",
+    )
     g.add_argument(
         "-v",
         "--verbose",
@@ -272,6 +280,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     env = os.environ if env is None else env
     out = Output()
     argv = join_dash_values(sys.argv[1:] if argv is None else argv)
+    # Known before parsing: a usage error of a `--json` run is JSON too.
+    out.json_mode = "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]
     try:
         parser = build_parser()
         if not argv:
@@ -286,35 +296,55 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         handler: Handler = args.handler
         code = handler(args, Context(config=config, out=out, env=env))
     except OdfWeb3Error as exc:
-        sys.stderr.write(f"odfweb3: error: {terminal_text(str(exc), one_line=True)}\n")
-        return exc.exit_code
+        return _fail(out, error_code(exc), exc.exit_code, str(exc))
     except KeyboardInterrupt:
-        sys.stderr.write("odfweb3: interrupted\n")
-        return 130
+        return _fail(out, "interrupted", 130, "interrupted", prefix="odfweb3: ")
     except BrokenPipeError:
         return 0
     except OSError as exc:
         if exc.errno not in _LOCAL_ERRNOS:
             return _internal(exc, out)
         where = f"{exc.filename}: " if exc.filename else ""
-        text = terminal_text(f"{where}{exc.strerror or exc}", one_line=True)
-        sys.stderr.write(
-            f"odfweb3: error: {text}; free space or fix permissions "
-            "and run again (nothing was half-written)\n"
+        return _fail(
+            out,
+            "local_io",
+            EXIT_LOCAL_IO,
+            f"{where}{exc.strerror or exc}; free space or fix permissions "
+            "and run again (nothing was half-written)",
         )
-        return EXIT_LOCAL_IO
     except Exception as exc:  # the last resort: one line, never a traceback
         return _internal(exc, out)
     sys.stdout.flush()
     return code
 
 
+def _fail(
+    out: Output, code: str, exit_code: int, message: str, *, prefix: str = "odfweb3: error: "
+) -> int:
+    """An error: one line on stderr, and with ``--json`` one JSON object on stdout
+    (``{"error": {"code", "exit", "message"}}``), so a script reads every outcome as JSON."""
+    sys.stderr.write(f"{prefix}{terminal_text(message, one_line=True)}\n")
+    if out.json_mode:
+        # json.dumps escapes every control character: the message is shown as it is.
+        error = {"code": code, "exit": exit_code, "message": message}
+        try:
+            sys.stdout.write(json.dumps({"error": error}) + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):  # stdout closed: the line on stderr stands
+            pass
+    return exit_code
+
+
 def _internal(exc: BaseException, out: Output) -> int:
     """A bug: one line (the traceback only at ``-vv``), exit 70."""
-    text = terminal_text(" ".join(str(exc).split())[:300], one_line=True)
-    sys.stderr.write(
-        f"odfweb3: internal error: {type(exc).__name__}: {text}; this is a bug in odfweb3, "
-        "please report it (run with -vv for the traceback)\n"
+    text = " ".join(str(exc).split())[:300]
+    _fail(
+        out,
+        "internal",
+        EXIT_INTERNAL,
+        f"{type(exc).__name__}: {text}; this is a bug in odfweb3, "
+        "please report it (run with -vv for the traceback)",
+        prefix="odfweb3: internal error: ",
     )
     if out.verbosity >= 2:
         traceback.print_exception(exc, file=sys.stderr)

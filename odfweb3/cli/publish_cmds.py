@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
-from odfweb3.cli.text import key_values, plural, shown_path, shown_target
+from odfweb3.cli.text import format_winston, key_values, plural, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -446,8 +446,7 @@ def _publish_one(
             env=ctx.env,
             notify=ctx.out.info,
             on_price=lambda winston, size: ctx.out.info(
-                f"price: {winston} winston ({Decimal(winston) / 10**12:.12f} AR) "
-                f"for {format_bytes(size)}; posting"
+                f"price: {format_winston(winston)} for {format_bytes(size)}; posting"
             ),
         ),
     )

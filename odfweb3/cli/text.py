@@ -4,18 +4,20 @@
 - :func:`shown_path`: one path style everywhere: relative to the working directory
   when under it, else absolute;
 - :func:`key_values`: aligned ``key  value`` lines that skip empty values (no ``None``)
-  and put a human size beside each raw byte count.
+  and put a human size beside each raw byte count, and the amount in AR beside a cost
+  in winston (``--json`` keeps the bare integers: every number a number).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 
 from odfweb3.cli.output import format_bytes
 
-__all__ = ["key_values", "plural", "shown_path", "shown_target"]
+__all__ = ["format_winston", "key_values", "plural", "shown_path", "shown_target"]
 
 _IRREGULAR = {"entry": "entries", "copy": "copies"}
 
@@ -56,6 +58,23 @@ def _is_byte_count(key: str, value: object) -> bool:
     )
 
 
+def _is_winston(key: str, value: object) -> bool:
+    # A price is Arweave's, in winston (its only paid network): ``cost``, ``winston``.
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (key.lower() == "cost" or key.lower().endswith("winston"))
+    )
+
+
+WINSTON_PER_AR = 10**12
+
+
+def format_winston(winston: int) -> str:
+    """``"123 winston (0.000000000123 AR)"``: a cost as people read it."""
+    return f"{winston} winston ({Decimal(winston) / WINSTON_PER_AR:.12f} AR)"
+
+
 def key_values(items: Iterable[tuple[str, object]], indent: str = "  ") -> list[str]:
     """Aligned ``key value`` lines; None and empty values are left out, sizes made human."""
     kept = [(k, v) for k, v in items if v is not None and v != "" and v != [] and v != {}]
@@ -65,6 +84,9 @@ def key_values(items: Iterable[tuple[str, object]], indent: str = "  ") -> list[
         if _is_byte_count(key, value):
             assert isinstance(value, int)
             text = f"{value} ({format_bytes(value)})"
+        elif _is_winston(key, value):
+            assert isinstance(value, int)
+            text = format_winston(value)
         elif isinstance(value, bool):
             text = "yes" if value else "no"
         elif isinstance(value, dict):

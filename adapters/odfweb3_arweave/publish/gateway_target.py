@@ -843,7 +843,8 @@ def checkpoint_doc(
             "objects": objects,
             "extra": serialize_arweave_extra(sealed_extra(extra, sealer, prepared.descriptor)),
             "summary": {
-                **({"transaction": tx_id, "cost": format_winston(reward)} if tx_id else {}),
+                # cost: winston, an integer (--json numbers are numbers; text mode adds the AR)
+                **({"transaction": tx_id, "cost": reward} if tx_id else {}),
                 "bundleItems": len(signed.items),
                 "bundleBytes": size,
                 "manifestId": signed.manifest_id,
