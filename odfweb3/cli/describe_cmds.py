@@ -10,6 +10,7 @@ from typing import Any
 from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
 from odfweb3.descriptor.croissant import build_croissant, data_file_urls, local_sha256
 from odfweb3.descriptor.croissant_check import croissant_problems
+from odfweb3.descriptor.datacite import build_datacite, datacite_problems
 from odfweb3.descriptor.dcat import build_dcat, dcat_problems
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.identity import DatasetId
@@ -35,13 +36,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset directory")
     p.add_argument(
         "--format",
-        choices=("jsonld", "ttl", "croissant", "dcat"),
+        choices=("jsonld", "ttl", "croissant", "dcat", "datacite"),
         default="jsonld",
         help="the Dublin Core descriptor as JSON-LD (default) or Turtle, or Croissant 1.1 "
         "(ML catalogues: data files with their URLs and SHA-256, record sets from "
         "SetDataSchema, lineage as prov:wasDerivedFrom), or DCAT 3 as JSON-LD (a "
         "dcat:DatasetSeries per dataset ID, a dcat:Dataset for the head, a dcat:Distribution "
-        "per data file with its SHA-256 as spdx:checksum)",
+        "per data file with its SHA-256 as spdx:checksum), or DataCite 4.5 JSON for a DOI "
+        "(the head's version; --concept: the dataset across versions)",
     )
     p.add_argument("--title", default=None, help="title (default: SetInfo's first sentence)")
     p.add_argument("--ipfs", metavar="CID", default=None, help="root CID, listed as ipfs://CID")
@@ -53,6 +55,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         help="with --ipfs: Croissant data file URLs through this IPFS gateway "
         "(URL/ipfs/CID/data/<hash>) instead of ipfs://CID/data/<hash>",
+    )
+    p.add_argument(
+        "--concept",
+        action="store_true",
+        help="with --format datacite: the concept record (the dataset across its versions, "
+        "HasVersion the head) instead of the head's (IsVersionOf the concept)",
     )
     p.set_defaults(handler=_describe)
 
@@ -81,7 +89,7 @@ def _describe(args: argparse.Namespace, ctx: Any) -> int:
     entries = list(walk_chain(reader))
     locators = {k: v for k in ("ipfs", "ipns", "ar") if (v := getattr(args, k))}
     publisher = ctx.config.get("publisher")
-    if args.format in ("croissant", "dcat"):
+    if args.format in ("croissant", "dcat", "datacite"):
         return _other_format(args, ctx, reader, entries, publisher)
     doc = build_descriptor(
         entries, publisher, locators, title=args.title, identity=_identity(args, ctx, entries)
@@ -132,6 +140,16 @@ def _other_format(
     entries: list[ChainEntry],
     publisher: Any,
 ) -> int:
+    if args.format == "datacite":
+        doc = build_datacite(
+            entries,
+            publisher,
+            which="concept" if args.concept else "version",
+            landing=_landing(args),
+            title=args.title,
+            identity=_identity(args, ctx, entries),
+        )
+        return _result(args, ctx, doc, datacite_problems(doc))
     url_of = data_file_urls(ipfs=args.ipfs, ar=args.ar, gateway=args.gateway)
     if args.format == "dcat" and not (args.ipfs or args.ar):
         # DCAT's accessURL is an IRI: the local file's, not a path relative to nowhere.
@@ -147,6 +165,10 @@ def _other_format(
         identity=_identity(args, ctx, entries),
     )
     problems = croissant_problems(doc) if args.format == "croissant" else dcat_problems(doc)
+    return _result(args, ctx, doc, problems)
+
+
+def _result(args: argparse.Namespace, ctx: Any, doc: dict[str, Any], problems: list[str]) -> int:
     for line in problems:
         ctx.out.warn(f"{args.format}: {line}")
     data: dict[str, Any] = {"format": args.format, "missing": problems, args.format: doc}
