@@ -181,3 +181,18 @@ def test_cli_describe_croissant_warns_once_per_missing_field(tmp_path, capsys):
     assert doc["creator"]["name"].startswith("ipns://")
     assert all(fo["contentUrl"].startswith("data/") for fo in doc["distribution"])
     assert all(len(fo["sha256"]) == 64 for fo in doc["distribution"])
+
+
+def test_a_data_file_that_does_not_match_its_hash_gets_no_sha256(tmp_path):
+    # verify on read: the SHA-256 is read in the same pass that checks the ODF hash, and a
+    # file whose bytes are not the ones the block names is not vouched for
+    built = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=3000, seed=13, fsync=False)
+    reader = DatasetReader.open(built.path)
+    entries = list(walk_chain(reader))
+    first = next(iter(sorted((built.path / "data").iterdir())))
+    first.write_bytes(first.read_bytes()[:-1] + b"\0")
+    doc = build_croissant(entries, None, sha256_of=local_sha256(reader))
+    hashed = {fo["identifier"]["value"]: fo.get("sha256") for fo in doc["distribution"]}
+    assert hashed[first.name] is None
+    assert all(v for k, v in hashed.items() if k != first.name)
+    assert f"sha256 missing for 1 of {len(hashed)} data files" in " ".join(croissant_problems(doc))
