@@ -195,8 +195,18 @@ class LocalStore:
         if len(raw) > _MAX_REF_SIZE:
             raise FormatError(f"{path}: larger than {_MAX_REF_SIZE} bytes, not a hash")
         try:
-            return multihash_from_str(raw.decode("ascii"))
-        except (UnicodeDecodeError, FormatError):
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise FormatError(f"{path}: not a multibase hash") from None
+        if text != text.strip():
+            # kamu reads a ref as is (no trimming): whitespace makes it unreadable there
+            raise FormatError(
+                f"{path}: holds whitespace around the hash (e.g. a trailing newline), which "
+                f"kamu cannot read; write the hash alone: printf %s HASH > {path}"
+            )
+        try:
+            return multihash_from_str(text)
+        except FormatError:
             raise FormatError(f"{path}: not a multibase hash") from None
 
     @classmethod

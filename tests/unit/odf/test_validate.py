@@ -186,3 +186,20 @@ def test_a_head_with_whitespace_is_refused(ds, text):
         DatasetReader.open(ds).head()
     (ds / "refs/head").write_text(h)
     assert validate_dataset(ds).ok
+
+
+def test_pull_refuses_a_dest_head_with_a_newline(ds, tmp_path, capsys):
+    """The same for pull's DEST (the local store reads refs/head itself): one line, 65."""
+    from odfweb3.cli.main import main
+    from odfweb3.store.local import LocalStore
+
+    dest = tmp_path / "dest"
+    shutil.copytree(ds, dest)
+    h = (dest / "refs/head").read_text()
+    (dest / "refs/head").write_text(h + "\n")
+    with pytest.raises(FormatError, match="whitespace"):
+        LocalStore.read_head(dest)
+    code = main(["pull", str(ds), str(dest)], env={"HOME": str(tmp_path)})
+    err = capsys.readouterr().err
+    assert code == 65 and len(err.strip().splitlines()) == 1 and "newline" in err, err
+    assert (dest / "refs/head").read_text() == h + "\n"  # left as it was
