@@ -104,11 +104,17 @@ def test_push_offline_record_then_get_returns_our_bytes(capsys, tmp_path, env, k
     head = DatasetHead(built.path)
     assert (found["head"], found["sequence"]) == (head, 1)
 
-    # An older record (sequence 0): Kubo answers 200 but keeps the better record (its IPNS
-    # validator selects by sequence); the read-back sees that: a conflict, one line, exit 75.
+    # An older record (sequence 0) from this machine, which signed sequence 1: refused
+    # before any request (a rollback of the name), one line, exit 75.
     old = tmp_path / f"{name}.ipns-record"
     old.write_bytes(record)
     code, _, err = run(capsys, env, "name", "push", str(old), "--routing", kubo.gateway_url)
+    assert code == 75 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "refusing to push an older record" in err and "sequence 1" in err
+    # From another machine (no key, nothing seen): Kubo answers 200 but keeps the better
+    # record (its IPNS validator selects by sequence); the read-back sees that: exit 75.
+    elsewhere = {"HOME": str(tmp_path / "b"), "ODFWEB3_STATE_DIR": str(tmp_path / "b-state")}
+    code, _, err = run(capsys, elsewhere, "name", "push", str(old), "--routing", kubo.gateway_url)
     assert code == 75 and err.count("\n") == 1 and "Traceback" not in err, err
     assert "serves a newer record (sequence 1 > 0)" in err
     assert served(kubo, name).content == record1
