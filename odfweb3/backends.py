@@ -133,6 +133,9 @@ class StateFacts:
         pending: an unfinished publish is checkpointed (resumed by the next one).
         key_envelope: the key envelope's locator (encrypted publishes, issue 7).
         source: the local dataset directory the publish came from, when the state says.
+        share: what to give a reader, ``(what, reference)`` pairs in the order shown after a
+            publish (e.g. the reference that follows every later publish, the one fixed
+            version, the drive ids another client opens).
     """
 
     name: str | None = None
@@ -143,6 +146,7 @@ class StateFacts:
     pending: bool = False
     key_envelope: str | None = None
     source: str | None = None
+    share: tuple[tuple[str, str], ...] = ()
 
 
 class Backend(Protocol):

@@ -32,6 +32,7 @@ from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.client.turbo import TurboClient
+from odfweb3_arweave.formats.arfs import DriveLayout
 from odfweb3_arweave.publish.bundle_plan import ManifestKind
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
@@ -341,9 +342,11 @@ class ArweaveBackend:
     def state_facts(self, state: PublishState) -> StateFacts:
         """The shown facts of an ``arweave:`` or ``bundle:`` state, from its typed form."""
         typed = parse_arweave_state(state, f"publish state of {state.target}")
+        record_id = typed.record.record_id if typed.record is not None else None
         return StateFacts(
-            record_id=typed.record.record_id if typed.record is not None else None,
+            record_id=record_id,
             key_envelope=typed.extra.key_envelope,
+            share=_share(state.dataset_id, record_id, typed.extra.owner, typed.extra.drive),
         )
 
     def record_locator(self, state: PublishState) -> str | None:
@@ -364,6 +367,29 @@ class ArweaveBackend:
         """Winston held by ``address`` (``odfweb3 wallet balance``)."""
         with ArweaveGateway(gateway, timeout=30.0) as client:
             return int(client.balance(address))
+
+
+def _share(
+    dataset_id: str, record_id: str | None, owner: str | None, drive: DriveLayout | None
+) -> tuple[tuple[str, str], ...]:
+    """What to give a reader after a publish: the reference that follows every later
+    publish (the dataset ID with its owner: anyone can post its tags, so readers need the
+    owner), the one fixed version (``ar://RECORD``), and the ArFS drive (what ``ardrive
+    list-drive -d`` takes)."""
+    out: list[tuple[str, str]] = []
+    if owner:
+        out.append(("latest version", f"{dataset_id} --owner {owner}"))
+    if record_id:
+        out.append(("this version only", f"ar://{record_id}"))
+    if drive is not None:
+        out.append(
+            (
+                "ArFS drive",
+                f"{drive.drive_id} (root folder {drive.root_folder_id}; "
+                f"ardrive list-drive -d {drive.drive_id})",
+            )
+        )
+    return tuple(out)
 
 
 def _conforms() -> Backend:

@@ -622,6 +622,9 @@ def _to_json(o: PublishOutcome) -> dict[str, Any]:
         data.update(o.upload.summary)
     if o.state is not None:
         data["record"] = o.state.record
+        share = _facts(o.state).share
+        if share:
+            data["share"] = [{"what": what, "ref": ref} for what, ref in share]
     return data
 
 
@@ -676,7 +679,9 @@ def _human(o: PublishOutcome) -> str:
                     f"request {pin['requestid']})",
                 )
             )
-    return "\n".join([header, *key_values(items), *_import_lines(plan.target)])
+    share = _facts(o.state).share
+    share_lines = ["share:", *key_values(share, indent="    ")] if share else []
+    return "\n".join([header, *key_values(items), *share_lines, *_import_lines(plan.target)])
 
 
 def _import_lines(target: str) -> list[str]:

@@ -60,7 +60,11 @@ def test_publish_resolve_pull_verify_through_turbo(turbo: TurboNode, tmp_path, c
 
     argv = ["publish", str(ds), "--to", "turbo", "--wallet", str(wallet_path), "--json"]
     assert main([*argv, "--config", str(cfg)]) == 0
-    assert turbo.url in capsys.readouterr().out
+    published = json.loads(capsys.readouterr().out)
+    assert published["bundler"] == turbo.url
+    share = {s["what"]: s["ref"] for s in published["share"]}
+    assert share["latest version"].endswith(f"--owner {wallet.address}")
+    assert share["this version only"] == f"ar://{published['recordId']}"
 
     states = StateStore(tmp_path / "state")
     (state,) = [s for s in states.scan().states if s.target == f"turbo:{turbo.url}"]

@@ -73,3 +73,34 @@ def test_wallet_address_prints_the_address_only(capsys, tmp_path: Path) -> None:
 def test_wallet_balance_of_an_unreachable_gateway_is_one_line(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "wallet", "balance", "A" * 43, "--gateway", "http://127.0.0.1:9")
     assert code == 69 and err.count("\n") == 1 and "127.0.0.1:9" in err
+
+
+def test_publish_says_what_to_share(capsys, tmp_path: Path) -> None:
+    """After an Arweave publish: the reference that follows later publishes (the dataset ID
+    with its owner), the one fixed version (ar://RECORD) and the ArFS drive ids."""
+    wallet = tmp_path / "wallet.json"
+    assert run(capsys, "wallet", "new", str(wallet), "-q")[0] == 0
+    address = load_wallet(wallet).address
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=500, seed=5).path
+    argv = ["publish", str(ds), "--to", f"bundle:{tmp_path / 'out'}", "--wallet", str(wallet)]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    share = {s["what"]: s["ref"] for s in doc["share"]}
+    state = json.loads((tmp_path / "out" / "publish.json").read_text())
+    drive = state["extra"]["drive"]
+    did = state["datasetId"]
+    assert share == {
+        "latest version": f"{did} --owner {address}",
+        "this version only": f"ar://{doc['recordId']}",
+        "ArFS drive": f"{drive['driveId']} (root folder {drive['rootFolderId']}; "
+        f"ardrive list-drive -d {drive['driveId']})",
+    }
+    create_root_dataset(tmp_path / "ds2", blocks=1, data_bytes=500, seed=6)
+    argv[1], argv[3] = str(tmp_path / "ds2"), f"bundle:{tmp_path / 'out2'}"
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    lines = out.splitlines()
+    at = lines.index("share:")
+    assert lines[at + 1].split()[:2] == ["latest", "version"] and address in lines[at + 1]
+    assert lines[at + 2].split()[3].startswith("ar://")

@@ -176,4 +176,11 @@ def test_the_cli_sees_a_state_through_its_backend_and_typed_form():
         dataset_id="did:odf:x", target="arweave:http://gw", record=GATEWAY_RECORD,
         extra=GATEWAY_EXTRA,
     )  # fmt: skip
-    assert state_facts(state) == StateFacts(record_id=ID, key_envelope="K" * 43)
+    facts = state_facts(state)
+    assert facts == StateFacts(record_id=ID, key_envelope="K" * 43, share=facts.share)
+    assert [what for what, _ in facts.share] == [
+        "latest version",
+        "this version only",
+        "ArFS drive",
+    ]
+    assert facts.share[1] == ("this version only", f"ar://{ID}")
