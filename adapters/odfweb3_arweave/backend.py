@@ -99,7 +99,7 @@ def open_turbo_target(
     ``arweave.turbo_address`` when set.
 
     Raises:
-        UsageError: no wallet, no bundler URL, or one that is not http(s).
+        UsageError: no wallet, no bundler URL, one that is not http(s), or ``--max-cost``.
     """
     options = options or TargetOptions()
     url = url or config.get("arweave", "turbo")
@@ -113,6 +113,13 @@ def open_turbo_target(
             "--to turbo needs a wallet to sign the items: pass --wallet WALLET.json or set "
             "arweave.wallet / ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new "
             "WALLET.json)"
+        )
+    if options.max_cost is not None:
+        # Turbo charges credits at its payment service's price, which this target does not
+        # ask yet: a cap it cannot check is refused rather than silently ignored.
+        raise UsageError(
+            "--max-cost is not supported with --to turbo yet (the bundler's credit price is not "
+            "asked); publish without it, or use --to arweave to cap the fee"
         )
     signer = config.get("arweave", "turbo_address")
     return TurboTarget(

@@ -206,3 +206,15 @@ def test_ctrl_c_mid_upload_then_rerun_sends_only_the_rest(
     _settle(turbo, record_id)
     replica = open_ar_replica(ArweaveGateway(turbo.arlocal.url), f"ar://{record_id}")
     assert replica.head() == DatasetReader.open(ds).head()
+
+
+def test_max_cost_is_refused_not_ignored(tmp_path, capsys) -> None:
+    wallet_path = tmp_path / "wallet.json"
+    save_wallet(generate_wallet(), wallet_path)
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=500, seed=286).path
+    cfg = tmp_path / "odfweb3.yaml"
+    cfg.write_text(json.dumps({"state_dir": str(tmp_path / "state")}))
+    argv = ["publish", str(ds), "--to", "turbo:http://127.0.0.1:9", "--wallet", str(wallet_path)]
+    assert main([*argv, "--max-cost", "1000", "--config", str(cfg)]) == 64
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--max-cost" in err[0] and "--to arweave" in err[0]
