@@ -65,7 +65,12 @@ def test_an_interrupted_first_publish_resumes(ds: Path, tmp_path: Path) -> None:
     done = publish_dataset(ds, CarTarget(out, keys))
     assert done.upload is not None
     assert any("resuming an interrupted publish" in n for n in done.notes)
-    assert done.plan.send_bytes < 5 * MIB  # the objects before the last checkpoint: linked
+    # Interrupted after 9 of ~12 MiB were read: the rerun sends what the partial CAR does not
+    # hold whole. How far the CAR writer lagged behind the reader when the interrupt came
+    # depends on the machine's load (objects in flight), so the bound is "not started over",
+    # not an exact 25 % (tests/integration/test_car_resume.py measures kill -9 at 75 %).
+    total = sum(f.stat().st_size for f in ds.rglob("*") if f.is_file())
+    assert done.plan.send_bytes < total * 2 // 3, (done.plan.send_bytes, total)
     _whole(ds, out, done.upload.bytes_sent)
     reference = tmp_path / "reference"
     publish_dataset(ds, CarTarget(reference, Keystore(tmp_path / "keys")))
