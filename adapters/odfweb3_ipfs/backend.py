@@ -287,6 +287,8 @@ class IpfsBackend:
             pending=pending,
             key_envelope=dag.key_envelope,
             source=source,
+            # The signed record follows every later publish: the name is what to give.
+            share=(("latest version", f"ipns://{record.name}"),) if record.name else (),
         )
 
     def record_locator(self, state: PublishState) -> str | None:

@@ -655,9 +655,9 @@ def _human(o: PublishOutcome) -> str:
         seq = _facts(o.state).sequence
         kept = "record unchanged" if o.upload.summary.get("note") else "record renewed"
         where = f" (sequence {seq})" if seq is not None else ""
-        return f"{header}\nnothing new: {target} already has head " + (
-            f"{multihash_to_str(plan.head)}; {kept}{where}"
-        )
+        nothing = f"nothing new: {target} already has head {multihash_to_str(plan.head)}"
+        # What to give others is the same as after the first publish: said again.
+        return "\n".join([header, f"{nothing}; {kept}{where}", *_share_lines(o.state)])
     items: list[tuple[str, object]] = [*_plan_lines(plan), ("root", o.upload.locator)]
     items.append(("bytesSent", o.upload.bytes_sent))
     shown = {k for k, _ in items}
@@ -679,9 +679,15 @@ def _human(o: PublishOutcome) -> str:
                     f"request {pin['requestid']})",
                 )
             )
-    share = _facts(o.state).share
-    share_lines = ["share:", *key_values(share, indent="    ")] if share else []
-    return "\n".join([header, *key_values(items), *share_lines, *_import_lines(plan.target)])
+    return "\n".join(
+        [header, *key_values(items), *_share_lines(o.state), *_import_lines(plan.target)]
+    )
+
+
+def _share_lines(state: PublishState) -> list[str]:
+    """``share:`` and what to give a reader, as the target's backend says (StateFacts)."""
+    share = _facts(state).share
+    return ["share:", *key_values(share, indent="    ")] if share else []
 
 
 def _import_lines(target: str) -> list[str]:

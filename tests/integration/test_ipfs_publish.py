@@ -317,6 +317,9 @@ def test_cli_publish_status_republish(tmp_path, ipfs_node, capsys):
     assert main(["publish", str(ds), "--to", "ipfs", "--json"], env=environ) == 0
     published = json.loads(capsys.readouterr().out)
     assert published["record"]["sequence"] == 0
+    # What to give others: the IPNS name, as a reference (follows every update).
+    ipns = f"ipns://{published['record']['name']}"
+    assert published["share"] == [{"what": "latest version", "ref": ipns}]
     assert main(["status", str(ds), "--json"], env=environ) == 0
     status = json.loads(capsys.readouterr().out)
     row = status["targets"][0]
@@ -325,6 +328,11 @@ def test_cli_publish_status_republish(tmp_path, ipfs_node, capsys):
     assert main(["republish", "--all", "--json"], env=environ) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["republished"][0]["sequence"] == 1 and again["nextExpiry"]
+    # Text mode (nothing new): the line to give is printed too.
+    assert main(["publish", str(ds), "--to", "ipfs"], env=environ) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("share:")
+    assert out[at + 1].split() == ["latest", "version", ipns]
 
 
 def test_a_pinned_descriptor_is_not_sent_again_and_the_plan_is_the_same_either_way(

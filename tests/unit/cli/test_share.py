@@ -1,0 +1,60 @@
+"""After every publish, what to give others, as the target's backend says (StateFacts.share):
+the IPNS name after car:, ipfs and pinning: (Arweave targets: tests/unit/cli/test_wallet_cmds.py);
+``share`` in ``--json``; said again when there is nothing new."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from odfweb3.cli.main import main
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
+        "ODFWEB3_KEYSTORE": str(tmp_path / "keys"),
+    }
+
+
+def _run(capsys: pytest.CaptureFixture[str], env: dict[str, str], *argv: str) -> str:
+    assert main(list(argv), env) == 0
+    return capsys.readouterr().out
+
+
+def _share_block(text: str) -> list[list[str]]:
+    """The lines under ``share:``, each split in words."""
+    lines = text.splitlines()
+    at = lines.index("share:")
+    return [line.split() for line in lines[at + 1 :] if line.startswith("    ")]
+
+
+def test_car_publish_shares_the_ipns_name(
+    tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds, car = tmp_path / "ds", tmp_path / "car"
+    _run(capsys, env, "example", str(ds), "--blocks", "2", "-q")
+    doc = json.loads(_run(capsys, env, "publish", str(ds), "--to", f"car:{car}", "--json"))
+    ipns = f"ipns://{doc['record']['name']}"
+    assert doc["share"] == [{"what": "latest version", "ref": ipns}]
+    # Text mode, after an update and again when there is nothing new.
+    _run(capsys, env, "example", str(ds), "--append", "1", "-q")
+    text = _run(capsys, env, "publish", str(ds), "--to", f"car:{car}")
+    assert _share_block(text) == [["latest", "version", ipns]]
+    text = _run(capsys, env, "publish", str(ds), "--to", f"car:{car}")
+    assert "nothing new" in text
+    assert _share_block(text) == [["latest", "version", ipns]]
+
+
+def test_a_dry_run_shares_nothing(
+    tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds = tmp_path / "ds"
+    _run(capsys, env, "example", str(ds), "--blocks", "2", "-q")
+    argv = ["publish", str(ds), "--to", f"car:{tmp_path / 'car'}", "--dry-run"]
+    assert "share" not in json.loads(_run(capsys, env, *argv, "--json"))
+    assert "share:" not in _run(capsys, env, *argv)
