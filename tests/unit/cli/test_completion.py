@@ -58,7 +58,10 @@ def test_the_command_prints_what_the_generator_renders(capsys):
         (("odfweb3", "keys", "identity", ""), ["new", "list", "export"]),
         (("odfweb3", "publish", "./ds", "--cid-version", ""), ["0", "1"]),
         (("odfweb3", "--config", "x.yaml", "completion", ""), ["bash", "zsh", "fish"]),
-        (("odfweb3", "describe", "ds", "--format", ""), ["jsonld", "ttl"]),
+        (
+            ("odfweb3", "describe", "ds", "--format", ""),
+            ["jsonld", "ttl", "croissant", "dcat", "datacite"],
+        ),
         (("odfweb3", "wallet", "b"), ["balance"]),
     ],
 )
