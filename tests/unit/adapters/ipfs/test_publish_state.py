@@ -182,11 +182,14 @@ def test_the_cli_sees_a_state_through_its_backend_and_typed_form():
     assert state_facts(node) == StateFacts(
         name=NODE_RECORD["name"], sequence=4, validity=NODE_RECORD["validity"],
         mode="routing/put", pending=True, source="/data/ds",
+        share=(("latest version", f"ipns://{NODE_RECORD['name']}"),),
     )  # fmt: skip
     car = PublishState(
         dataset_id="did:odf:x", target="car:/out", record={"name": "k51", "sequence": 0},
         extra={"encrypted": True, "keyEnvelope": "bafyenv"},
     )  # fmt: skip
-    assert state_facts(car) == StateFacts(name="k51", sequence=0, key_envelope="bafyenv")
+    assert state_facts(car) == StateFacts(
+        name="k51", sequence=0, key_envelope="bafyenv", share=(("latest version", "ipns://k51"),)
+    )
     with pytest.raises(FormatError, match=r"^publish state of car:/out: malformed"):
         state_facts(car.evolve(record={"sequence": "0"}))
