@@ -41,6 +41,7 @@ __all__ = [
     "DnsLinker",
     "DnsTxtLookup",
     "KeyEnvelopeReader",
+    "KeyNamer",
     "NamePusher",
     "OptionsChecker",
     "PinReporter",
@@ -57,6 +58,7 @@ __all__ = [
     "backend_for_ref",
     "backend_for_target",
     "checked_options",
+    "key_namer",
     "open_target",
     "state_facts",
 ]
@@ -83,6 +85,8 @@ class TargetOptions:
     # pinning: where ODFWEB3_PINNING_<NAME>_TOKEN is read (the CLI passes os.environ)
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     notify: Callable[[str], None] | None = None  # pinning: status changes, one line each
+    # a signing key created for a dataset's first publish: said once, with how to back it up
+    announce: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -325,6 +329,27 @@ class SigningIdentity(Protocol):
     def signing_identity(self, dataset_id: str, config: Config) -> str:
         """``ipns://NAME`` of the key this keystore signs ``dataset_id``'s records with."""
         ...
+
+
+@runtime_checkable
+class KeyNamer(Protocol):
+    """A backend whose names are the keystore's Ed25519 keys (IPFS: an IPNS name is its key)."""
+
+    def key_name(self, public_key: bytes) -> str:
+        """The name a raw 32-byte Ed25519 public key signs for (``k51…``)."""
+        ...
+
+    def named_key(self, text: str) -> bytes | None:
+        """The raw public key ``text`` names, or None when ``text`` is not such a name."""
+        ...
+
+
+def key_namer() -> KeyNamer | None:
+    """The backend that names keys (None when no installed backend does)."""
+    for backend in all_backends():
+        if isinstance(backend, KeyNamer):
+            return backend
+    return None
 
 
 @runtime_checkable

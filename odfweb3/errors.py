@@ -23,7 +23,8 @@ classes, the CLI's table and docs/security.md)::
     ├── LocalIOError                     local disk: full, read-only, denied  exit 74
     ├── CryptoError                                                           exit 2
     │   ├── DecryptionError              wrong key, or ciphertext altered     exit 2
-    │   └── SignatureError               a forged or broken signature         exit 65
+    │   ├── SignatureError               a forged or broken signature         exit 65
+    │   └── SigningKeyMissing            a name's key is not in the keystore  exit 77
     └── BackendError                     raised by adapters only              exit 69
         ├── BackendUnavailable           cannot reach the node or gateway     exit 69
         └── BackendRejected(status, detail)                                   exit 69
@@ -62,6 +63,7 @@ __all__ = [
     "ReplicaMismatch",
     "ResolutionError",
     "SignatureError",
+    "SigningKeyMissing",
     "UsageError",
     "ValidationFailed",
     "error_code",
@@ -158,6 +160,16 @@ class SignatureError(CryptoError):
     """A signature does not verify against the key it claims (forged or corrupt data)."""
 
     exit_code = 65
+
+
+class SigningKeyMissing(CryptoError):
+    """The dataset is already published under a name whose key is not in this keystore.
+
+    Exit 77 (sysexits EX_NOPERM): this machine may not sign for the name; retrying does not
+    help, importing the key (``odfweb3 keys import``) does. Nothing was sent.
+    """
+
+    exit_code = 77
 
 
 class ReplicaMismatch(IntegrityError):

@@ -32,7 +32,7 @@ from odfweb3.backends import (
 )
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
-from odfweb3.errors import BackendError, OdfWeb3Error, UsageError
+from odfweb3.errors import BackendError, FormatError, OdfWeb3Error, UsageError
 from odfweb3.odf.identity import DatasetId
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.state import PublishState, StateStore
@@ -49,6 +49,7 @@ from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.name_push import push_record_file, record_file
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
 from odfweb3_ipfs.publish.pinning_config import load_service, open_pinning_target
+from odfweb3_ipfs.publish.signing_key import KnownName, other_names
 from odfweb3_ipfs.publish.state import (
     DagFacts,
     parse_car_extra,
@@ -85,8 +86,9 @@ def open_ipfs_target(
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--to ipfs:{url}: give the node's RPC API as http://HOST:PORT")
     timeout = float(config.get("ipfs", "timeout", default=60.0))
+    client = KuboClient(url, settings=config.network, timeout=timeout)
     return IpfsNodeTarget(
-        KuboClient(url, settings=config.network, timeout=timeout),
+        client,
         Keystore(config.keystore_dir),
         StateStore(config.state_dir),
         gateway_url=config.ipfs_gateway,
@@ -95,7 +97,14 @@ def open_ipfs_target(
         unpin_previous=options.unpin_previous,
         sealer=options.sealer,
         publisher=config.get("publisher"),
+        announce=options.announce,
+        other_names=_names_outside(config, f"ipfs:{client.api_url}"),
     )
+
+
+def _names_outside(config: Config, target: str) -> Callable[[str], list[KnownName]]:
+    """The dataset's names this machine knows outside ``target`` (:mod:`.signing_key`)."""
+    return lambda dataset_id: other_names(config.state_dir, dataset_id, exclude=target)
 
 
 def ipfs_access(
@@ -159,6 +168,8 @@ class IpfsBackend:
                 sealer=options.sealer,
                 seen=SequenceMemory(config.state_dir / SEEN_FILE),
                 seal=OutDirSeal(config.state_dir, f"car:{out}"),
+                announce=options.announce,
+                other_names=_names_outside(config, f"car:{out}"),
             )
         if kind == "pinning":
             via_car = config.get("pinning", "via") == "car"
@@ -302,6 +313,18 @@ class IpfsBackend:
         self, config: Config, path: Path, name: str, url: str, *, check: bool = True
     ) -> dict[str, Any]:
         return push_record_file(config, path, name, url, check=check)
+
+    def key_name(self, public_key: bytes) -> str:
+        """The IPNS name (``k51…``) of a raw Ed25519 public key."""
+        return str(IpnsName.from_public_key(public_key))
+
+    def named_key(self, text: str) -> bytes | None:
+        """The Ed25519 key inlined in the IPNS name ``text`` (``k51…``, ``12D3Koo…``,
+        ``/ipns/…``), or None when ``text`` is not such a name."""
+        try:
+            return parse_ipns_name(text).inlined_public_key()
+        except FormatError:
+            return None
 
     def signing_identity(self, dataset_id: str, config: Config) -> str:
         """``ipns://NAME`` of this keystore's key for the dataset, else of the dataset ID's key

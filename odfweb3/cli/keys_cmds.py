@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from odfweb3.backends import KeyNamer, key_namer
 from odfweb3.crypto.envelope import (
     PUBLIC_KEY_PREFIX,
     Envelope,
@@ -30,12 +31,23 @@ from odfweb3.crypto.envelope import (
     rotate_envelope,
     x25519_recipient,
 )
+from odfweb3.crypto.ipns_keyfile import (
+    ENCRYPTED,
+    FORMATS,
+    LIBP2P_CLEARTEXT,
+    MAX_KEY_FILE,
+    PEM_CLEARTEXT,
+    decode_key_file,
+    encode_key_file,
+    is_key_file,
+)
 from odfweb3.crypto.keyfiles import (
     ContentKeyStore,
     DatasetKeys,
     IdentityStore,
     write_private,
 )
+from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.policy import unlock_envelope
 from odfweb3.errors import DecryptionError, NotFound, UsageError
 from odfweb3.read.replica import Replica
@@ -105,16 +117,48 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_rotate)
 
     p = ks.add_parser(
-        "export", parents=[common], help="write a dataset's content keys wrapped by a passphrase"
+        "export",
+        parents=[common],
+        help="write an IPNS key (for another machine or Kubo) or a dataset's content keys",
+        description="With an IPNS name (k51…), or a dataset and --ipns: write the key that "
+        "signs that name, for `odfweb3 keys import` on another machine (passphrase-protected, "
+        f"the default {ENCRYPTED}) or for Kubo's `ipfs key import` (--format "
+        f"{PEM_CLEARTEXT} or {LIBP2P_CLEARTEXT}: the key in the clear). With a dataset: "
+        "its content keys wrapped by a passphrase. The file is written with mode 0600 and "
+        "an IPNS key file is never replaced.",
     )
-    p.add_argument("dataset", help="did:odf:… or dataset directory")
+    p.add_argument(
+        "what", metavar="NAME", help="an IPNS name (k51…), or did:odf:… / a dataset directory"
+    )
     p.add_argument("--out", type=Path, required=True, help="file to write (mode 0600)")
+    p.add_argument(
+        "--ipns", action="store_true", help="with a dataset: export its IPNS key instead"
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=ENCRYPTED,
+        help=f"IPNS key file form (default {ENCRYPTED}; the others are what Kubo reads)",
+    )
     _passphrase_args(p, flag=False)
     p.set_defaults(handler=_export)
 
-    p = ks.add_parser("import", parents=[common], help="import keys from an envelope file")
-    p.add_argument("file", type=Path, help="a key envelope (from keys export or a publish)")
-    p.add_argument("--identity", help="open it with this identity instead of a passphrase")
+    p = ks.add_parser(
+        "import",
+        parents=[common],
+        help="import an IPNS key file, or content keys from an envelope file",
+        description="An IPNS key file (from keys export, or Kubo's ipfs key export in either "
+        "form) is kept in the keystore for its dataset; a key envelope's content keys are "
+        "merged with the dataset's. Keys are never replaced: a second key of a dataset is "
+        "kept beside the first, for a target already published under its name.",
+    )
+    p.add_argument("file", type=Path, help="an IPNS key file or a key envelope")
+    p.add_argument("--identity", help="open an envelope with this identity, not a passphrase")
+    p.add_argument(
+        "--dataset",
+        help="did:odf:… or dataset directory the IPNS key signs for (a cleartext file "
+        "does not say)",
+    )
     _passphrase_args(p, flag=False)
     p.set_defaults(handler=_import)
 
@@ -312,7 +356,13 @@ def _rotate(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _export(args: argparse.Namespace, ctx: Any) -> int:
-    did = dataset_id_of(args.dataset)
+    namer = key_namer()
+    named = namer.named_key(args.what) if namer is not None else None
+    if named is not None or args.ipns:
+        return _export_ipns(args, ctx, named)
+    if args.format != ENCRYPTED:
+        raise UsageError("--format is for IPNS keys: give an IPNS name, or --ipns")
+    did = dataset_id_of(args.what)
     keys = _store(ctx).load(did)
     pw = read_passphrase(ctx, args.passphrase_file, confirm=True, what="export passphrase")
     recipient, kek = passphrase_recipient(pw, label="export")
@@ -323,11 +373,60 @@ def _export(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
+def _namer() -> KeyNamer:
+    namer = key_namer()
+    if namer is None:
+        raise UsageError("no installed backend names keys (IPNS): reinstall odfweb3")
+    return namer
+
+
+def _export_ipns(args: argparse.Namespace, ctx: Any, public_key: bytes | None) -> int:
+    """``keys export NAME``: the key behind an IPNS name, for another machine or Kubo."""
+    keystore = Keystore(ctx.config.keystore_dir)
+    namer = _namer()
+    if public_key is None:  # --ipns DATASET: the dataset's own key
+        did = dataset_id_of(args.what)
+        key = keystore.load(did)
+    else:
+        labels = keystore.labels_with(public_key)
+        if not labels:
+            raise NotFound(
+                f"no key for {namer.key_name(public_key)} in {keystore.root}: export it on "
+                "the machine that publishes it"
+            )
+        did = labels[0]
+        found = keystore.find(did, public_key)
+        if found is None:  # removed since labels_with looked
+            raise NotFound(f"no key for {namer.key_name(public_key)} in {keystore.root}")
+        key = found
+    name = namer.key_name(key.public_key().public_bytes_raw())
+    pw = None
+    if args.format == ENCRYPTED:
+        pw = read_passphrase(ctx, args.passphrase_file, confirm=True, what="export passphrase")
+    data = encode_key_file(key, args.format, dataset_id=did, passphrase=pw)
+    write_private(args.out, data, replace=False, private_dir=False)
+    if args.format != ENCRYPTED:
+        ctx.out.warn(
+            f"{args.out} holds the key of {name} in the clear: whoever reads it can sign "
+            f"records for the name; delete it once imported (ipfs key import NAME -f "
+            f"{args.format} {args.out})"
+        )
+    result = {"ipnsName": name, "datasetId": did, "format": args.format, "file": str(args.out)}
+    ctx.out.result(result, lambda: f"wrote the key of {name} ({did}) to {args.out}")
+    return 0
+
+
 def _import(args: argparse.Namespace, ctx: Any) -> int:
     try:
-        env = decode_envelope(args.file.read_bytes())
+        with open(args.file, "rb") as f:
+            raw = f.read(max(MAX_KEY_FILE, 16 << 20) + 1)
     except OSError as exc:
-        raise NotFound(f"cannot read key envelope {args.file}: {exc.strerror}") from exc
+        raise NotFound(f"cannot read {args.file}: {exc.strerror}") from exc
+    if is_key_file(raw):
+        return _import_ipns(args, ctx, raw)
+    if args.dataset:
+        raise UsageError(f"{args.file} is a key envelope: it names its dataset, drop --dataset")
+    env = decode_envelope(raw)
     if args.identity:
         ring = open_envelope(env, IdentityStore(ctx.config.keystore_dir).load(args.identity))
     else:
@@ -339,6 +438,33 @@ def _import(args: argparse.Namespace, ctx: Any) -> int:
     else:
         keys = DatasetKeys(ring, new_envelope(ring))
     _show_keys(ctx, keys, store.save(keys), f"imported epochs {ring.epochs}")
+    return 0
+
+
+def _import_ipns(args: argparse.Namespace, ctx: Any, raw: bytes) -> int:
+    """``keys import FILE``: an IPNS key kept for its dataset (never replacing a key)."""
+    file = decode_key_file(
+        raw,
+        passphrase=lambda: read_passphrase(ctx, args.passphrase_file, confirm=False),
+        where=str(args.file),
+    )
+    did = dataset_id_of(args.dataset) if args.dataset else None
+    if file.dataset_id is not None and did is not None and did != file.dataset_id:
+        raise UsageError(
+            f"{args.file} is the key of {file.dataset_id}, not {did}; nothing was imported"
+        )
+    did = did or file.dataset_id
+    if did is None:
+        raise UsageError(
+            f"{args.file} ({file.format}) does not say which dataset it signs for: "
+            "add --dataset did:odf:… or the dataset directory"
+        )
+    keystore = Keystore(ctx.config.keystore_dir)
+    path, new = keystore.add(did, file.key)
+    name = _namer().key_name(file.key.public_key().public_bytes_raw())
+    data = {"ipnsName": name, "datasetId": did, "keyFile": str(path), "new": new}
+    what = "imported" if new else "already had"
+    ctx.out.result(data, lambda: f"{what} the key of {name} for {did} in {keystore.root}")
     return 0
 
 

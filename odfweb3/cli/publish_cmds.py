@@ -445,6 +445,7 @@ def _publish_one(
             max_cost=args.max_cost,
             env=ctx.env,
             notify=ctx.out.info,
+            announce=ctx.out.warn,
             on_price=lambda winston, size: ctx.out.info(
                 f"price: {format_winston(winston)} for {format_bytes(size)}; posting"
             ),

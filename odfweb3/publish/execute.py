@@ -42,6 +42,7 @@ from odfweb3.publish.target import (
     RemoteView,
     SealingTarget,
     SessionTarget,
+    SigningTarget,
     UploadResult,
 )
 
@@ -140,6 +141,8 @@ def publish_dataset(
         _, decided = settle_encryption(facts, ask or (lambda question: False))
         if decided.encrypt != (sealer is not None):  # the policy never turns it around
             raise UsageError(f"{target.name}: the encryption decision changed; nothing was sent")
+    if isinstance(target, SigningTarget):  # 2: a name whose key is not here (exit 77)
+        target.check_signing(str(dataset_id))
     plan = plan_publish(  # 3
         chain,
         dataset_id=str(dataset_id),

@@ -19,7 +19,14 @@ from odfweb3.publish.state import PublishState
 if TYPE_CHECKING:
     from odfweb3.crypto.sealer import Sealer
 
-__all__ = ["PublishTarget", "RemoteView", "SealingTarget", "SessionTarget", "UploadResult"]
+__all__ = [
+    "PublishTarget",
+    "RemoteView",
+    "SealingTarget",
+    "SessionTarget",
+    "SigningTarget",
+    "UploadResult",
+]
 
 ProgressFn = Callable[[int], None]
 
@@ -98,6 +105,20 @@ class SealingTarget(Protocol):
     @property
     def sealer(self) -> Sealer | None:
         """The sealer given when the target was opened."""
+        ...
+
+
+@runtime_checkable
+class SigningTarget(Protocol):
+    """A target whose name is a key (IPNS): ``inspect`` found the name the dataset is
+    published under there; the executor asks before anything is sent, in a dry run too."""
+
+    def check_signing(self, dataset_id: str) -> None:
+        """Refuse when that name's key is not in the keystore.
+
+        Raises:
+            SigningKeyMissing: nothing may be sent (exit 77).
+        """
         ...
 
 

@@ -73,6 +73,15 @@ def world(encrypted):
     return encrypted.built, encrypted.sealer, encrypted.alice, encrypted.ring
 
 
+@pytest.fixture
+def world_fresh_key(tmp_path, monkeypatch):
+    """Another dataset (another seed, so another did:odf) for a publish under a fresh key of
+    the test's own keystore: ``world``'s dataset is published on the session node under its
+    own name by another test, and a keystore without that name's key is refused there."""
+    w = make_encrypted_world(tmp_path, monkeypatch, data_bytes=400_000, seed=10)
+    return w.built, w.sealer, w.alice, w.ring
+
+
 def test_encrypted_publish_to_node_leaks_nothing_and_decrypts(
     tmp_path, ipfs_node, world, encrypted
 ):
@@ -321,8 +330,10 @@ def test_resolve_encrypted_ipns_and_did_with_and_without_keys(tmp_path, ipfs_nod
     assert "content:  encrypted, NOT checked" in out and head in out
 
 
-def test_pull_verify_resolve_ipfs_cid_with_key_envelope(tmp_path, ipfs_node, capsys, world):
-    built, sealer, _alice, _ring = world
+def test_pull_verify_resolve_ipfs_cid_with_key_envelope(
+    tmp_path, ipfs_node, capsys, world_fresh_key
+):
+    built, sealer, _alice, _ring = world_fresh_key
     did = str(built.keypair.dataset_id)
     outcome, _name = _publish_encrypted(tmp_path, ipfs_node, built, sealer)
     envelope_cid = outcome.state.extra["keyEnvelope"]
@@ -385,8 +396,8 @@ def test_pull_verify_resolve_ipfs_cid_with_key_envelope(tmp_path, ipfs_node, cap
     assert code != 0 and "no key" in err and not (tmp_path / "eve" / "refs").exists()
 
 
-def test_wrong_key_envelope_is_a_clear_error(tmp_path, ipfs_node, capsys, world):
-    built, sealer, _alice, _ring = world
+def test_wrong_key_envelope_is_a_clear_error(tmp_path, ipfs_node, capsys, world_fresh_key):
+    built, sealer, _alice, _ring = world_fresh_key
     outcome, name = _publish_encrypted(tmp_path, ipfs_node, built, sealer)
     ref = f"ipfs://{outcome.upload.locator}"
     # another dataset whose keys this keystore also holds

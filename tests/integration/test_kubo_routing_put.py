@@ -88,7 +88,11 @@ def test_push_offline_record_then_get_returns_our_bytes(capsys, tmp_path, env, k
 
     # The node itself now resolves the name to the new head (record -> root -> refs/head is
     # checked by resolve; the blocks come from the CAR imported into the node).
-    for car in sorted(out_dir.glob("*.car")):
+    # In publish.json's order, oldest first: a delta CAR's root links blocks of the CARs
+    # before it (sorted by name, a delta whose CID sorts first would pin a root whose blocks
+    # the node must then look for on the network).
+    order = json.loads((out_dir / "publish.json").read_text())["import"][0].split()[3:]
+    for car in (out_dir / car_name for car_name in order):
         kubo.rpc(
             "dag/import", files={"file": (car.name, car.read_bytes(), "application/vnd.ipld.car")}
         )

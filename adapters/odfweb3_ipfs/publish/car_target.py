@@ -51,7 +51,7 @@ import io
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,6 +87,7 @@ from odfweb3_ipfs.publish.pipeline import (
     reusable_state,
     write_delta_car,
 )
+from odfweb3_ipfs.publish.signing_key import KeyChooser, KnownName, names_in_car_dir
 from odfweb3_ipfs.publish.state import (
     CarExtra,
     CarState,
@@ -140,6 +141,8 @@ class CarTarget:
         sealer: Sealer | None = None,
         seen: SequenceMemory | None = None,
         seal: OutDirSeal | None = None,
+        announce: Callable[[str], None] | None = None,
+        other_names: Callable[[str], Sequence[KnownName]] | None = None,
     ) -> None:
         self.out_dir = out_dir
         # What this machine last wrote here (private state): what a publish reuses from
@@ -153,6 +156,8 @@ class CarTarget:
         self.sealer = sealer
         self.name = f"car:{out_dir}"
         self.keystore = keystore
+        # One name per dataset and target (:mod:`.signing_key`): decided in inspect.
+        self.keys = KeyChooser(keystore, self.name, announce=announce, others=other_names)
         self.profile = profile or profile_for(None, cid_version)
         self.cid_version = self.profile.cid_version
         self.lifetime = lifetime
@@ -199,7 +204,7 @@ class CarTarget:
     @property
     def build_settings(self) -> BuildSettings:
         """How this target builds what it publishes (:mod:`.pipeline`)."""
-        return BuildSettings(self.keystore, self.profile, self.sealer, self.publisher)
+        return BuildSettings(self.keys.key, self.profile, self.sealer, self.publisher)
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
@@ -207,13 +212,15 @@ class CarTarget:
         self._resume = None
         state, raw = self._load()
         self._seen_head = state.head if state is not None else None
-        if state is None:
-            return self._resumed_view(dataset_id)
-        if state.dataset_id != dataset_id:
+        if state is not None and state.dataset_id != dataset_id:
             raise ConflictError(
                 f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
                 "use another output directory"
             )
+        # The key of the name this directory holds, or a refusal (check_signing raises it).
+        self.keys.decide(dataset_id, names_in_car_dir(self.out_dir, dataset_id, state))
+        if state is None:
+            return self._resumed_view(dataset_id)
         car = self._typed(state)
         # Its publish.json says whether its CARs hold ciphertext (also to a new machine).
         encrypted = bool(car.extra.dag.encrypted or car.extra.dag.key_envelope)
@@ -343,6 +350,12 @@ class CarTarget:
             due = True
         return RemoteRecord(renewal_due=due, inputs=car.extra.dag.inputs)
 
+    def check_signing(self, dataset_id: str) -> None:
+        """Refuse when the dataset is published under a name whose key is not here
+        (:mod:`.signing_key`; decided by ``inspect``). Called by the executor once its own
+        refusals passed, in a dry run too, and by ``upload`` first."""
+        self.keys.check(dataset_id)
+
     def upload(
         self,
         plan: PublishPlan,
@@ -351,6 +364,7 @@ class CarTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         """Write the delta CAR (temp file, then renamed to ``<root>.car``)."""
+        self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing written
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._unchanged = False
         self._check_unchanged(view)
@@ -524,7 +538,7 @@ class CarTarget:
         return self._commit(plan, upload, view)
 
     def _commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
-        key = self.keystore.load_or_generate(plan.dataset_id)
+        key = self.keys.key(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
         prev = self._typed(view.state) if view.state else None
         last = prev.record.sequence if prev else None

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -83,7 +83,7 @@ from odfweb3_ipfs.formats.ipns import (
     encode_record,
     verify_record,
 )
-from odfweb3_ipfs.formats.libp2p_keys import IpnsName, public_key_bytes
+from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
 from odfweb3_ipfs.publish.node_batches import BATCH_BYTES, BATCH_OBJECTS, BatchLog, BatchSender
@@ -96,6 +96,7 @@ from odfweb3_ipfs.publish.pipeline import (
     reusable_state,
     side_files,
 )
+from odfweb3_ipfs.publish.signing_key import KeyChooser, KnownName, dataset_name
 from odfweb3_ipfs.publish.state import (
     DagFacts,
     IpnsFacts,
@@ -170,8 +171,20 @@ def _names_envelope(seen: NodeRecord | None) -> bool:
     return odf is not None and bool(odf.extra.get("keyEnvelope"))
 
 
-def _dataset_key(keystore: Keystore, dataset_id: str) -> Ed25519PrivateKey | None:
-    return keystore.load(dataset_id) if keystore.has(dataset_id) else None
+def _state_key(
+    target: IpfsNodeTarget, dataset_id: str, typed: NodeState | None
+) -> Ed25519PrivateKey | None:
+    """The key of the name a saved state says the dataset is published under (republish).
+
+    Raises:
+        SigningKeyMissing: that name's key is not in the keystore.
+    """
+    if typed is None or not typed.record.name:
+        keystore = target.keystore
+        return keystore.load(dataset_id) if keystore.has(dataset_id) else None
+    name = parse_ipns_name(typed.record.name)
+    target.keys.decide(dataset_id, [KnownName(name, "its publish state")])
+    return target.keys.key(dataset_id)
 
 
 def _head_of(client: KuboClient, node_record: NodeRecord, root: Cid) -> bytes:
@@ -240,6 +253,8 @@ class IpfsNodeTarget:
         clock: Clock = lambda: datetime.now(UTC),
         sealer: Sealer | None = None,
         publisher: Mapping[str, Any] | None = None,
+        announce: Callable[[str], None] | None = None,
+        other_names: Callable[[str], Sequence[KnownName]] | None = None,
     ) -> None:
         self.client = client
         self.sealer = sealer
@@ -248,6 +263,8 @@ class IpfsNodeTarget:
         self.states = states
         self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
         self.name = f"ipfs:{client.api_url}"
+        # One name per dataset and target (:mod:`.signing_key`): decided in inspect.
+        self.keys = KeyChooser(keystore, self.name, announce=announce, others=other_names)
         self.profile = profile or profile_for(None, cid_version)
         self.cid_version = self.profile.cid_version
         self.lifetime = lifetime
@@ -319,17 +336,14 @@ class IpfsNodeTarget:
     @property
     def build_settings(self) -> BuildSettings:
         """How this target builds what it publishes (:mod:`.pipeline`)."""
-        return BuildSettings(self.keystore, self.profile, self.sealer, self.publisher)
+        return BuildSettings(self.keys.key, self.profile, self.sealer, self.publisher)
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the node holds for the dataset (state checked against the node)."""
         notes: list[str] = []
         self._started = time.time()
         state = self._load(dataset_id)
-        key = _dataset_key(self.keystore, dataset_id)
-        seen = None
-        if key is not None:
-            seen = read_node_record(self.client, IpnsName.from_public_key(public_key_bytes(key)))
+        seen = self._record_of_name(dataset_id, state)
         self._seen = seen
         if seen is not None and seen.expired:
             notes.append("the node's IPNS record has expired; this publish renews it")
@@ -451,6 +465,46 @@ class IpfsNodeTarget:
             encrypted=view.encrypted or self.sealer is not None,
         )
 
+    def _record_of_name(self, dataset_id: str, state: PublishState | None) -> NodeRecord | None:
+        """Decide which key signs (:mod:`.signing_key`) from the records the node holds,
+        and return the node's record for that name. Asked, in order, until the node holds
+        a record of a name whose key is here: the name of our state, the keystore's names
+        for the dataset; when none has a record, the dataset's own name (its identity key)
+        and the names known outside this target, so a second machine finds the name the
+        first one published (a record of another dataset does not count).
+
+        A name whose key is not here makes ``upload`` refuse (``SigningKeyMissing``),
+        before anything is sent.
+        """
+        held = self.keys.held(dataset_id)
+        typed = self._typed(state) if state is not None else None
+        first = [parse_ipns_name(typed.record.name)] if typed and typed.record.name else []
+        found: list[KnownName] = []
+        records: dict[IpnsName, NodeRecord] = {}
+
+        def ask(names: Iterable[IpnsName]) -> None:
+            for name in dict.fromkeys(names):
+                if name in records or (found and found[0].name in held):
+                    continue
+                seen = read_node_record(self.client, name)
+                odf = seen.record.odf if seen is not None else None
+                if seen is not None and (odf is None or odf.dataset_id == dataset_id):
+                    records[name] = seen
+                    found.append(KnownName(name, f"the record {self.name} holds"))
+                    found.sort(key=lambda k: k.name not in held)
+
+        ask([*first, *held])
+        if not found:
+            own = dataset_name(dataset_id)
+            ask(
+                [
+                    *([own] if own is not None else []),
+                    *(k.name for k in self.keys.others(dataset_id)),
+                ]
+            )
+        plan = self.keys.decide(dataset_id, found)
+        return records.get(plan.name) if plan.name is not None else None
+
     def _view_from_record(
         self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
     ) -> RemoteView:
@@ -513,6 +567,12 @@ class IpfsNodeTarget:
 
     # -- steps 3-5 ----------------------------------------------------------------------
 
+    def check_signing(self, dataset_id: str) -> None:
+        """Refuse when the dataset is published under a name whose key is not here
+        (:mod:`.signing_key`; decided by ``inspect``). Called by the executor once its own
+        refusals passed, in a dry run too, and by ``upload`` first."""
+        self.keys.check(dataset_id)
+
     def upload(
         self,
         plan: PublishPlan,
@@ -521,6 +581,7 @@ class IpfsNodeTarget:
         progress: Callable[[int], None],
     ) -> UploadResult:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
+        self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing sent
         prev = view.state
         sent_before = self.client.stats.bytes_sent
         # Sent in batches of whole, checked objects, each recorded and pinned once the node
@@ -707,7 +768,7 @@ class IpfsNodeTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Put the signed record (sequence + 1) for the new root; detect a lost race."""
-        key = self.keystore.load_or_generate(plan.dataset_id)
+        key = self.keys.key(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
         now_seen = read_node_record(self.client, name)
         before = self._seen
@@ -855,8 +916,8 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
         NotFound: nothing was published for this dataset on this node.
     """
     state = target.states.load(dataset_id, target.name)
-    key = _dataset_key(target.keystore, dataset_id)
     typed = target._typed(state) if state is not None else None
+    key = _state_key(target, dataset_id, typed)
     if key is None or state is None or typed is None or typed.record.value is None:
         raise NotFound(
             f"{target.name}: nothing published for {dataset_id} (no key or state); "

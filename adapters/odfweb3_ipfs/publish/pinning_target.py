@@ -163,6 +163,10 @@ class PinningTarget:
         self._stop_if_none_left()
         return self.node.inspect(dataset_id, local_head)
 
+    def check_signing(self, dataset_id: str) -> None:
+        """The node's (or car:'s) refusal of a name whose key is not here (exit 77)."""
+        self.node.check_signing(dataset_id)
+
     def upload(
         self,
         plan: PublishPlan,

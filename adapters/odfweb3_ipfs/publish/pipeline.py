@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Literal, NoReturn
 
-from odfweb3.crypto.keystore import Keystore
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import (
     build_descriptor,
@@ -97,13 +98,14 @@ class BuildSettings:
     """How an IPFS target builds what it publishes, given once to the pipeline's steps.
 
     Attributes:
-        keystore: the datasets' keys (the descriptor names the dataset key's IPNS name).
+        ipns_key: the key that signs the dataset's record on this target, by dataset ID
+            (the descriptor names its IPNS name; :mod:`.signing_key` chooses it).
         profile: the UnixFS import parameters (CID version, chunking, layout).
         sealer: encrypt every object, ``refs/head``, and publish the key envelope.
         publisher: the FOAF agent named as the descriptor's creator.
     """
 
-    keystore: Keystore
+    ipns_key: Callable[[str], Ed25519PrivateKey]
     profile: CidProfile
     sealer: Sealer | None = None
     publisher: Mapping[str, Any] | None = None
@@ -289,8 +291,8 @@ def side_files(
     fails validation (e.g. no ``publisher.name`` configured) is left out, the reason in
     ``skipped["descriptorSkipped"]``.
     """
-    keystore, profile, sealer, publisher = (
-        settings.keystore,
+    ipns_key, profile, sealer, publisher = (
+        settings.ipns_key,
         settings.profile,
         settings.sealer,
         settings.publisher,
@@ -300,7 +302,7 @@ def side_files(
             (_unixfs_file("keyEnvelope", sealer.envelope, profile),),
             {"descriptorSkipped": ENCRYPTED_NO_DESCRIPTOR},
         )
-    name = IpnsName.from_public_key(public_key_bytes(keystore.load_or_generate(plan.dataset_id)))
+    name = IpnsName.from_public_key(public_key_bytes(ipns_key(plan.dataset_id)))
     locators = {"ipfs": root, "ipns": str(name)}
     if plan.facts is not None:  # the verified chain's facts: no walk at all (issue 19)
         doc = descriptor_from_facts(plan.facts, publisher, locators, identity=f"ipns://{name}")

@@ -254,7 +254,8 @@ def test_arfs_private_drive_is_sticky_too(tmp_path, monkeypatch, capsys):
 def test_second_machine_encrypting_needs_the_content_key(tmp_path, monkeypatch, capsys):
     """--encrypt from a machine without the dataset's content key over its ciphertext is
     refused (a new key would leave the old objects unreadable); once the keys are imported
-    (keys export / keys import) it publishes with the same key."""
+    (keys export / keys import, the content keys and the IPNS key of the directory's name)
+    it publishes with the same key."""
     ds = tmp_path / "sec"
     built = make_marked_dataset(ds, monkeypatch, seed=77)
     did = str(built.keypair.dataset_id)
@@ -276,6 +277,17 @@ def test_second_machine_encrypting_needs_the_content_key(tmp_path, monkeypatch, 
     assert code == 0, err
     code, _, err = run(
         capsys, desktop, "keys", "import", str(exported), "--passphrase-file", str(pw)
+    )
+    assert code == 0, err
+    # The directory's IPNS name is signed by the laptop's key: it comes over too.
+    ipns_key = tmp_path / "ipns.key"
+    code, _, err = run(
+        capsys, laptop, "keys", "export", str(ds), "--ipns", "--out", str(ipns_key),
+        "--passphrase-file", str(pw),
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = run(
+        capsys, desktop, "keys", "import", str(ipns_key), "--passphrase-file", str(pw)
     )
     assert code == 0, err
     code, _, err = run(capsys, desktop, "publish", str(ds), "--to", f"car:{out}")

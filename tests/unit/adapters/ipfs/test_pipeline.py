@@ -39,7 +39,7 @@ def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=3000, seed=21).path
     keystore = Keystore(tmp_path / "keys")
     plan = _plan(ds, RemoteView(head=None))
-    settings = BuildSettings(keystore, PROFILE)
+    settings = BuildSettings(keystore.load_or_generate, PROFILE)
     outs = {}
     for inline in (False, True):
         buf = io.BytesIO()
@@ -69,7 +69,7 @@ def test_descriptor_names_the_dataset_key_and_is_the_same_for_every_target(tmp_p
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=22).path
     keystore = Keystore(tmp_path / "keys")
     plan = _plan(ds, RemoteView(head=None))
-    settings = BuildSettings(keystore, PROFILE)
+    settings = BuildSettings(keystore.load_or_generate, PROFILE)
     a = side_files(plan, DatasetReader.open(ds), "bafyroot", settings)
     b = side_files(
         dataclasses.replace(plan, chain=()), DatasetReader.open(ds), "bafyroot", settings
@@ -106,7 +106,8 @@ def test_the_build_follows_the_plan_and_refuses_to_guess(tmp_path):
     assert plan.send == ()
     with pytest.raises(FormatError, match="the plan does not send"):
         build_delta(
-            plan, DatasetReader.open(ds), claims, BuildSettings(Keystore(tmp_path / "k"), PROFILE),
+            plan, DatasetReader.open(ds), claims,
+            BuildSettings(Keystore(tmp_path / "k").load_or_generate, PROFILE),
             sink=lambda cid, block: None, progress=lambda n: None,
         )  # fmt: skip
 
