@@ -6,8 +6,9 @@
         turbo.arlocal.mine(20)                # then mined, so arlocal unbundles it
         turbo.wait_status(item_id, "FINALIZED")
 
-Installed by `make turbonode` (tools/turbo_node.sh) into .testnodes/turbo/service. Everything
-runs on 127.0.0.1 in its own temp directory, on free ports, no Docker, no cloud:
+Installed by `make turbonode` (tools/turbo_node.sh; .testnodes/turbo/service links to the
+machine's build under ~/.cache/odfweb3/turbo). Everything runs on 127.0.0.1 in its own temp
+directory, on free ports, no Docker, no cloud:
 
 - postgres: a private cluster made with `initdb` (trust auth), run as `nobody` (postgres
   refuses root; CI runs as root); the service's knex migrations run before anything starts;
