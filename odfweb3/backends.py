@@ -61,6 +61,7 @@ __all__ = [
     "key_namer",
     "open_target",
     "state_facts",
+    "target_kinds",
 ]
 
 ENTRY_POINT_GROUP = "odfweb3.backends"
@@ -407,6 +408,11 @@ def backend_for_target(spec: str) -> Backend | None:
     """The backend publishing to target name ``spec``, or None."""
     kind = _scheme(spec)
     return next((b for b in all_backends() if kind in b.target_schemes), None)
+
+
+def target_kinds() -> list[str]:
+    """Every target scheme the registered backends publish to, by backend rank."""
+    return [kind for b in all_backends() for kind in b.target_schemes]
 
 
 def backend_for_ref(ref: str) -> Backend | None:

@@ -88,6 +88,7 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 remote add origin car:./out",
         "odfweb3 remote add live ipfs:http://127.0.0.1:5001",
     ),
+    ("remote", "rename"): ("odfweb3 remote rename origin backup",),
     ("remote", "remove"): ("odfweb3 remote remove origin",),
     ("remote", "list"): ("odfweb3 remote list",),
     ("version",): ("odfweb3 version", "odfweb3 version --json"),

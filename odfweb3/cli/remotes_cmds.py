@@ -1,4 +1,5 @@
-"""``odfweb3 remote``: named publish targets (``add``, ``remove``, ``list``), like ``git remote``.
+"""``odfweb3 remote``: named publish targets (``add``, ``rename``, ``remove``, ``list``; bare
+``remote`` lists them), like ``git remote``.
 
 The names are used by ``publish --to NAME``, ``verify --against NAME`` and ``status``;
 see :mod:`odfweb3.publish.remotes`. Also the helpers those commands share: what a name
@@ -24,17 +25,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "remote",
         parents=[common],
-        help="named publish targets (like git remote): add, remove, list",
+        help="named publish targets (like git remote): add, rename, remove, list",
         description="Give a publish target a short name, then use it with publish --to NAME, "
         "verify --against NAME and in status. Names are kept in the state directory "
-        "(remotes.json); local directories are stored absolute.",
+        "(remotes.json); local directories are stored absolute. Without a subcommand, lists "
+        "them (as git remote does).",
     )
+    p.set_defaults(handler=_list)
     rsub = p.add_subparsers(dest="remote_command", metavar="SUBCOMMAND")
-    rsub.required = True
+    rsub.required = False
     a = rsub.add_parser("add", parents=[common], help="name a target")
     a.add_argument("name", help="short name: a-z, 0-9, -, _ (not a target kind)")
     a.add_argument("target", help="car:DIR | ipfs | ipfs:URL | bundle:DIR | arweave | arweave:URL")
     a.set_defaults(handler=_add)
+    mv = rsub.add_parser("rename", parents=[common], help="give a remote another name")
+    mv.add_argument("old", metavar="OLD")
+    mv.add_argument("new", metavar="NEW")
+    mv.set_defaults(handler=_rename)
     r = rsub.add_parser("remove", parents=[common], help="forget a name (nothing published moves)")
     r.add_argument("name")
     r.set_defaults(handler=_remove)
@@ -43,8 +50,26 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.backends import backend_for_target, target_kinds
+
+    # The target is checked now, by the backend registry, not when it is first used.
+    if backend_for_target(args.target) is None:
+        kinds = ", ".join(target_kinds())
+        raise UsageError(
+            f"remote {args.name}: {args.target!r} is not a target: its kind is none of "
+            f"{kinds} (e.g. car:DIR, ipfs, arweave)"
+        )
     stored = Remotes(ctx.config.state_dir).add(args.name, args.target, ctx.cwd)
     ctx.out.result({"name": args.name, "target": stored}, f"{args.name} -> {shown_target(stored)}")
+    return 0
+
+
+def _rename(args: argparse.Namespace, ctx: Any) -> int:
+    target = Remotes(ctx.config.state_dir).rename(args.old, args.new)
+    ctx.out.result(
+        {"name": args.new, "previousName": args.old, "target": target},
+        f"renamed {args.old} -> {args.new} ({shown_target(target)})",
+    )
     return 0
 
 

@@ -40,6 +40,14 @@ def normalize_target(spec: str, cwd: Path | None = None) -> str:
     return spec
 
 
+def _check_name(name: str) -> None:
+    if not _NAME.match(name) or name in RESERVED:
+        raise UsageError(
+            f"remote name {name!r}: use a short lower-case word (a-z, 0-9, -, _) that is "
+            f"not a target kind ({', '.join(sorted(RESERVED))})"
+        )
+
+
 class Remotes:
     """The ``remotes.json`` of a state directory."""
 
@@ -85,11 +93,7 @@ class Remotes:
         Raises:
             UsageError: a bad or reserved name, a name already taken, an empty target.
         """
-        if not _NAME.match(name) or name in RESERVED:
-            raise UsageError(
-                f"remote name {name!r}: use a short lower-case word (a-z, 0-9, -, _) that is "
-                f"not a target kind ({', '.join(sorted(RESERVED))})"
-            )
+        _check_name(name)
         kind, _, arg = target.partition(":")
         if not kind or (kind in LOCAL_KINDS and not arg):
             raise UsageError(f"remote {name}: {target!r} is not a target (e.g. car:DIR, ipfs)")
@@ -118,6 +122,26 @@ class Remotes:
         target = remotes.pop(name)
         self._save(remotes)
         return target
+
+    def rename(self, old: str, new: str) -> str:
+        """Rename remote ``old`` to ``new`` in place (its order kept); returns its target.
+
+        Raises:
+            NotFound: no remote ``old``.
+            UsageError: a bad or reserved ``new``, or one already taken.
+        """
+        _check_name(new)
+        remotes = self.load()
+        if old not in remotes:
+            raise NotFound(f"no remote named {old!r} (odfweb3 remote list shows them)")
+        if new in remotes and new != old:
+            raise UsageError(
+                f"remote {new} already exists ({remotes[new]}); remove it first: "
+                f"odfweb3 remote remove {new}"
+            )
+        renamed = {new if n == old else n: t for n, t in remotes.items()}
+        self._save(renamed)
+        return remotes[old]
 
     def resolve(self, spec: str) -> str:
         """The target a ``--to`` / ``--against`` value names: a remote's, or ``spec`` itself."""

@@ -43,6 +43,50 @@ def test_remote_add_list_remove(cli, tmp_path):
     assert code == 66 and "no remote named 'live'" in err
 
 
+def test_bare_remote_lists_like_git_remote(cli, tmp_path):
+    assert cli("remote") == (0, "no remotes (add one: odfweb3 remote add NAME TARGET)\n", "")
+    assert cli("remote", "add", "origin", "car:out")[0] == 0
+    assert cli("remote", "add", "live", "ipfs")[0] == 0
+    code, out, _ = cli("remote")
+    assert code == 0 and out.split() == ["origin", "car:out", "live", "ipfs"]
+    assert json.loads(cli("remote", "--json")[1]) == json.loads(cli("remote", "list", "--json")[1])
+
+
+@pytest.mark.parametrize("target", ["foo:bar", "carr:/x", "s3://bucket", "ipfss"])
+def test_remote_add_refuses_a_target_no_backend_publishes_to(cli, target):
+    code, out, err = cli("remote", "add", "bad", target)
+    assert code == 64 and out == "" and err.count("\n") == 1
+    # One line naming what is known, from the backend registry.
+    assert f"{target!r} is not a target" in err
+    for kind in ("car", "ipfs", "pinning", "bundle", "arweave", "turbo"):
+        assert kind in err
+    assert cli("remote", "list", "--json")[1] == '{\n  "remotes": []\n}\n'  # nothing stored
+
+
+def test_remote_rename_keeps_the_target_and_the_order(cli, tmp_path):
+    cli("remote", "add", "origin", "car:out")
+    cli("remote", "add", "live", "ipfs")
+    code, out, _ = cli("remote", "rename", "origin", "backup", "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "name": "backup",
+        "previousName": "origin",
+        "target": f"car:{tmp_path / 'out'}",
+    }
+    assert cli("remote")[1].split() == ["backup", "car:out", "live", "ipfs"]
+    # A renamed remote is used by its new name.
+    assert cli("example", "ds", "--blocks", "1", "-q")[0] == 0
+    code, out, _ = cli("publish", "ds", "--to", "backup", "--json")
+    assert code == 0 and json.loads(out)["plan"]["target"] == f"car:{tmp_path / 'out'}"
+    code, _, err = cli("remote", "rename", "origin", "x")
+    assert code == 66 and "no remote named 'origin'" in err
+    code, _, err = cli("remote", "rename", "backup", "live")
+    assert code == 64 and "remote live already exists" in err
+    code, _, err = cli("remote", "rename", "backup", "ipfs")
+    assert code == 64 and "not a target kind" in err
+    assert cli("remote")[1].split() == ["backup", "car:out", "live", "ipfs"]
+
+
 def test_publish_verify_status_by_name_and_publish_to_all(cli, tmp_path):
     cli("example", "ds", "--blocks", "1", "-q")
     cli("remote", "add", "origin", "car:out")
