@@ -265,8 +265,13 @@ def test_an_input_directory_stands_for_the_name_that_signed_its_record(
 
     out = tmp_path / "out"
     honest, evil = out / "inputs" / "a", out / "inputs" / "b"
+    # The attacker publishes from a machine of its own (keystore and state): from this
+    # machine's state, which knows the honest name, a keystore without its key is refused.
     for where, keys in ((honest, "keys"), (evil, "keys-b")):
-        env = _env(tmp_path) | {"ODFWEB3_KEYSTORE": str(tmp_path / keys)}
+        env = _env(tmp_path) | {
+            "ODFWEB3_KEYSTORE": str(tmp_path / keys),
+            "ODFWEB3_STATE_DIR": str(tmp_path / f"state-{keys}"),
+        }
         assert main(["publish", str(ds), "--to", f"car:{where}", "-q"], env=env) == 0, capsys
     name, theirs = _summary(honest)["ipnsName"], _summary(evil)["ipnsName"]
     # The attacker's copy claims the honest input's name in the unsigned field.
