@@ -85,7 +85,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Read the replica's head, walk its blocks, fetch data files and checkpoints "
         "in parallel, then the linked objects their ObjectLink columns name, verify every hash "
         "and size, write objects first and refs/head last. "
-        "Incremental when DEST holds an ancestor; a diverged DEST is refused unless --force.",
+        "Incremental when DEST holds an ancestor; a diverged DEST, or one holding another "
+        "dataset, is refused unless --force; a non-empty DEST that is not a dataset is refused.",
     )
     p.add_argument(
         "ref",
@@ -95,7 +96,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("dest", help="destination dataset directory")
     p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
-    p.add_argument("--force", action="store_true", help="replace a diverged destination head")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a diverged destination, or another dataset, removing the layout's files "
+        "the new chain does not reference",
+    )
     p.add_argument(
         "--expect-name",
         metavar="NAME",
@@ -403,6 +409,11 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
             f"  {plural(result.new_blocks, 'new block')}, "
             f"{plural(result.objects_fetched, 'object')} fetched "
             f"({format_bytes(result.bytes_fetched)}), {result.objects_present} already present"
+            + (
+                f"\n  --force: {plural(result.files_removed, 'file')} of the replaced chain removed"
+                if result.files_removed
+                else ""
+            )
         )
 
     signed = {"signedBy": _signer_json(signer)} if signer is not None else {}

@@ -10,10 +10,16 @@
 4. stage objects (temp file + rename, in ``DEST/.odfweb3/incoming``), move them into
    place once all are verified, then blocks, then ``refs/head`` last (compare-and-set).
 
-A destination whose head is not in the replica's chain has diverged: refused
-unless ``force``. A replica caught lying leaves DEST exactly as it was; an
+A non-empty destination that is not a dataset (anything beside the ODF layout and the
+work directory, and no ``refs/head``) is refused: a pull never mixes files into it. A
+destination whose head is not in the replica's chain has diverged, and one holding another
+dataset (another ``did:odf`` in its Seed) is named as such: both refused unless ``force``,
+which then removes the files of the layout (``blocks/``, ``data/``, ``checkpoints/``,
+``refs/``) the new chain does not reference, once the new head is in place, and never
+anything outside the layout. A replica caught lying leaves DEST exactly as it was; an
 interrupted pull leaves complete, verified objects in the staging area and the old
-head, and re-running fetches only what is still missing.
+head, and re-running fetches only what is still missing (and counts what it found staged
+as already present).
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from odfweb3.errors import ConflictError, FormatError, IntegrityError, NotFound
+from odfweb3.errors import ConflictError, FormatError, IntegrityError, NotFound, UsageError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, columns_at, iter_objects, walk_chain
-from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.layout import HEAD_REF, LAYOUT_DIRS, DatasetReader, object_relpath
+from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import chain_state, check_chain_rules
@@ -51,6 +59,7 @@ class PullResult:
     objects_fetched: int
     bytes_fetched: int
     objects_present: int
+    files_removed: int = 0
 
     def to_json(self) -> dict[str, object]:
         """JSON form."""
@@ -62,7 +71,59 @@ class PullResult:
             "objectsFetched": self.objects_fetched,
             "bytesFetched": self.bytes_fetched,
             "objectsAlreadyPresent": self.objects_present,
+            "filesRemoved": self.files_removed,
         }
+
+
+# What a dataset directory may hold: the ODF layout and odfweb3's work directory.
+_LAYOUT = frozenset({*LAYOUT_DIRS.values(), "refs"})
+_DATASET_ENTRIES = _LAYOUT | {WORK_DIR}
+
+
+def _check_not_foreign(dest: Path) -> None:
+    """Refuse a non-empty ``dest`` that holds more than a dataset's layout (no head:
+    an interrupted first pull leaves only the layout and the work directory)."""
+    try:
+        names = [e.name for e in os.scandir(dest)]
+    except (FileNotFoundError, NotADirectoryError):
+        return  # absent; a file is refused by check_destination
+    others = sorted(n for n in names if n not in _DATASET_ENTRIES)
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise UsageError(
+            f"{dest}: not empty and not a dataset (it holds {shown}); pull into a new or "
+            "empty directory"
+        )
+
+
+def _seed_id(entries: Iterator[ChainEntry] | list[ChainEntry]) -> str | None:
+    """The ``did:odf`` in the Seed that ends ``entries`` (None: no Seed reached)."""
+    last = None
+    for entry in entries:
+        last = entry
+    event = last.block.event if last is not None else None
+    if isinstance(event, Seed) and event.dataset_id:
+        return str(DatasetId.from_bytes(event.dataset_id))
+    return None
+
+
+def _prune(dest: Path, keep: set[str]) -> int:
+    """Remove the layout's files (``blocks/``, ``data/``, ``checkpoints/``, ``refs/``) whose
+    path is not in ``keep``; nothing outside those folders, no folder followed through a
+    link. Returns how many were removed."""
+    removed = 0
+    for folder in sorted(_LAYOUT):
+        root = dest / folder
+        if root.is_symlink() or not root.is_dir():
+            continue
+        for walk_root, dirs, files in os.walk(root):  # os.walk never follows links
+            for name in files:
+                path = Path(walk_root) / name
+                if path.relative_to(dest).as_posix() not in keep:
+                    path.unlink()
+                    removed += 1
+            dirs[:] = [d for d in dirs if not (Path(walk_root) / d).is_symlink()]
+    return removed
 
 
 def _bounded(
@@ -113,6 +174,8 @@ def pull_dataset(
     dest_path = Path(dest)
     # Nothing is created in DEST until the replica's chain has been read and checked.
     old_head = LocalStore.read_head(dest_path)
+    if old_head is None:
+        _check_not_foreign(dest_path)
     head = replica.head()
     entries: list[ChainEntry] = []
     raw_blocks: dict[bytes, bytes] = {}
@@ -128,7 +191,15 @@ def pull_dataset(
             reached_old = True
             break
         entries.append(entry)
-    if old_head is not None and not reached_old and not force:
+    replaced = old_head is not None and not reached_old
+    if replaced and not force:
+        assert old_head is not None
+        theirs, ours = _seed_id(entries), _dest_id(dest_path, old_head)
+        if theirs is not None and ours is not None and theirs != ours:
+            raise ConflictError(
+                f"{dest_path} holds another dataset {ours} (the replica {replica.name} is "
+                f"{theirs}); pull into a new directory, or pass --force to replace it"
+            )
         raise ConflictError(
             f"{dest_path}: its head {multihash_to_str(old_head)} is not in the chain of "
             f"{replica.name} (diverged); pull into a new directory, or pass --force"
@@ -166,6 +237,8 @@ def pull_dataset(
     staging_root = dest_path / WORK_DIR / "incoming"
     staging = LocalStore(staging_root)
     fetched_bytes = 0
+    # Verified and staged by an interrupted run: already present, not fetched now.
+    staged_before = sum(1 for o in missing if staging.has(o.kind, o.hash))
 
     def fetch(obj: DatasetObject) -> int:
         if staging.has(obj.kind, obj.hash):
@@ -194,6 +267,7 @@ def pull_dataset(
                 fetched_bytes += n
             linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
             new_linked = [o for o in linked if not store.has(o.kind, o.hash)]
+            staged_before += sum(1 for o in new_linked if staging.has(o.kind, o.hash))
             for n in pool.map(fetch_linked, new_linked):
                 fetched_bytes += n
         objects += linked
@@ -212,12 +286,27 @@ def pull_dataset(
     if entries:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)
+    removed = 0
+    if replaced:
+        # --force: the new head is in place; what only the old chain referenced goes.
+        keep = {HEAD_REF, *(o.path for o in objects)}
+        keep |= {object_relpath("block", e.hash) for e in entries}
+        removed = _prune(dest_path, keep)
     return PullResult(
         dest=dest_path,
         head=head,
         previous_head=old_head,
         new_blocks=len(entries),
-        objects_fetched=len(missing),
+        objects_fetched=len(missing) - staged_before,
         bytes_fetched=fetched_bytes,
-        objects_present=len(objects) - len(missing),
+        objects_present=len(objects) - len(missing) + staged_before,
+        files_removed=removed,
     )
+
+
+def _dest_id(dest: Path, head: bytes) -> str | None:
+    """The ``did:odf`` of the dataset in ``dest`` (None: its chain cannot be read)."""
+    try:
+        return _seed_id(walk_chain(DatasetReader(dest.resolve()), head))
+    except (IntegrityError, FormatError, NotFound):
+        return None
