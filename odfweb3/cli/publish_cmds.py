@@ -707,4 +707,11 @@ def _import_lines(target: str) -> list[str]:
     if not isinstance(commands, list):
         return []
     where = shown_path(target[len("car:") :])
-    return [f"import into a node (in this order, in {where}):", *(f"  {c}" for c in commands)]
+    # Every CAR, oldest first: each holds only what the ones before it lacked, so importing
+    # the newest alone leaves its root's older blocks missing and the node waits for them.
+    return [
+        "every CAR is needed, oldest first (each holds only what the ones before it lack; "
+        "importing only the newest hangs, the node looking for the rest)",
+        f"import into a node (in this order, in {where}):",
+        *(f"  {c}" for c in commands),
+    ]

@@ -58,3 +58,19 @@ def test_a_dry_run_shares_nothing(
     argv = ["publish", str(ds), "--to", f"car:{tmp_path / 'car'}", "--dry-run"]
     assert "share" not in json.loads(_run(capsys, env, *argv, "--json"))
     assert "share:" not in _run(capsys, env, *argv)
+
+
+def test_the_import_hint_says_every_car_oldest_first(
+    tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds, car = tmp_path / "ds", tmp_path / "car"
+    _run(capsys, env, "example", str(ds), "--blocks", "2", "-q")
+    _run(capsys, env, "publish", str(ds), "--to", f"car:{car}", "-q")
+    _run(capsys, env, "example", str(ds), "--append", "1", "-q")
+    lines = _run(capsys, env, "publish", str(ds), "--to", f"car:{car}").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("import into a node"))
+    assert lines[at - 1].startswith("every CAR is needed, oldest first")
+    doc = json.loads((car / "publish.json").read_text())
+    cars = doc["import"][0].split()[3:]
+    assert len(cars) >= 2 and all(c.endswith(".car") for c in cars)
+    assert lines[at + 1].strip() == doc["import"][0]  # all of them, in one command, in order
