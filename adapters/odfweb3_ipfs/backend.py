@@ -67,6 +67,13 @@ __all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
 _REFS: Final = ("car:", "ipfs://", "ipns://")
 
 
+def _record_ttl_ns(config: Config) -> int:
+    """The records' TTL: ``ipfs.record_ttl`` seconds (default 300, Kubo's). How long a
+    resolver (Kubo's name cache) may keep serving the previous version after an update;
+    shorter means fresher reads and more lookups."""
+    return int(float(config.get("ipfs", "record_ttl", default=300)) * 1_000_000_000)
+
+
 def _record_lifetime(config: Config) -> timedelta:
     """IPNS record validity: ``ipfs.record_lifetime_hours`` (default 48 h)."""
     return timedelta(hours=float(config.get("ipfs", "record_lifetime_hours", default=48)))
@@ -94,6 +101,7 @@ def open_ipfs_target(
         gateway_url=config.ipfs_gateway,
         profile=_cid_profile(options),
         lifetime=_record_lifetime(config),
+        ttl_ns=_record_ttl_ns(config),
         unpin_previous=options.unpin_previous,
         sealer=options.sealer,
         publisher=config.get("publisher"),
@@ -164,6 +172,7 @@ class IpfsBackend:
                 Keystore(config.keystore_dir),
                 profile=_cid_profile(options),
                 lifetime=_record_lifetime(config),
+                ttl_ns=_record_ttl_ns(config),
                 publisher=config.get("publisher"),
                 sealer=options.sealer,
                 seen=SequenceMemory(config.state_dir / SEEN_FILE),

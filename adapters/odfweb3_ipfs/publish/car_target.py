@@ -72,7 +72,12 @@ from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.cid import Cid
-from odfweb3_ipfs.formats.ipns import DEFAULT_LIFETIME, create_record, encode_record
+from odfweb3_ipfs.formats.ipns import (
+    DEFAULT_LIFETIME,
+    DEFAULT_TTL_NS,
+    create_record,
+    encode_record,
+)
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
 from odfweb3_ipfs.formats.unixfs_reader import list_directory, resolve_path
 from odfweb3_ipfs.publish.car_resume import CarResume, Resumed, ResumingWriter
@@ -136,6 +141,7 @@ class CarTarget:
         cid_version: int = 1,
         profile: CidProfile | None = None,
         lifetime: timedelta = DEFAULT_LIFETIME,
+        ttl_ns: int = DEFAULT_TTL_NS,
         clock: Clock = lambda: datetime.now(UTC),
         publisher: Mapping[str, Any] | None = None,
         sealer: Sealer | None = None,
@@ -161,6 +167,7 @@ class CarTarget:
         self.profile = profile or profile_for(None, cid_version)
         self.cid_version = self.profile.cid_version
         self.lifetime = lifetime
+        self.ttl_ns = ttl_ns
         self.clock = clock
         self._written: list[str] = []
         self._locked = False
@@ -555,6 +562,7 @@ class CarTarget:
             f"/ipfs/{upload.locator}",
             sequence,
             validity=now + self.lifetime,
+            ttl_ns=self.ttl_ns,
             extensions={"_odf": ext},
             now=now,
         )

@@ -75,6 +75,7 @@ from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import (
     DEFAULT_LIFETIME,
+    DEFAULT_TTL_NS,
     IpnsRecord,
     OdfExtension,
     RecordExpired,
@@ -247,6 +248,7 @@ class IpfsNodeTarget:
         cid_version: int = 1,
         profile: CidProfile | None = None,
         lifetime: timedelta = DEFAULT_LIFETIME,
+        ttl_ns: int = DEFAULT_TTL_NS,
         unpin_previous: bool = False,
         settle: float = 0.2,
         tmp_dir: Path | None = None,
@@ -268,6 +270,7 @@ class IpfsNodeTarget:
         self.profile = profile or profile_for(None, cid_version)
         self.cid_version = self.profile.cid_version
         self.lifetime = lifetime
+        self.ttl_ns = ttl_ns
         self.unpin_previous = unpin_previous
         self.settle = settle
         self.tmp_dir = tmp_dir
@@ -818,6 +821,7 @@ class IpfsNodeTarget:
             value,
             sequence,
             validity=now + self.lifetime,
+            ttl_ns=self.ttl_ns,
             extensions={"_odf": ext} if ext is not None else None,
             now=now,
         )
