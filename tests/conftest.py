@@ -54,6 +54,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(own, ignore_errors=True)
 
 
+# The fixtures that start real nodes (here and in tests/integration/cluster/conftest.py).
+NODE_FIXTURES = frozenset({"ipfs_node", "arlocal", "turbo", "ipfs_cluster", "publisher"})
+_INTEGRATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration") + os.sep
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `-m "not integration"` (make unit) must leave exactly the tests that need Python alone:
+    # everything under tests/integration carries the marker, and a test elsewhere that uses a
+    # node fixture without it is a collection error naming it (it belongs in tests/integration).
+    misplaced = []
+    for item in items:
+        if str(item.path).startswith(_INTEGRATION):
+            item.add_marker(pytest.mark.integration)
+        elif NODE_FIXTURES & set(getattr(item, "fixturenames", ())) and not any(
+            item.iter_markers("integration")
+        ):
+            misplaced.append(item.nodeid)
+    if misplaced:
+        raise pytest.UsageError(
+            "tests using a node fixture outside tests/integration without "
+            f"@pytest.mark.integration: {', '.join(misplaced)}"
+        )
+
+
 _OWN_BASETEMP = pytest.StashKey[str]()
 _PASSED = pytest.StashKey[bool]()
 

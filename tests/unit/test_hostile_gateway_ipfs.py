@@ -98,7 +98,7 @@ def test_no_verifiable_source_refuses_pull_and_verify(world: dict, tmp_path: Pat
         run = run_cli(["pull", f"ipfs://{root}", str(dest)], env=env)
         assert run.code == 69, run.summary()
         assert len(run.lines) == 1 and "serves neither raw blocks" in run.stderr, run.summary()
-        assert run.peak_rss_mb < 256 and run.seconds < 30, run.summary()
+        assert run.peak_rss_mb < 256 and not run.timed_out, run.summary()
         assert tree_snapshot(tmp_path) == before  # DEST intact, nothing written anywhere
         run = run_cli(["verify", str(forged), "--against", f"ipfs://{root}", "--deep"], env=env)
         assert run.code == 2 and "identical" not in run.stdout, run.summary() + run.stdout
@@ -199,6 +199,6 @@ def test_amplifying_dags_over_raw_blocks_are_bounded(
         run = run_cli([*args, f"ipfs://{root}", *dest], env=env)
         assert run.code == 65 and len(run.lines) == 1, run.summary()
         assert message in run.stderr and "use another replica" in run.stderr, run.summary()
-        assert run.peak_rss_mb < 256 and run.seconds < 30, run.summary()
+        assert run.peak_rss_mb < 256 and not run.timed_out, run.summary()
         assert srv.bytes_sent < 8 << 20  # a few blocks, not the DAG they describe
         assert tree_snapshot(tmp_path) == before

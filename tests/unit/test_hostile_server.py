@@ -86,7 +86,7 @@ def test_drip_and_hang_are_slow_but_stop_with_the_server() -> None:
         srv.drip("/drip", b"abcd", piece=2, every=0.2)
         t = time.monotonic()
         assert httpx.get(srv.url + "/drip").content == b"abcd"
-        assert time.monotonic() - t >= 0.2
+        assert time.monotonic() - t >= 0.2  # a lower bound: load only makes it longer
         srv.hang("/hang", seconds=30)
         with pytest.raises(httpx.ReadTimeout):
             httpx.get(srv.url + "/hang", timeout=0.3)
@@ -101,11 +101,11 @@ def test_drip_and_hang_are_slow_but_stop_with_the_server() -> None:
 def test_stops_by_itself_after_max_life() -> None:
     with hostile_server(max_life=0.3) as srv:
         srv.hang("/hang", seconds=60, headers_first=True)
-        t = time.monotonic()
-        with httpx.stream("GET", srv.url + "/hang", timeout=10) as r:
+        # The read timeout (50 s) is below the 60 s hang: an empty body rather than a
+        # ReadTimeout means max_life closed the connection, not the end of the hang.
+        with httpx.stream("GET", srv.url + "/hang", timeout=50) as r:
             assert r.read() == b""  # no Content-Length: the close ends the (empty) body
         srv.stop()  # returns once the timer's stop has closed the socket
         assert srv.stopped
-        assert time.monotonic() - t < 5
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", int(srv.url.rsplit(":", 1)[1])), timeout=1)

@@ -9,7 +9,6 @@ is reported unreachable (exit 2), and the path is never read.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -44,7 +43,6 @@ def world(tmp_path_factory):
 
 def test_a_record_naming_a_local_path_is_refused_in_one_line(capsys, world) -> None:
     root, _, _, out_x = world
-    started = time.monotonic()
     code = main(
         ["verify", f"car:{out_x}", "--lineage", "--json"],
         env={"ODFWEB3_KEYSTORE": str(root / "keys"), "HOME": str(root)},
@@ -52,7 +50,6 @@ def test_a_record_naming_a_local_path_is_refused_in_one_line(capsys, world) -> N
     out, err = capsys.readouterr()
     rep = json.loads(out)
     assert code == 2, out + err
-    assert time.monotonic() - started < 60
     assert {i["status"] for i in rep["inputs"]} == {"unreachable"}
     for i in rep["inputs"]:
         assert "may only name ipns://, ipfs://, ar:// or did:odf:" in i["error"]

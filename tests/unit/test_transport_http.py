@@ -7,7 +7,6 @@ checked only as "ended long before the attack would" (no tight timing assertions
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 import httpx
@@ -29,27 +28,28 @@ def test_a_dripping_answer_ends_at_the_deadline() -> None:
     # Item 9: one byte per 0.5 s keeps every read alive; only the deadline ends it.
     with hostile_server() as s:
         s.drip("/x", b"y" * 1000, every=0.5)
-        started = time.monotonic()
         with (
             pytest.raises(BackendUnavailable, match=r"timed out.*deadline") as err,
             client(s.url).request("GET", "/x") as answer,
         ):
             answer.read(1 << 20)
-        assert time.monotonic() - started < 10  # the drip would take 500 s
+        # The client gave up mid-drip (the whole body takes 500 s), because of its deadline.
+        assert s.bytes_sent < 1000 and s.count("/x") == 1
         assert "network.deadline_s" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_silent_server_times_out_per_read_without_retrying_past_the_deadline() -> None:
     with hostile_server() as s:
         s.hang("/x", seconds=60, headers_first=False)
-        started = time.monotonic()
         with (
-            pytest.raises(BackendUnavailable, match="timed out"),
+            pytest.raises(BackendUnavailable, match="timed out") as err,
             client(s.url).request("GET", "/x") as answer,
         ):
             answer.read(10)
-        assert time.monotonic() - started < 10
-        assert s.count("/x") <= 3
+        # At most 1 + retries attempts, each ended by the client's per-read timeout (the
+        # server holds every one for 60 s and never closes first), as the error says.
+        assert s.count("/x") <= 1 + FAST.retries
+        assert "timed out (ReadTimeout)" in str(err.value), err.value
 
 
 def test_an_endless_answer_is_cut_at_the_limit_without_buffering_it() -> None:
@@ -82,7 +82,7 @@ def test_an_announced_huge_length_is_refused_as_it_arrives() -> None:
                 pass
 
 
-def test_small_pieces_are_gathered_in_linear_time() -> None:
+def test_small_pieces_are_gathered_whole_and_in_order() -> None:
     # Item 7: 2 MiB in 64-byte pieces (a MockTransport stream: a real socket coalesces them).
     piece = b"z" * 64
     n = (2 << 20) // 64
@@ -93,11 +93,11 @@ def test_small_pieces_are_gathered_in_linear_time() -> None:
     c = client(
         "http://t.test", NetworkSettings(deadline_s=60), transport=httpx.MockTransport(handler)
     )
-    started = time.monotonic()
     with c.request("GET", "/x") as answer:
         data = answer.read(4 << 20)
-    assert len(data) == 2 << 20
-    assert time.monotonic() - started < 5  # `data += block` took 9 s
+    # Correctness only; the speed (`data += block` took 9 s) is measured by
+    # bench/bench_small_pieces.py against a b"".join of the same pieces.
+    assert data == piece * n
 
 
 class _Pieces(httpx.SyncByteStream):

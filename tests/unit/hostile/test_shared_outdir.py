@@ -26,7 +26,6 @@ from odfweb3_ipfs.read.car_replica import check_car_dir
 from tests.support.measure import CliRun, run_cli
 
 MAX_RSS_MB = 256
-MAX_SECONDS = 60  # generous on 2 loaded cores; the runs take about a second
 WALLET = Path(__file__).parents[1] / "adapters" / "arweave" / "vectors" / "TEST_ONLY_wallet.json"
 
 
@@ -40,7 +39,7 @@ def _env(tmp: Path, state: str = "state") -> dict[str, str]:
 
 def _cli(env: dict[str, str], *argv: str) -> CliRun:
     run = run_cli(list(argv), env=env)
-    assert not run.timed_out and run.seconds < MAX_SECONDS, run.summary()
+    assert not run.timed_out, run.summary()  # run_cli's kill: 120 s, for a hang only
     assert run.peak_rss_mb < MAX_RSS_MB, run.summary()
     assert "Traceback" not in run.stderr, run.summary()
     return run
