@@ -489,7 +489,15 @@ class IpfsNodeTarget:
             for name in dict.fromkeys(names):
                 if name in records or (found and found[0].name in held):
                     continue
-                seen = read_node_record(self.client, name)
+                try:
+                    seen = read_node_record(self.client, name)
+                except BackendRejected as exc:
+                    # A node started with --offline reads no records at all ("must be run
+                    # in online mode"): it can name no existing record, so nothing is
+                    # found here and the keystore and this machine's states decide.
+                    if "online mode" not in str(exc.detail or ""):
+                        raise
+                    return
                 odf = seen.record.odf if seen is not None else None
                 if seen is not None and (odf is None or odf.dataset_id == dataset_id):
                     records[name] = seen

@@ -380,8 +380,8 @@ def test_a_pin_the_service_reports_failed_is_one_line_exit_69(
     assert "pinning service cluster" in problems[0] and "failed" in problems[0]
     # The cluster's own reason (its REST API's peer error; the pinning API gives none).
     assert "failed: peer peer" in problems[0] and "no reason" not in problems[0], problems[0]
-    # The record was not moved: no service holds the data.
-    assert out is None
+    # The record was not moved: no service holds the data; --json says only the error.
+    assert out is not None and set(out) == {"error"} and out["error"]["exit"] == 69, out
 
 
 def test_several_services_each_reported_a_hanging_one_bounded(
