@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,13 @@ from odfweb3_arweave.wallet import generate_wallet, save_wallet
 from tests.support.sticky import append_marked, home_env, leaks, make_marked_dataset, run
 
 RICH = 10**15
+
+
+def fresh_seed() -> int:
+    """A seed no other test uses: the session's Kubo node and arlocal are shared, and a fixed
+    seed gives a fixed dataset key and first blocks, so another test's plaintext publish of
+    the same seed's dataset (or its IPNS record) would be found by this test's scans."""
+    return secrets.randbelow(1 << 31)
 
 
 def _kubo_blocks(ipfs_node, tmp_path: Path) -> Path:
@@ -44,7 +52,7 @@ def _served_head(ipfs_node, root: str) -> bytes:
 
 def test_ipfs_node_encrypted_stays_encrypted(ipfs_node, tmp_path, monkeypatch, capsys):
     ds = tmp_path / "sec"
-    built = make_marked_dataset(ds, monkeypatch, seed=81)
+    built = make_marked_dataset(ds, monkeypatch, seed=fresh_seed())
     did = str(built.keypair.dataset_id)
     env = home_env(tmp_path / "laptop", ODFWEB3_IPFS_API=ipfs_node.api_url)
 
@@ -119,7 +127,7 @@ def test_arweave_encrypted_stays_encrypted(arlocal, tmp_path, monkeypatch, capsy
     wallet_path = tmp_path / "wallet.json"
     save_wallet(wallet, wallet_path)
     ds = tmp_path / "sec"
-    built = make_marked_dataset(ds, monkeypatch, seed=91)
+    built = make_marked_dataset(ds, monkeypatch, seed=fresh_seed())
     did = str(built.keypair.dataset_id)
     gw = {"ODFWEB3_ARWEAVE_GATEWAY": arlocal.url, "ODFWEB3_ARWEAVE_WALLET": str(wallet_path)}
     env = home_env(tmp_path / "laptop", **gw)
