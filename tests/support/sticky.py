@@ -10,7 +10,10 @@ needles are in a set of files; the tests check it finds them after ``--no-encryp
 
 from __future__ import annotations
 
+import functools
 import random
+import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,13 +48,42 @@ def append_marked(path: Path, monkeypatch, *, seed: int) -> None:
         builder.append_blocks(path, 1, data_bytes=5_000, seed=seed)
 
 
+@functools.cache
+def _common_bytes() -> bytes:
+    """Every file of an unrelated example dataset: bytes every example shares (the license
+    text, the schema's field names, Parquet's footer) are found in any plaintext another test
+    published to the same session node, so they say nothing about this dataset."""
+    root = Path(tempfile.mkdtemp(prefix="sticky-control-")) / "ds"
+    builder.create_root_dataset(root, blocks=3, data_bytes=20_000, seed=424_242, fsync=False)
+    builder.append_blocks(root, 1, data_bytes=5_000, seed=424_243, fsync=False)
+    data = b"\0".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+    shutil.rmtree(root.parent, ignore_errors=True)
+    return data
+
+
+def _distinctive(data: bytes, common: bytes, size: int = 24) -> bytes | None:
+    """A ``size``-byte window of ``data`` that an unrelated dataset does not contain."""
+    for start in range(len(data) // 2, max(len(data) - size, 0) + 1, 8):
+        window = data[start : start + size]
+        if window not in common:
+            return window
+    for start in range(0, len(data) // 2, 8):
+        window = data[start : start + size]
+        if window not in common:
+            return window
+    return None
+
+
 def needles(ds: Path) -> dict[str, bytes]:
-    """What plaintext looks like: the marker and a 24-byte slice of every object."""
+    """What plaintext looks like: the marker and a 24-byte slice of every object that no
+    unrelated dataset shares (see :func:`_common_bytes`)."""
     out = {"marker": MARKER}
+    common = _common_bytes()
     for p in sorted(ds.rglob("*")):
         if p.is_file() and p.parent.name in ("blocks", "data", "checkpoints"):
-            data = p.read_bytes()
-            out[f"{p.parent.name}/{p.name}"] = data[len(data) // 2 : len(data) // 2 + 24]
+            window = _distinctive(p.read_bytes(), common)
+            if window is not None:
+                out[f"{p.parent.name}/{p.name}"] = window
     return out
 
 
