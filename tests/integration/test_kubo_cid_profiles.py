@@ -19,6 +19,7 @@ have (our CAR, imported by ``dag/import``, holds exactly Kubo's blocks).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,12 +44,15 @@ SMALL_FILES = 2600  # > 256 KiB of directory under either size estimation
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("profiles") / "ds"
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("profiles")
+    root = base / "ds"
     create_root_dataset(root, blocks=1, data_bytes=0, seed=3, fsync=False)  # the smallest file
     append_blocks(root, SMALL_FILES, data_bytes=SMALL_FILES * 300, seed=4, fsync=False)
     append_blocks(root, 1, data_bytes=BIG, seed=5, fsync=False)
-    return root
+    yield root
+    # 1.1 GB: gone when the module is done, not at the end of the run (the suite's peak disk)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(params=["unixfs-v0-2015", "unixfs-v1-2025"])
