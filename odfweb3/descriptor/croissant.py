@@ -31,14 +31,12 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from odfweb3.descriptor.build import _is_web_iri, _license_fields, derive_title
+from odfweb3.descriptor.build import _is_web_iri
+from odfweb3.descriptor.discovery_facts import DiscoveryFacts, Presentation, discovery_facts
 from odfweb3.errors import FormatError, NotFound
 from odfweb3.odf.chain import ChainEntry
-from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.lineage import declared_inputs, input_states
 from odfweb3.odf.model_gen import (
-    AddData,
     DataField,
     DataSchema,
     DataTypeBinary,
@@ -65,12 +63,6 @@ from odfweb3.odf.model_gen import (
     DataTypeUInt16,
     DataTypeUInt32,
     DataTypeUInt64,
-    ExecuteTransform,
-    Seed,
-    SetDataSchema,
-    SetInfo,
-    SetLicense,
-    SetTransform,
 )
 from odfweb3.odf.multihash import SHA2_256, multihash_to_str, new_hasher, split_multihash
 
@@ -79,6 +71,7 @@ __all__ = [
     "PARQUET_FORMATS",
     "SYSTEM_COLUMNS",
     "build_croissant",
+    "croissant_from_facts",
     "data_file_urls",
     "local_sha256",
 ]
@@ -295,69 +288,44 @@ def build_croissant(
     Raises:
         ValueError: the chain does not end at a Seed.
     """
-    if not entries or not isinstance(entries[-1].block.event, Seed):
-        raise ValueError("Croissant metadata needs a whole chain ending at its Seed")
-    seed = entries[-1].block.event
-    did = str(DatasetId.from_bytes(seed.dataset_id or b""))
-    url_of = url_of or data_file_urls()
-    info: SetInfo | None = None
-    lic: SetLicense | None = None
-    inputs: list[str] = []
-    schema: DataSchema | None = None
+    shown = Presentation(publisher, identity, title, landing, url_of or data_file_urls(), sha256_of)
+    return croissant_from_facts(discovery_facts(entries), shown)
+
+
+def croissant_from_facts(facts: DiscoveryFacts, shown: Presentation) -> dict[str, Any]:
+    """:func:`build_croissant` from the chain's :class:`~.discovery_facts.DiscoveryFacts`."""
     files: list[dict[str, Any]] = []
     record_sets: list[dict[str, Any]] = []
-    oldest_first = list(reversed(entries))
-    for e in oldest_first:
-        ev = e.block.event
-        if isinstance(ev, SetInfo):
-            info = ev
-        elif isinstance(ev, SetLicense):
-            lic = ev
-        elif isinstance(ev, SetTransform):
-            inputs = [str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d]
-        elif isinstance(ev, SetDataSchema) and ev.schema is not None:
-            schema = ev.schema
-        elif isinstance(ev, AddData | ExecuteTransform):
-            ds = ev.new_data
-            if ds is None or ds.physical_hash is None:
-                continue
-            mh = multihash_to_str(ds.physical_hash)
-            fid = f"data/{mh}"
-            fo: dict[str, Any] = {
-                "@type": "cr:FileObject",
-                "@id": fid,
-                "name": f"{mh}.parquet",
-                "contentUrl": url_of(fid),
-                "contentSize": f"{ds.size} B",
-                "encodingFormat": list(PARQUET_FORMATS),
-                "identifier": {
-                    "@type": "sc:PropertyValue",
-                    "propertyID": "multihash",
-                    "value": mh,
-                },
-            }
-            sha = sha256_of(ds.physical_hash) if sha256_of is not None else None
-            if sha:
-                fo["sha256"] = sha
-            files.append(fo)
-            if schema is not None:
-                rs_id = f"slice-{e.block.sequence_number}"
-                record_sets.append(
-                    {
-                        "@type": "cr:RecordSet",
-                        "@id": rs_id,
-                        "name": rs_id,
-                        "description": f"The records of block {e.block.sequence_number} "
-                        f"(data file {mh})",
-                        "key": {"@id": f"{rs_id}/offset"},
-                        "field": _fields(schema, rs_id, fid),
-                    }
-                )
-    head = entries[0]
-    head_mh = multihash_to_str(head.hash)
-    description = info.description if info is not None else None
-    name = title if title is not None else derive_title(description)
-    creator_name = (publisher or {}).get("name") or identity
+    for df in facts.files:
+        mh, fid = df.multihash, df.path
+        fo: dict[str, Any] = {
+            "@type": "cr:FileObject",
+            "@id": fid,
+            "name": f"{mh}.parquet",
+            "contentUrl": shown.url_of(fid),
+            "contentSize": f"{df.size} B",
+            "encodingFormat": list(PARQUET_FORMATS),
+            "identifier": {"@type": "sc:PropertyValue", "propertyID": "multihash", "value": mh},
+        }
+        sha = shown.sha256(df)
+        if sha:
+            fo["sha256"] = sha
+        files.append(fo)
+        if df.schema is not None:
+            rs_id = f"slice-{df.sequence}"
+            record_sets.append(
+                {
+                    "@type": "cr:RecordSet",
+                    "@id": rs_id,
+                    "name": rs_id,
+                    "description": f"The records of block {df.sequence} (data file {mh})",
+                    "key": {"@id": f"{rs_id}/offset"},
+                    "field": _fields(df.schema, rs_id, fid),
+                }
+            )
+    did, head_mh = facts.dataset_id, facts.head_multihash
+    name = facts.title(shown.title)
+    creator_name = shown.creator_name
     doc: dict[str, Any] = {
         "@context": dict(_CONTEXT),
         "@type": "sc:Dataset",
@@ -366,32 +334,30 @@ def build_croissant(
         "name": name or did,
         "identifier": did,
     }
-    if description:
-        doc["description"] = description
-    if info is not None and info.keywords:
-        doc["keywords"] = list(info.keywords)
-    if lic is not None:
-        license_url = _license_fields(lic).get("license")
-        if license_url:
-            doc["license"] = license_url
+    if facts.description:
+        doc["description"] = facts.description
+    if facts.keywords:
+        doc["keywords"] = facts.keywords
+    if facts.license_url:
+        doc["license"] = facts.license_url
     if creator_name:
         # A key standing in for the name is nobody's person: an Organization, as FOAF's
         # Agent has no schema.org twin.
-        person = (publisher or {}).get("type") == "Person"
+        publisher = shown.publisher or {}
+        person = publisher.get("type") == "Person"
         doc["creator"] = {"@type": "sc:Person" if person else "sc:Organization"}
         doc["creator"]["name"] = creator_name
-        homepage = (publisher or {}).get("homepage")
+        homepage = publisher.get("homepage")
         if _is_web_iri(homepage):
             doc["creator"]["url"] = homepage
-    if landing:
-        doc["url"] = landing
-    created, modified = entries[-1].block.system_time, head.block.system_time
-    doc["dateCreated"] = created.isoformat()
-    doc["dateModified"] = modified.isoformat()
-    doc["datePublished"] = modified.isoformat()
-    doc["version"] = f"{head.block.sequence_number}.0.0+{head_mh}"
-    doc["citeAs"] = _cite_as(did, name, creator_name, modified.to_datetime().year, head_mh)
-    derived = _derivation(entries, inputs)
+    if shown.landing:
+        doc["url"] = shown.landing
+    doc["dateCreated"] = facts.created.isoformat()
+    doc["dateModified"] = facts.modified.isoformat()
+    doc["datePublished"] = facts.modified.isoformat()
+    doc["version"] = f"{facts.sequence}.0.0+{head_mh}"
+    doc["citeAs"] = _cite_as(did, name, creator_name, facts.modified.to_datetime().year, head_mh)
+    derived = _derivation(facts)
     if derived:
         doc["prov:wasDerivedFrom"] = derived
     doc["distribution"] = files
@@ -399,13 +365,12 @@ def build_croissant(
     return doc
 
 
-def _derivation(entries: Sequence[ChainEntry], inputs: list[str]) -> list[dict[str, Any]]:
+def _derivation(facts: DiscoveryFacts) -> list[dict[str, Any]]:
     """``prov:wasDerivedFrom`` per input: its dataset ID and the last input block consumed."""
-    states = input_states(reversed(entries))
     out: list[dict[str, Any]] = []
-    for did in inputs:
+    for did in facts.inputs:
         node: dict[str, Any] = {"@id": did}
-        st = states.get(DatasetId.parse(did).to_bytes())
+        st = facts.input_states.get(did)
         if st is not None and st.last_block is not None:
             node["sc:version"] = multihash_to_str(st.last_block)
         out.append(node)

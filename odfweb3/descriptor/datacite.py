@@ -23,14 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from odfweb3.descriptor.build import _SPDX_ID, _is_web_iri, derive_title
+from odfweb3.descriptor.build import _SPDX_ID, _is_web_iri
+from odfweb3.descriptor.discovery_facts import DiscoveryFacts, Presentation, discovery_facts
 from odfweb3.odf.chain import ChainEntry
-from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.lineage import declared_inputs
-from odfweb3.odf.model_gen import AddData, ExecuteTransform, Seed, SetInfo, SetLicense, SetTransform
-from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.model_gen import SetLicense
 
-__all__ = ["UNAVAILABLE", "build_datacite", "datacite_problems"]
+__all__ = ["UNAVAILABLE", "build_datacite", "datacite_from_facts", "datacite_problems"]
 
 #: DataCite's standard value for "value unavailable, possibly unknown".
 UNAVAILABLE: Final = "(:unav)"
@@ -51,30 +49,22 @@ def build_datacite(
     Raises:
         ValueError: the chain does not end at a Seed.
     """
-    if not entries or not isinstance(entries[-1].block.event, Seed):
-        raise ValueError("DataCite metadata needs a whole chain ending at its Seed")
-    seed = entries[-1].block.event
-    did = str(DatasetId.from_bytes(seed.dataset_id or b""))
-    info: SetInfo | None = None
-    lic: SetLicense | None = None
-    inputs: list[str] = []
-    data_bytes = 0
-    for e in reversed(entries):
-        ev = e.block.event
-        if isinstance(ev, SetInfo):
-            info = ev
-        elif isinstance(ev, SetLicense):
-            lic = ev
-        elif isinstance(ev, SetTransform):
-            inputs = [str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d]
-        elif isinstance(ev, AddData | ExecuteTransform) and ev.new_data is not None:
-            data_bytes += ev.new_data.size
-    head, created = entries[0], entries[-1].block.system_time
-    version_id = f"{did}#{multihash_to_str(head.hash)}"
-    description = info.description if info is not None else None
-    name = title if title is not None else derive_title(description)
-    pub = publisher or {}
-    creator_name = pub.get("name") or identity
+    shown = Presentation(publisher, identity, title, landing)
+    return datacite_from_facts(discovery_facts(entries), shown, which=which)
+
+
+def datacite_from_facts(
+    facts: DiscoveryFacts,
+    shown: Presentation,
+    *,
+    which: Literal["version", "concept"] = "version",
+) -> dict[str, Any]:
+    """:func:`build_datacite` from the chain's :class:`~.discovery_facts.DiscoveryFacts`."""
+    did, version_id = facts.dataset_id, facts.version_id
+    created, modified = facts.created, facts.modified
+    name = facts.title(shown.title)
+    pub = shown.publisher or {}
+    creator_name = shown.creator_name
     creator: dict[str, Any] = {"name": creator_name or UNAVAILABLE}
     if creator_name:
         creator["nameType"] = "Personal" if pub.get("type") == "Person" else "Organizational"
@@ -85,13 +75,13 @@ def build_datacite(
         "publisher": {"name": pub.get("name") or UNAVAILABLE},
         "schemaVersion": _SCHEMA_VERSION,
     }
-    if landing:
-        doc["url"] = landing
-    if info is not None and info.keywords:
-        doc["subjects"] = [{"subject": k} for k in dict.fromkeys(info.keywords)]
-    if description:
-        doc["descriptions"] = [{"description": description, "descriptionType": "Abstract"}]
-    rights = _rights(lic)
+    if shown.landing:
+        doc["url"] = shown.landing
+    if facts.keywords:
+        doc["subjects"] = [{"subject": k} for k in dict.fromkeys(facts.keywords)]
+    if facts.description:
+        doc["descriptions"] = [{"description": facts.description, "descriptionType": "Abstract"}]
+    rights = _rights(facts.license)
     if rights:
         doc["rightsList"] = [rights]
     related: list[dict[str, str]] = []
@@ -102,9 +92,8 @@ def build_datacite(
         ]
         related.append(_related(version_id, "HasVersion"))
     else:
-        modified = head.block.system_time
         doc["publicationYear"] = str(modified.to_datetime().year)
-        doc["version"] = str(head.block.sequence_number)
+        doc["version"] = str(facts.sequence)
         doc["alternateIdentifiers"] = [
             {"alternateIdentifier": version_id, "alternateIdentifierType": "did:odf"}
         ]
@@ -112,10 +101,10 @@ def build_datacite(
             {"date": created.isoformat(), "dateType": "Created"},
             {"date": modified.isoformat(), "dateType": "Updated"},
         ]
-        doc["sizes"] = [f"{data_bytes} bytes"]
+        doc["sizes"] = [f"{facts.data_bytes} bytes"]
         doc["formats"] = ["application/vnd.apache.parquet"]
         related.append(_related(did, "IsVersionOf"))
-    related += [_related(i, "IsDerivedFrom") for i in inputs]
+    related += [_related(i, "IsDerivedFrom") for i in facts.inputs]
     doc["relatedIdentifiers"] = related
     return doc
 

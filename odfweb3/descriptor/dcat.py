@@ -22,22 +22,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from odfweb3.descriptor.build import _is_web_iri, _license_fields, derive_title
+from odfweb3.descriptor.build import _is_web_iri
 from odfweb3.descriptor.croissant import data_file_urls
+from odfweb3.descriptor.discovery_facts import DiscoveryFacts, Presentation, discovery_facts
 from odfweb3.odf.chain import ChainEntry
-from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.lineage import declared_inputs
-from odfweb3.odf.model_gen import (
-    AddData,
-    ExecuteTransform,
-    Seed,
-    SetInfo,
-    SetLicense,
-    SetTransform,
-)
-from odfweb3.odf.multihash import multihash_to_str
 
-__all__ = ["DCAT_CONTEXT", "PARQUET_MEDIA_TYPE", "SHAPES_RESOURCE", "build_dcat", "dcat_problems"]
+__all__ = [
+    "DCAT_CONTEXT",
+    "PARQUET_MEDIA_TYPE",
+    "SHAPES_RESOURCE",
+    "build_dcat",
+    "dcat_from_facts",
+    "dcat_problems",
+]
 
 SHAPES_RESOURCE: Final = "dcat-shapes.ttl"
 PARQUET_MEDIA_TYPE: Final = (
@@ -83,66 +80,48 @@ def build_dcat(
     Raises:
         ValueError: the chain does not end at a Seed.
     """
-    if not entries or not isinstance(entries[-1].block.event, Seed):
-        raise ValueError("DCAT needs a whole chain ending at its Seed")
-    seed = entries[-1].block.event
-    did = str(DatasetId.from_bytes(seed.dataset_id or b""))
-    url_of = url_of or data_file_urls()
-    info: SetInfo | None = None
-    lic: SetLicense | None = None
-    inputs: list[str] = []
+    shown = Presentation(publisher, identity, title, landing, url_of or data_file_urls(), sha256_of)
+    return dcat_from_facts(discovery_facts(entries), shown)
+
+
+def dcat_from_facts(facts: DiscoveryFacts, shown: Presentation) -> dict[str, Any]:
+    """:func:`build_dcat` from the chain's :class:`~.discovery_facts.DiscoveryFacts`."""
+    did, version_id = facts.dataset_id, facts.version_id
     dists: list[dict[str, Any]] = []
-    head = entries[0]
-    head_mh = multihash_to_str(head.hash)
-    version_id = f"{did}#{head_mh}"
-    for e in reversed(entries):
-        ev = e.block.event
-        if isinstance(ev, SetInfo):
-            info = ev
-        elif isinstance(ev, SetLicense):
-            lic = ev
-        elif isinstance(ev, SetTransform):
-            inputs = [str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d]
-        elif isinstance(ev, AddData | ExecuteTransform):
-            ds = ev.new_data
-            if ds is None or ds.physical_hash is None:
-                continue
-            mh = multihash_to_str(ds.physical_hash)
-            url = url_of(f"data/{mh}")
-            dist: dict[str, Any] = {
-                "@id": f"{version_id}/data/{mh}",
-                "@type": "dcat:Distribution",
-                "dcterms:identifier": mh,
-                "dcterms:title": f"Data file of block {e.block.sequence_number}",
-                "dcat:accessURL": url,
-                "dcat:downloadURL": url,
-                "dcat:mediaType": PARQUET_MEDIA_TYPE,
-                "dcat:byteSize": ds.size,
+    for df in facts.files:
+        url = shown.url_of(df.path)
+        dist: dict[str, Any] = {
+            "@id": f"{version_id}/{df.path}",
+            "@type": "dcat:Distribution",
+            "dcterms:identifier": df.multihash,
+            "dcterms:title": f"Data file of block {df.sequence}",
+            "dcat:accessURL": url,
+            "dcat:downloadURL": url,
+            "dcat:mediaType": PARQUET_MEDIA_TYPE,
+            "dcat:byteSize": df.size,
+        }
+        sha = shown.sha256(df)
+        if sha:
+            dist["spdx:checksum"] = {
+                "@type": "spdx:Checksum",
+                "spdx:algorithm": "spdx:checksumAlgorithm_sha256",
+                "spdx:checksumValue": sha,
             }
-            sha = sha256_of(ds.physical_hash) if sha256_of is not None else None
-            if sha:
-                dist["spdx:checksum"] = {
-                    "@type": "spdx:Checksum",
-                    "spdx:algorithm": "spdx:checksumAlgorithm_sha256",
-                    "spdx:checksumValue": sha,
-                }
-            dists.append(dist)
-    description = info.description if info is not None else None
-    name = title if title is not None else derive_title(description)
+        dists.append(dist)
     about: dict[str, Any] = {}
+    name = facts.title(shown.title)
     if name:
         about["dcterms:title"] = name
-    if description:
-        about["dcterms:description"] = description
-    if info is not None and info.keywords:
-        about["dcat:keyword"] = list(info.keywords)
-    license_url = _license_fields(lic).get("license") if lic is not None else None
-    if license_url:
-        about["dcterms:license"] = license_url
-    creator_name = (publisher or {}).get("name") or identity
+    if facts.description:
+        about["dcterms:description"] = facts.description
+    if facts.keywords:
+        about["dcat:keyword"] = facts.keywords
+    if facts.license_url:
+        about["dcterms:license"] = facts.license_url
+    creator_name = shown.creator_name
     if creator_name:
         agent: dict[str, Any] = {"@type": "foaf:Agent", "foaf:name": creator_name}
-        homepage = (publisher or {}).get("homepage")
+        homepage = (shown.publisher or {}).get("homepage")
         if _is_web_iri(homepage):
             agent["foaf:homepage"] = {"@id": homepage}
         about["dcterms:publisher"] = agent
@@ -156,17 +135,17 @@ def build_dcat(
     version: dict[str, Any] = {
         "@id": version_id,
         "@type": "dcat:Dataset",
-        "dcterms:identifier": head_mh,
+        "dcterms:identifier": facts.head_multihash,
         **about,
         "dcat:inSeries": did,
-        "dcat:version": str(head.block.sequence_number),
-        "dcterms:issued": entries[-1].block.system_time.isoformat(),
-        "dcterms:modified": head.block.system_time.isoformat(),
+        "dcat:version": str(facts.sequence),
+        "dcterms:issued": facts.created.isoformat(),
+        "dcterms:modified": facts.modified.isoformat(),
     }
-    if landing:
-        version["dcat:landingPage"] = landing
-    if inputs:
-        version["prov:wasDerivedFrom"] = inputs
+    if shown.landing:
+        version["dcat:landingPage"] = shown.landing
+    if facts.inputs:
+        version["prov:wasDerivedFrom"] = list(facts.inputs)
     if dists:
         version["dcat:distribution"] = dists
     return {"@context": dict(DCAT_CONTEXT), "@graph": [series, version]}

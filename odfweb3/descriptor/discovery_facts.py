@@ -1,0 +1,221 @@
+"""What the discovery formats say about a dataset, gathered from its chain once.
+
+Croissant (:mod:`.croissant`), DCAT (:mod:`.dcat`) and DataCite (:mod:`.datacite`) each
+render these facts in their own vocabulary; none of them reads the chain. The mapping from
+chain events to facts is made here only:
+
+- identity: the Seed's dataset ID; head: the head block's hash and sequence number;
+  ``created`` / ``modified``: the Seed's and the head's system time;
+- ``info`` / ``license``: the latest ``SetInfo`` and ``SetLicense``;
+- ``inputs``: the dataset IDs of the latest ``SetTransform`` (lineage), each with the last
+  input block its ``ExecuteTransform``s consumed;
+- ``files``: one :class:`DataFile` per ``AddData`` / ``ExecuteTransform`` ``newData``, oldest
+  first, with the ``SetDataSchema`` in force when it was written.
+
+:meth:`DiscoveryFacts.extended` adds the blocks above the head without reading the older
+ones again (a publish of one more block costs one block, not the chain).
+
+Who publishes (``publisher`` of ``odfweb3.yaml``, the signing identity) and where the
+dataset is read (URLs, SHA-256s) are not chain facts: the renderers take them as arguments
+(:class:`Presentation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from odfweb3.descriptor.build import _license_fields, derive_title
+from odfweb3.odf.chain import ChainEntry
+from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.lineage import InputState, declared_inputs
+from odfweb3.odf.model_gen import (
+    AddData,
+    DataSchema,
+    ExecuteTransform,
+    Seed,
+    SetDataSchema,
+    SetInfo,
+    SetLicense,
+    SetTransform,
+)
+from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.timestamp import Timestamp
+
+__all__ = ["DataFile", "DiscoveryFacts", "Presentation", "discovery_facts"]
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A data file of the chain: the block that added it, its physical hash and size, and
+    the schema in force for it (None before any ``SetDataSchema``)."""
+
+    sequence: int
+    physical_hash: bytes
+    size: int
+    schema: DataSchema | None
+
+    @property
+    def multihash(self) -> str:
+        """The physical hash in multibase base16 (the name under ``data/``)."""
+        return multihash_to_str(self.physical_hash)
+
+    @property
+    def path(self) -> str:
+        """``data/<multihash>``: where the file lives in the dataset layout."""
+        return f"data/{self.multihash}"
+
+
+@dataclass(frozen=True)
+class DiscoveryFacts:
+    """The chain facts the discovery formats render (see the module docstring)."""
+
+    dataset_id: str
+    head: bytes
+    sequence: int
+    created: Timestamp
+    modified: Timestamp
+    info: SetInfo | None = None
+    license: SetLicense | None = None
+    inputs: tuple[str, ...] = ()
+    input_states: Mapping[str, InputState] = field(default_factory=dict)
+    schema: DataSchema | None = None
+    files: tuple[DataFile, ...] = ()
+
+    @property
+    def head_multihash(self) -> str:
+        """The head block's hash in multibase base16."""
+        return multihash_to_str(self.head)
+
+    @property
+    def version_id(self) -> str:
+        """``did:odf:…#<head>``: this version of the dataset."""
+        return f"{self.dataset_id}#{self.head_multihash}"
+
+    @property
+    def description(self) -> str | None:
+        """The latest ``SetInfo`` description (None when there is none or it is empty)."""
+        return (self.info.description or None) if self.info is not None else None
+
+    @property
+    def keywords(self) -> list[str]:
+        """The latest ``SetInfo`` keywords, in order (empty when none)."""
+        return list(self.info.keywords or ()) if self.info is not None else []
+
+    @property
+    def license_url(self) -> str | None:
+        """The license's IRI: its SPDX page, else its website (None when not an IRI)."""
+        if self.license is None:
+            return None
+        url = _license_fields(self.license).get("license")
+        return str(url) if url else None
+
+    @property
+    def data_bytes(self) -> int:
+        """The sum of the data files' sizes."""
+        return sum(f.size for f in self.files)
+
+    def title(self, override: str | None = None) -> str | None:
+        """``override`` if given, else the description's first sentence (:func:`derive_title`)."""
+        return override if override is not None else derive_title(self.description)
+
+    def extended(self, entries: Iterable[ChainEntry]) -> DiscoveryFacts:
+        """The facts at a newer head, from the blocks above this one, oldest first
+        (each block's ``prev`` is checked by the chain walk that produced them)."""
+        return _fold(self, entries)
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """What the renderers are told besides the chain: who publishes and where it is read.
+
+    Attributes:
+        publisher: ``publisher`` of ``odfweb3.yaml`` (``type``, ``name``, ``homepage``…).
+        identity: the creator's name when ``publisher.name`` is not set (the key's
+            ``ipns://NAME`` or the wallet's address).
+        title: overrides the title derived from ``SetInfo``.
+        landing: the dataset's own URL (``ipns://NAME``, a gateway URL, ``ar://ID``).
+        url_of: ``data/<mh>`` to the URL a reader fetches.
+        sha256_of: a data file's hex SHA-256 from its physical hash (None when unknown).
+    """
+
+    publisher: Mapping[str, Any] | None = None
+    identity: str | None = None
+    title: str | None = None
+    landing: str | None = None
+    url_of: Callable[[str], str] = lambda rel: rel
+    sha256_of: Callable[[bytes], str | None] | None = None
+
+    @property
+    def creator_name(self) -> str | None:
+        """``publisher.name``, else the signing identity (None when neither is known)."""
+        name = (self.publisher or {}).get("name") or self.identity
+        return str(name) if name else None
+
+    def sha256(self, f: DataFile) -> str | None:
+        """The data file's SHA-256 when the caller can hash it."""
+        return self.sha256_of(f.physical_hash) if self.sha256_of is not None else None
+
+
+def discovery_facts(entries: Sequence[ChainEntry]) -> DiscoveryFacts:
+    """The facts of a verified chain, head first (as ``walk_chain`` yields it).
+
+    Raises:
+        ValueError: the chain does not end at a Seed.
+    """
+    if not entries or not isinstance(entries[-1].block.event, Seed):
+        raise ValueError("discovery metadata needs a whole chain ending at its Seed")
+    seed_entry = entries[-1]
+    seed = seed_entry.block.event
+    assert isinstance(seed, Seed)
+    start = DiscoveryFacts(
+        dataset_id=str(DatasetId.from_bytes(seed.dataset_id or b"")),
+        head=seed_entry.hash,
+        sequence=seed_entry.block.sequence_number,
+        created=seed_entry.block.system_time,
+        modified=seed_entry.block.system_time,
+    )
+    return _fold(start, reversed(entries[:-1]))
+
+
+def _fold(facts: DiscoveryFacts, entries: Iterable[ChainEntry]) -> DiscoveryFacts:
+    info, lic, schema = facts.info, facts.license, facts.schema
+    inputs = facts.inputs
+    states = dict(facts.input_states)
+    files = list(facts.files)
+    last: ChainEntry | None = None
+    for e in entries:
+        last = e
+        ev = e.block.event
+        if isinstance(ev, SetInfo):
+            info = ev
+        elif isinstance(ev, SetLicense):
+            lic = ev
+        elif isinstance(ev, SetTransform):
+            inputs = tuple(str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d)
+        elif isinstance(ev, SetDataSchema) and ev.schema is not None:
+            schema = ev.schema
+        elif isinstance(ev, AddData | ExecuteTransform):
+            if isinstance(ev, ExecuteTransform):
+                for qi in ev.query_inputs or ():
+                    if qi.dataset_id is not None:
+                        key = str(DatasetId.from_bytes(qi.dataset_id))
+                        states[key] = states.get(key, InputState()).after(qi)
+            ds = ev.new_data
+            if ds is not None and ds.physical_hash is not None:
+                files.append(DataFile(e.block.sequence_number, ds.physical_hash, ds.size, schema))
+    if last is None:
+        return facts
+    return replace(
+        facts,
+        head=last.hash,
+        sequence=last.block.sequence_number,
+        modified=last.block.system_time,
+        info=info,
+        license=lic,
+        inputs=inputs,
+        input_states=states,
+        schema=schema,
+        files=tuple(files),
+    )
