@@ -15,16 +15,14 @@ import pytest
 
 from odfweb3.cli.main import main
 from odfweb3.odf.builder import create_root_dataset
+from tests.support.croissant import sandbox_croissant
 
 pytestmark = pytest.mark.integration
 
 
 def test_records_are_read_through_the_gateway(tmp_path, ipfs_node, capsys, monkeypatch):
-    from mlcroissant._src.core import constants
-
-    monkeypatch.setattr(constants, "DOWNLOAD_PATH", constants.epath.Path(tmp_path / "cr/dl"))
-    monkeypatch.setattr(constants, "EXTRACT_PATH", constants.epath.Path(tmp_path / "cr/ex"))
-    built = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=5000, seed=31, fsync=False)
+    downloads = sandbox_croissant(monkeypatch, tmp_path / "cr")
+    built = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=5000, seed=3131, fsync=False)
     environ = {
         "ODFWEB3_STATE_DIR": str(tmp_path / "state"),
         "ODFWEB3_KEYSTORE": str(tmp_path / "keys"),
@@ -55,4 +53,4 @@ def test_records_are_read_through_the_gateway(tmp_path, ipfs_node, capsys, monke
     ]
     assert offsets == list(range(len(offsets))) and offsets
     # mlcroissant downloaded each file over http (its cache holds one per contentUrl)
-    assert len(list((tmp_path / "cr/dl").iterdir())) == len(urls)
+    assert len(list(downloads.iterdir())) == len(urls)

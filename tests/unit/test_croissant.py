@@ -27,18 +27,14 @@ from odfweb3.odf.derivative import create_derivative_dataset
 from odfweb3.odf.example_schema import PAYLOAD_SCHEMA, set_data_schema
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
+from tests.support.croissant import sandbox_croissant
 
 from .test_descriptor import SEED, chain_of
 
 
 @pytest.fixture(autouse=True)
 def croissant_cache(tmp_path, monkeypatch):
-    # mlcroissant downloads into $CROISSANT_CACHE (read at import: set its constants too).
-    from mlcroissant._src.core import constants
-
-    monkeypatch.setattr(constants, "CROISSANT_CACHE", constants.epath.Path(tmp_path / "cr"))
-    monkeypatch.setattr(constants, "DOWNLOAD_PATH", constants.epath.Path(tmp_path / "cr/dl"))
-    monkeypatch.setattr(constants, "EXTRACT_PATH", constants.epath.Path(tmp_path / "cr/ex"))
+    sandbox_croissant(monkeypatch, tmp_path / "cr")
 
 
 def croissant_of(path, **kw):
