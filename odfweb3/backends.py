@@ -141,6 +141,9 @@ class StateFacts:
         share: what to give a reader, ``(what, reference)`` pairs in the order shown after a
             publish (e.g. the reference that follows every later publish, the one fixed
             version, the drive ids another client opens).
+        cache_ttl: seconds readers' caches may keep showing the previous version after an
+            update (an IPNS record's TTL: Kubo caches a resolved name that long and a new
+            record put to it does not refresh that cache); None when the network says none.
     """
 
     name: str | None = None
@@ -152,6 +155,7 @@ class StateFacts:
     key_envelope: str | None = None
     source: str | None = None
     share: tuple[tuple[str, str], ...] = ()
+    cache_ttl: int | None = None
 
 
 class Backend(Protocol):

@@ -309,6 +309,7 @@ class IpfsBackend:
             source=source,
             # The signed record follows every later publish: the name is what to give.
             share=(("latest version", f"ipns://{record.name}"),) if record.name else (),
+            cache_ttl=record.ttl,
         )
 
     def record_locator(self, state: PublishState) -> str | None:

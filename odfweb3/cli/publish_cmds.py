@@ -623,10 +623,38 @@ def _to_json(o: PublishOutcome) -> dict[str, Any]:
         data.update(o.upload.summary)
     if o.state is not None:
         data["record"] = o.state.record
-        share = _facts(o.state).share
-        if share:
-            data["share"] = [{"what": what, "ref": ref} for what, ref in share]
+        facts = _facts(o.state)
+        if facts.share:
+            data["share"] = [{"what": what, "ref": ref} for what, ref in facts.share]
+        if _updated(o) and facts.cache_ttl is not None:
+            data["cacheTtl"] = facts.cache_ttl
     return data
+
+
+def _updated(o: PublishOutcome) -> bool:
+    """A new head over one the target already served: readers may hold the old one."""
+    return o.state is not None and not _nothing_new(o) and o.plan.remote_head is not None
+
+
+def _cache_lines(o: PublishOutcome) -> list[str]:
+    """After an update, how long caches may still show the previous version."""
+    assert o.state is not None
+    ttl = _facts(o.state).cache_ttl
+    if not _updated(o) or ttl is None:
+        return []
+    return [
+        f"note: resolvers and gateways may show the previous version for up to "
+        f"{_seconds(ttl)} (the record's TTL, ipfs.record_ttl; docs/concepts.md)"
+    ]
+
+
+def _seconds(n: int) -> str:
+    """``5 min``, ``2 h``, ``90 s``."""
+    if n >= 3600 and n % 3600 == 0:
+        return f"{n // 3600} h"
+    if n >= 60 and n % 60 == 0:
+        return f"{n // 60} min"
+    return f"{n} s"
 
 
 def _plan_lines(plan: PublishPlan) -> list[tuple[str, object]]:
@@ -681,7 +709,13 @@ def _human(o: PublishOutcome) -> str:
                 )
             )
     return "\n".join(
-        [header, *key_values(items), *_share_lines(o.state), *_import_lines(plan.target)]
+        [
+            header,
+            *key_values(items),
+            *_share_lines(o.state),
+            *_cache_lines(o),
+            *_import_lines(plan.target),
+        ]
     )
 
 

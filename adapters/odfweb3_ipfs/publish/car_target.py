@@ -585,6 +585,7 @@ class CarTarget:
                         validity=record.expires_at.isoformat(),
                         value=record.value_text,
                         file=record_file,
+                        ttl=record.ttl_ns // 1_000_000_000,
                     ),
                     extra=replace(sent, dag=dag),
                 )

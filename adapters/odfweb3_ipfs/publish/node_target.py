@@ -915,6 +915,7 @@ def _record_facts(name: IpnsName, record: IpnsRecord, mode: str) -> IpnsFacts:
         value=record.value_text,
         mode=mode,
         extension=record.odf is not None,
+        ttl=record.ttl_ns // 1_000_000_000,
     )
 
 

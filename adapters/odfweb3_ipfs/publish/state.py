@@ -89,6 +89,8 @@ class IpnsFacts:
         file: the record file in ``OUT_DIR`` (``car:`` target).
         mode: how the node took it (``routing/put`` or ``name/publish``; node target).
         extension: whether the record carries the ``_odf`` extension (node target).
+        ttl: the record's TTL in seconds (``ipfs.record_ttl``): how long a resolver may
+            serve the record it cached before this one (absent in states written before).
     """
 
     name: str | None = None
@@ -99,6 +101,7 @@ class IpnsFacts:
     file: str | None = None
     mode: str | None = None
     extension: bool | None = None
+    ttl: int | None = None
 
 
 def parse_ipns_facts(raw: Mapping[str, Any], where: str) -> IpnsFacts:
@@ -113,6 +116,7 @@ def parse_ipns_facts(raw: Mapping[str, Any], where: str) -> IpnsFacts:
         file=opt_field(raw, "file", str, where, p),
         mode=opt_field(raw, "mode", str, where, p),
         extension=opt_field(raw, "extension", bool, where, p),
+        ttl=opt_field(raw, "ttl", int, where, p),
     )
 
 
@@ -128,6 +132,7 @@ def serialize_ipns_facts(facts: IpnsFacts) -> dict[str, Any]:
             "file": facts.file,
             "mode": facts.mode,
             "extension": facts.extension,
+            "ttl": facts.ttl,
         }
     )
 

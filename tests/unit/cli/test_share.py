@@ -74,3 +74,29 @@ def test_the_import_hint_says_every_car_oldest_first(
     cars = doc["import"][0].split()[3:]
     assert len(cars) >= 2 and all(c.endswith(".car") for c in cars)
     assert lines[at + 1].strip() == doc["import"][0]  # all of them, in one command, in order
+
+
+def test_an_update_says_how_long_caches_may_show_the_previous_version(
+    tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds, car = tmp_path / "ds", tmp_path / "car"
+    config = tmp_path / "odfweb3.yaml"
+    config.write_text("ipfs:\n  record_ttl: 120\n")
+    publish = ["publish", str(ds), "--to", f"car:{car}", "--config", str(config)]
+    _run(capsys, env, "example", str(ds), "--blocks", "2", "-q")
+    first = _run(capsys, env, *publish)
+    assert "previous version" not in first  # nothing was served before: nothing cached
+    _run(capsys, env, "example", str(ds), "--append", "1", "-q")
+    doc = json.loads(_run(capsys, env, *publish, "--json"))
+    assert doc["cacheTtl"] == 120 and doc["record"]["ttl"] == 120
+    _run(capsys, env, "example", str(ds), "--append", "1", "-q")
+    text = _run(capsys, env, *publish)
+    note = [line for line in text.splitlines() if line.startswith("note:")]
+    assert note == [
+        "note: resolvers and gateways may show the previous version for up to 2 min "
+        "(the record's TTL, ipfs.record_ttl; docs/concepts.md)"
+    ]
+    # A rerun with nothing new changes no record: nothing to warn about.
+    again = _run(capsys, env, *publish)
+    assert "nothing new" in again and "previous version" not in again
+    assert "cacheTtl" not in json.loads(_run(capsys, env, *publish, "--json"))
