@@ -3,8 +3,12 @@
 Nothing here is written by hand per command: :func:`command_tree` walks the parser
 once and each shell's script is that tree as data plus one small walker that finds
 the command path under the cursor (skipping options and the values they take). So a
-new command or option completes as soon as it exists; ``tests/unit/cli/test_completion.py``
-runs the bash script in bash (and the others through their shells when installed).
+new command or option completes as soon as it exists. Values that depend on the machine
+(target kinds from the backend registry, remotes, pinning services, a kamu workspace's
+dataset names) are asked at TAB time from ``odfweb3 completion --list KIND`` (:data:`DYNAMIC`
+says which options take them), as git's script asks ``git remote``.
+``tests/unit/cli/test_completion.py`` runs the bash script in bash (and the others through
+their shells when installed).
 
 Install: ``odfweb3 completion bash > ~/.local/share/bash-completion/completions/odfweb3``,
 ``odfweb3 completion zsh > ~/.zfunc/_odfweb3`` (a directory on ``$fpath``),
@@ -14,12 +18,70 @@ Install: ``odfweb3 completion bash > ~/.local/share/bash-completion/completions/
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["SHELLS", "CommandNode", "command_tree", "render"]
+if TYPE_CHECKING:
+    from odfweb3.config import Config
+
+__all__ = [
+    "DYNAMIC",
+    "SHELLS",
+    "VALUE_KINDS",
+    "CommandNode",
+    "candidates",
+    "command_tree",
+    "render",
+]
 
 SHELLS: Final = ("bash", "zsh", "fish")
+
+#: What the scripts ask ``odfweb3 completion --list KIND`` for at TAB time: words that
+#: depend on this machine (the backend registry, remotes.json, the configuration, a kamu
+#: workspace), not on the parser.
+VALUE_KINDS: Final = ("targets", "datasets")
+
+#: Options whose value is one of those kinds (whatever the command).
+DYNAMIC: Final[dict[str, str]] = {
+    "--to": "targets",
+    "--against": "targets",
+    "--with-inputs": "datasets",
+    "--inputs": "datasets",
+}
+
+
+def candidates(kind: str, config: Config, cwd: Path, env: Mapping[str, str]) -> list[str]:
+    """The words ``kind`` completes to here: for ``targets`` every target kind the backend
+    registry knows (``car:`` and ``bundle:`` with their ``:``, the rest bare), each
+    configured pinning service (``pinning:NAME``) and each remote's name; for ``datasets``
+    the dataset names of the kamu workspace around ``cwd``. Nothing that cannot be read
+    is an error here: a TAB press prints what it can."""
+    from odfweb3.errors import OdfWeb3Error
+
+    words: list[str] = []
+    if kind == "targets":
+        from odfweb3.backends import target_kinds
+        from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
+
+        for k in target_kinds():
+            words.append(f"{k}:" if k in LOCAL_KINDS else k)
+        services = config.get("pinning", "services", default={}) or {}
+        words += [f"pinning:{name}" for name in services]
+        with contextlib.suppress(OdfWeb3Error):
+            words += list(Remotes(config.state_dir).load())
+    elif kind == "datasets":
+        from odfweb3.odf.kamu_workspace import find_workspace, workspace_datasets
+
+        try:
+            workspace = find_workspace(cwd, env)
+            if workspace is not None:
+                words += [d.alias for d in workspace_datasets(workspace) if d.alias]
+        except (OdfWeb3Error, OSError):
+            pass
+    return list(dict.fromkeys(words))
 
 
 @dataclass
@@ -94,6 +156,7 @@ def _bash(nodes: list[CommandNode]) -> str:
         *table("_odfweb3_valued", valued),
         *table("_odfweb3_args", args),
         *table("_odfweb3_choices", choices),
+        *table("_odfweb3_dynamic", DYNAMIC),
         _BASH_BODY,
     ]
     return "\n".join(lines) + "\n"
@@ -112,6 +175,37 @@ _BASH_BODY = r"""_odfweb3() {
         fi
         [[ " ${_odfweb3_sub[$cmdpath]} " == *" $w "* ]] && cmdpath="$cmdpath $w"
     done
+    # A target or dataset value: the words of `odfweb3 completion --list KIND`. Bash splits
+    # words at ':' (COMP_WORDBREAKS), so the value is read from the line itself and only
+    # the part after its last ':' is replaced (as bash-completion's __ltrim_colon_completions).
+    local line="${COMP_LINE:0:${COMP_POINT:-${#COMP_LINE}}}" vopt="" vcur="" kind="" f
+    local -a toks=() cands=()
+    read -ra toks <<< "$line"
+    if [[ $line == *[[:space:]] ]]; then
+        vopt="${toks[${#toks[@]}-1]}"
+    elif ((${#toks[@]} > 1)); then
+        vcur="${toks[${#toks[@]}-1]}"; vopt="${toks[${#toks[@]}-2]}"
+    fi
+    kind="${_odfweb3_dynamic[$vopt]}"
+    if [[ -n $kind && " ${_odfweb3_valued[$cmdpath]} " == *" $vopt "* ]]; then
+        if [[ $vcur == car:* || $vcur == bundle:* ]]; then
+            while IFS= read -r f; do cands+=("${vcur%%:*}:$f"); done < <(compgen -f -- "${vcur#*:}")
+        elif [[ $kind == datasets ]]; then
+            while IFS= read -r f; do cands+=("$f"); done < <(compgen -f -- "$vcur")
+        fi
+        local listed
+        listed="$(odfweb3 completion --list "$kind" 2>/dev/null)"
+        while IFS= read -r f; do
+            [[ -n $f ]] && cands+=("$f")
+        done < <(compgen -W "$listed" -- "$vcur")
+        local pre="${vcur%"${vcur##*:}"}"
+        if [[ -n $pre && $COMP_WORDBREAKS == *:* ]]; then cands=("${cands[@]#"$pre"}"); fi
+        COMPREPLY=("${cands[@]}")
+        if ((${#cands[@]} == 1)) && [[ ${cands[0]} == *: || -z ${cands[0]} ]]; then
+            compopt -o nospace 2>/dev/null
+        fi
+        return 0
+    fi
     if [[ $prev == -* && " ${_odfweb3_valued[$cmdpath]} " == *" $prev "* ]]; then
         if [[ -n ${_odfweb3_choices[$cmdpath $prev]} ]]; then
             COMPREPLY=($(compgen -W "${_odfweb3_choices[$cmdpath $prev]}" -- "$cur"))
@@ -155,6 +249,7 @@ def _zsh(nodes: list[CommandNode]) -> str:
             "_odfweb3_choices",
             {f"{n.key} {o}": " ".join(c) for n in nodes for o, c in n.choices.items()},
         ),
+        *table("_odfweb3_dynamic", DYNAMIC),
         _ZSH_BODY,
     ]
     return "\n".join(lines) + "\n"
@@ -172,6 +267,14 @@ _ZSH_BODY = r"""_odfweb3() {
         fi
         [[ " ${_odfweb3_sub[$cmdpath]} " == *" $w "* ]] && cmdpath="$cmdpath $w"
     done
+    if [[ -n ${_odfweb3_dynamic[$prev]} && " ${_odfweb3_valued[$cmdpath]} " == *" $prev "* ]]; then
+        local -a words
+        words=(${(f)"$(odfweb3 completion --list ${_odfweb3_dynamic[$prev]} 2>/dev/null)"})
+        compadd -S '' -- ${(M)words:#*:}
+        compadd -- ${words:#*:}
+        _files
+        return
+    fi
     if [[ $prev == -* && " ${_odfweb3_valued[$cmdpath]} " == *" $prev "* ]]; then
         if [[ -n ${_odfweb3_choices[$cmdpath $prev]} ]]; then
             compadd -- ${=_odfweb3_choices[$cmdpath $prev]}
@@ -229,6 +332,9 @@ def _fish(nodes: list[CommandNode]) -> str:
             extra = ""
             if opt in n.choices:
                 extra = f" -x -a {_fish_quote(' '.join(n.choices[opt]))}"
+            elif opt in n.valued and opt in DYNAMIC:
+                listing = f"(odfweb3 completion --list {DYNAMIC[opt]} 2>/dev/null)"
+                extra = f" -r -a {_fish_quote(listing)}"
             elif opt in n.valued:
                 extra = " -r"
             lines.append(f"complete -c odfweb3 {cond} {flag}{extra} -d {_fish_quote(h)}")

@@ -7,7 +7,8 @@ import platform
 from typing import Any
 
 from odfweb3 import __version__
-from odfweb3.cli.completion import SHELLS
+from odfweb3.cli.completion import SHELLS, VALUE_KINDS
+from odfweb3.errors import UsageError
 
 __all__ = ["register"]
 
@@ -29,7 +30,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Print the completion script for SHELL, generated from the command line "
         "parser itself (so it always knows every command and option).",
     )
-    p.add_argument("shell", choices=SHELLS, help="bash, zsh or fish")
+    p.add_argument("shell", nargs="?", choices=SHELLS, help="bash, zsh or fish")
+    # What the scripts ask at TAB time (target kinds, remotes, dataset names): hidden.
+    p.add_argument("--list", choices=VALUE_KINDS, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_completion)
 
     p = sub.add_parser(
@@ -52,9 +55,15 @@ def _version(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _completion(args: argparse.Namespace, ctx: Any) -> int:
-    from odfweb3.cli.completion import render
+    from odfweb3.cli.completion import candidates, render
     from odfweb3.cli.main import build_parser
 
+    if args.list is not None:
+        words = candidates(args.list, ctx.config, ctx.cwd, ctx.env)
+        ctx.out.result({"list": args.list, "words": words}, "\n".join(words), product=True)
+        return 0
+    if args.shell is None:
+        raise UsageError("completion: name the shell (bash, zsh or fish)")
     script = render(build_parser(), args.shell)
     ctx.out.result({"shell": args.shell, "script": script}, script, product=True)
     return 0

@@ -9,8 +9,11 @@ command and option the parser knows is in each script and in the page.
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -130,3 +133,124 @@ def test_man_page_renders_without_warnings_and_lists_everything(tmp_path):
         for option in node.options:
             assert option in text, (node.key, option)
     assert "EXIT STATUS" in text and "Examples:" in text
+
+
+def _bash_line(script: str, tmp_path, line: str) -> list[str]:
+    """Complete ``line`` (the cursor at its end) as bash does: words split at COMP_WORDBREAKS
+    (':' included, so ``car:./o`` is three words), COMP_LINE and COMP_POINT set, and
+    ``odfweb3`` the CLI of this checkout run with its own HOME."""
+    driver = (
+        script
+        + f'\nodfweb3() {{ "{sys.executable}" -m odfweb3.cli.main "$@"; }}\n'
+        + f"COMP_LINE={shlex.quote(line)}\nCOMP_POINT=${{#COMP_LINE}}\n"
+        + "COMP_WORDBREAKS=$' \\t\\n\"\\'><=;|&(:'\n"
+        # Split as readline does: whitespace, and ':' as a word of its own.
+        + 'read -ra COMP_WORDS <<< "${COMP_LINE//:/ : }"\n'
+        + '[[ $COMP_LINE == *[[:space:]] || $COMP_LINE == *: ]] && COMP_WORDS+=("")\n'
+        + "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n_odfweb3\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+    }
+    r = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", driver],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    return [line for line in r.stdout.splitlines() if line]
+
+
+@pytest.fixture
+def machine(tmp_path):
+    """A working directory with a remote, a pinning service and an output directory."""
+    (tmp_path / "cfg" / "odfweb3").mkdir(parents=True)
+    (tmp_path / "cfg" / "odfweb3" / "odfweb3.yaml").write_text(
+        "pinning:\n  services:\n    pina:\n      endpoint: https://pin.example/psa\n"
+    )
+    (tmp_path / "outdir").mkdir()
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["remote", "add", "origin", "car:./outdir"], env=env) == 0
+    finally:
+        os.chdir(cwd)
+    return tmp_path
+
+
+def test_bash_completes_target_kinds_services_and_remotes_after_to(capsys, machine):
+    script = _script(capsys, "bash")
+    got = _bash_line(script, machine, "odfweb3 publish ./ds --to ")
+    from odfweb3.backends import target_kinds
+
+    kinds = {k for k in target_kinds()}
+    assert {"car", "bundle", "ipfs", "arweave", "turbo", "pinning"} <= kinds
+    expected = {f"{k}:" if k in ("car", "bundle") else k for k in kinds}
+    assert set(got) == expected | {"pinning:pina", "origin"}
+    # The same after --against, and the prefix narrows.
+    assert _bash_line(script, machine, "odfweb3 verify ./ds --against or") == ["origin"]
+    assert _bash_line(script, machine, "odfweb3 publish ./ds --json --to tu") == ["turbo"]
+
+
+def test_bash_completes_the_directory_after_car_colon(capsys, machine):
+    script = _script(capsys, "bash")
+    # bash replaces only what follows the last ':', so the replies are the paths alone.
+    assert _bash_line(script, machine, "odfweb3 publish ./ds --to car:./out") == ["./outdir"]
+    assert _bash_line(script, machine, "odfweb3 publish ./ds --to pinning:") == ["pina"]
+    assert _bash_line(script, machine, "odfweb3 publish ./ds --to ca") == ["car:"]
+
+
+def test_completion_lists_dataset_names_of_the_kamu_workspace(capsys, tmp_path):
+    from odfweb3.odf.builder import create_root_dataset
+
+    ws = tmp_path / ".kamu" / "datasets"
+    create_root_dataset(ws / "weather", blocks=1, data_bytes=64, seed=3101, fsync=False)
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["completion", "--list", "datasets"], env=env) == 0
+    finally:
+        os.chdir(cwd)
+    assert capsys.readouterr().out.split() == ["weather"]
+    script = _script(capsys, "bash")
+    got = _bash_line(script, tmp_path, "odfweb3 publish ./deriv --with-inputs we")
+    assert got == ["weather"]
+
+
+def test_fish_completes_targets_after_to_and_zsh_asks_the_same(capsys, machine):
+    script_file = machine / "odfweb3.fish"
+    script_file.write_text(_script(capsys, "fish"))
+    fish = shutil.which("fish")
+    assert fish is not None, "fish is not installed: run tools/test_packages.sh"
+    cli = f"function odfweb3; {shlex.quote(sys.executable)} -m odfweb3.cli.main $argv; end"
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(machine / "home"),
+        "XDG_CONFIG_HOME": str(machine / "cfg"),
+    }
+    r = subprocess.run(
+        [
+            fish,
+            "--no-config",
+            "-c",
+            f"{cli}; source {script_file}; complete -C 'odfweb3 publish ds --to '",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=machine,
+        env=env,
+    )
+    got = {line.split("\t")[0] for line in r.stdout.splitlines()}
+    assert {"car:", "bundle:", "ipfs", "arweave", "turbo", "pinning:pina", "origin"} <= got
+    zsh = _script(capsys, "zsh")
+    assert "odfweb3 completion --list ${_odfweb3_dynamic[$prev]}" in zsh
+    assert "'--to' 'targets'" in zsh
