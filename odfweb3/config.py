@@ -7,7 +7,8 @@ Where the file is found, first match wins:
 3. ``$XDG_CONFIG_HOME/odfweb3/odfweb3.yaml`` (``~/.config/odfweb3/odfweb3.yaml``).
 
 The file is validated against ``schemas/config.schema.json``; an error names the
-file, the key and what is expected. Then environment variables override it:
+file, the key and what is expected (an unknown key: the keys known at that level).
+Then environment variables override it:
 
 =============================  ======================
 ``ODFWEB3_IPFS_API``           ``ipfs.api``
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_IPFS_GATEWAY",
     "ENV_KEYS",
     "Config",
+    "Setting",
     "find_config_file",
     "load_config",
 ]
@@ -64,6 +66,26 @@ ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+# The defaults `odfweb3 config` shows for settings that are not set: the core's own
+# fallbacks (the adapters document theirs in the schema's descriptions).
+DEFAULTS: Final[Mapping[str, Any]] = {
+    "ipfs.api": DEFAULT_IPFS_API,
+    "ipfs.gateway": DEFAULT_IPFS_GATEWAY,
+    "ipfs.record_ttl": 300,
+    "arweave.gateway": DEFAULT_ARWEAVE_GATEWAY,
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting in effect: its dotted key, its value and where it comes from
+    (``default``, the configuration file's path, or ``env ODFWEB3_…``)."""
+
+    key: str
+    value: Any
+    source: str
+
+
 @dataclass(frozen=True)
 class Config:
     """The effective configuration.
@@ -77,6 +99,37 @@ class Config:
     data: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
     home: Path = field(default_factory=lambda: Path.home() / ".local" / "share" / "odfweb3")
+    origins: Mapping[str, str] = field(default_factory=dict)  # dotted key -> where it was set
+
+    def settings(self) -> list[Setting]:
+        """Every setting in effect and where it comes from (``odfweb3 config``): each value
+        set in the file or the environment, then the defaults of the settings the core
+        itself falls back on (:data:`DEFAULTS`). Sorted by key."""
+        found: dict[str, Setting] = {}
+
+        def walk(node: Any, prefix: str) -> None:
+            if isinstance(node, Mapping) and (node or not prefix):
+                for k, v in node.items():
+                    walk(v, f"{prefix}.{k}" if prefix else str(k))
+                return
+            origin = self.origins.get(prefix)
+            if origin is None:  # a map set as a whole: the nearest key that has one
+                parts = prefix.split(".")
+                while parts and origin is None:
+                    parts.pop()
+                    origin = self.origins.get(".".join(parts))
+            found[prefix] = Setting(prefix, node, origin or "file")
+
+        walk(self.data, "")
+        defaults: dict[str, Any] = {
+            **DEFAULTS,
+            "keystore": str(self.home / "keys"),
+            "state_dir": str(self.home / "state"),
+        }
+        for key, value in defaults.items():
+            if key not in found:
+                found[key] = Setting(key, value, "default")
+        return [found[k] for k in sorted(found)]
 
     def get(self, *path: str, default: Any = None) -> Any:
         """The value at ``path`` (e.g. ``get("ipfs", "api")``) or ``default``."""
@@ -194,8 +247,12 @@ def validate_config(data: Any, source: str) -> None:
     if errors:
         e = errors[0]
         expected = e.message
-        if e.validator == "additionalProperties":
-            expected = f"unknown key ({e.message}); see schemas/config.schema.json"
+        if e.validator == "additionalProperties" and isinstance(e.schema, dict):
+            props = e.schema.get("properties", {})
+            extra = sorted(k for k in e.instance if k not in props)
+            unknown = ", ".join(repr(k) for k in extra) or e.message
+            known = ", ".join(sorted(props))
+            expected = f"unknown key {unknown}; the keys here are {known} (docs/operations.md)"
         raise ConfigError(f"{source}: {_key_path(e)}: {expected}")
 
 
@@ -240,6 +297,10 @@ def load_config(
             raise ConfigError(f"{path}: expected a mapping of settings at the top level")
         validate_config(loaded, str(path))
         data = loaded
+    origins: dict[str, str] = {}
+    if path is not None:
+        where = f"{path} (--config)" if explicit is not None else str(path)
+        _note_origins(data, "", where, origins)
     for var, keys in ENV_KEYS.items():
         value = env.get(var)
         if value:
@@ -247,6 +308,7 @@ def load_config(
             for k in keys[:-1]:
                 node = node.setdefault(k, {})
             node[keys[-1]] = value
+            origins[".".join(keys)] = f"env {var}"
     validate_config(data, "environment (ODFWEB3_*)" if path is None else f"{path} + environment")
     home_env = env.get("XDG_DATA_HOME")
     home = (
@@ -254,4 +316,13 @@ def load_config(
         if home_env
         else Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "odfweb3"
     )
-    return Config(data=data, source=path, home=home)
+    return Config(data=data, source=path, home=home, origins=origins)
+
+
+def _note_origins(node: Any, prefix: str, where: str, origins: dict[str, str]) -> None:
+    """Record ``where`` as the origin of every key under ``node`` (a map too)."""
+    if prefix:
+        origins[prefix] = where
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            _note_origins(v, f"{prefix}.{k}" if prefix else str(k), where, origins)

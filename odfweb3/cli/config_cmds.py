@@ -1,4 +1,8 @@
-"""``odfweb3 config check``: is the configuration what it seems to be?
+"""``odfweb3 config`` (``config show``): the settings in effect and where each comes from
+(a default, the configuration file, an ``ODFWEB3_*`` variable; ``--config FILE`` is named
+as such), like ``git config --list --show-origin``.
+
+``odfweb3 config check``: is the configuration what it seems to be?
 
 The file was already validated against its schema when it was loaded (a bad key or value
 is a ``ConfigError``, exit 78, before any command runs). ``check`` says which file is in
@@ -22,16 +26,27 @@ __all__ = ["register"]
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``config`` and its subcommand ``check``."""
+    """Add ``config`` and its subcommands ``show`` (the default) and ``check``."""
     cfg = sub.add_parser(
         "config",
         parents=[common],
-        help="the configuration: check it",
-        description="Commands about the configuration file, odfweb3.yaml (--config FILE, "
-        "./odfweb3.yaml or ~/.config/odfweb3/odfweb3.yaml).",
+        help="the configuration: show the settings in effect and their sources, check it",
+        description="The configuration: odfweb3.yaml (--config FILE, ./odfweb3.yaml or "
+        "~/.config/odfweb3/odfweb3.yaml), then ODFWEB3_* variables over it. Without a "
+        "subcommand: show (every setting in effect and where it comes from).",
     )
+    cfg.set_defaults(handler=_show)
     cs = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
-    cs.required = True
+    cs.required = False
+    show = cs.add_parser(
+        "show",
+        parents=[common],
+        help="every setting in effect and where it comes from (default, file, env)",
+        description="Print each setting in effect (key, value, source): the values of the "
+        "configuration file (its path; '(--config)' when given so), those of ODFWEB3_* "
+        "variables ('env NAME'), and the defaults of the settings left unset ('default').",
+    )
+    show.set_defaults(handler=_show)
     p = cs.add_parser(
         "check",
         parents=[common],
@@ -41,6 +56,38 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "dataset directory, or a did:odf of no dataset known here. Exit 1 when one is found.",
     )
     p.set_defaults(handler=_check)
+
+
+def _show(args: argparse.Namespace, ctx: Any) -> int:
+    settings = ctx.config.settings()
+    source = str(ctx.config.source) if ctx.config.source is not None else None
+
+    def human() -> str:
+        where = source or "none (defaults and ODFWEB3_* variables)"
+        lines = [f"configuration file: {where}"]
+        width = max((len(s.key) for s in settings), default=0)
+        vwidth = min(max((len(_text(s.value)) for s in settings), default=0), 48)
+        lines += [f"{s.key:<{width}}  {_text(s.value):<{vwidth}}  {s.source}" for s in settings]
+        return "\n".join(lines)
+
+    ctx.out.result(
+        {
+            "source": source,
+            "settings": [{"key": s.key, "value": s.value, "source": s.source} for s in settings],
+        },
+        human,
+    )
+    return 0
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) or "[]"
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _known_ids(ctx: Any) -> set[str]:

@@ -37,6 +37,10 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 publish ./sec --to ipfs --encrypt  # from now on every publish is encrypted",
         "odfweb3 publish ./sec --to car:./o --no-encrypt --yes  # plaintext, confirmed",
     ),
+    ("config", "show"): (
+        "odfweb3 config show                      # also bare: odfweb3 config",
+        "odfweb3 config show --config team.yaml --json",
+    ),
     ("config", "check"): ("odfweb3 config check", "odfweb3 config check --config team.yaml"),
     ("status",): ("odfweb3 status", "odfweb3 status ./ds --offline"),
     ("republish",): ("odfweb3 republish --all", "odfweb3 republish ./ds --to ipfs"),
