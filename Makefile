@@ -74,6 +74,7 @@ schemas: $(STAMP)
 # broken link or anchor, or page missing from the nav, fails). Diagrams: docs/img/*.svg.
 docs: $(STAMP)
 	$(PY) tools/gen_cli_docs.py
+	$(PY) tools/gen_discovery_examples.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 diagrams: $(STAMP)

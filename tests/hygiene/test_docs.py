@@ -38,6 +38,7 @@ def _load_tool(name: str) -> ModuleType:
 
 gen_cli_docs = _load_tool("gen_cli_docs")
 diagrams = _load_tool("diagrams")
+gen_discovery_examples = _load_tool("gen_discovery_examples")
 
 
 def _command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
@@ -51,6 +52,16 @@ def _command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
 def test_cli_page_is_up_to_date():
     current = (DOCS / "cli.md").read_text(encoding="utf-8")
     assert current == gen_cli_docs.render(), "docs/cli.md is stale: run make docs"
+
+
+def test_discovery_page_examples_are_what_the_code_writes():
+    # Each format's example is regenerated from a real example dataset (published offline
+    # to car: for its root CID) and must be the page's, byte for byte.
+    current = (DOCS / "discovery.md").read_text(encoding="utf-8")
+    assert current.count("<!-- example: ") == 6
+    assert current == gen_discovery_examples.render(current), (
+        "docs/discovery.md examples are stale: run make docs"
+    )
 
 
 def test_cli_page_does_not_depend_on_the_terminal(monkeypatch):
