@@ -145,23 +145,24 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
             )
     elif args.append is not None:
         total = args.data_bytes if args.data_bytes is not None else 16 * 1024 * args.append
-        with out.progress("appending", total) as bar:
+        with out.progress("appending", args.append, unit="blocks") as bar:
             built = append_blocks(
                 args.dir,
                 args.append,
                 data_bytes=total,
-                progress=bar.advance,
+                block_progress=bar.advance,
                 linked_objects=linked,
             )
     else:
         total = args.data_bytes if args.data_bytes is not None else 64 * 1024
-        with out.progress("writing", total) as bar:
+        # Counted in data blocks: the bytes a block writes are not known beforehand.
+        with out.progress("writing", args.blocks, unit="blocks") as bar:
             built = create_root_dataset(
                 args.dir,
                 blocks=args.blocks,
                 data_bytes=total,
                 seed=seed,
-                progress=bar.advance,
+                block_progress=bar.advance,
                 keypair=keypair,
                 linked_objects=linked or 0,
             )

@@ -73,6 +73,7 @@ class Progress:
     total: int | None
     stream: TextIO
     enabled: bool
+    unit: str = "bytes"  # or a word counted as is ("blocks")
     done: int = 0
     clock: Callable[[], float] = time.monotonic
     _start: float = -1.0
@@ -106,10 +107,17 @@ class Progress:
                 eta = f"ETA {format_duration(left / rate)}"
             else:
                 eta = "ETA -:--"
+            if self.unit != "bytes":
+                return (
+                    f"{self.label} [{bar}] {100 * frac:5.1f}% {self.done}/{self.total} "
+                    f"{self.unit} {rate:.0f} {self.unit}/s {eta}"
+                )
             return (
                 f"{self.label} [{bar}] {100 * frac:5.1f}% {format_bytes(self.done)}"
                 f"/{format_bytes(self.total)} {format_bytes(rate)}/s {eta}"
             )
+        if self.unit != "bytes":
+            return f"{self.label} {self.done} {self.unit} {rate:.0f} {self.unit}/s"
         return f"{self.label} {format_bytes(self.done)} {format_bytes(rate)}/s"
 
     def _draw(self, now: float) -> None:
@@ -178,7 +186,7 @@ class Output:
         if self.verbosity >= 0:
             self.err.write(f"warning: {terminal_text(message)}\n")
 
-    def progress(self, label: str, total: int | None) -> Progress:
+    def progress(self, label: str, total: int | None, *, unit: str = "bytes") -> Progress:
         """A progress bar, drawn only on a terminal in normal human mode."""
         enabled = (
             not self.json_mode
@@ -186,4 +194,4 @@ class Output:
             and hasattr(self.err, "isatty")
             and self.err.isatty()
         )
-        return Progress(label, total, self.err, enabled)
+        return Progress(label, total, self.err, enabled, unit)

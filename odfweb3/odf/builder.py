@@ -315,6 +315,7 @@ def create_root_dataset(
     fsync: bool = True,
     keypair: DatasetKeyPair | None = None,
     linked_objects: int = 0,
+    block_progress: ProgressFn | None = None,
 ) -> BuiltDataset:
     """Write a new root dataset at ``path`` (which must be absent or empty).
 
@@ -325,6 +326,8 @@ def create_root_dataset(
         seed: makes the dataset deterministic (same seed, same head hash).
         description: the SetInfo description.
         progress: called with bytes written, for progress bars.
+        block_progress: called with 1 after each data block: a bar's count (the bytes
+            written are not known beforehand: a Parquet file outweighs a small payload).
         fsync: fsync each object (off for large benchmark datasets).
         keypair: the dataset's identity key (default: :func:`example_keypair` of ``seed``;
             the CLI passes a fresh one unless ``--seed`` is given).
@@ -347,7 +350,16 @@ def create_root_dataset(
         raise local_io_error(exc, root.parent) from None
     try:
         built = _build_root(
-            work, blocks, data_bytes, seed, description, progress, fsync, keypair, linked_objects
+            work,
+            blocks,
+            data_bytes,
+            seed,
+            description,
+            progress,
+            fsync,
+            keypair,
+            linked_objects,
+            block_progress,
         )
         os.replace(work, root)  # onto an absent or empty directory
         if fsync:
@@ -370,6 +382,7 @@ def _build_root(
     fsync: bool,
     keypair: DatasetKeyPair | None,
     linked_objects: int,
+    block_progress: ProgressFn | None = None,
 ) -> BuiltDataset:
     keypair = keypair or example_keypair(seed)
     with _ChainAppender(root, fsync, random.Random(seed)) as app:
@@ -388,6 +401,8 @@ def _build_root(
         app.append(set_data_schema(VERSIONED_FILE_SCHEMA if linked_objects else PAYLOAD_SCHEMA))
         for size in _sizes(data_bytes, blocks):
             app.add_data(size, progress, linked_objects)
+            if block_progress is not None:
+                block_progress(1)
         assert app.head is not None
         app.finish()
         return BuiltDataset(root, app.head, app.seq + 1, app.data_bytes, keypair)
@@ -402,6 +417,7 @@ def append_blocks(
     progress: ProgressFn | None = None,
     fsync: bool = True,
     linked_objects: int | None = None,
+    block_progress: ProgressFn | None = None,
 ) -> BuiltDataset:
     """Append ``count`` AddData blocks (``data_bytes`` in total) to the dataset at ``path``.
 
@@ -450,6 +466,8 @@ def append_blocks(
             app.append(set_data_schema(PAYLOAD_SCHEMA))
         for size in _sizes(data_bytes, count):
             app.add_data(max(size, 1), progress, per_block)
+            if block_progress is not None:
+                block_progress(1)
         assert app.head is not None
         app.finish()
         return BuiltDataset(reader.root, app.head, app.seq + 1, app.data_bytes, None)
