@@ -106,6 +106,24 @@ RULES: Final = _rules(
     ("schema-identical", "NoOpEvent", "a SetDataSchema differs from the current schema"),
     ("schema-incompatible", "InvalidEvent",
      "a new schema only reorders, changes attributes, adds optional fields"),
+    # kamu's ExecuteTransform validator checks these between its schema and checkpoint
+    # checks; numbered after the others so the numbers above stay what users have seen.
+    ("transform-before-execute", "InvalidEvent",
+     "an ExecuteTransform follows a SetTransform (or an ExecuteTransform)"),
+    ("transform-input-order", "InvalidEvent",
+     "queryInputs list the SetTransform's inputs, in its order"),
+    ("input-block-interval", "InvalidEvent",
+     "after an ExecuteTransform, an input's newBlockHash is absent or not its prevBlockHash"),
+    ("input-offset-interval", "InvalidEvent",
+     "after an ExecuteTransform, an input's newOffset is absent or not its prevOffset"),
+    ("input-prev-block", "InvalidEvent",
+     "an input's prevBlockHash = the last block the previous ExecuteTransform's input at "
+     "that position included"),
+    ("input-prev-offset", "InvalidEvent",
+     "an input's prevOffset = the last offset the previous ExecuteTransform's input at "
+     "that position included"),
+    ("input-offsets-without-blocks", "InvalidEvent",
+     "after an ExecuteTransform, an input with a newOffset has a newBlockHash"),
 )  # fmt: skip
 
 
@@ -113,6 +131,29 @@ def source_digest(ev: AddPushSource) -> bytes:
     """What two AddPushSource events are compared by: kamu compares the decoded events,
     so two that encode alike (in our canonical encoding) are the same source."""
     return hashlib.sha256(encode_event(ev)).digest()[:16]
+
+
+InputEnd = tuple[bytes | None, int | None]  # an input's (lastBlockHash, lastOffset)
+
+
+def _declared_ids(ev: SetTransform) -> tuple[bytes | None, ...]:
+    """A SetTransform's input dataset IDs in order (None for one that is not an ID)."""
+    return tuple(_input_id(ti.dataset_ref) for ti in ev.inputs or ())
+
+
+def _listed_ids(ev: ExecuteTransform) -> tuple[bytes | None, ...]:
+    return tuple(qi.dataset_id for qi in ev.query_inputs or ())
+
+
+def _input_ends(ev: ExecuteTransform) -> tuple[InputEnd, ...]:
+    """kamu's ``last_block_hash()`` / ``last_offset()`` of each query input."""
+    return tuple(
+        (
+            qi.new_block_hash if qi.new_block_hash is not None else qi.prev_block_hash,
+            qi.new_offset if qi.new_offset is not None else qi.prev_offset,
+        )
+        for qi in ev.query_inputs or ()
+    )
 
 
 @dataclass(frozen=True)
@@ -137,6 +178,12 @@ class RuleState:
         polling: a SetPollingSource exists.
         push: per push source name, :func:`source_digest` of its latest AddPushSource.
         schema_event: the latest SetDataSchema (a new one is compared with it).
+        transform_inputs: the dataset IDs the next ExecuteTransform lists, in order: the
+            latest SetTransform's inputs, or the latest ExecuteTransform's when it is newer
+            (kamu compares with one or the other; in a chain valid so far they are equal,
+            so a walk back stops at whichever comes first); None before either.
+        exec_inputs: the latest ExecuteTransform's inputs, per position, as
+            ``(lastBlockHash, lastOffset)`` (``new*``, else ``prev*``); None before any.
     """
 
     data_seen: bool = False
@@ -151,6 +198,8 @@ class RuleState:
     polling: bool = False
     push: tuple[tuple[str | None, bytes], ...] = ()
     schema_event: SetDataSchema | None = None
+    transform_inputs: tuple[bytes | None, ...] | None = None
+    exec_inputs: tuple[InputEnd, ...] | None = None
 
     def push_digest(self, name: str | None) -> bytes | None:
         """The digest of the latest AddPushSource named ``name``, or None."""
@@ -201,6 +250,10 @@ class RuleStateBuilder:
             else:
                 self.exec_checkpoint = _cp(ev)
                 self.exec_watermark = ev.new_watermark
+                self.transform_inputs = _listed_ids(ev)
+                self.exec_inputs = _input_ends(ev)
+        elif isinstance(ev, SetTransform):
+            self.transform_inputs = _declared_ids(ev)
         elif isinstance(ev, SetDataSchema):
             self.schema = True
             self.schema_event = ev
@@ -224,6 +277,8 @@ class RuleStateBuilder:
     polling: bool
     push: tuple[tuple[str | None, bytes], ...]
     schema_event: SetDataSchema | None
+    transform_inputs: tuple[bytes | None, ...] | None
+    exec_inputs: tuple[InputEnd, ...] | None
 
 
 def _sorted_push(
@@ -402,6 +457,11 @@ def state_problems(ev: object, s: RuleState | RuleStateBuilder) -> list[Problem]
                     )
         if ev.new_data is not None and not s.schema:
             out.append(("schema-before-data", "newData before any SetDataSchema"))
+        if isinstance(ev, ExecuteTransform):
+            order = _order_problem(ev, s.transform_inputs)
+            if order is not None:
+                out.append(order)
+            out.extend(_interval_problems(ev, s.exec_inputs))
         add = isinstance(ev, AddData)
         want_cp = s.add_checkpoint if add else s.exec_checkpoint
         if ev.prev_checkpoint != want_cp:
@@ -455,6 +515,87 @@ def _schema_problem(prev: SetDataSchema, new: SetDataSchema) -> Problem | None:
             "attribute changes and new optional fields are)",
         )
     return None
+
+
+def _did(raw: bytes | None) -> str:
+    try:
+        return str(DatasetId.from_bytes(raw or b""))
+    except FormatError:
+        return "a malformed dataset ID" if raw else "no dataset ID"
+
+
+def _order_problem(ev: ExecuteTransform, want: tuple[bytes | None, ...] | None) -> Problem | None:
+    """kamu's ExecuteTransform validator: the inputs, by dataset ID and position, are those
+    of the latest SetTransform (or of the previous ExecuteTransform, which listed them)."""
+    if want is None:
+        return (
+            "transform-before-execute",
+            "ExecuteTransform is not preceded by a SetTransform",
+        )
+    got = _listed_ids(ev)
+    if got == want:
+        return None
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
+        if g != w:
+            detail = f"input #{i} is {_did(g)}, the SetTransform declares {_did(w)} there"
+            break
+    else:
+        detail = f"{len(got)} listed, the SetTransform declares {len(want)}"
+    return ("transform-input-order", f"queryInputs not as the SetTransform declares: {detail}")
+
+
+def _interval_problems(ev: ExecuteTransform, prev: tuple[InputEnd, ...] | None) -> list[Problem]:
+    """kamu's input interval checks: only after an ExecuteTransform, each query input
+    against the previous ExecuteTransform's input at the same position (kamu zips the
+    two lists: an input past the shorter list is not compared)."""
+    out: list[Problem] = []
+    if prev is None:
+        return out
+    for i, (qi, (last_block, last_offset)) in enumerate(
+        zip(ev.query_inputs or (), prev, strict=False)
+    ):
+        what = f"input #{i} ({_did(qi.dataset_id)})"
+        if qi.new_block_hash is not None and qi.new_block_hash == qi.prev_block_hash:
+            out.append(
+                (
+                    "input-block-interval",
+                    f"{what}: newBlockHash equals prevBlockHash (an empty block interval "
+                    "leaves newBlockHash absent)",
+                )
+            )
+        if qi.new_offset is not None and qi.new_offset == qi.prev_offset:
+            out.append(
+                (
+                    "input-offset-interval",
+                    f"{what}: newOffset equals prevOffset {qi.prev_offset} (an empty offset "
+                    "interval leaves newOffset absent)",
+                )
+            )
+        if qi.prev_block_hash != last_block:
+            out.append(
+                (
+                    "input-prev-block",
+                    f"{what}: prevBlockHash {_h(qi.prev_block_hash)}, expected "
+                    f"{_h(last_block)} (the last block the previous ExecuteTransform included)",
+                )
+            )
+        if qi.prev_offset != last_offset:
+            out.append(
+                (
+                    "input-prev-offset",
+                    f"{what}: prevOffset {qi.prev_offset}, expected {last_offset} (the last "
+                    "offset the previous ExecuteTransform included)",
+                )
+            )
+        if qi.new_offset is not None and qi.new_block_hash is None:
+            out.append(
+                (
+                    "input-offsets-without-blocks",
+                    f"{what}: newOffset {qi.new_offset} but no newBlockHash (new offsets "
+                    "need new blocks)",
+                )
+            )
+    return out
 
 
 def _no_op(ev: AddData | ExecuteTransform, s: RuleState | RuleStateBuilder) -> bool:
@@ -570,6 +711,11 @@ class ChainRulesBackwards:
         self._newer_schema: SetDataSchema | None = None  # the nearest newer SetDataSchema
         self._push: dict[str | None, bytes] = {}  # nearest newer AddPushSource per name
         self._newer_polling = False
+        # the nearest newer ExecuteTransform, while no SetTransform / ExecuteTransform older
+        # than it was met: it lists the inputs of the one met next, and continues the
+        # intervals of the next ExecuteTransform
+        self._need_ids: ExecuteTransform | None = None
+        self._need_ends: ExecuteTransform | None = None
 
     def feed(self, e: ChainEntry) -> None:
         """The next block walking back (head first)."""
@@ -586,6 +732,13 @@ class ChainRulesBackwards:
         self._newer = e
         if local_problems(ev):
             self.ok = False
+        if isinstance(ev, ExecuteTransform):
+            self._feed_inputs(ev)
+        elif isinstance(ev, SetTransform):
+            need = self._need_ids
+            if need is not None and _order_problem(need, _declared_ids(ev)) is not None:
+                self.ok = False
+            self._need_ids = None
         if isinstance(ev, AddData | ExecuteTransform):
             self._feed_data(ev)
         elif isinstance(ev, SetDataSchema):
@@ -602,6 +755,14 @@ class ChainRulesBackwards:
             if self._push:
                 self.ok = False
             self._newer_polling = True
+
+    def _feed_inputs(self, ev: ExecuteTransform) -> None:
+        need, ends = self._need_ids, self._need_ends
+        if need is not None and _order_problem(need, _listed_ids(ev)) is not None:
+            self.ok = False
+        if ends is not None and _interval_problems(ends, _input_ends(ev)):
+            self.ok = False
+        self._need_ids = self._need_ends = ev
 
     def _feed_data(self, ev: AddData | ExecuteTransform) -> None:
         add = isinstance(ev, AddData)
@@ -700,6 +861,11 @@ class ChainRulesBackwards:
             ok = False
         if self._newer_polling and s.push:
             ok = False
+        need, ends = self._need_ids, self._need_ends
+        if need is not None and _order_problem(need, s.transform_inputs) is not None:
+            ok = False
+        if ends is not None and _interval_problems(ends, s.exec_inputs):
+            ok = False
         return ok
 
 
@@ -722,12 +888,19 @@ class RuleStateWalk:
         self._schema_event: SetDataSchema | None = None
         self._polling = False
         self._push: dict[str | None, bytes] = {}
+        self._inputs: tuple[bytes | None, ...] | None = None  # the newest SetTransform's
+        # or ExecuteTransform's
 
     def feed(self, e: ChainEntry) -> None:
         """The next block walking back (head first)."""
         ev = e.block.event
         if self.tip is None:
             self.tip = e
+        if self._inputs is None:
+            if isinstance(ev, SetTransform):
+                self._inputs = _declared_ids(ev)
+            elif isinstance(ev, ExecuteTransform):
+                self._inputs = _listed_ids(ev)
         if isinstance(ev, AddData | ExecuteTransform):
             if self._data is None:
                 self._data = ev
@@ -784,6 +957,8 @@ class RuleStateWalk:
             polling=self._polling,
             push=_sorted_push(self._push.items()),
             schema_event=self._schema_event,
+            transform_inputs=self._inputs,
+            exec_inputs=_input_ends(x) if x is not None else None,
         )
 
 

@@ -1,35 +1,31 @@
-"""Derivative datasets: the rules their ``SetTransform`` / ``ExecuteTransform`` blocks follow.
+"""Derivative datasets checked against their input chains.
 
 A derivative dataset records, in every ``ExecuteTransform`` event, which slice of
 each input it consumed (``queryInputs``): the half-open block interval
 ``(prevBlockHash, newBlockHash]`` and offset interval ``(prevOffset, newOffset]``
 of the input's chain (ODF spec, "ExecuteTransformInput"; RFC-014 made the start
-points always carried, even across empty intervals). The rules, each reported
-as a :class:`~odfweb3.odf.violation.Violation` under its name (the SetTransform's own rules,
-``transform-inputs`` and ``transform-sql``, are chain rules: :mod:`odfweb3.odf.chain_rules`):
+points always carried, even across empty intervals).
+
+What kamu checks when it appends an ExecuteTransform (the inputs listed as the
+SetTransform declares them, each interval continuing the previous ExecuteTransform's)
+needs only the derivative's own chain: those are chain rules
+(:mod:`odfweb3.odf.chain_rules`, ``transform-before-execute`` to
+``input-offsets-without-blocks``), run on every path that checks a chain. This module
+adds what needs the input chains too, each reported as a
+:class:`~odfweb3.odf.violation.Violation` under its name:
 
 ===========================  =========================================================
-``transform-input-declared`` an ExecuteTransform follows a SetTransform and lists
-                             exactly its inputs, in the same order
-``transform-input-interval`` per input, ``prevBlockHash`` / ``prevOffset`` equal the
-                             last non-empty ``newBlockHash`` / ``newOffset`` recorded
-                             for that input (absent the first time); a present
-                             ``new*`` differs from its ``prev*``; a new offset needs
-                             a new block; with the input's chain, the block interval
-                             moves forward along it
-``transform-input-block``    (with the input's chain) every ``prevBlockHash`` /
-                             ``newBlockHash`` is a block of that chain
-``transform-input-offset``   (with the input's chain) the last consumed offset is the
-                             end offset of the input's last data slice at or before
-                             the last consumed block
+``transform-input-block``    every ``prevBlockHash`` / ``newBlockHash`` is a block of
+                             that input's chain
+``transform-input-interval`` the block interval moves forward along the input's chain
+``transform-input-offset``   the last consumed offset is the end offset of the input's
+                             last data slice at or before the last consumed block
 ===========================  =========================================================
 
-The first two rules are those kamu checks when it appends an ExecuteTransform
-(``ValidateExecuteTransformVisitor``); the last two are what kamu computes when it
-plans a transform (``get_transform_query_input``: ``newBlockHash`` = the input's
-head, ``newOffset`` = the last offset of the last data block at or before it).
-Interval carry is tracked per input dataset ID, so an input added by a later
-SetTransform starts with absent ``prev*`` values.
+These are what kamu computes when it plans a transform (``get_transform_query_input``:
+``newBlockHash`` = the input's head, ``newOffset`` = the last offset of the last data
+block at or before it), not append rules. Intervals are followed per input dataset ID,
+so an input added by a later SetTransform starts with absent ``prev*`` values.
 """
 
 from __future__ import annotations
@@ -58,7 +54,6 @@ __all__ = [
     "InputChain",
     "InputState",
     "check_input_chains",
-    "check_transform_rules",
     "declared_inputs",
     "input_states",
     "load_input_chain",
@@ -232,93 +227,6 @@ def _did(raw: bytes | None) -> str:
         return str(DatasetId.from_bytes(raw or b""))
     except FormatError:
         return f"<bad dataset ID {(raw or b'').hex()[:16]}>"
-
-
-def check_transform_rules(entries: Sequence[ChainEntry]) -> list[Violation]:
-    """Check the ExecuteTransform rules that need only this chain (Seed first).
-
-    Rules: ``transform-input-declared``, ``transform-input-interval`` (kamu reports both as
-    ``InvalidEvent``). The SetTransform itself is checked with the chain rules.
-    """
-    out: list[Violation] = []
-    declared: list[tuple[bytes | None, str | None]] | None = None
-    states: dict[bytes, InputState] = {}
-
-    for e in entries:
-        ev = e.block.event
-
-        def bad(rule: str, msg: str, e: ChainEntry = e) -> None:
-            out.append(Violation(rule, msg, e.block.sequence_number, e.hash, kamu="InvalidEvent"))
-
-        if isinstance(ev, SetTransform):
-            # the SetTransform itself (inputs, SQL) is checked with the chain rules
-            # (odfweb3.odf.chain_rules: transform-inputs, transform-sql)
-            declared = declared_inputs(ev)
-        if not isinstance(ev, ExecuteTransform):
-            continue
-        qis = ev.query_inputs or ()
-        if declared is None:
-            bad("transform-input-declared", "ExecuteTransform is not preceded by a SetTransform")
-        else:
-            got = [qi.dataset_id for qi in qis]
-            want = [did for did, _ in declared]
-            if got != want:
-                unknown = [d for d in got if d not in want]
-                absent = [d for d in want if d not in got]
-                if unknown:
-                    detail = f"input {_did(unknown[0])} is not declared in the latest SetTransform"
-                elif absent:
-                    detail = f"declared input {_did(absent[0])} is not listed"
-                else:
-                    detail = "inputs are not in the order the latest SetTransform declares"
-                bad("transform-input-declared", detail)
-        for qi in qis:
-            if qi.dataset_id is None:
-                bad("transform-input-declared", "a query input has no dataset ID")
-                continue
-            name = _did(qi.dataset_id)
-            st = states.get(qi.dataset_id, InputState())
-            if qi.prev_block_hash != st.last_block:
-                bad(
-                    "transform-input-interval",
-                    f"input {name}: prevBlockHash {_h(qi.prev_block_hash)}, expected "
-                    f"{_h(st.last_block)} (where the previous interval for this input ended)",
-                )
-            if qi.prev_offset != st.last_offset:
-                bad(
-                    "transform-input-interval",
-                    f"input {name}: prevOffset {qi.prev_offset}, expected {st.last_offset} "
-                    "(where the previous interval for this input ended)",
-                )
-            if qi.new_block_hash is not None and qi.new_block_hash == qi.prev_block_hash:
-                bad(
-                    "transform-input-interval",
-                    f"input {name}: newBlockHash equals prevBlockHash (an empty interval "
-                    "must leave newBlockHash absent)",
-                )
-            if qi.new_offset is not None and qi.new_offset == qi.prev_offset:
-                bad(
-                    "transform-input-interval",
-                    f"input {name}: newOffset equals prevOffset (an empty interval must "
-                    "leave newOffset absent)",
-                )
-            elif (
-                qi.new_offset is not None
-                and qi.prev_offset is not None
-                and qi.new_offset < qi.prev_offset
-            ):
-                bad(
-                    "transform-input-interval",
-                    f"input {name}: offset interval ({qi.prev_offset}, {qi.new_offset}] "
-                    "goes backwards",
-                )
-            if qi.new_offset is not None and qi.new_block_hash is None:
-                bad(
-                    "transform-input-interval",
-                    f"input {name}: new offsets but no new blocks (newBlockHash absent)",
-                )
-            states[qi.dataset_id] = st.after(qi)
-    return out
 
 
 def check_input_chains(

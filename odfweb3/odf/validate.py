@@ -5,7 +5,7 @@ one multibase hash, no whitespace: kamu reads it as is), ``block-hash`` (every b
 hash to its name, and so to the successor's ``prevBlockHash``), ``block-format`` (every block
 decodes); then the Metadata Chain rules exactly as kamu checks them on append
 (:mod:`odfweb3.odf.chain_rules`, its ``RULES`` table; ``docs/validation.md``), the
-derivative rules that need the whole chain or the input chains
+derivative rules that need the input chains
 (:mod:`odfweb3.odf.lineage`), and with ``deep``: ``object-present`` (every data file and
 checkpoint exists), ``object-size`` (with the size the block records), ``object-hash``
 (and the physical hash the block records).
@@ -275,7 +275,6 @@ def validate_dataset(
         entries.reverse()
         if not violations:
             violations.extend(check_chain_rules(entries))
-            violations.extend(lineage.check_transform_rules(entries))
             if inputs:
                 chains = lineage.load_input_chains(inputs)
                 violations.extend(lineage.check_input_chains(entries, chains))

@@ -78,7 +78,9 @@ HELD: Final = 1024
 # older format is ignored, so its chain is walked and checked again.
 # 4: heads checked against kamu's rule that a SetDataSchema precedes any data.
 # 5: and against its schema evolution rules (the latest SetDataSchema kept).
-_FORMAT: Final = 5
+# 6: and against its ExecuteTransform input rules (the inputs an ExecuteTransform lists
+# and where the previous one's intervals ended kept).
+_FORMAT: Final = 6
 _MAX_ENTRY: Final = 64 << 20
 _FILTER_NAME = re.compile(r"^bloom-[0-9a-f]{32}\.bin$")
 
@@ -117,6 +119,12 @@ def rules_to_json(r: RuleState) -> dict[str, Any]:
         "schemaEvent": None
         if r.schema_event is None
         else base64.b64encode(encode_event(r.schema_event)).decode("ascii"),
+        "transformInputs": None
+        if r.transform_inputs is None
+        else [_hex(i) for i in r.transform_inputs],
+        "execInputs": None
+        if r.exec_inputs is None
+        else [[_hex(block), offset] for block, offset in r.exec_inputs],
     }
 
 
@@ -145,7 +153,25 @@ def rules_from_json(d: Any) -> RuleState:
         polling=_bool(d["polling"]),
         push=tuple((_opt_str(name), bytes.fromhex(h)) for name, h in d["push"]),
         schema_event=_schema_event(d["schemaEvent"]),
+        transform_inputs=_inputs_from(d["transformInputs"]),
+        exec_inputs=_ends_from(d["execInputs"]),
     )
+
+
+def _inputs_from(v: Any) -> tuple[bytes | None, ...] | None:
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        raise TypeError("not a list")
+    return tuple(_hex_from(i) for i in v)
+
+
+def _ends_from(v: Any) -> tuple[tuple[bytes | None, int | None], ...] | None:
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        raise TypeError("not a list")
+    return tuple((_hex_from(block), None if offset is None else int(offset)) for block, offset in v)
 
 
 def _schema_event(v: Any) -> SetDataSchema | None:

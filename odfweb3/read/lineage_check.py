@@ -46,7 +46,6 @@ from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.lineage import (
     InputChain,
     check_input_chains,
-    check_transform_rules,
     declared_inputs,
 )
 from odfweb3.odf.model_gen import DatasetKind, ExecuteTransform, SetTransform
@@ -367,7 +366,6 @@ class _Walker:
     def deep_problems(self, replica: Replica, entries: Sequence[ChainEntry]) -> list[str]:
         """Chain and derivative rules, and every object re-hashed."""
         problems = [str(v) for v in check_chain_rules(entries)]
-        problems.extend(str(v) for v in check_transform_rules(entries))
         for obj in iter_objects(entries):
             if obj.kind == "block":
                 continue

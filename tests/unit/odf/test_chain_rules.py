@@ -129,13 +129,41 @@ DERIVATIVE = (
 )
 
 
-def qi(prev: int | None, new: int | None, offsets: tuple[int | None, int | None] = (None, None)):
+def qi(
+    prev: int | None,
+    new: int | None,
+    offsets: tuple[int | None, int | None] = (None, None),
+    did: bytes = INPUT_ID,
+):
     return ExecuteTransformInput(
-        dataset_id=INPUT_ID,
+        dataset_id=did,
         prev_block_hash=None if prev is None else BLOCK[prev],
         new_block_hash=None if new is None else BLOCK[new],
         prev_offset=offsets[0],
         new_offset=offsets[1],
+    )
+
+
+INPUT2 = str(example_keypair(3).dataset_id)
+INPUT2_ID = example_keypair(3).dataset_id.to_bytes()
+A_IN = TransformInput(dataset_ref=INPUT, alias="a")
+B_IN = TransformInput(dataset_ref=INPUT2, alias="b")
+TWO = SetTransform(inputs=(A_IN, B_IN), transform=SQL)
+B_FIRST = SetTransform(inputs=(B_IN, A_IN), transform=SQL)
+
+
+def qb(prev: int | None, new: int | None, offsets: tuple[int | None, int | None] = (None, None)):
+    """A query input of the second input dataset (b)."""
+    return qi(prev, new, offsets, did=INPUT2_ID)
+
+
+def ex(*inputs: ExecuteTransformInput, prev: int | None = None, new: int | None = None, **kw):
+    """An ExecuteTransform writing checkpoint ``new`` after ``prev`` (so never a no-op)."""
+    return ExecuteTransform(
+        query_inputs=inputs,
+        prev_checkpoint=None if prev is None else CP[prev],
+        new_checkpoint=None if new is None else cp(new),
+        **kw,
     )
 
 
@@ -243,6 +271,50 @@ BREAKS: dict[str, list[tuple[str, tuple[object, ...]]]] = {
                               ExecuteTransform(query_inputs=(qi(None, 0),), new_data=sl(0, 0)))),
     ],
     "schema-identical": [("the same again", (seed(), SCHEMA, SCHEMA))],
+    "transform-before-execute": [
+        ("no SetTransform", (seed(DatasetKind.DERIVATIVE), SCHEMA, ex(qi(None, 0), new=0))),
+    ],
+    "transform-input-order": [
+        ("another dataset", (*DERIVATIVE, ex(qb(None, 0), new=0))),
+        ("reversed", (seed(DatasetKind.DERIVATIVE), SCHEMA, TWO,
+                      ex(qb(None, 0), qi(None, 0), new=0))),
+        ("one missing", (seed(DatasetKind.DERIVATIVE), SCHEMA, TWO, ex(qi(None, 0), new=0))),
+        ("one more", (*DERIVATIVE, ex(qi(None, 0), qb(None, 0), new=0))),
+        ("the latest SetTransform's inputs, not the first's",
+         (*DERIVATIVE, ex(qi(None, 0), new=0), TWO, ex(qi(0, 1), prev=0, new=1))),
+        ("the previous ExecuteTransform's, the SetTransform being older than it and the schema",
+         (seed(DatasetKind.DERIVATIVE), DERIVATIVE[2], ex(qi(None, 0), new=0), SCHEMA,
+          ex(qb(0, 1), prev=0, new=1))),
+    ],
+    "input-block-interval": [
+        ("newBlockHash = prevBlockHash",
+         (*DERIVATIVE, ex(qi(None, 0), new=0), ex(qi(0, 0), prev=0, new=1))),
+    ],
+    "input-offset-interval": [
+        ("newOffset = prevOffset",
+         (*DERIVATIVE, ex(qi(None, 0, (None, 4)), new=0), ex(qi(0, 1, (4, 4)), prev=0, new=1))),
+    ],
+    "input-prev-block": [
+        ("not where the previous interval ended",
+         (*DERIVATIVE, ex(qi(None, 1), new=0), ex(qi(0, 2), prev=0, new=1))),
+        ("absent after an interval",
+         (*DERIVATIVE, ex(qi(None, 1), new=0), ex(qi(None, 2), prev=0, new=1))),
+        ("by position: reordered inputs continuing their own intervals",
+         (seed(DatasetKind.DERIVATIVE), SCHEMA, TWO, ex(qi(None, 0), qb(None, 1), new=0),
+          B_FIRST, ex(qb(1, 2), qi(0, 3), prev=0, new=1))),
+    ],
+    "input-prev-offset": [
+        ("not where the previous interval ended",
+         (*DERIVATIVE, ex(qi(None, 0, (None, 4)), new=0), ex(qi(0, 1, (3, 9)), prev=0, new=1))),
+        ("absent after an interval",
+         (*DERIVATIVE, ex(qi(None, 0, (None, 4)), new=0),
+          ex(qi(0, 1, (None, 9)), prev=0, new=1))),
+    ],
+    "input-offsets-without-blocks": [
+        ("newOffset, no newBlockHash",
+         (*DERIVATIVE, ex(qi(None, 0, (None, 4)), new=0),
+          ex(qi(0, None, (4, 9)), prev=0, new=1))),
+    ],
     "schema-incompatible": [
         ("a type changed", (seed(), SCHEMA, SetDataSchema(schema=DataSchema(
             fields=(DataField(name="v", type=DataTypeInt64()),))))),
@@ -350,6 +422,30 @@ ACCEPTS: dict[str, tuple[object, ...]] = {
         seed(), SetPollingSource(fetch=FetchStepEthereumLogs(chain_id=1), read=ReadStepCsv())),
     "the first data block carries an offset (kamu compares with an earlier data block only)": (
         *ROOT, AddData(prev_offset=4, new_data=sl(5, 9))),
+    "the first ExecuteTransform's inputs start anywhere, empty intervals written out "
+    "(kamu checks intervals against a previous ExecuteTransform only)": (
+        *DERIVATIVE, ex(qi(1, 1, (4, 4)), new=0)),
+    "the first ExecuteTransform: new offsets without new blocks": (
+        *DERIVATIVE, ex(qi(None, None, (None, 4)), new=0)),
+    "an input's offset interval going backwards (kamu's append does not compare them)": (
+        *DERIVATIVE, ex(qi(None, 1, (None, 9)), new=0), ex(qi(1, 2, (9, 5)), prev=0, new=1)),
+    "an input that does not advance, the checkpoint does": (
+        *DERIVATIVE, ex(qi(None, 0, (None, 4)), new=0), ex(qi(0, None, (4, None)), prev=0, new=1)),
+    "the intervals continued over three ExecuteTransforms, with data": (
+        *DERIVATIVE,
+        ExecuteTransform(query_inputs=(qi(None, 0, (None, 4)),), new_data=sl(0, 4)),
+        ExecuteTransform(query_inputs=(qi(0, None, (4, None)),), prev_offset=4,
+                         new_watermark=wm(1)),
+        ExecuteTransform(query_inputs=(qi(0, 2, (4, 9)),), prev_offset=4, new_data=sl(5, 9),
+                         new_watermark=wm(2))),
+    "an input added by a new SetTransform starts anywhere (kamu zips the inputs by position)": (
+        *DERIVATIVE, ex(qi(None, 0), new=0), TWO, ex(qi(0, 1), qb(2, 3), prev=0, new=1)),
+    "reordered inputs: each continues the interval at its position (kamu zips them)": (
+        seed(DatasetKind.DERIVATIVE), SCHEMA, TWO, ex(qi(None, 0), qb(None, 1), new=0),
+        B_FIRST, ex(qb(0, 2), qi(1, 3), prev=0, new=1)),
+    "the SetTransform older than the schema and the previous ExecuteTransform": (
+        seed(DatasetKind.DERIVATIVE), DERIVATIVE[2], ex(qi(None, 0), new=0), SCHEMA,
+        ex(qi(0, 1), prev=0, new=1)),
 }  # fmt: skip
 
 

@@ -41,16 +41,17 @@ def test_gap_in_block_interval(lineage):
     first_new = chain_of(x)[4].block.event.query_inputs[0].prev_block_hash  # None
     rewrite_event(x, 6, lambda ev: replace_input(ev, 0, prev_block_hash=first_new))
     report = validate_dataset(x)
-    assert rules(report) == ["transform-input-interval"]
+    assert rules(report) == ["input-prev-block"]
     (v,) = report.violations
     assert v.sequence_number == 6 and "prevBlockHash absent, expected f1620" in v.message
+    assert v.kamu == "InvalidEvent" and "[rule 28 input-prev-block, kamu InvalidEvent]" in str(v)
 
 
 def test_gap_in_offset_interval(lineage):
     _a, _b, x, _ = lineage
     rewrite_event(x, 6, lambda ev: replace_input(ev, 1, prev_offset=10))
     report = validate_dataset(x)
-    assert rules(report) == ["transform-input-interval"]
+    assert rules(report) == ["input-prev-offset"]
     assert "prevOffset 10, expected 14" in report.violations[0].message
 
 
@@ -62,7 +63,7 @@ def test_empty_interval_must_leave_new_absent(lineage):
         return replace_input(ev, 0, new_block_hash=qi.prev_block_hash)
 
     rewrite_event(x, 6, same)
-    assert "transform-input-interval" in rules(validate_dataset(x))
+    assert rules(validate_dataset(x)) == ["input-block-interval"]
 
 
 def test_unknown_input(lineage):
@@ -70,18 +71,21 @@ def test_unknown_input(lineage):
     stranger = example_keypair(99).dataset_id.to_bytes()
     rewrite_event(x, 5, lambda ev: replace_input(ev, 1, dataset_id=stranger))
     report = validate_dataset(x)
-    declared = [v for v in report.violations if v.rule == "transform-input-declared"]
+    declared = [v for v in report.violations if v.rule == "transform-input-order"]
     assert declared and declared[0].sequence_number == 5
-    assert "not declared in the latest SetTransform" in declared[0].message
+    assert f"input #1 is {example_keypair(99).dataset_id}" in declared[0].message
 
 
 def test_inputs_out_of_order_or_missing(lineage):
     _a, _b, x, _ = lineage
     rewrite_event(x, 4, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[::-1]))
-    assert "transform-input-declared" in rules(validate_dataset(x))
+    assert "transform-input-order" in rules(validate_dataset(x))
+    # back in order (block 4 valid again), then block 5 drops one
+    rewrite_event(x, 4, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[::-1]))
+    assert validate_dataset(x).ok
     rewrite_event(x, 5, lambda ev: dataclasses.replace(ev, query_inputs=ev.query_inputs[:1]))
     msgs = [v.message for v in validate_dataset(x).violations]
-    assert any("is not listed" in m for m in msgs)
+    assert any("1 listed, the SetTransform declares 2" in m for m in msgs), msgs
 
 
 def test_new_block_not_in_input_chain(lineage):

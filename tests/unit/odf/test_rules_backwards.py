@@ -5,7 +5,9 @@ Random chains (fixed seeds) mix valid and broken blocks of every rule: offsets (
 interval start and end, a slice without interval), checkpoints per event kind, watermarks
 (decreasing, dropped), system times, sequence numbers, a second Seed, empty and no-op
 events, schemas (identical, incompatible, legacy), push and polling sources (mixed,
-identical, disabled, malformed), SetTransforms; with and without a ChainState the blocks
+identical, disabled, malformed), SetTransforms, ExecuteTransform inputs (listed in
+another order, one missing or more, intervals not continued, empty, offsets without
+blocks, going backwards); with and without a ChainState the blocks
 continue (the state the older blocks leave, read whole or only as far as the newer blocks
 need, or an arbitrary one)."""
 
@@ -18,6 +20,7 @@ import pytest
 
 from odfweb3.odf.chain import ChainEntry, iter_objects
 from odfweb3.odf.facts import FactsWalk, facts_of_chain
+from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.model_gen import (
     AddData,
     AddPushSource,
@@ -59,6 +62,8 @@ from odfweb3.odf.validate import (
 )
 
 DID = "did:odf:fed01" + "ab" * 32
+DID2 = "did:odf:fed01" + "cd" * 32
+IDS = {DID: DatasetId.parse(DID).to_bytes(), DID2: DatasetId.parse(DID2).to_bytes()}
 SQL = TransformSql(engine="datafusion", queries=(SqlQueryStep(query="SELECT 1"),))
 
 
@@ -85,6 +90,8 @@ class _Gen:
     versions: int = 0
     schema: bool = False
     fields: tuple[DataField, ...] = ()
+    inputs: tuple[bytes, ...] | None = None  # what the next ExecuteTransform lists
+    ends: tuple[tuple[bytes | None, int | None], ...] | None = None  # the latest one's
 
 
 def _source(rng: random.Random, g: _Gen, flip) -> object:
@@ -137,9 +144,18 @@ def _schema(rng: random.Random, g: _Gen, flip) -> SetDataSchema:
     return SetDataSchema(schema=DataSchema(fields=g.fields))
 
 
-def _transform(rng: random.Random, flip) -> SetTransform:
+def _transform(rng: random.Random, g: _Gen, flip) -> SetTransform:
     inputs = (TransformInput(dataset_ref=DID, alias="in"),)
-    if flip():
+    if not flip():
+        inputs = rng.choice(
+            [
+                inputs,
+                (*inputs, TransformInput(dataset_ref=DID2, alias="in2")),
+                (TransformInput(dataset_ref=DID2, alias="in2"), *inputs),
+            ]
+        )
+        g.inputs = tuple(IDS[i.dataset_ref] for i in inputs)  # type: ignore[index]
+    else:
         return rng.choice(
             [
                 SetTransform(inputs=(), transform=SQL),
@@ -151,8 +167,48 @@ def _transform(rng: random.Random, flip) -> SetTransform:
     return SetTransform(inputs=inputs, transform=SQL)
 
 
+def _query_inputs(rng: random.Random, g: _Gen, flip) -> tuple[ExecuteTransformInput, ...]:
+    """An ExecuteTransform's inputs: those declared, each continuing the interval at its
+    position, unless ``flip()``."""
+    ids = list(g.inputs or (IDS[DID],))
+    if flip():
+        ids = rng.choice([ids[::-1], ids[:-1], [*ids, IDS[DID2]], [b"\x00"]])
+    out = []
+    for i, did in enumerate(ids):
+        end = g.ends[i] if g.ends is not None and i < len(g.ends) else (None, None)
+        if g.ends is None or i >= len(g.ends):
+            end = rng.choice([(None, None), end, (_h(rng), 3)])  # kamu compares none
+        prev_block, prev_offset = end
+        if flip():
+            prev_block = rng.choice([None, _h(rng)])
+        if flip():
+            prev_offset = rng.choice([None, (prev_offset or 0) + 1])
+        new_block = rng.choice([None, _h(rng)])
+        if flip():
+            new_block = prev_block
+        new_offset = None
+        if new_block is not None and rng.random() < 0.7:
+            new_offset = (prev_offset if prev_offset is not None else -1) + rng.choice([1, 5])
+            if prev_offset is not None and prev_offset > 0 and rng.random() < 0.1:
+                new_offset = prev_offset - 1  # backwards: kamu's append allows it
+        if flip():
+            new_offset = rng.choice([prev_offset, 7])
+        out.append(
+            ExecuteTransformInput(
+                dataset_id=did,
+                prev_block_hash=prev_block,
+                new_block_hash=new_block,
+                prev_offset=prev_offset,
+                new_offset=new_offset,
+            )
+        )
+    return tuple(out)
+
+
 def _data(rng: random.Random, g: _Gen, flip, cps: list[bytes]) -> AddData | ExecuteTransform:
     cls = rng.choice([AddData, ExecuteTransform])
+    if cls is ExecuteTransform and g.inputs is None and not flip():
+        cls = AddData  # kamu wants a SetTransform before an ExecuteTransform
     if g.data_seen:
         prev_offset = g.offset if not flip() else (g.offset or 0) + 2
     else:
@@ -180,10 +236,7 @@ def _data(rng: random.Random, g: _Gen, flip, cps: list[bytes]) -> AddData | Exec
     ss = None
     if cls is AddData:
         ss = rng.choice([None, g.add_ss, SourceState(source_name="default", kind="k", value="1")])
-    inputs = tuple(
-        ExecuteTransformInput(dataset_id=b"\x00", new_block_hash=rng.choice([None, b"\x01"]))
-        for _ in range(rng.randint(0, 2))
-    )
+    inputs = _query_inputs(rng, g, flip) if cls is ExecuteTransform else ()
     cp_same = (new_cp.physical_hash if new_cp else None) == prev_cp
     own_wm = g.own_wm.get(cls)
     if cls is AddData:
@@ -205,6 +258,12 @@ def _data(rng: random.Random, g: _Gen, flip, cps: list[bytes]) -> AddData | Exec
         ev = ExecuteTransform(query_inputs=inputs, prev_checkpoint=prev_cp,
                               prev_offset=prev_offset, new_data=data, new_checkpoint=new_cp,
                               new_watermark=wm_ts)  # fmt: skip
+        g.inputs = tuple(i.dataset_id or b"" for i in inputs)
+        g.ends = tuple(
+            (i.new_block_hash or i.prev_block_hash,
+             i.new_offset if i.new_offset is not None else i.prev_offset)
+            for i in inputs
+        )  # fmt: skip
     g.data_seen = True
     iv = data.offset_interval if data is not None else None
     g.offset = iv.end if iv is not None else prev_offset
@@ -242,7 +301,7 @@ def _chain(rng: random.Random, n: int, bad: float) -> list[ChainEntry]:
             elif pick < 0.22:
                 ev = _source(rng, g, flip)
             elif pick < 0.26:
-                ev = _transform(rng, flip)
+                ev = _transform(rng, g, flip)
             elif pick < 0.30 or (not g.schema and not flip()):
                 # kamu wants a SetDataSchema before any data
                 ev = _schema(rng, g, flip)
@@ -283,6 +342,8 @@ def _any_state(rng: random.Random, tip: ChainEntry) -> ChainState:
             schema=rng.random() < 0.5,
             polling=rng.random() < 0.3,
             push=rng.choice([(), (("a", b"\x00" * 16),)]),
+            transform_inputs=rng.choice([None, (IDS[DID],), (IDS[DID], IDS[DID2])]),
+            exec_inputs=rng.choice([None, (), ((None, None),), ((b"\x16\x20" + bytes(32), 3),)]),
         ),
     )
 

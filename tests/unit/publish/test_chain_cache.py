@@ -418,8 +418,8 @@ def test_an_entry_of_the_old_format_is_walked_again(ds, tmp_path):
     load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
     (entry,) = cache_dir.glob("*.json")
     doc = json.loads(entry.read_text())
-    assert doc["format"] == 5 and doc["rules"]["dataSeen"] is True
-    doc["format"] = 4
+    assert doc["format"] == 6 and doc["rules"]["dataSeen"] is True
+    doc["format"] = 5
     entry.write_text(json.dumps(doc))
     append_blocks(ds, 1, data_bytes=100, seed=4)
     chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
