@@ -53,6 +53,8 @@ __all__ = [
     "StateFacts",
     "TargetOptions",
     "TargetStatus",
+    "TargetTraits",
+    "TraitsDescriber",
     "WalletMaker",
     "all_backends",
     "backend_for_ref",
@@ -62,6 +64,7 @@ __all__ = [
     "open_target",
     "state_facts",
     "target_kinds",
+    "target_traits",
 ]
 
 ENTRY_POINT_GROUP = "odfweb3.backends"
@@ -156,6 +159,37 @@ class StateFacts:
     source: str | None = None
     share: tuple[tuple[str, str], ...] = ()
     cache_ttl: int | None = None
+
+
+@dataclass(frozen=True)
+class TargetTraits:
+    """What a target scheme is, for the core to decide without naming it.
+
+    Attributes:
+        offline: it writes a local directory (``car:DIR``, ``bundle:DIR``): no node, no
+            network; the directory is also a reference a replica reads.
+        private_drives: it can publish an ArFS private drive (``--arfs-private``).
+    """
+
+    offline: bool = False
+    private_drives: bool = False
+
+
+@runtime_checkable
+class TraitsDescriber(Protocol):
+    """A backend that says what its target schemes are (:class:`TargetTraits`)."""
+
+    def target_traits(self, scheme: str) -> TargetTraits:
+        """The traits of ``scheme`` (one of its :attr:`Backend.target_schemes`)."""
+        ...
+
+
+def target_traits(spec: str) -> TargetTraits:
+    """:class:`TargetTraits` of the target named ``spec`` (unknown, or not said: none)."""
+    backend = backend_for_target(spec)
+    if isinstance(backend, TraitsDescriber):
+        return backend.target_traits(_scheme(spec))
+    return TargetTraits()
 
 
 class Backend(Protocol):

@@ -21,7 +21,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from odfweb3.backends import Backend, ReadAccess, StateFacts, TargetOptions, TargetStatus
+from odfweb3.backends import (
+    Backend,
+    ReadAccess,
+    StateFacts,
+    TargetOptions,
+    TargetStatus,
+    TargetTraits,
+)
 from odfweb3.config import Config
 from odfweb3.errors import BackendError, ConfigError, OdfWeb3Error, ResolutionError, UsageError
 from odfweb3.odf.multihash import multihash_from_str
@@ -221,6 +228,13 @@ class ArweaveBackend:
     rank: Final = 1  # a did:odf is looked up on Arweave after its IPNS name
     target_schemes: Final = ("bundle", "arweave", "turbo")
     ref_prefixes: Final = ("ar://", "bundle:")
+
+    def target_traits(self, scheme: str) -> TargetTraits:
+        """``bundle:DIR`` is a local directory; it and the gateway can hold an ArFS private
+        drive (Turbo's uploads are not signed as drive entities here: public only)."""
+        return TargetTraits(
+            offline=scheme == "bundle", private_drives=scheme in ("bundle", "arweave")
+        )
 
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
         kind, _, arg = spec.partition(":")

@@ -29,6 +29,7 @@ from odfweb3.backends import (
     StateFacts,
     TargetOptions,
     TargetStatus,
+    TargetTraits,
 )
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
@@ -155,6 +156,10 @@ class IpfsBackend:
     rank: Final = 0  # a did:odf is looked up as its IPNS name first
     target_schemes: Final = ("car", "ipfs", "pinning")
     ref_prefixes: Final = _REFS
+
+    def target_traits(self, scheme: str) -> TargetTraits:
+        """``car:DIR`` is a local directory; the node and pinning services are not."""
+        return TargetTraits(offline=scheme == "car")
 
     def check_options(self, options: TargetOptions) -> TargetOptions:
         """The CID version and profile name the profile implies (refused if contradictory)."""

@@ -109,7 +109,7 @@ def _known_ids(ctx: Any) -> set[str]:
 
 def _dataset_at(path: Path) -> str | None:
     """The dataset ID of the dataset directory at ``path``, or None when there is none."""
-    from odfweb3.cli.status_cmds import dataset_id_of
+    from odfweb3.publish.dataset_id import dataset_id_of
 
     if not (path / "refs" / "head").is_file():
         return None

@@ -1,159 +1,19 @@
-"""The I/O around the encryption decision of ``publish``: the facts it needs, the question.
-
-The decision itself is :func:`odfweb3.crypto.policy.decide_encryption` (pure); this module
-gathers its inputs (flags, the ``datasets:`` settings, this machine's record of the dataset,
-the keystore), asks the terminal when plaintext needs a confirmation, and records the first
-encrypted publish (:mod:`odfweb3.publish.dataset_settings`).
-"""
+"""The terminal question of ``publish``'s encryption decision (the decision's I/O is the
+library's, :mod:`odfweb3.api.encryption`)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys
-from odfweb3.crypto.policy import EncryptionDecision, EncryptionFacts, publish_sealer
-from odfweb3.crypto.sealer import Sealer, sensitive_setting
-from odfweb3.errors import ConflictError
-from odfweb3.odf.kamu_workspace import kamu_alias_of
-from odfweb3.publish.dataset_settings import DatasetSettingsStore
+if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
 
-__all__ = [
-    "ask_on_terminal",
-    "before_sending",
-    "encryption_facts",
-    "kamu_names",
-    "remember_encrypted",
-    "sealer_for",
-]
+__all__ = ["ask_on_terminal"]
 
 
-def _anything_encrypted(ctx: Any) -> bool:
-    """Whether any dataset could be encrypted here: settings of a dataset, a content key,
-    a ``datasets:`` table. When none is, a publish needs no dataset ID before it starts
-    (finding it walks the chain); the target's own facts are checked by the executor."""
-    if ctx.config.get("datasets"):
-        return True
-    if ContentKeyStore(ctx.config.keystore_dir).list():
-        return True
-    root = DatasetSettingsStore(ctx.config.state_dir).root
-    return root.is_dir() and any(root.iterdir())
-
-
-def encryption_facts(
-    ctx: Any, args: argparse.Namespace, dataset: str, *, other_scheme: bool
-) -> EncryptionFacts:
-    """The facts the decision to encrypt a publish of ``dataset`` starts from (the target's
-    come later, from its inspection). ``dataset_id`` is empty when nothing here could make
-    it encrypted and no flag asks (the executor fills it in from the chain it loads)."""
-    encrypt, no_encrypt = bool(args.encrypt), bool(getattr(args, "no_encrypt", False))
-    base = EncryptionFacts(
-        dataset=dataset,
-        dataset_id="",
-        encrypt=encrypt,
-        no_encrypt=no_encrypt,
-        confirmed=bool(getattr(args, "yes", False)),
-        other_scheme=other_scheme,
-    )
-    if not (encrypt or no_encrypt or _anything_encrypted(ctx)):
-        return base
-    from odfweb3.cli.status_cmds import chain_cache, dataset_id_of
-
-    did, _ = dataset_id_of(dataset, chain_cache(ctx))
-    settings = ctx.config.dataset_settings_for(
-        Path(dataset), did, cwd=ctx.cwd, names=kamu_names(Path(dataset))
-    )
-    local = DatasetSettingsStore(ctx.config.state_dir).load(did)
-    has_key = ContentKeyStore(ctx.config.keystore_dir).has(did)
-    return EncryptionFacts(
-        dataset=dataset,
-        dataset_id=did,
-        encrypt=encrypt,
-        no_encrypt=no_encrypt,
-        confirmed=base.confirmed,
-        sensitive=sensitive_setting(settings, dataset),
-        recorded=local.encrypted or has_key,
-        recorded_private=local.private_drive,
-        new_key=not has_key,
-        other_scheme=other_scheme,
-    )
-
-
-def kamu_names(directory: Path) -> tuple[str, ...]:
-    """kamu's names for the dataset directory (``account/name`` and ``name``), if it is a
-    dataset of a kamu workspace: ``datasets:`` keys may name it so."""
-    alias = kamu_alias_of(directory)
-    if alias is None:
-        return ()
-    return tuple(dict.fromkeys((alias, alias.rpartition("/")[2])))
-
-
-def sealer_for(ctx: Any, dataset_id: str) -> tuple[Sealer, DatasetKeys | None]:
-    """The sealer of an encrypted publish, and the new content keys to store before the
-    first object is sent (its first encrypted publish from this keystore), or None."""
-    return publish_sealer(
-        ContentKeyStore(ctx.config.keystore_dir),
-        dataset_id,
-        warn=ctx.out.warn,
-        debug=ctx.out.debug,
-    )
-
-
-def before_sending(
-    ctx: Any,
-    dataset_id: str,
-    target: str,
-    decided: EncryptionDecision,
-    new_keys: DatasetKeys | None,
-    remember: bool,
-    dry_run: bool,
-) -> None:
-    """What a publish stores once the target was inspected and the decision stands, before
-    anything is sent: the dataset's new content keys (not ``dry_run``), this machine's
-    record of its encryption (``remember``).
-
-    Raises:
-        ConflictError: another odfweb3 created the dataset's content keys meanwhile.
-    """
-    if new_keys is not None and not dry_run:
-        try:
-            ContentKeyStore(ctx.config.keystore_dir).create(new_keys)
-        except ConflictError:
-            raise ConflictError(
-                f"the content keys of {dataset_id} were created meanwhile by another "
-                "odfweb3; run the publish again (nothing was sent)"
-            ) from None
-        ctx.out.warn(
-            f"{dataset_id} has no recipients: only this keystore can decrypt it; add some with "
-            "odfweb3 keys recipients add"
-        )
-    if decided.remember is not None and remember:
-        remember_encrypted(ctx, dataset_id, target, decided)
-
-
-def remember_encrypted(ctx: Any, dataset_id: str, target: str, decided: EncryptionDecision) -> None:
-    """Record the dataset's first encrypted (or ArFS private drive) publish, as ``decided``."""
-    store = DatasetSettingsStore(ctx.config.state_dir)
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    if decided.remember == "encrypted" and not store.load(dataset_id).encrypted:
-        store.remember_encrypted(dataset_id, target, now)
-        ctx.out.info(
-            f"{dataset_id} is now published encrypted: every later publish of it, to any "
-            f"target, is encrypted too (recorded in {store.path_for(dataset_id)})"
-        )
-    elif decided.remember == "arfs-private" and not store.load(dataset_id).private_drive:
-        store.remember_private_drive(dataset_id, target, now)
-        ctx.out.info(
-            f"{dataset_id} is now an ArFS private drive: a later publish of it without "
-            f"--arfs-private (or --encrypt) is refused (recorded in {store.path_for(dataset_id)})"
-        )
-
-
-def ask_on_terminal(ctx: Any) -> Callable[[str], bool]:
+def ask_on_terminal(ctx: Context) -> Callable[[str], bool]:
     """A question put on the terminal (stderr, answered on stdin): True for yes. Without
     a terminal on both, or with ``--json``, nothing is asked: False."""
 

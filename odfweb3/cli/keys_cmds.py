@@ -48,19 +48,16 @@ from odfweb3.crypto.keyfiles import (
     write_private,
 )
 from odfweb3.crypto.keystore import Keystore
-from odfweb3.crypto.policy import unlock_envelope
-from odfweb3.errors import DecryptionError, NotFound, UsageError
+from odfweb3.errors import NotFound, UsageError
+from odfweb3.publish.dataset_id import verified_dataset_id
 from odfweb3.read.replica import Replica
-from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource, SealedHeadBinder
+from odfweb3.read.unseal import PASSPHRASE_ENV
 
 __all__ = [
-    "dataset_id_of",
     "decrypting_replica",
     "read_passphrase",
     "register",
 ]
-
-PASSPHRASE_ENV = "ODFWEB3_PASSPHRASE"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -172,19 +169,6 @@ def _passphrase_args(p: argparse.ArgumentParser, *, flag: bool) -> None:
 # --- helpers ---------------------------------------------------------------------------
 
 
-def dataset_id_of(text: str) -> str:
-    """``did:odf:…`` as given, or the dataset ID of the dataset directory ``text``."""
-    if text.startswith("did:odf:"):
-        return text
-    path = Path(text)
-    if not path.is_dir():
-        raise UsageError(f"{text}: give a did:odf: dataset ID or a dataset directory")
-    from odfweb3.odf.layout import DatasetReader
-    from odfweb3.publish.execute import load_verified_chain
-
-    return str(load_verified_chain(DatasetReader.open(path))[1])
-
-
 def read_passphrase(ctx: Any, file: Path | None, *, confirm: bool, what: str = "passphrase") -> str:
     """The passphrase from ``file``, ``$ODFWEB3_PASSPHRASE`` or a prompt (never argv)."""
     if file is not None:
@@ -290,7 +274,7 @@ def _public_key_arg(ctx: Any, text: str) -> bytes:
 def _recipients_add(args: argparse.Namespace, ctx: Any) -> int:
     if args.passphrase == (args.pubkey is not None):
         raise UsageError("recipients add: give either a public key or --passphrase")
-    did = dataset_id_of(args.dataset)
+    did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     keys = store.load_or_create(did)
     if args.passphrase:
@@ -314,7 +298,7 @@ def _recipient_id(text: str) -> str:
 
 
 def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
-    did = dataset_id_of(args.dataset)
+    did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     keys = store.load(did)
     rid = _recipient_id(args.recipient)
@@ -336,14 +320,14 @@ def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _recipients_list(args: argparse.Namespace, ctx: Any) -> int:
-    did = dataset_id_of(args.dataset)
+    did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     _show_keys(ctx, store.load(did), store.path_for(did), "recipients")
     return 0
 
 
 def _rotate(args: argparse.Namespace, ctx: Any) -> int:
-    did = dataset_id_of(args.dataset)
+    did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     keys = store.load(did)
     ring = keys.ring.rotated()
@@ -362,7 +346,7 @@ def _export(args: argparse.Namespace, ctx: Any) -> int:
         return _export_ipns(args, ctx, named)
     if args.format != ENCRYPTED:
         raise UsageError("--format is for IPNS keys: give an IPNS name, or --ipns")
-    did = dataset_id_of(args.what)
+    did = verified_dataset_id(args.what)
     keys = _store(ctx).load(did)
     pw = read_passphrase(ctx, args.passphrase_file, confirm=True, what="export passphrase")
     recipient, kek = passphrase_recipient(pw, label="export")
@@ -385,7 +369,7 @@ def _export_ipns(args: argparse.Namespace, ctx: Any, public_key: bytes | None) -
     keystore = Keystore(ctx.config.keystore_dir)
     namer = _namer()
     if public_key is None:  # --ipns DATASET: the dataset's own key
-        did = dataset_id_of(args.what)
+        did = verified_dataset_id(args.what)
         key = keystore.load(did)
     else:
         labels = keystore.labels_with(public_key)
@@ -448,7 +432,7 @@ def _import_ipns(args: argparse.Namespace, ctx: Any, raw: bytes) -> int:
         passphrase=lambda: read_passphrase(ctx, args.passphrase_file, confirm=False),
         where=str(args.file),
     )
-    did = dataset_id_of(args.dataset) if args.dataset else None
+    did = verified_dataset_id(args.dataset) if args.dataset else None
     if file.dataset_id is not None and did is not None and did != file.dataset_id:
         raise UsageError(
             f"{args.file} is the key of {file.dataset_id}, not {did}; nothing was imported"
@@ -474,51 +458,21 @@ def _import_ipns(args: argparse.Namespace, ctx: Any, raw: bytes) -> int:
 def decrypting_replica(
     ctx: Any, replica: Replica, *, passphrase_file: Path | None = None
 ) -> Replica:
-    """``replica``, decrypted when it serves an encrypted publish (pull, verify).
+    """``replica``, decrypted when it serves an encrypted publish (pull, verify): the
+    library's :func:`odfweb3.read.unseal.decrypting_replica`, with the passphrase from
+    ``passphrase_file``, ``$ODFWEB3_PASSPHRASE`` or a prompt on a terminal."""
+    from odfweb3.read.unseal import decrypting_replica as unseal
 
-    The keys come from this keystore: the dataset's own content keys if it holds them,
-    else the published key envelope opened with each local identity in turn, else (when
-    the envelope has passphrase recipients) with the passphrase from ``passphrase_file``,
-    ``$ODFWEB3_PASSPHRASE`` or a prompt on a terminal.
-
-    Raises:
-        DecryptionError: the replica is encrypted and no local key or passphrase opens it.
-    """
-    if not isinstance(replica, KeyEnvelopeSource):
-        return replica
-    raw = replica.key_envelope()
-    if raw is None:
-        return replica
-    envelope = decode_envelope(raw)
-    did = envelope.dataset_id
-    by_passphrase = any(r.kind == "passphrase" for r in envelope.recipients)
     have_passphrase = (
         passphrase_file is not None or bool(ctx.env.get(PASSPHRASE_ENV)) or sys.stdin.isatty()
     )
-    ring = unlock_envelope(
-        envelope,
-        _store(ctx),
-        IdentityStore(ctx.config.keystore_dir),
+    return unseal(
+        replica,
+        ctx.config.keystore_dir,
         passphrase=(
             (lambda: read_passphrase(ctx, passphrase_file, confirm=False))
             if have_passphrase
             else None
         ),
-        where=replica.name,
         debug=ctx.out.debug,
     )
-    if ring is None:
-        hint = (
-            f", or give its passphrase with --passphrase-file FILE / {PASSPHRASE_ENV}"
-            if by_passphrase
-            else ""
-        )
-        raise DecryptionError(
-            f"{replica.name}: {did} is encrypted and no key in {ctx.config.keystore_dir} "
-            "opens its key envelope; ask a key holder to run odfweb3 keys recipients add "
-            f"with your identity's public key{hint}"
-        )
-    if isinstance(replica, SealedHeadBinder):
-        # ipfs://CID --key-envelope: no record, head from refs/head (issue 7)
-        replica.bind_sealed_head(ring)
-    return DecryptingReplica(replica, ring)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from odfweb3.api.publish import PublishOptions
+from odfweb3.cli.hooks import cli_hooks
 from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import format_winston, key_values, plural, shown_path, shown_target
@@ -16,15 +19,14 @@ from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.batch import BatchQueue
-from odfweb3.publish.execute import PublishOutcome, publish_dataset
-from odfweb3.publish.offline import OfflineIndex
+from odfweb3.publish.execute import PublishOutcome
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.remotes import Remotes
 from odfweb3.publish.state import PublishState
-from odfweb3.publish.target import PublishTarget
 
 if TYPE_CHECKING:
     from odfweb3.backends import StateFacts
+    from odfweb3.cli.main import Context
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
 
@@ -165,7 +167,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     status_cmds.register(sub, common)
 
 
-def _drive_password(args: argparse.Namespace, ctx: Any) -> str | None:
+def _drive_password(args: argparse.Namespace, ctx: Context) -> str | None:
     """The ArFS private drive password (``--arfs-private``), or None for a public drive.
 
     Read from ``--drive-password-file`` (its first line) or the environment; never taken
@@ -181,8 +183,6 @@ def _drive_password(args: argparse.Namespace, ctx: Any) -> str | None:
         return None
     if args.encrypt:
         raise UsageError("--arfs-private already encrypts everything (ArFS scheme): drop --encrypt")
-    if args.to.partition(":")[0] not in ("bundle", "arweave"):
-        raise UsageError("--arfs-private needs an Arweave target: --to bundle:DIR or arweave")
     if args.drive_password_file is not None:
         try:
             text = args.drive_password_file.read_text("utf-8")
@@ -355,147 +355,110 @@ def _dnslink(args: argparse.Namespace, outcome: PublishOutcome) -> Any:
     return backend.dnslink_record(args.dnslink, outcome.state)
 
 
-def _publish_everywhere(args: argparse.Namespace, ctx: Any) -> int:
-    """``publish DATASET`` without ``--to``: to every target it was published to from here.
-
-    Each target is published in turn and reported on its own; a failure does not stop the
-    others. Exit status: the first failure's, else 0.
-    """
-    from odfweb3.cli.remotes_cmds import known_states, remote_names
-    from odfweb3.cli.status_cmds import chain_cache, dataset_id_of
+def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
+    """``publish DATASET`` without ``--to``: to every target it was published to from here
+    (:func:`odfweb3.api.publish.publish_everywhere`), each reported on its own. Exit
+    status: the first failure's, else 0."""
+    from odfweb3.api.publish import TargetResult, publish_everywhere
+    from odfweb3.cli.remotes_cmds import remote_names
 
     if args.dnslink is not None or args.routing is not None:
         raise UsageError("publish without --to: --dnslink and --routing need one --to TARGET")
-    dataset_id, _ = dataset_id_of(args.dataset, chain_cache(ctx))
-    targets = list(dict.fromkeys(s.target for s in known_states(ctx, dataset_id)))
-    if not targets:
-        raise UsageError(f"publish: {args.dataset} was never published from here; give --to TARGET")
+
+    def said(result: TargetResult) -> None:
+        if result.error is not None:
+            ctx.out.warn(f"{shown_target(result.target)}: {result.error}")
+        elif result.outcome is not None and result.outcome.state is not None:
+            _suggest_publisher_name(ctx)
+
+    found = publish_everywhere(
+        args.dataset,
+        config=ctx.config,
+        options=_options(args, ctx),
+        hooks=cli_hooks(ctx),
+        cwd=ctx.cwd,
+        on_plan=_on_plan(ctx),
+        on_price=_on_price(ctx),
+        on_result=said,
+    )
     results: list[dict[str, Any]] = []
     texts: list[str] = []
     code = 0
-    for target in targets:
-        try:
-            args.to = target
-            outcome = _publish_one(args, ctx, args.dataset, dry_run=args.dry_run)
-        except OdfWeb3Error as exc:
-            code = code or exc.exit_code
-            ctx.out.warn(f"{shown_target(target)}: {exc}")
-            results.append({"to": target, "error": str(exc), "exitCode": exc.exit_code})
-            texts.append(f"{shown_target(target)}: FAILED: {exc}")
-            continue
-        names = remote_names(ctx, target)
-        results.append({"to": target, "remotes": names, **_to_json(outcome)})
-        texts.append(_human(outcome))
+    for r in found:
+        if r.error is not None:
+            code = code or r.error.exit_code
+            results.append({"to": r.target, "error": str(r.error), "exitCode": r.error.exit_code})
+            texts.append(f"{shown_target(r.target)}: FAILED: {r.error}")
+        elif r.outcome is not None:
+            names = remote_names(ctx, r.target)
+            results.append({"to": r.target, "remotes": names, **_to_json(r.outcome)})
+            texts.append(_human(r.outcome))
     ctx.out.result({"publishes": results}, lambda: "\n".join(texts))
     return code
 
 
+def _options(args: argparse.Namespace, ctx: Context) -> PublishOptions:
+    """The library's publish options from the command line."""
+    return PublishOptions(
+        force=args.force,
+        dry_run=args.dry_run,
+        queue=args.batch,
+        cid_version=args.cid_version,
+        cid_profile=args.cid_profile,
+        wallet=args.wallet,
+        unpin_previous=args.unpin_previous,
+        encrypt=bool(args.encrypt),
+        no_encrypt=bool(args.no_encrypt),
+        confirm_plaintext=bool(args.yes),
+        drive_password=_drive_password(args, ctx),
+        max_cost=args.max_cost,
+        env=ctx.env,
+    )
+
+
+def _on_plan(ctx: Context) -> Callable[[PublishPlan], None]:
+    def planned(plan: PublishPlan) -> None:
+        for line in _plan_detail(plan):
+            ctx.out.debug(line)
+
+    return planned
+
+
+def _on_price(ctx: Context) -> Callable[[int, int], None]:
+    return lambda winston, size: ctx.out.info(
+        f"price: {format_winston(winston)} for {format_bytes(size)}; posting"
+    )
+
+
 def _publish_one(
     args: argparse.Namespace,
-    ctx: Any,
+    ctx: Context,
     dataset: str,
     *,
     dry_run: bool,
     to: str | None = None,
     record_extra: Mapping[str, Any] | None = None,
 ) -> PublishOutcome:
-    """Open the target and publish one dataset (warnings on stderr); the caller reports."""
-    from odfweb3.backends import TargetOptions, checked_options, open_target
-    from odfweb3.cli.encryption import (
-        ask_on_terminal,
-        before_sending,
-        encryption_facts,
-        sealer_for,
-    )
-    from odfweb3.cli.status_cmds import chain_cache
-    from odfweb3.crypto.policy import settle_encryption
+    """Publish one dataset through the library (warnings on stderr); the caller reports."""
+    from odfweb3.api.publish import publish
 
-    cid_version = args.cid_version
-    if cid_version is None:
-        configured = ctx.config.get("ipfs", "cid_version")
-        cid_version = None if configured is None else int(configured)
-    # The profile is checked whatever the target (a contradiction is refused everywhere).
-    options = checked_options(
-        TargetOptions(
-            cid_version=cid_version,
-            cid_profile=args.cid_profile or ctx.config.get("ipfs", "cid_profile"),
-        )
-    )
-    password = _drive_password(args, ctx)
-    # Encryption is the dataset's (docs/security.md, "Encryption"): decided from the flags,
-    # the settings and this machine's record now, and again once the target said whether it
-    # holds ciphertext. An ArFS private drive is encrypted end to end (its own scheme).
-    ask = ask_on_terminal(ctx)
-    facts, decided = settle_encryption(
-        encryption_facts(ctx, args, dataset, other_scheme=password is not None), ask
-    )
-    if decided.note is not None:
-        ctx.out.debug(decided.note)
-    sealer, new_keys = sealer_for(ctx, facts.dataset_id) if decided.encrypt else (None, None)
-    target: PublishTarget = open_target(
-        to or args.to,
-        ctx.config,
-        TargetOptions(
-            cid_version=options.cid_version,
-            cid_profile=options.cid_profile,
-            wallet=args.wallet or ctx.config.arweave_wallet,
-            unpin_previous=args.unpin_previous,
-            sealer=sealer,
-            drive_password=password,
-            max_cost=args.max_cost,
-            env=ctx.env,
-            notify=ctx.out.info,
-            announce=ctx.out.warn,
-            on_price=lambda winston, size: ctx.out.info(
-                f"price: {format_winston(winston)} for {format_bytes(size)}; posting"
-            ),
-        ),
-    )
-    out = ctx.out
+    target = to or args.to
+    options = replace(_options(args, ctx), dry_run=args.dry_run if args.batch else dry_run)
     started = time.monotonic()
-    with out.progress("publishing", None) as bar:
-
-        def planned(plan: PublishPlan) -> None:
-            # The target was inspected and the decision stands: record it (--batch too: its
-            # --flush must encrypt) and store a new content key, before anything is sent.
-            before_sending(
-                ctx, plan.dataset_id, target.name, decided, new_keys, not args.dry_run, dry_run
-            )
-            for line in _plan_detail(plan):
-                out.debug(line)
-            if plan.send_bytes and not dry_run:
-                bar.set_total(plan.send_bytes)
-
-        outcome = publish_dataset(
-            dataset,
-            target,
-            force=args.force,
-            dry_run=dry_run,
-            progress=bar.advance,
-            sealer=sealer,
-            record_extra=record_extra,
-            on_plan=planned,
-            # Not for encrypted publishes: the cache holds the chain's metadata in the
-            # clear (docs/design.md, "State files").
-            chain_cache=None if sealer is not None or password is not None else chain_cache(ctx),
-            encryption=facts,
-            ask=ask,
-        )
-    out.debug(f"{target.name}: done in {format_duration(time.monotonic() - started)}")
-    if outcome.state is not None:  # status finds offline publishes through this index
-        OfflineIndex(ctx.config.state_dir).remember(
-            outcome.plan.dataset_id, outcome.plan.target, str(Path(dataset).absolute())
-        )
+    outcome = publish(
+        dataset,
+        target,
+        config=ctx.config,
+        options=options,
+        hooks=cli_hooks(ctx),
+        cwd=ctx.cwd,
+        on_plan=_on_plan(ctx),
+        on_price=_on_price(ctx),
+        record_extra=record_extra,
+    )
+    ctx.out.debug(f"{outcome.plan.target}: done in {format_duration(time.monotonic() - started)}")
+    if outcome.state is not None:
         _suggest_publisher_name(ctx)
-    for note in outcome.notes:
-        out.warn(note)
-    if outcome.plan.forced:
-        out.warn(f"--force: {target.name} held a head that is not an ancestor of ours")
-    if outcome.state is not None and _facts(outcome.state).mode == "name/publish":
-        out.warn(
-            f"{target.name} cannot store pre-signed records: the node signed a plain record "
-            "with name/publish (no _odf fields; resolvers read refs/head)"
-        )
     return outcome
 
 

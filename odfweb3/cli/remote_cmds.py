@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from odfweb3.cli.keys_cmds import PASSPHRASE_ENV
 from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
@@ -27,6 +26,7 @@ from odfweb3.read.lineage_check import (
 from odfweb3.read.pull import pull_dataset
 from odfweb3.read.replica import LocalReplica, RecordSigner, Replica, SignedRecordSource
 from odfweb3.read.sealed_replica import DecryptingReplica
+from odfweb3.read.unseal import PASSPHRASE_ENV
 
 __all__ = ["register"]
 

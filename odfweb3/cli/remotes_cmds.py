@@ -13,9 +13,8 @@ from typing import Any
 
 from odfweb3.cli.text import shown_target
 from odfweb3.errors import UsageError
-from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
-from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state import PublishState
 
 __all__ = ["effective_target", "known_states", "register", "remote_names", "replica_ref"]
 
@@ -108,12 +107,10 @@ def remote_names(ctx: Any, target_name: str) -> list[str]:
 
 
 def known_states(ctx: Any, dataset_id: str) -> list[PublishState]:
-    """This machine's publishes of ``dataset_id``: node targets, then offline ones."""
-    states = [s for s in StateStore(ctx.config.state_dir).all() if s.dataset_id == dataset_id]
-    for entry, state, _ in OfflineIndex(ctx.config.state_dir).states():
-        if state is not None and entry.dataset_id == dataset_id:
-            states.append(state)
-    return states
+    """This machine's publishes of ``dataset_id`` (:func:`odfweb3.publish.offline.known_states`)."""
+    from odfweb3.publish.offline import known_states as known
+
+    return known(ctx.config.state_dir, dataset_id)
 
 
 def replica_ref(ctx: Any, name: str, dataset_id: str | None) -> str:

@@ -28,17 +28,15 @@ from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.remotes_cmds import remote_names
 from odfweb3.cli.text import key_values, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
-from odfweb3.odf.chain import walk_chain
-from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.kamu_workspace import kamu_alias_of
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.publish.chain_cache import ChainCache
+from odfweb3.publish.dataset_id import chain_cache as _chain_cache
+from odfweb3.publish.dataset_id import dataset_id_of
 from odfweb3.publish.offline import OfflineEntry, OfflineIndex
 from odfweb3.publish.state import PublishState, StateStore, UnfinishedUpload
 
-__all__ = ["EXPIRY_WARNING", "chain_cache", "dataset_id_of", "register"]
+__all__ = ["EXPIRY_WARNING", "register"]
 
 EXPIRY_WARNING: Final = timedelta(hours=24)
 
@@ -91,31 +89,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     r.set_defaults(handler=_republish)
 
 
-def dataset_id_of(path: str, cache: ChainCache | None = None) -> tuple[str, bytes]:
-    """The dataset ID and head of the dataset at ``path``.
-
-    The ID is in the Seed, the chain's last block: walk back from the head until the Seed,
-    or until a head the verified-chain cache knows (its facts hold the ID), so a dataset
-    published before costs the blocks added since, not its whole chain.
-    """
-    reader = DatasetReader.open(path)
-    seed = None
-    head = reader.head()
-    for entry in walk_chain(reader):
-        known = cache.get(entry.hash) if cache is not None else None
-        if known is not None:
-            return str(DatasetId.from_bytes(known.dataset_id)), head
-        seed = entry.block.event
-    if not isinstance(seed, Seed):
-        raise NotFound(f"{path}: the chain does not end in a Seed; run odfweb3 validate")
-    return str(DatasetId.from_bytes(seed.dataset_id or b"")), head
-
-
-def chain_cache(ctx: Any) -> ChainCache:
-    """The verified-chain cache under the configured state directory."""
-    return ChainCache(ctx.config.state_dir / "cache" / "verified-chains")
-
-
 Sources = dict[tuple[str, str], str]  # (dataset ID, target) -> local dataset directory
 
 
@@ -159,7 +132,7 @@ def _states(
             sources[(state.dataset_id, state.target)] = entry.source
         states.append(state)
     if dataset is not None:
-        dataset_id, head = dataset_id_of(dataset, chain_cache(ctx))
+        dataset_id, head = dataset_id_of(dataset, _chain_cache(ctx.config.state_dir))
         local[dataset_id] = head
         states = [s for s in states if s.dataset_id == dataset_id]
         kept = [(e, r) for e, r in zip(lost, reasons, strict=True) if e.dataset_id == dataset_id]
@@ -315,7 +288,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
         if not stale:  # there, but unreadable: damaged
             odd.damaged.append((str(entry.directory / "publish.json"), FormatError(reason)))
     readable: list[PublishState] = []
-    cache = chain_cache(ctx)
+    cache = _chain_cache(ctx.config.state_dir)
     for state in states:
         try:
             facts = state_facts(state)

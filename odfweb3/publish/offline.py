@@ -21,7 +21,7 @@ from odfweb3.errors import FormatError, OdfWeb3Error
 from odfweb3.foreign_json import load_foreign_json
 from odfweb3.publish.state import PublishState, load_summary_file
 
-__all__ = ["INDEX_NAME", "OFFLINE_KINDS", "OfflineEntry", "OfflineIndex"]
+__all__ = ["INDEX_NAME", "OFFLINE_KINDS", "OfflineEntry", "OfflineIndex", "known_states"]
 
 INDEX_NAME: Final = "offline-targets.json"
 OFFLINE_KINDS: Final = ("car", "bundle")
@@ -135,3 +135,15 @@ def _check(entry: OfflineEntry) -> tuple[PublishState | None, str | None, bool]:
     if state.dataset_id != entry.dataset_id:
         return None, f"{summary} now holds {state.dataset_id}", True
     return state, None, False
+
+
+def known_states(state_dir: Path, dataset_id: str) -> list[PublishState]:
+    """This machine's publishes of ``dataset_id``: node targets (the private state file),
+    then offline ones (found through the offline index)."""
+    from odfweb3.publish.state import StateStore
+
+    states = [s for s in StateStore(state_dir).all() if s.dataset_id == dataset_id]
+    for entry, state, _ in OfflineIndex(state_dir).states():
+        if state is not None and entry.dataset_id == dataset_id:
+            states.append(state)
+    return states

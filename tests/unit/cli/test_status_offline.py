@@ -102,11 +102,11 @@ def test_the_dataset_id_comes_from_the_verified_chain_cache(cli, tmp_path):
     """``status DATASET`` and ``publish DATASET`` (no --to) need the dataset ID, which is in
     the Seed at the chain's far end: a head published before is found in the verified-chain
     cache, so the walk stops there instead of reading the whole chain."""
-    from odfweb3.cli.status_cmds import dataset_id_of
     from odfweb3.errors import OdfWeb3Error
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader
     from odfweb3.publish.chain_cache import ChainCache
+    from odfweb3.publish.dataset_id import dataset_id_of
 
     cli("example", "ds", "--blocks", "3", "-q")
     assert cli("publish", "ds", "--to", "car:out", "-q")[0] == 0
