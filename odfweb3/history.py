@@ -7,7 +7,9 @@ yields them); no I/O:
   records and bytes added (like ``kamu log``): an object counts once, in the block that
   first names it, so a block that carries the previous checkpoint on (its
   ``newCheckpoint`` is the one ``prevCheckpoint`` names, kamu's writers do this when a
-  transaction writes no new one) adds no checkpoint bytes;
+  transaction writes no new one) adds no checkpoint bytes; the linked objects (ODF
+  RFC-017) an AddData's data file names count the same way, read from the file when it is
+  at hand, else as the block's ``opendatafabric.org/linkedObjects`` summary says;
 - :func:`lineage_graph`: the derivative graph: each dataset, the inputs its
   ``SetTransform`` declares, the input head its latest ``ExecuteTransform`` consumed, and
   where each dataset is published; rendered by :func:`to_dot` (Graphviz),
@@ -20,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
-from odfweb3.odf.chain import ChainEntry
+from odfweb3.odf.chain import ChainEntry, DatasetObject
 from odfweb3.odf.identity import DatasetId
+from odfweb3.odf.linked import decode_summary
 from odfweb3.odf.model_gen import AddData, ExecuteTransform, Seed, SetInfo, SetTransform
 from odfweb3.odf.multihash import multihash_to_str
 
@@ -48,6 +51,11 @@ class LogEntry:
     records_added: int
     bytes_added: int
     checkpoint_carried: bool = False
+    linked_added: int = 0
+    linked_bytes_added: int = 0
+    # "files": counted from the data file's link columns (distinct, new objects only);
+    # "summary": the block's linkedObjects summary (kamu's naive count: every link)
+    linked_from: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """Stable JSON form."""
@@ -59,14 +67,28 @@ class LogEntry:
             "recordsAdded": self.records_added,
             "bytesAdded": self.bytes_added,
             "checkpointCarried": self.checkpoint_carried,
+            "linkedObjectsAdded": self.linked_added,
+            "linkedBytesAdded": self.linked_bytes_added,
+            "linkedCountedFrom": self.linked_from,
         }
 
 
-def block_log(entries: Sequence[ChainEntry]) -> list[LogEntry]:
-    """Every block, newest first, with the records and bytes (data + checkpoint) it added.
+def block_log(
+    entries: Sequence[ChainEntry],
+    linked: Mapping[bytes, Sequence[DatasetObject]] | None = None,
+) -> list[LogEntry]:
+    """Every block, newest first, with the records and bytes (data + checkpoint) it added,
+    and the linked objects it added.
 
-    An object (data file or checkpoint, by physical hash) is counted in the oldest block
-    that names it only: a carried checkpoint is the previous block's object, not a new one.
+    An object (data file, checkpoint or linked object, by physical hash) is counted in the
+    oldest block that names it only: a carried checkpoint is the previous block's object,
+    not a new one. ``linked``: per block hash, the linked objects its data file names (read
+    from the files, e.g. ``iter_objects`` with a link source); without it, each AddData's
+    ``opendatafabric.org/linkedObjects`` summary is shown as it stands (a replica's data
+    files are not fetched for a log).
+
+    Raises:
+        FormatError: a block's linkedObjects summary is malformed (without ``linked``).
     """
     out = []
     seen: set[bytes] = set()
@@ -75,6 +97,8 @@ def block_log(entries: Sequence[ChainEntry]) -> list[LogEntry]:
         records = 0
         nbytes = 0
         carried = False
+        n_linked = linked_bytes = 0
+        linked_from: str | None = None
         if isinstance(event, AddData | ExecuteTransform):
             if event.new_data is not None:
                 if _first_time(event.new_data.physical_hash, seen):
@@ -90,6 +114,17 @@ def block_log(entries: Sequence[ChainEntry]) -> list[LogEntry]:
                 )
                 if _first_time(checkpoint.physical_hash, seen):
                     nbytes += checkpoint.size
+        if linked is not None and entry.hash in linked:
+            linked_from = "files"
+            for obj in linked[entry.hash]:
+                if _first_time(obj.hash, seen):
+                    n_linked += 1
+                    linked_bytes += obj.size or 0
+        elif linked is None and isinstance(event, AddData):
+            summary = decode_summary(event, f"block #{entry.block.sequence_number}")
+            if summary is not None:
+                linked_from = "summary"
+                n_linked, linked_bytes = summary.num_objects_naive, summary.size_naive
         out.append(
             LogEntry(
                 entry.block.sequence_number,
@@ -99,6 +134,9 @@ def block_log(entries: Sequence[ChainEntry]) -> list[LogEntry]:
                 records,
                 nbytes,
                 carried,
+                n_linked,
+                linked_bytes,
+                linked_from,
             )
         )
     out.reverse()

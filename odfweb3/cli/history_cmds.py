@@ -11,11 +11,19 @@ from odfweb3.cli.output import format_bytes
 from odfweb3.cli.text import plural, shown_target
 from odfweb3.errors import OdfWeb3Error, UsageError
 from odfweb3.history import block_log, lineage_graph, to_dot, to_mermaid, to_svg
-from odfweb3.odf.chain import ChainEntry, walk_chain
+from odfweb3.odf.chain import (
+    ChainEntry,
+    DatasetObject,
+    LinkingBlock,
+    LinkSource,
+    iter_objects,
+    walk_chain,
+)
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.parquet_links import local_links
 from odfweb3.publish.offline import OfflineIndex
 from odfweb3.publish.state import PublishState, StateStore
 
@@ -32,8 +40,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="a dataset's blocks, newest first: event, time, records and bytes added",
         description="List the blocks of a dataset directory or a replica (car:DIR, ipns://, "
         "ipfs://, ar://, did:odf:), newest first: sequence number, hash, event, system time, "
-        "and the records and bytes (data + checkpoint) each added. Every block is hash-checked "
-        "on the way.",
+        "and the records and bytes (data + checkpoint) each added, and the linked objects "
+        "(ODF RFC-017) each added: counted from the data files of a local dataset (each "
+        "object once, in the oldest block naming it), from each block's linkedObjects "
+        "summary for a replica. Every block (and every data file read) is hash-checked on "
+        "the way.",
     )
     p.add_argument(
         "dataset", help="dataset directory (or its kamu name in a workspace) or replica reference"
@@ -63,9 +74,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_lineage)
 
 
+def _is_local(ref: str) -> bool:
+    return "://" not in ref and not ref.startswith(("car:", "bundle:", "did:"))
+
+
 def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
     """The verified chain of a directory or a replica, head first."""
-    if "://" not in ref and not ref.startswith(("car:", "bundle:", "did:")):
+    if _is_local(ref):
         return list(walk_chain(DatasetReader.open(local_dataset(ref, ctx))))
     from odfweb3.read.resolve import open_replica
 
@@ -73,10 +88,37 @@ def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
     return list(walk_chain(replica.read_block, replica.head()))
 
 
+class _LinksByBlock:
+    """A link source recording, per block, the linked objects its data file names."""
+
+    def __init__(self, links: LinkSource) -> None:
+        self._links = links
+        self.by_block: dict[bytes, list[DatasetObject]] = {}
+
+    def __call__(
+        self, block: LinkingBlock, data: DatasetObject, columns: tuple[str, ...]
+    ) -> list[DatasetObject]:
+        objs = list(self._links(block, data, columns))
+        self.by_block.setdefault(block.hash, []).extend(objs)
+        return objs
+
+
 def _log(args: argparse.Namespace, ctx: Any) -> int:
     if args.limit is not None and args.limit < 1:
         raise UsageError("log: --limit must be at least 1")
-    entries = block_log(_chain(args.dataset, ctx))
+    linked: dict[bytes, list[DatasetObject]] | None = None
+    if _is_local(args.dataset):
+        reader = DatasetReader.open(local_dataset(args.dataset, ctx))
+        chain = list(walk_chain(reader))
+        # The data files' link columns, read (each file hash-checked) only when a schema
+        # declares ObjectLink columns; a file that cannot be read fails the log (exit 65).
+        recorder = _LinksByBlock(local_links(reader))
+        for _ in iter_objects(chain, recorder):
+            pass
+        linked = recorder.by_block
+    else:
+        chain = _chain(args.dataset, ctx)
+    entries = block_log(chain, linked)
     shown = entries[: args.limit] if args.limit else entries
 
     def human() -> str:
@@ -87,6 +129,9 @@ def _log(args: argparse.Namespace, ctx: Any) -> int:
                 added = f"  +{plural(e.records_added, 'record')}, +{format_bytes(e.bytes_added)}"
             if e.checkpoint_carried:
                 added += "  (checkpoint carried)"
+            if e.linked_added:
+                what = plural(e.linked_added, "linked object")
+                added += f"  +{what} ({format_bytes(e.linked_bytes_added)})"
             lines.append(
                 f"#{e.sequence:<4} {multihash_to_str(e.hash)[:20]}…  {e.event:<16} "
                 f"{e.system_time}{added}"
