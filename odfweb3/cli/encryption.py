@@ -15,14 +15,23 @@ __all__ = ["ask_on_terminal"]
 
 def ask_on_terminal(ctx: Context) -> Callable[[str], bool]:
     """A question put on the terminal (stderr, answered on stdin): True for yes. Without
-    a terminal on both, or with ``--json``, nothing is asked: False."""
+    a terminal on both, or with ``--json``, nothing is asked: False. An unclear answer
+    is asked again (three tries)."""
 
     def ask(question: str) -> bool:
         if ctx.out.json_mode or not (sys.stdin.isatty() and sys.stderr.isatty()):
             return False
-        sys.stderr.write(question)
-        sys.stderr.flush()
-        answer = sys.stdin.readline()
-        return answer.strip().lower() in ("y", "yes")
+        # An answer that is neither yes nor no (a typo) is asked again, three times in all;
+        # an empty answer is the default, no.
+        for _ in range(3):
+            sys.stderr.write(question)
+            sys.stderr.flush()
+            answer = sys.stdin.readline().strip().lower()
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("", "n", "no"):
+                return False
+            sys.stderr.write("please answer y or n\n")
+        return False
 
     return ask

@@ -169,16 +169,44 @@ def _passphrase_args(p: argparse.ArgumentParser, *, flag: bool) -> None:
 # --- helpers ---------------------------------------------------------------------------
 
 
-def read_passphrase(ctx: Any, file: Path | None, *, confirm: bool, what: str = "passphrase") -> str:
-    """The passphrase from ``file``, ``$ODFWEB3_PASSPHRASE`` or a prompt (never argv)."""
+#: How many times a person at a terminal may type a secret (as sudo and ssh allow).
+TRIES = 3
+
+
+def prompts(ctx: Any, file: Path | None) -> bool:
+    """Whether :func:`read_passphrase` would ask the terminal (so a wrong answer can be
+    asked again): no file, no environment variable, stdin a terminal."""
+    return file is None and not ctx.env.get(PASSPHRASE_ENV) and sys.stdin.isatty()
+
+
+def prompt_secret(ctx: Any, what: str, *, confirm: bool) -> str:
+    """``what`` typed on the terminal (not echoed); with ``confirm`` typed twice, up to
+    :data:`TRIES` times until both agree."""
+    for attempt in range(1, TRIES + 1):
+        text = getpass.getpass(f"{what}: ")
+        if not confirm or getpass.getpass(f"{what} again: ") == text:
+            return text
+        if attempt < TRIES:
+            ctx.out.warn(f"the two did not match; try again ({TRIES - attempt} left)")
+    raise UsageError(f"{what} typed differently {TRIES} times; nothing was changed")
+
+
+def read_passphrase(
+    ctx: Any,
+    file: Path | None,
+    *,
+    confirm: bool,
+    what: str = "passphrase",
+    dataset: str | None = None,
+) -> str:
+    """The passphrase from ``file``, ``$ODFWEB3_PASSPHRASE`` or a prompt (never argv); the
+    prompt names ``dataset`` when known."""
     if file is not None:
         text = file.read_text("utf-8").rstrip("\r\n")
     elif ctx.env.get(PASSPHRASE_ENV):
         text = str(ctx.env[PASSPHRASE_ENV])
     elif sys.stdin.isatty():
-        text = getpass.getpass(f"{what}: ")
-        if confirm and getpass.getpass(f"{what} again: ") != text:
-            raise UsageError("the passphrases do not match")
+        text = prompt_secret(ctx, f"{what} of {dataset}" if dataset else what, confirm=confirm)
     else:
         raise UsageError(f"no passphrase: use --passphrase-file FILE or set {PASSPHRASE_ENV}")
     if not text:
@@ -278,7 +306,7 @@ def _recipients_add(args: argparse.Namespace, ctx: Any) -> int:
     store = _store(ctx)
     keys = store.load_or_create(did)
     if args.passphrase:
-        pw = read_passphrase(ctx, args.passphrase_file, confirm=True)
+        pw = read_passphrase(ctx, args.passphrase_file, confirm=True, dataset=did)
         recipient, kek = passphrase_recipient(pw, label=args.label)
         env = add_recipient(keys.envelope, keys.ring, recipient, kek)
         keks = dict(keys.keks) | {recipient.id: kek}
@@ -470,9 +498,11 @@ def decrypting_replica(
         replica,
         ctx.config.keystore_dir,
         passphrase=(
-            (lambda: read_passphrase(ctx, passphrase_file, confirm=False))
+            (lambda did: read_passphrase(ctx, passphrase_file, confirm=False, dataset=did))
             if have_passphrase
             else None
         ),
         debug=ctx.out.debug,
+        tries=TRIES if prompts(ctx, passphrase_file) else 1,
+        retry=ctx.out.warn,
     )

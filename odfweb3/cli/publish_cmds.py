@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -134,6 +135,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="--arfs-private: file holding the drive password (first line)",
     )
     p.add_argument(
+        "-P",
+        "--drive-password-prompt",
+        action="store_true",
+        help="--arfs-private: type the drive password (twice) on the terminal, as ArDrive's "
+        "-P; asked anyway on a terminal when neither the file nor the variable gives it",
+    )
+    p.add_argument(
         "--max-cost",
         type=_winston,
         default=None,
@@ -170,20 +178,32 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def _drive_password(args: argparse.Namespace, ctx: Context) -> str | None:
     """The ArFS private drive password (``--arfs-private``), or None for a public drive.
 
-    Read from ``--drive-password-file`` (its first line) or the environment; never taken
-    from the command line, never logged.
+    Read from ``--drive-password-file`` (its first line), the environment, or typed twice
+    on the terminal (``-P``, or when neither gives it on a terminal); never taken from the
+    command line, never logged.
 
     Raises:
         UsageError: ``--arfs-private`` with ``--encrypt``, on a target other than
             bundle/arweave, or without a password; a password file without the flag.
     """
     if not args.arfs_private:
-        if args.drive_password_file is not None:
-            raise UsageError("--drive-password-file is only used with --arfs-private")
+        if args.drive_password_file is not None or args.drive_password_prompt:
+            raise UsageError("the drive password is only used with --arfs-private")
         return None
     if args.encrypt:
         raise UsageError("--arfs-private already encrypts everything (ArFS scheme): drop --encrypt")
-    if args.drive_password_file is not None:
+    from odfweb3.cli.keys_cmds import prompt_secret
+
+    on_terminal = sys.stdin.isatty() and not ctx.out.json_mode
+    if args.drive_password_prompt and not on_terminal:
+        raise UsageError("-P asks the drive password on a terminal: use --drive-password-file")
+    if args.drive_password_prompt and args.drive_password_file is not None:
+        raise UsageError("give the drive password one way: -P or --drive-password-file")
+    if args.drive_password_prompt or (
+        args.drive_password_file is None and not ctx.env.get(DRIVE_PASSWORD_ENV) and on_terminal
+    ):
+        password = prompt_secret(ctx, f"drive password of {args.dataset}", confirm=True)
+    elif args.drive_password_file is not None:
         try:
             text = args.drive_password_file.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -197,8 +217,8 @@ def _drive_password(args: argparse.Namespace, ctx: Context) -> str | None:
         password = str(ctx.env.get(DRIVE_PASSWORD_ENV, ""))
     if not password:
         raise UsageError(
-            f"--arfs-private needs the drive password: --drive-password-file FILE or "
-            f"{DRIVE_PASSWORD_ENV}"
+            f"--arfs-private needs the drive password: --drive-password-file FILE, "
+            f"{DRIVE_PASSWORD_ENV} or -P (typed on the terminal)"
         )
     return password
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,12 @@ def _add_drive_options(p: argparse.ArgumentParser) -> None:
         help=f"ar:// ArFS private drive: file holding the drive password (first line; "
         f"else {DRIVE_PASSWORD_ENV})",
     )
+    p.add_argument(
+        "-P",
+        "--drive-password-prompt",
+        action="store_true",
+        help="ar:// ArFS private drive: type the drive password on the terminal (ArDrive's -P)",
+    )
 
 
 def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
@@ -200,7 +207,16 @@ def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
     never from the command line; it is only used if the ref turns out to be private.
     """
     password: str | None = None
-    if args.drive_password_file is not None:
+    if args.drive_password_prompt:
+        from odfweb3.cli.keys_cmds import prompt_secret
+
+        if args.drive_password_file is not None:
+            raise UsageError("give the drive password one way: -P or --drive-password-file")
+        if not sys.stdin.isatty() or ctx.out.json_mode:
+            raise UsageError("-P asks the drive password on a terminal: use --drive-password-file")
+        what = vars(args).get("ref") or vars(args).get("dataset") or "the drive"
+        password = prompt_secret(ctx, f"drive password of {what}", confirm=False) or None
+    elif args.drive_password_file is not None:
         try:
             lines = args.drive_password_file.read_text("utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:

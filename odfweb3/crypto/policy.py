@@ -239,11 +239,15 @@ def unlock_envelope(
     passphrase: Callable[[], str] | None,
     where: str,
     debug: Note,
+    tries: int = 1,
+    retry: Note | None = None,
 ) -> KeyRing | None:
     """The keys that open ``envelope`` here (see the module docstring), or None.
 
     ``passphrase`` is called only when no local key opens the envelope and it has
-    passphrase recipients; None when the caller cannot supply one.
+    passphrase recipients; None when the caller cannot supply one. It is asked up to
+    ``tries`` times (a person at a terminal: 3, as sudo and ssh allow; a file or the
+    environment cannot change: 1), ``retry`` told after each wrong one.
 
     Raises:
         DecryptionError: the passphrase given opens no entry of the envelope.
@@ -262,13 +266,17 @@ def unlock_envelope(
         break
     by_passphrase = any(r.kind == "passphrase" for r in envelope.recipients)
     if ring is None and by_passphrase and passphrase is not None:
-        secret = passphrase()
-        try:
-            ring = open_envelope(envelope, secret)
-        except DecryptionError:
-            raise DecryptionError(
-                f"{where}: {did}: the passphrase opens no entry of its key envelope "
-                "(wrong passphrase?)"
-            ) from None
+        for attempt in range(1, max(1, tries) + 1):
+            try:
+                ring = open_envelope(envelope, passphrase())
+                break
+            except DecryptionError:
+                if attempt >= tries:
+                    wrong = "the passphrase opens" if tries == 1 else f"{tries} passphrases open"
+                    raise DecryptionError(
+                        f"{where}: {did}: {wrong} no entry of its key envelope (wrong passphrase?)"
+                    ) from None
+                if retry is not None:
+                    retry(f"{did}: wrong passphrase; try again ({tries - attempt} left)")
         debug(f"{where}: opened the key envelope with a passphrase")
     return ring

@@ -32,13 +32,17 @@ def decrypting_replica(
     replica: Replica,
     keystore_dir: Path,
     *,
-    passphrase: Callable[[], str] | None = None,
+    passphrase: Callable[[str], str] | None = None,
     debug: Callable[[str], None] = _ignore,
+    tries: int = 1,
+    retry: Callable[[str], None] | None = None,
 ) -> Replica:
     """``replica``, decrypted when it serves an encrypted publish; else ``replica`` itself.
 
-    ``passphrase`` is asked only when no local key opens the envelope and the envelope has
-    passphrase recipients; None when the caller has no way to supply one.
+    ``passphrase`` (given the dataset ID, for the prompt to name it) is asked only when no
+    local key opens the envelope and the envelope has passphrase recipients; None when the
+    caller has no way to supply one. A prompt may be asked ``tries`` times, ``retry`` told
+    after each wrong passphrase (``odfweb3.crypto.policy.unlock_envelope``).
 
     Raises:
         DecryptionError: the replica is encrypted and no local key or passphrase opens it.
@@ -55,9 +59,11 @@ def decrypting_replica(
         envelope,
         ContentKeyStore(keystore_dir),
         IdentityStore(keystore_dir),
-        passphrase=passphrase,
+        passphrase=(lambda: passphrase(did)) if passphrase is not None else None,
         where=replica.name,
         debug=debug,
+        tries=tries,
+        retry=retry,
     )
     if ring is None:
         hint = (
