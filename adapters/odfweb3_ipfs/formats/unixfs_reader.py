@@ -69,7 +69,7 @@ def file_block_budget(max_size: int | None) -> int:
 
 def _verified(get: BlockGetter, cid: Cid) -> bytes:
     data = get(cid)
-    cid.verify(data, where=f"block {cid}")
+    cid.verify(data, what="block")
     return data
 
 
