@@ -18,6 +18,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.linked import decode_summary, link_columns
 from odfweb3.odf.model_gen import AddData, ExecuteTransform, SetDataSchema
 from odfweb3.odf.multihash import hash_file, multihash_from_str, multihash_to_str
+from odfweb3.odf.validate import ChainRulesBackwards, chain_state, check_chain_rules
 from tests.unit.odf.test_builder_chain import _kamu_append_problems
 
 SYSTEM = [
@@ -50,6 +51,16 @@ def check_valid(cli, path, *inputs):
     assert report["ok"] is True, report
     entries = chain(path)
     assert _kamu_append_problems(entries) == []
+    # Every chain rule (odfweb3.odf.chain_rules.RULES, kamu's ExecuteTransform input rules
+    # included), on the three paths: oldest first, walking back, and each block from the
+    # state the blocks before it leave (a cached head, an incremental pull).
+    assert check_chain_rules(entries) == []
+    back = ChainRulesBackwards()
+    for e in reversed(entries):
+        back.feed(e)
+    assert back.finish()
+    for i in range(1, len(entries)):
+        assert check_chain_rules(entries[i:], after=chain_state(reversed(entries[:i]))) == []
     return entries
 
 
@@ -147,6 +158,12 @@ def test_root_payload_linked_and_derivative_examples_are_valid_and_real_parquet(
 
     # The derivative: ExecuteTransform over the inputs' real blocks, its own Parquet output.
     entries = check_valid(cli, deriv, root, files)
+    # The input rules compare consecutive ExecuteTransforms: there are several, and their
+    # intervals continue (prevBlockHash / prevOffset carried) on both inputs.
+    execs = [e.block.event for e in entries if isinstance(e.block.event, ExecuteTransform)]
+    assert len(execs) >= 3
+    assert all(len(ev.query_inputs) == 2 for ev in execs)
+    assert all(qi.prev_block_hash is not None for ev in execs[1:] for qi in ev.query_inputs)
     outs = data_blocks(entries)
     assert outs and all(isinstance(e.block.event, ExecuteTransform) for e in outs)
     consumed = 0
