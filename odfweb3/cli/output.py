@@ -153,6 +153,7 @@ class Output:
     verbosity: int = 0
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+    _said: set[str] = field(default_factory=set, repr=False)
 
     def result(self, data: Any, human: Callable[[], str] | str, *, product: bool = False) -> None:
         """Print the command's result: ``data`` as JSON, or the human text.
@@ -185,6 +186,13 @@ class Output:
         """A warning on stderr (shown even with --json; hidden by -q)."""
         if self.verbosity >= 0:
             self.err.write(f"warning: {terminal_text(message)}\n")
+
+    def warn_once(self, message: str) -> None:
+        """:meth:`warn`, at most once per command for the same message (a command that
+        publishes to several targets says a fact of the dataset once, not per target)."""
+        if message not in self._said:
+            self._said.add(message)
+            self.warn(message)
 
     def progress(self, label: str, total: int | None, *, unit: str = "bytes") -> Progress:
         """A progress bar, drawn only on a terminal in normal human mode."""

@@ -385,16 +385,18 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
     if args.dnslink is not None or args.routing is not None:
         raise UsageError("publish without --to: --dnslink and --routing need one --to TARGET")
 
+    options = _options(args, ctx)
+
     def said(result: TargetResult) -> None:
         if result.error is not None:
             ctx.out.warn(f"{shown_target(result.target)}: {result.error}")
-        elif result.outcome is not None and result.outcome.state is not None:
-            _suggest_publisher_name(ctx)
+        elif result.outcome is not None:
+            _published(ctx, args.dataset, result.outcome, options)
 
     found = publish_everywhere(
         args.dataset,
         config=ctx.config,
-        options=_options(args, ctx),
+        options=options,
         hooks=cli_hooks(ctx),
         cwd=ctx.cwd,
         on_plan=_on_plan(ctx),
@@ -477,12 +479,46 @@ def _publish_one(
         record_extra=record_extra,
     )
     ctx.out.debug(f"{outcome.plan.target}: done in {format_duration(time.monotonic() - started)}")
-    if outcome.state is not None:
-        _suggest_publisher_name(ctx)
+    _published(ctx, dataset, outcome, options)
     return outcome
 
 
+def _published(ctx: Any, dataset: str, outcome: PublishOutcome, options: PublishOptions) -> None:
+    """What is said once a publish to one target is done: the publisher hint, and what the
+    discovery metadata lacks (once per command; not for encrypted publishes, a key envelope
+    or an ArFS private drive, which publish nothing readable)."""
+    if outcome.state is None:
+        return
+    _suggest_publisher_name(ctx)
+    encrypted = options.drive_password is not None or bool(_facts(outcome.state).key_envelope)
+    if not encrypted:
+        _warn_catalogue_gaps(ctx, dataset, outcome.plan)
+
+
 PUBLISHER_HINT: Final = "hints/publisher-name"
+
+
+def _warn_catalogue_gaps(ctx: Any, dataset: str, plan: PublishPlan) -> None:
+    """One line (once per command, whatever the targets) when the published discovery
+    documents lack a title, description or license: still valid, shown bare by catalogues.
+
+    From the plan's verified facts (no chain walk), else the chain it holds.
+    """
+    from odfweb3.descriptor.discovery_facts import catalogue_gaps
+    from odfweb3.odf.facts import facts_of_chain
+
+    facts = plan.facts
+    if facts is None and plan.chain:
+        facts = facts_of_chain(list(plan.chain))
+    if facts is None:
+        return
+    gaps = catalogue_gaps(facts.info, facts.license)
+    if gaps:
+        ctx.out.warn_once(
+            f"{dataset}: the discovery metadata has " + "; ".join(gaps) + ": catalogues show "
+            "the dataset without them ('odfweb3 describe DATASET --format croissant' lists "
+            "every field a format lacks)"
+        )
 
 
 def _suggest_publisher_name(ctx: Any) -> None:

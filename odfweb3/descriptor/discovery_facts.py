@@ -43,7 +43,7 @@ from odfweb3.odf.model_gen import (
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
 
-__all__ = ["DataFile", "DiscoveryFacts", "Presentation", "discovery_facts"]
+__all__ = ["DataFile", "DiscoveryFacts", "Presentation", "catalogue_gaps", "discovery_facts"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,21 @@ class Presentation:
     def sha256(self, f: DataFile) -> str | None:
         """The data file's SHA-256 when the caller can hash it."""
         return self.sha256_of(f.physical_hash) if self.sha256_of is not None else None
+
+
+def catalogue_gaps(info: SetInfo | None, license: SetLicense | None) -> list[str]:
+    """What the chain lacks that every discovery format shows (title, description, license),
+    each with its fix; empty when nothing is missing.
+
+    The same for every format and every target: a publish says it once (the formats' own
+    lists, e.g. :func:`~.croissant_check.croissant_problems`, add what only they need).
+    """
+    out: list[str] = []
+    if info is None or not (info.description or "").strip():
+        out.append("no title or description (add a SetInfo event with a description)")
+    if license is None or not (license.spdx_id or license.website_url):
+        out.append("no license (add a SetLicense event with an SPDX id)")
+    return out
 
 
 def discovery_facts(entries: Sequence[ChainEntry]) -> DiscoveryFacts:

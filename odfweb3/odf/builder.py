@@ -316,6 +316,7 @@ def create_root_dataset(
     keypair: DatasetKeyPair | None = None,
     linked_objects: int = 0,
     block_progress: ProgressFn | None = None,
+    with_license: bool = True,
 ) -> BuiltDataset:
     """Write a new root dataset at ``path`` (which must be absent or empty).
 
@@ -335,6 +336,8 @@ def create_root_dataset(
             N objects (``data/<multihash>``, ODF RFC-017) from its ``content_hash`` column
             and sums them in ``opendatafabric.org/linkedObjects``; ``data_bytes`` is then
             the objects' total.
+        with_license: write the SetLicense (off: a dataset that says no license, as a
+            catalogue would meet it).
     """
     if linked_objects < 0:
         raise UsageError("example: --linked-objects must be 0 or more")
@@ -360,6 +363,7 @@ def create_root_dataset(
             keypair,
             linked_objects,
             block_progress,
+            with_license,
         )
         os.replace(work, root)  # onto an absent or empty directory
         if fsync:
@@ -383,19 +387,21 @@ def _build_root(
     keypair: DatasetKeyPair | None,
     linked_objects: int,
     block_progress: ProgressFn | None = None,
+    with_license: bool = True,
 ) -> BuiltDataset:
     keypair = keypair or example_keypair(seed)
     with _ChainAppender(root, fsync, random.Random(seed)) as app:
         app.append(Seed(dataset_id=keypair.dataset_id.to_bytes(), dataset_kind=DatasetKind.ROOT))
         app.append(SetInfo(description=description, keywords=("example", "odfweb3")))
-        app.append(
-            SetLicense(
-                short_name="CC0-1.0",
-                name="Creative Commons Zero v1.0 Universal",
-                spdx_id="CC0-1.0",
-                website_url="https://creativecommons.org/publicdomain/zero/1.0/",
+        if with_license:
+            app.append(
+                SetLicense(
+                    short_name="CC0-1.0",
+                    name="Creative Commons Zero v1.0 Universal",
+                    spdx_id="CC0-1.0",
+                    website_url="https://creativecommons.org/publicdomain/zero/1.0/",
+                )
             )
-        )
         # kamu refuses data before a schema ("SetDataSchema event must be present before
         # adding data", ValidateAddDataVisitor); its ingest commits the schema just before.
         app.append(set_data_schema(VERSIONED_FILE_SCHEMA if linked_objects else PAYLOAD_SCHEMA))
