@@ -33,6 +33,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
     "bench_scale": (["--sizes", "200,2000"], ["--svg", str(HERE / "scale.svg")]),
     "bench_arweave_updates": (["--sizes", "200", "--updates", "5", "--full-updates", "2"], []),
     "bench_turbo": (["--blocks", "5", "--data-bytes", "500000", "--rounds", "1"], []),
+    "bench_discovery": (["--blocks", "300", "--repeat", "2"], []),
     "bench_example": (
         ["--sizes", "300", "--linked-objects", "0,2"],
         ["--sizes", "1000,10000,100000", "--linked-objects", "0,2"],
