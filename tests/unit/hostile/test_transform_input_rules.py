@@ -7,7 +7,8 @@ written out, new offsets without new blocks). ``validate`` names it (exit 1); ``
 (a first publish, and one above a head published and cached before) and ``pull`` (into
 an empty DEST, and incrementally) refuse it in one line naming the block, the rule and
 kamu's name for it, exit 65, nothing published or changed. Each rule is the same code on
-every path (``odfweb3.odf.chain_rules``).
+every path (``odfweb3.odf.chain_rules``); ``verify --deep`` calls a replica holding it
+CORRUPT (exit 65).
 """
 
 from __future__ import annotations
@@ -220,3 +221,17 @@ def test_an_incremental_pull_refuses_it(rule: str, x: Path, tmp_path: Path, caps
     _names(line, forged, rule)
     assert _tree(dest) == before
     assert validate_dataset(dest).ok
+
+
+@pytest.mark.parametrize("rule", RULE_NAMES)
+def test_verify_deep_calls_such_a_replica_corrupt(
+    rule: str, x: Path, tmp_path: Path, capsys
+) -> None:
+    replica = tmp_path / "replica"
+    shutil.copytree(x, replica)
+    forged = _forge(replica, rule)
+    code, out, err = _run(tmp_path, capsys, "verify", str(x), "--against", str(replica), "--deep")
+    assert code == 65, (out, err)
+    lines = [ln for ln in (out + err).splitlines() if "[rule " in ln]  # CORRUPT, problem
+    assert lines, (out, err)
+    _names(lines[0], forged, rule)
