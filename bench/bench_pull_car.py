@@ -1,0 +1,145 @@
+"""``pull`` from an offline publish (``car:DIR``) against ``validate --deep`` of the same dataset.
+
+Usage::
+
+    python bench/bench_pull_car.py [--blocks 1000] [--rounds 2] [--cache DIR]
+                                   [--before-code CHECKOUT]
+
+Builds a root dataset of ``--blocks`` AddData blocks of 2,000 bytes (20,006 objects at
+10,000 blocks, the size of the issue), publishes it once to ``car:DIR`` and then times, in
+rounds interleaved so background load weighs on both alike, each in its own process:
+
+- the reference: ``odfweb3 validate --deep DATASET`` (every block and object read and
+  hashed, every chain rule checked);
+- ``odfweb3 pull car:DIR DEST`` into a new directory (the CAR directory checked whole,
+  every block and object verified, written and made durable, ``refs/head`` last);
+- with ``--before-code``, the same pull by an older checkout (its ``odfweb3`` and
+  ``adapters``), for before/after figures from one run.
+
+Prints wall seconds, CPU seconds and peak RSS of each (best of the rounds) and the ratio
+pull / validate --deep (goal: <= 2). ``uptime``'s load is printed before and after: on a
+shared machine compare the ratios, not the seconds. Scratch data under ``--scratch``
+(default a temporary directory), removed at the end unless ``--cache`` keeps the dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ensure_dataset, machine, print_table
+
+GOAL = 2.0
+# Runs the CLI in this child process and reports its wall time, CPU time and own peak RSS
+# (VmHWM: wait4's ru_maxrss would also count the benchmark process it was forked from).
+_CHILD = """
+import json, os, sys, time
+from odfweb3.cli.main import main
+start = time.perf_counter()
+cpu0 = os.times()
+with open(os.devnull, "w") as null:
+    sys.stdout = null
+    code = main(sys.argv[1:], env=dict(os.environ))
+    sys.stdout = sys.__stdout__
+wall = time.perf_counter() - start
+cpu1 = os.times()
+hwm = 0
+with open("/proc/self/status") as f:
+    for line in f:
+        if line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) * 1024
+print(json.dumps({"code": code, "wall": wall,
+                  "cpu": cpu1.user - cpu0.user + cpu1.system - cpu0.system, "rss": hwm}))
+"""
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _run(argv: list[str], env: dict[str, str]) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, *argv], env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv}: failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if result["code"] != 0:
+        raise SystemExit(f"{argv}: exit {result['code']}: {proc.stderr.strip()[-800:]}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--blocks", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--cache", type=Path, help="keep the dataset here for the next run")
+    ap.add_argument("--scratch", type=Path, help="where the CARs and pulls go (default: tmp)")
+    ap.add_argument("--before-code", type=Path, help="an older checkout to time as well")
+    args = ap.parse_args(argv)
+    print(machine())
+    print(f"load before: {_load()}")
+    scratch = Path(tempfile.mkdtemp(prefix="odfb-pullcar-", dir=args.scratch))
+    try:
+        ds, _ = ensure_dataset(
+            args.cache, scratch, blocks=args.blocks, data_bytes=args.blocks * 2000
+        )
+        env = dict(os.environ)
+        env["ODFWEB3_KEYSTORE"] = str(scratch / "keys")
+        env["ODFWEB3_STATE_DIR"] = str(scratch / "state")
+        env["XDG_CONFIG_HOME"] = str(scratch / "xdg")
+        car = scratch / "car"
+        _run(["publish", str(ds), "--to", f"car:{car}"], env)
+        codes = {"now": env}
+        if args.before_code is not None:
+            root = args.before_code.resolve()
+            codes["before"] = env | {"PYTHONPATH": f"{root}{os.pathsep}{root / 'adapters'}"}
+        best: dict[str, dict[str, float]] = {}
+        for r in range(args.rounds):
+            steps = [("validate --deep", ["validate", "--deep", str(ds)], env, None)]
+            for code, code_env in codes.items():
+                dest = scratch / f"dest-{code}-{r}"
+                steps.append((f"pull ({code})", ["pull", f"car:{car}", str(dest)], code_env, dest))
+            for label, step_argv, step_env, dest in steps:
+                got = _run(step_argv, step_env)
+                print(f"round {r + 1}: {label}: {got['wall']:.2f} s wall, {got['cpu']:.2f} s CPU")
+                prev = best.get(label)
+                best[label] = (
+                    got
+                    if prev is None
+                    else {k: min(prev[k], got[k]) for k in ("wall", "cpu", "rss")}
+                )
+                if dest is not None:
+                    shutil.rmtree(dest)
+        ref = best["validate --deep"]
+        rows = [("measurement", "wall s", "CPU s", "peak RSS MB", "wall / validate", "CPU / val.")]
+        for label, got in best.items():
+            rows.append(
+                (
+                    label,
+                    f"{got['wall']:.2f}",
+                    f"{got['cpu']:.2f}",
+                    f"{got['rss'] / 1e6:.0f}",
+                    f"{got['wall'] / ref['wall']:.2f}",
+                    f"{got['cpu'] / ref['cpu']:.2f}",
+                )
+            )
+        print(f"\n{args.blocks} blocks ({2 * args.blocks + 6} objects), best of {args.rounds}")
+        print_table(rows)
+        print(f"goal: pull / validate --deep <= {GOAL} (wall)")
+        print(f"load after: {_load()}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
