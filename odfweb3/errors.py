@@ -196,6 +196,12 @@ class BackendUnavailable(BackendError):
     """The node or gateway cannot be reached (connection refused, timeout)."""
 
 
+class ReadRefused(BackendError):
+    """A reference that was reached but is not read: nothing verifiable binds what it
+    serves (an ``ar://`` path manifest with no signed upload record). ``verify`` reports it
+    as ``refused``, not ``unreachable``: asking again does not help, another reference does."""
+
+
 class BackendRejected(BackendError):
     """The node or gateway answered with an error.
 

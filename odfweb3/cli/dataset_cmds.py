@@ -119,6 +119,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_validate)
 
 
+def license_label(spdx_id: str | None, name: str | None) -> str | None:
+    """One license form everywhere (docs/concepts.md, "Words")."""
+    from odfweb3.read.claims import license_label as label
+
+    return label(spdx_id, name)
+
+
 def _example(args: argparse.Namespace, ctx: Any) -> int:
     out = ctx.out
     # Without --seed: a fresh key (its own dataset ID) and random data (issue 20).
@@ -235,7 +242,12 @@ def _inspect(args: argparse.Namespace, ctx: Any) -> int:
             items.append(("info", s.info.description))
             items.append(("keywords", ", ".join(s.info.keywords or ())))
         if s.license is not None:
-            items.append(("license", s.license.spdx_id or s.license.short_name))
+            items.append(
+                (
+                    "license",
+                    license_label(s.license.spdx_id or s.license.short_name, s.license.name),
+                )
+            )
         return "\n".join(key_values(items, indent=""))
 
     ctx.out.result(js, human)

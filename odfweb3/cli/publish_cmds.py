@@ -611,7 +611,7 @@ def _flush(args: argparse.Namespace, ctx: Any) -> int:
 
 def _plan_detail(plan: PublishPlan) -> list[str]:
     """``-v``: every object the plan sends, and what it skips."""
-    lines = [f"plan: {plan.relation}, {plural(plan.new_blocks, 'new block')}"]
+    lines = [f"plan: target {plan.target_status}, {plural(plan.new_blocks, 'new block')}"]
     lines += [f"  send {o.kind:<10} {o.path}  {format_bytes(o.size or 0)}" for o in plan.send]
     skipped = len(plan.objects) - len(plan.send)
     if skipped:
@@ -681,7 +681,7 @@ def _plan_lines(plan: PublishPlan) -> list[tuple[str, object]]:
     forced = ", FORCED" if plan.forced else ""
     return [
         ("local head", multihash_to_str(plan.head)),
-        ("target has", f"{remote} ({plan.relation}{forced})"),
+        ("target has", f"{remote} ({plan.target_status}{forced})"),
         (
             "send",
             f"{len(plan.send)} of {plural(len(plan.objects), 'object')}, "

@@ -402,7 +402,10 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
                         f"  pin        {pin['status']}{why} ({how}; request {pin['requestid']})"
                     )
             for u in row.get("uploads") or []:
-                where = f"block {u['height']}, {u['confirmations']} confirmations"
+                # "confirmed" is mined into a block; confirmations are the blocks mined on
+                # top of it, as the gateway counts them (0 right after: docs/concepts.md).
+                n = u["confirmations"]
+                where = f"mined in block {u['height']}, {n} block{'' if n == 1 else 's'} on top"
                 lines.append(
                     f"  upload     {u.get('recordId')}  {u['state']}"
                     + (f" ({where})" if u["state"] == "confirmed" else "")

@@ -170,12 +170,27 @@ class PublishPlan:
             "send": [o.path for o in self.send],
         }
 
+    @property
+    def target_status(self) -> str:
+        """The target as a replica of the local dataset, in the words every message uses
+        (docs/concepts.md, "Words"): the replica is the subject, so ``behind by 2 blocks``
+        means the local dataset has 2 blocks the target lacks, as in ``verify``.
+        (:attr:`relation`, kept in ``--json``, is the local dataset's side: ``ahead``.)"""
+        n = self.new_blocks
+        return {
+            "new": "nothing yet: first publish",
+            "same": "identical",
+            "ahead": f"behind by {n} block{'' if n == 1 else 's'}",
+            "behind": "ahead: it has blocks the local dataset lacks",
+            "diverged": "diverged",
+        }[self.relation]
+
     def __str__(self) -> str:
         remote = multihash_to_str(self.remote_head) if self.remote_head else "nothing"
         lines = [
             f"publish {self.dataset_id} -> {self.target}",
             f"  local head   {multihash_to_str(self.head)}",
-            f"  target has   {remote} ({self.relation}{', FORCED' if self.forced else ''})",
+            f"  target has   {remote} ({self.target_status}{', FORCED' if self.forced else ''})",
             f"  send         {len(self.send)} of {len(self.objects)} objects, "
             f"{self.send_bytes} of {self.total_bytes} bytes ({self.new_blocks} new blocks)",
         ]

@@ -198,8 +198,26 @@ def describe_chain(chain: Sequence[ChainEntry]) -> tuple[str | None, str | None]
         if title is None and isinstance(event, SetInfo):
             title = derive_title(event.description) or ""
         if license_text is None and isinstance(event, SetLicense):
-            license_text = event.spdx_id or event.short_name or event.name or ""
+            license_text = license_label(event.spdx_id or event.short_name, event.name) or ""
     return title or None, license_text or None
+
+
+def license_label(spdx_id: str | None, name: str | None) -> str | None:
+    """The one form a license is shown in (docs/concepts.md, "Words"): its SPDX id, with
+    its name where known and different: ``CC0-1.0 (Creative Commons Zero v1.0 Universal)``."""
+    if spdx_id and name and name != spdx_id:
+        return f"{spdx_id} ({name})"
+    return spdx_id or name or None
+
+
+_SPDX_URL = "https://spdx.org/licenses/"
+
+
+def _spdx_of(url: object) -> str | None:
+    """``CC0-1.0`` of ``https://spdx.org/licenses/CC0-1.0.html`` (the descriptor's form)."""
+    if isinstance(url, str) and url.startswith(_SPDX_URL) and url.endswith(".html"):
+        return url[len(_SPDX_URL) : -len(".html")] or None
+    return None
 
 
 def descriptor_facts(doc: Mapping[str, Any], dataset_id: str) -> tuple[str | None, str | None]:
@@ -213,10 +231,15 @@ def descriptor_facts(doc: Mapping[str, Any], dataset_id: str) -> tuple[str | Non
     except ValueError:
         return None, None
     title = doc.get("title")
-    rights = doc.get("rights") or doc.get("license")
+    rights = doc.get("rights")
+    name = str(rights) if isinstance(rights, str) and rights else None
+    license_url = doc.get("license")
+    spdx = _spdx_of(license_url)
+    if spdx is None and name is None and isinstance(license_url, str) and license_url:
+        name = license_url
     return (
         str(title) if isinstance(title, str) and title else None,
-        str(rights) if isinstance(rights, str) and rights else None,
+        license_label(spdx, name),
     )
 
 
@@ -252,7 +275,8 @@ def resolve_dataset(
         if d_title is None and d_license is None:
             notes.append("the descriptor describes another dataset; ignored")
         title = d_title or title
-        license_text = d_license or license_text
+        # The verified chain's SetLicense first: the descriptor only claims.
+        license_text = license_text or d_license
     return ResolvedDataset(
         ref=ref,
         dataset_id=seed_id,

@@ -11,6 +11,8 @@ replica, its head is resolved (verified by the replica's reader), then:
   hash, a chain that breaks the spec's rules, a record its content contradicts
   (:func:`odfweb3.errors.is_corruption`; the same data makes ``pull`` exit 65);
 - ``unreachable``: it could not be read (missing, node down; the error says why);
+- ``refused``: it was reached, but nothing verifiable binds what it serves, so it is not
+  read (an ``ar://`` path manifest: :class:`odfweb3.errors.ReadRefused`);
 - ``unverified``: same head, but the replica was read with nothing tying its bytes to its
   name (``ipfs://CID`` through a gateway serving no raw blocks or CARs, allowed only by the
   opt-in ``ipfs.insecure_unverified_paths``; ``ar://MANIFEST`` through a gateway that does not
@@ -34,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
-from odfweb3.errors import HashMismatch, IntegrityError, OdfWeb3Error, is_corruption
+from odfweb3.errors import HashMismatch, IntegrityError, OdfWeb3Error, ReadRefused, is_corruption
 from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 from odfweb3.odf.parquet_links import ParquetLinks
@@ -44,7 +46,9 @@ from odfweb3.read.replica import MaybeUnverified, Replica, read_object_verified
 
 __all__ = ["STATUS_EXIT", "ReplicaReport", "Status", "compare_replica", "exit_status", "failed"]
 
-Status = Literal["identical", "behind", "ahead", "diverged", "corrupt", "unreachable", "unverified"]
+Status = Literal[
+    "identical", "behind", "ahead", "diverged", "corrupt", "unreachable", "refused", "unverified"
+]
 
 #: The exit status each replica status calls for; ``verify`` exits with the highest
 #: (docs/security.md "Outcomes" lists the same; a test compares them).
@@ -55,6 +59,7 @@ STATUS_EXIT: dict[str, int] = {
     "diverged": 1,
     "unverified": 1,
     "unreachable": 2,
+    "refused": 2,
     "corrupt": 65,
 }
 
@@ -94,7 +99,7 @@ class ReplicaReport:
 
     def describe(self) -> str:
         """One human line."""
-        head = multihash_to_str(self.head)[:20] + "…" if self.head else "-"
+        head = "head " + multihash_to_str(self.head)[:20] + "…" if self.head else "no head read"
         text = {
             "identical": "identical",
             "behind": f"behind by {self.blocks} block{'' if self.blocks == 1 else 's'}",
@@ -103,18 +108,26 @@ class ReplicaReport:
             if self.common_ancestor is not None
             else "diverged (no common ancestor)",
             "unreachable": f"unreachable: {self.error}",
+            "refused": f"refused: {self.error}",
             "corrupt": f"CORRUPT: {self.error}",
             "unverified": "UNVERIFIED: same head, but read by path with nothing tying it to its "
             "name (ipfs.insecure_unverified_paths / arweave.insecure_unverified_manifests)",
         }[self.status]
         deep = f", {self.objects_checked} objects re-hashed" if self.objects_checked else ""
         problems = "".join(f"\n    problem: {p}" for p in self.problems)
-        return f"{self.name}: {text} (head {head}{deep}){problems}"
+        return f"{self.name}: {text} ({head}{deep}){problems}"
 
 
 def failed(name: str, exc: OdfWeb3Error, head: bytes | None = None) -> ReplicaReport:
-    """The report of a replica that could not be read: ``corrupt`` or ``unreachable``."""
-    status: Status = "corrupt" if is_corruption(exc) else "unreachable"
+    """The report of a replica that could not be read: ``corrupt``, ``refused`` (reached,
+    not read: nothing binds it) or ``unreachable``."""
+    status: Status = (
+        "corrupt"
+        if is_corruption(exc)
+        else "refused"
+        if isinstance(exc, ReadRefused)
+        else "unreachable"
+    )
     return ReplicaReport(name, status, head=head, error=str(exc))
 
 

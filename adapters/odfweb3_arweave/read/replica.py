@@ -34,9 +34,9 @@ from typing import Any, Final
 from odfweb3.crypto.envelope import MAX_ENVELOPE_SIZE, decode_envelope
 from odfweb3.crypto.segments import MAGIC as SEALED_MAGIC
 from odfweb3.errors import (
-    BackendUnavailable,
     FormatError,
     NotFound,
+    ReadRefused,
     ReplicaMismatch,
     ResolutionError,
     UsageError,
@@ -300,7 +300,7 @@ def open_ar_replica(
     Raises:
         ResolutionError: the id is neither, or the gateway does not know it.
         ReplicaMismatch: the record is signed by someone other than ``expected_owner``.
-        BackendUnavailable: a path manifest, without the opt-in (or with ``expected_owner``):
+        ReadRefused: a path manifest, without the opt-in (or with ``expected_owner``):
             exit 69, as for an IPFS gateway serving neither raw blocks nor CARs.
         SignatureError: the record's signature does not verify (a forged record).
     """
@@ -356,7 +356,7 @@ def open_ar_replica(
             head, owner = signed
             return ArweaveReplica(gateway, item_id, ref, head, owner=owner)
         if expected_owner is not None or not insecure_unverified_manifests:
-            raise BackendUnavailable(
+            raise ReadRefused(
                 f"{ref} is a path manifest: no signature binds what {gateway.url} serves under "
                 "it, so it is not read; open the dataset by its upload record (ar://RECORD_ID, "
                 "printed by publish and status) or did:odf"

@@ -185,7 +185,8 @@ def test_plan_prints_and_serialises_what_it_sends(grown) -> None:
     plan = plan_publish(new, dataset_id=DID, target="car:/out", remote_head=old[0].hash)
     text = str(plan)
     assert f"publish {DID} -> car:/out" in text
-    assert multihash_to_str(new[0].hash) in text and "(ahead)" in text
+    # The target is the subject, as in verify: it is behind the local head.
+    assert multihash_to_str(new[0].hash) in text and "(behind by 2 blocks)" in text
     assert f"send         {len(plan.send)} of {len(plan.objects)} objects" in text
     data = plan.to_json()
     assert data["relation"] == "ahead" and data["forced"] is False
@@ -195,7 +196,7 @@ def test_plan_prints_and_serialises_what_it_sends(grown) -> None:
     forced = plan_publish(
         old, dataset_id=DID, target="t", remote_head=new[0].hash, remote_ahead=True, force=True
     )
-    assert "(behind, FORCED)" in str(forced)
+    assert "(ahead: it has blocks the local dataset lacks, FORCED)" in str(forced)
     assert (
         plan_publish(new, dataset_id=DID, target="t", remote_head=None).to_json()["remoteHead"]
         is None
