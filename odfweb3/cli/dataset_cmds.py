@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import argparse
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes
 from odfweb3.cli.text import key_values, plural, shown_path
-from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import UsageError
-from odfweb3.odf.builder import append_blocks, create_root_dataset
-from odfweb3.odf.chain import walk_chain
-from odfweb3.odf.derivative import append_transform, create_derivative_dataset
-from odfweb3.odf.identity import DatasetKeyPair, generate_keypair
-from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.odf.parquet_links import local_links
-from odfweb3.odf.summary import summarize
-from odfweb3.odf.validate import validate_dataset
+
+if TYPE_CHECKING:
+    from odfweb3.odf.identity import DatasetKeyPair
 
 __all__ = ["parse_size", "register"]
 
@@ -127,6 +119,11 @@ def license_label(spdx_id: str | None, name: str | None) -> str | None:
 
 
 def _example(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.odf.builder import append_blocks, create_root_dataset
+    from odfweb3.odf.derivative import append_transform, create_derivative_dataset
+    from odfweb3.odf.identity import generate_keypair
+    from odfweb3.odf.multihash import multihash_to_str
+
     out = ctx.out
     # Without --seed: a fresh key (its own dataset ID) and random data (issue 20).
     keypair = generate_keypair() if args.seed is None else None
@@ -195,6 +192,8 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
 
 def _keep_identity_key(ctx: Any, keypair: DatasetKeyPair) -> None:
     """Store the example's identity key, so its IPNS name follows from its dataset ID."""
+    from odfweb3.crypto.keystore import Keystore
+
     keystore = Keystore(ctx.config.keystore_dir)
     label = str(keypair.dataset_id)
     if not keystore.has(label):
@@ -203,6 +202,13 @@ def _keep_identity_key(ctx: Any, keypair: DatasetKeyPair) -> None:
 
 
 def _inspect(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.multihash import multihash_to_str
+    from odfweb3.odf.parquet_links import local_links
+    from odfweb3.odf.summary import summarize
+
     reader = DatasetReader.open(local_dataset(args.path, ctx))
     entries = list(walk_chain(reader))
     # linked objects counted as they are on disk (a missing one: validate --deep says so)
@@ -255,6 +261,12 @@ def _inspect(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _validate(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.multihash import multihash_to_str
+    from odfweb3.odf.validate import validate_dataset
+
     out = ctx.out
     args.path = local_dataset(args.path, ctx)
     if args.inputs:

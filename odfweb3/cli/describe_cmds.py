@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
-from odfweb3.descriptor.croissant import build_croissant, data_file_urls, local_sha256
-from odfweb3.descriptor.croissant_check import croissant_problems
-from odfweb3.descriptor.datacite import build_datacite, datacite_problems
-from odfweb3.descriptor.dcat import build_dcat, dcat_problems
-from odfweb3.odf.chain import ChainEntry, walk_chain
-from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model_gen import Seed
+if TYPE_CHECKING:
+    from odfweb3.odf.chain import ChainEntry
+    from odfweb3.odf.layout import DatasetReader
 
 __all__ = ["register"]
 
@@ -71,6 +65,9 @@ def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> 
     ``--ipns NAME`` if given; else the name of this keystore's key for the dataset (the
     one ``publish --to car:DIR`` / ``ipfs`` signs with); else the dataset ID's own key.
     """
+    from odfweb3.odf.identity import DatasetId
+    from odfweb3.odf.model_gen import Seed
+
     if args.ipns:
         name = str(args.ipns)
         return name if name.startswith("ipns://") else f"ipns://{name}"
@@ -85,6 +82,10 @@ def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> 
 
 
 def _describe(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+
     reader = DatasetReader.open(args.dataset)
     entries = list(walk_chain(reader))
     locators = {k: v for k in ("ipfs", "ipns", "ar") if (v := getattr(args, k))}
@@ -140,6 +141,11 @@ def _other_format(
     entries: list[ChainEntry],
     publisher: Any,
 ) -> int:
+    from odfweb3.descriptor.croissant import build_croissant, data_file_urls, local_sha256
+    from odfweb3.descriptor.croissant_check import croissant_problems
+    from odfweb3.descriptor.datacite import build_datacite, datacite_problems
+    from odfweb3.descriptor.dcat import build_dcat, dcat_problems
+
     if args.format == "datacite":
         doc = build_datacite(
             entries,

@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes
 from odfweb3.cli.text import plural, shown_target
 from odfweb3.errors import OdfWeb3Error, UsageError
-from odfweb3.history import block_log, lineage_graph, to_dot, to_mermaid, to_svg
-from odfweb3.odf.chain import (
-    ChainEntry,
-    DatasetObject,
-    LinkingBlock,
-    LinkSource,
-    iter_objects,
-    walk_chain,
-)
-from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.model_gen import Seed
-from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.odf.parquet_links import local_links
-from odfweb3.publish.offline import OfflineIndex
-from odfweb3.publish.state import PublishState, StateStore
+
+if TYPE_CHECKING:
+    from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkingBlock, LinkSource
+    from odfweb3.publish.state import PublishState
 
 __all__ = ["register"]
 
@@ -80,6 +67,10 @@ def _is_local(ref: str) -> bool:
 
 def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
     """The verified chain of a directory or a replica, head first."""
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+
     if _is_local(ref):
         return list(walk_chain(DatasetReader.open(local_dataset(ref, ctx))))
     from odfweb3.read.resolve import open_replica
@@ -104,6 +95,13 @@ class _LinksByBlock:
 
 
 def _log(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.history import block_log
+    from odfweb3.odf.chain import iter_objects, walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.multihash import multihash_to_str
+    from odfweb3.odf.parquet_links import local_links
+
     if args.limit is not None and args.limit < 1:
         raise UsageError("log: --limit must be at least 1")
     linked: dict[bytes, list[DatasetObject]] | None = None
@@ -155,6 +153,9 @@ def _where(state: PublishState) -> str:
 
 def _published(ctx: Any) -> dict[str, list[str]]:
     """Where each dataset is published, from this machine's state (node and offline)."""
+    from odfweb3.publish.offline import OfflineIndex
+    from odfweb3.publish.state import StateStore
+
     out: dict[str, list[str]] = {}
     states = StateStore(ctx.config.state_dir).all()
     try:
@@ -167,6 +168,10 @@ def _published(ctx: Any) -> dict[str, list[str]]:
 
 
 def _lineage(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.history import lineage_graph, to_dot, to_mermaid, to_svg
+    from odfweb3.odf.identity import DatasetId
+    from odfweb3.odf.model_gen import Seed
+
     entries = _chain(args.dataset, ctx)
     inputs: dict[str, tuple[str, list[ChainEntry]]] = {}
     for ref in args.inputs:

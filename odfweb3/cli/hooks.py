@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odfweb3.api.hooks import Hooks
-from odfweb3.cli.encryption import ask_on_terminal
-
 if TYPE_CHECKING:
+    from odfweb3.api.hooks import Hooks
     from odfweb3.cli.main import Context
+
 
 __all__ = ["cli_hooks"]
 
 
 def cli_hooks(ctx: Context) -> Hooks:
     """Hooks speaking through ``ctx.out`` (``-q``, ``-v``, ``--json`` as the user asked)."""
+    from odfweb3.api.hooks import Hooks
+    from odfweb3.cli.encryption import ask_on_terminal
+
     out = ctx.out
     return Hooks(
         info=out.info,

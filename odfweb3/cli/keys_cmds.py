@@ -12,46 +12,15 @@ import argparse
 import getpass
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from odfweb3.backends import KeyNamer, key_namer
-from odfweb3.crypto.envelope import (
-    PUBLIC_KEY_PREFIX,
-    Envelope,
-    add_recipient,
-    decode_envelope,
-    decode_public_key,
-    encode_envelope,
-    encode_public_key,
-    fingerprint,
-    new_envelope,
-    open_envelope,
-    passphrase_recipient,
-    remove_recipient,
-    rotate_envelope,
-    x25519_recipient,
-)
-from odfweb3.crypto.ipns_keyfile import (
-    ENCRYPTED,
-    FORMATS,
-    LIBP2P_CLEARTEXT,
-    MAX_KEY_FILE,
-    PEM_CLEARTEXT,
-    decode_key_file,
-    encode_key_file,
-    is_key_file,
-)
-from odfweb3.crypto.keyfiles import (
-    ContentKeyStore,
-    DatasetKeys,
-    IdentityStore,
-    write_private,
-)
-from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import NotFound, UsageError
-from odfweb3.publish.dataset_id import verified_dataset_id
-from odfweb3.read.replica import Replica
-from odfweb3.read.unseal import PASSPHRASE_ENV
+
+if TYPE_CHECKING:
+    from odfweb3.backends import KeyNamer
+    from odfweb3.crypto.envelope import Envelope
+    from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys
+    from odfweb3.read.replica import Replica
 
 __all__ = [
     "decrypting_replica",
@@ -62,6 +31,9 @@ __all__ = [
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``keys`` and its subcommands to the CLI."""
+    # The form names from their own module: the codec would bring cryptography to every start-up.
+    from odfweb3.crypto.names import ENCRYPTED, FORMATS, LIBP2P_CLEARTEXT, PEM_CLEARTEXT
+
     keys = sub.add_parser(
         "keys",
         parents=[common],
@@ -91,7 +63,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     rsub.required = True
     p = rsub.add_parser("add", parents=[common], help="give a recipient every epoch's key")
     p.add_argument("dataset", help="did:odf:… or dataset directory")
-    p.add_argument("pubkey", nargs="?", help=f"{PUBLIC_KEY_PREFIX}… or a local identity name")
+    p.add_argument(
+        "pubkey",
+        nargs="?",
+        help="a public key (as `keys identity export` prints it) or a local identity name",
+    )
     _passphrase_args(p, flag=True)
     p.add_argument("--label", default="default", help="name of a passphrase recipient")
     p.set_defaults(handler=_recipients_add)
@@ -176,6 +152,8 @@ TRIES = 3
 def prompts(ctx: Any, file: Path | None) -> bool:
     """Whether :func:`read_passphrase` would ask the terminal (so a wrong answer can be
     asked again): no file, no environment variable, stdin a terminal."""
+    from odfweb3.crypto.names import PASSPHRASE_ENV
+
     return file is None and not ctx.env.get(PASSPHRASE_ENV) and sys.stdin.isatty()
 
 
@@ -201,6 +179,8 @@ def read_passphrase(
 ) -> str:
     """The passphrase from ``file``, ``$ODFWEB3_PASSPHRASE`` or a prompt (never argv); the
     prompt names ``dataset`` when known."""
+    from odfweb3.crypto.names import PASSPHRASE_ENV
+
     if file is not None:
         text = file.read_text("utf-8").rstrip("\r\n")
     elif ctx.env.get(PASSPHRASE_ENV):
@@ -215,10 +195,14 @@ def read_passphrase(
 
 
 def _store(ctx: Any) -> ContentKeyStore:
+    from odfweb3.crypto.keyfiles import ContentKeyStore
+
     return ContentKeyStore(ctx.config.keystore_dir)
 
 
 def _recipients_json(env: Envelope) -> list[dict[str, Any]]:
+    from odfweb3.crypto.envelope import encode_public_key
+
     out = []
     for r in env.recipients:
         item: dict[str, Any] = {
@@ -259,6 +243,9 @@ def _show_keys(ctx: Any, keys: DatasetKeys, path: Path, action: str) -> None:
 
 
 def _identity_new(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import encode_public_key, fingerprint
+    from odfweb3.crypto.keyfiles import IdentityStore
+
     store = IdentityStore(ctx.config.keystore_dir)
     store.create(args.name)
     pub = store.public_key(args.name)
@@ -271,6 +258,9 @@ def _identity_new(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _identity_list(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import encode_public_key, fingerprint
+    from odfweb3.crypto.keyfiles import IdentityStore
+
     store = IdentityStore(ctx.config.keystore_dir)
     items = []
     for name in store.list():
@@ -284,6 +274,9 @@ def _identity_list(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _identity_export(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import encode_public_key, fingerprint
+    from odfweb3.crypto.keyfiles import IdentityStore
+
     pub = IdentityStore(ctx.config.keystore_dir).public_key(args.name)
     data = {"name": args.name, "publicKey": encode_public_key(pub), "id": fingerprint(pub)}
     ctx.out.result(data, lambda: str(data["publicKey"]), product=True)
@@ -294,12 +287,19 @@ def _identity_export(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _public_key_arg(ctx: Any, text: str) -> bytes:
+    from odfweb3.crypto.envelope import PUBLIC_KEY_PREFIX, decode_public_key
+    from odfweb3.crypto.keyfiles import IdentityStore
+
     if text.startswith(PUBLIC_KEY_PREFIX):
         return decode_public_key(text)
     return IdentityStore(ctx.config.keystore_dir).public_key(text)
 
 
 def _recipients_add(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import add_recipient, passphrase_recipient, x25519_recipient
+    from odfweb3.crypto.keyfiles import DatasetKeys
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     if args.passphrase == (args.pubkey is not None):
         raise UsageError("recipients add: give either a public key or --passphrase")
     did = verified_dataset_id(args.dataset)
@@ -320,12 +320,18 @@ def _recipients_add(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _recipient_id(text: str) -> str:
+    from odfweb3.crypto.envelope import PUBLIC_KEY_PREFIX, decode_public_key, fingerprint
+
     if text.startswith(PUBLIC_KEY_PREFIX):
         return fingerprint(decode_public_key(text))
     return text
 
 
 def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import remove_recipient, rotate_envelope
+    from odfweb3.crypto.keyfiles import DatasetKeys
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     keys = store.load(did)
@@ -348,6 +354,8 @@ def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _recipients_list(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     _show_keys(ctx, store.load(did), store.path_for(did), "recipients")
@@ -355,6 +363,10 @@ def _recipients_list(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _rotate(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import rotate_envelope
+    from odfweb3.crypto.keyfiles import DatasetKeys
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     did = verified_dataset_id(args.dataset)
     store = _store(ctx)
     keys = store.load(did)
@@ -368,6 +380,17 @@ def _rotate(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _export(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.backends import key_namer
+    from odfweb3.crypto.envelope import (
+        add_recipient,
+        encode_envelope,
+        new_envelope,
+        passphrase_recipient,
+    )
+    from odfweb3.crypto.ipns_keyfile import ENCRYPTED
+    from odfweb3.crypto.keyfiles import write_private
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     namer = key_namer()
     named = namer.named_key(args.what) if namer is not None else None
     if named is not None or args.ipns:
@@ -386,6 +409,8 @@ def _export(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _namer() -> KeyNamer:
+    from odfweb3.backends import key_namer
+
     namer = key_namer()
     if namer is None:
         raise UsageError("no installed backend names keys (IPNS): reinstall odfweb3")
@@ -394,6 +419,11 @@ def _namer() -> KeyNamer:
 
 def _export_ipns(args: argparse.Namespace, ctx: Any, public_key: bytes | None) -> int:
     """``keys export NAME``: the key behind an IPNS name, for another machine or Kubo."""
+    from odfweb3.crypto.ipns_keyfile import ENCRYPTED, encode_key_file
+    from odfweb3.crypto.keyfiles import write_private
+    from odfweb3.crypto.keystore import Keystore
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     keystore = Keystore(ctx.config.keystore_dir)
     namer = _namer()
     if public_key is None:  # --ipns DATASET: the dataset's own key
@@ -429,6 +459,10 @@ def _export_ipns(args: argparse.Namespace, ctx: Any, public_key: bytes | None) -
 
 
 def _import(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.crypto.envelope import decode_envelope, new_envelope, open_envelope
+    from odfweb3.crypto.ipns_keyfile import MAX_KEY_FILE, is_key_file
+    from odfweb3.crypto.keyfiles import DatasetKeys, IdentityStore
+
     try:
         with open(args.file, "rb") as f:
             raw = f.read(max(MAX_KEY_FILE, 16 << 20) + 1)
@@ -455,6 +489,10 @@ def _import(args: argparse.Namespace, ctx: Any) -> int:
 
 def _import_ipns(args: argparse.Namespace, ctx: Any, raw: bytes) -> int:
     """``keys import FILE``: an IPNS key kept for its dataset (never replacing a key)."""
+    from odfweb3.crypto.ipns_keyfile import decode_key_file
+    from odfweb3.crypto.keystore import Keystore
+    from odfweb3.publish.dataset_id import verified_dataset_id
+
     file = decode_key_file(
         raw,
         passphrase=lambda: read_passphrase(ctx, args.passphrase_file, confirm=False),
@@ -489,6 +527,7 @@ def decrypting_replica(
     """``replica``, decrypted when it serves an encrypted publish (pull, verify): the
     library's :func:`odfweb3.read.unseal.decrypting_replica`, with the passphrase from
     ``passphrase_file``, ``$ODFWEB3_PASSPHRASE`` or a prompt on a terminal."""
+    from odfweb3.crypto.names import PASSPHRASE_ENV
     from odfweb3.read.unseal import decrypting_replica as unseal
 
     have_passphrase = (

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odfweb3.errors import NotFound
-from odfweb3.odf.identity import DID_PREFIX
-from odfweb3.odf.kamu_workspace import find_workspace, is_dataset_alias, resolve_dataset_name
 
 if TYPE_CHECKING:
     from odfweb3.cli.main import Context
@@ -38,6 +36,9 @@ def local_dataset(arg: str, ctx: Context) -> str:
             (the message lists the names).
         UsageError: a bare name several accounts' datasets have.
     """
+    from odfweb3.odf.identity import DID_PREFIX
+    from odfweb3.odf.kamu_workspace import find_workspace, is_dataset_alias, resolve_dataset_name
+
     path = Path(arg)
     if _is_dataset_dir(path):
         return arg

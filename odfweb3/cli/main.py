@@ -45,13 +45,15 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from odfweb3 import __version__
 from odfweb3.cli.examples import epilog
 from odfweb3.cli.output import Output, terminal_text
-from odfweb3.config import Config, load_config
 from odfweb3.errors import OdfWeb3Error, UsageError, error_code
+
+if TYPE_CHECKING:
+    from odfweb3.config import Config
 
 __all__ = [
     "EXIT_INTERNAL",
@@ -292,6 +294,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         out.json_mode = bool(getattr(args, "json", False))
         quiet = bool(getattr(args, "quiet", False))
         out.verbosity = -1 if quiet else int(getattr(args, "verbose", 0) or 0)
+        # Imported here, not at the top: --version and --help need no configuration (and
+        # odfweb3.config brings jsonschema and yaml, the largest part of a bare start-up).
+        from odfweb3.config import load_config
+
         config = load_config(getattr(args, "config", None), env=env)
         handler: Handler = args.handler
         code = handler(args, Context(config=config, out=out, env=env))

@@ -11,23 +11,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from odfweb3.api.publish import PublishOptions
-from odfweb3.cli.hooks import cli_hooks
-from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import format_winston, key_values, plural, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
-from odfweb3.foreign_json import read_foreign_json_file
-from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.batch import BatchQueue
-from odfweb3.publish.execute import PublishOutcome
-from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.remotes import Remotes
-from odfweb3.publish.state import PublishState
 
 if TYPE_CHECKING:
+    from odfweb3.api.publish import PublishOptions
     from odfweb3.backends import StateFacts
     from odfweb3.cli.main import Context
+    from odfweb3.publish.execute import PublishOutcome
+    from odfweb3.publish.plan import PublishPlan
+    from odfweb3.publish.state import PublishState
+
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
 
@@ -269,6 +264,11 @@ def _pin_failures(ctx: Any, outcome: PublishOutcome) -> int:
 
 
 def _publish(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.odf.multihash import multihash_to_str
+    from odfweb3.publish.batch import BatchQueue
+    from odfweb3.publish.remotes import Remotes
+
     if args.dataset is not None:
         args.dataset = local_dataset(args.dataset, ctx)
     if args.with_inputs:
@@ -380,6 +380,7 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
     (:func:`odfweb3.api.publish.publish_everywhere`), each reported on its own. Exit
     status: the first failure's, else 0."""
     from odfweb3.api.publish import TargetResult, publish_everywhere
+    from odfweb3.cli.hooks import cli_hooks
     from odfweb3.cli.remotes_cmds import remote_names
 
     if args.dnslink is not None or args.routing is not None:
@@ -421,6 +422,8 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
 
 def _options(args: argparse.Namespace, ctx: Context) -> PublishOptions:
     """The library's publish options from the command line."""
+    from odfweb3.api.publish import PublishOptions
+
     return PublishOptions(
         force=args.force,
         dry_run=args.dry_run,
@@ -463,6 +466,7 @@ def _publish_one(
 ) -> PublishOutcome:
     """Publish one dataset through the library (warnings on stderr); the caller reports."""
     from odfweb3.api.publish import publish
+    from odfweb3.cli.hooks import cli_hooks
 
     target = to or args.to
     options = replace(_options(args, ctx), dry_run=args.dry_run if args.batch else dry_run)
@@ -573,6 +577,8 @@ def _flush(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.errors import ConflictError
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.multihash import multihash_from_str
+    from odfweb3.publish.batch import BatchQueue
 
     queue = BatchQueue(ctx.config.state_dir / "batch.json")
     only = None
@@ -677,6 +683,8 @@ def _seconds(n: int) -> str:
 
 
 def _plan_lines(plan: PublishPlan) -> list[tuple[str, object]]:
+    from odfweb3.odf.multihash import multihash_to_str
+
     remote = multihash_to_str(plan.remote_head) if plan.remote_head else "nothing"
     forced = ", FORCED" if plan.forced else ""
     return [
@@ -693,6 +701,8 @@ def _plan_lines(plan: PublishPlan) -> list[tuple[str, object]]:
 
 def _human(o: PublishOutcome) -> str:
     """What a publish did, in aligned ``key value`` lines (no None, human sizes)."""
+    from odfweb3.odf.multihash import multihash_to_str
+
     plan = o.plan
     target = shown_target(plan.target)
     header = f"publish {plan.dataset_id} -> {target}"
@@ -746,6 +756,8 @@ def _share_lines(state: PublishState) -> list[str]:
 
 def _import_lines(target: str) -> list[str]:
     """car:DIR: the exact commands that load it into a node, in order (from publish.json)."""
+    from odfweb3.foreign_json import read_foreign_json_file
+
     if not target.startswith("car:"):
         return []
     # The directory's publish.json is read bounded (a FIFO or a 3 GB file costs nothing,

@@ -6,28 +6,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from odfweb3.cli.local_dataset import local_dataset
 from odfweb3.cli.output import format_bytes, format_duration
-from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 from odfweb3.cli.text import plural, shown_path
 from odfweb3.errors import OdfWeb3Error, ReplicaMismatch, UsageError
-from odfweb3.odf.chain import walk_chain
-from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.read.compare import ReplicaReport, compare_replica, exit_status, failed
-from odfweb3.read.lineage_check import (
-    chain_resolvers,
-    resolver_from_records,
-    resolver_from_replicas,
-    verify_lineage,
-)
-from odfweb3.read.pull import pull_dataset
-from odfweb3.read.replica import LocalReplica, RecordSigner, Replica, SignedRecordSource
-from odfweb3.read.sealed_replica import DecryptingReplica
-from odfweb3.read.unseal import PASSPHRASE_ENV
+
+if TYPE_CHECKING:
+    from odfweb3.read.compare import ReplicaReport
+    from odfweb3.read.replica import RecordSigner, Replica
 
 __all__ = ["register"]
 
@@ -144,6 +131,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
+    from odfweb3.crypto.names import PASSPHRASE_ENV
+
     p.add_argument(
         "--key-envelope",
         metavar="SRC",
@@ -178,6 +167,8 @@ def _key_envelope(args: argparse.Namespace, ctx: Any, *refs: str) -> bytes | Non
 
 def _add_drive_options(p: argparse.ArgumentParser) -> None:
     """``--wallet`` / ``--drive-password-file``: read an ar:// ArFS private drive (issue 7)."""
+    from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
+
     p.add_argument(
         "--wallet",
         type=Path,
@@ -206,6 +197,8 @@ def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
     The password comes from ``--drive-password-file`` (first line) or the environment,
     never from the command line; it is only used if the ref turns out to be private.
     """
+    from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
+
     password: str | None = None
     if args.drive_password_prompt:
         from odfweb3.cli.keys_cmds import prompt_secret
@@ -262,6 +255,10 @@ def _resolve(args: argparse.Namespace, ctx: Any) -> int:
 
 def _local_dataset_id(path: str) -> str:
     """The dataset ID in a local dataset's Seed."""
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.identity import DatasetId
+    from odfweb3.odf.layout import DatasetReader
+
     entries = list(walk_chain(DatasetReader.open(path)))
     seed = entries[-1].block.event
     return str(DatasetId.from_bytes(getattr(seed, "dataset_id", None) or b""))
@@ -269,6 +266,12 @@ def _local_dataset_id(path: str) -> str:
 
 def _verify(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.multihash import multihash_to_str
+    from odfweb3.read.compare import compare_replica, exit_status, failed
+    from odfweb3.read.replica import LocalReplica
     from odfweb3.read.resolve import open_replica
 
     if args.lineage:
@@ -335,6 +338,8 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
 
 def _verify_detail(ctx: Any, ref: str, report: ReplicaReport, seconds: float) -> None:
     """``-v``: what was compared and checked for one replica."""
+    from odfweb3.odf.multihash import multihash_to_str
+
     head = multihash_to_str(report.head) if report.head else "-"
     ctx.out.debug(f"{ref}: head {head} ({report.status})")
     if report.objects_checked or report.bytes_checked:
@@ -347,6 +352,13 @@ def _verify_detail(ctx: Any, ref: str, report: ReplicaReport, seconds: float) ->
 
 def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.odf.identity import DatasetId
+    from odfweb3.read.lineage_check import (
+        chain_resolvers,
+        resolver_from_records,
+        resolver_from_replicas,
+        verify_lineage,
+    )
     from odfweb3.read.resolve import open_replica
 
     if args.dataset is None or args.against:
@@ -382,7 +394,9 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
 
 def _pull(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3.odf.multihash import multihash_to_str
     from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
+    from odfweb3.read.pull import pull_dataset
     from odfweb3.read.resolve import open_replica
 
     remote = Remotes(ctx.config.state_dir).resolve(args.ref)
@@ -438,6 +452,9 @@ def _pull(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _signer_of(replica: Replica) -> RecordSigner | None:
+    from odfweb3.read.replica import SignedRecordSource
+    from odfweb3.read.sealed_replica import DecryptingReplica
+
     if isinstance(replica, SignedRecordSource):
         return replica.signed_by()
     if isinstance(replica, DecryptingReplica):

@@ -9,12 +9,13 @@ stands for, and which name a target has.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfweb3.cli.text import shown_target
 from odfweb3.errors import UsageError
-from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
-from odfweb3.publish.state import PublishState
+
+if TYPE_CHECKING:
+    from odfweb3.publish.state import PublishState
 
 __all__ = ["effective_target", "known_states", "register", "remote_names", "replica_ref"]
 
@@ -50,6 +51,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _add(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.backends import backend_for_target, target_kinds
+    from odfweb3.publish.remotes import Remotes
 
     # The target is checked now, by the backend registry, not when it is first used.
     if backend_for_target(args.target) is None:
@@ -64,6 +66,8 @@ def _add(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _rename(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.publish.remotes import Remotes
+
     target = Remotes(ctx.config.state_dir).rename(args.old, args.new)
     ctx.out.result(
         {"name": args.new, "previousName": args.old, "target": target},
@@ -73,12 +77,16 @@ def _rename(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _remove(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.publish.remotes import Remotes
+
     target = Remotes(ctx.config.state_dir).remove(args.name)
     ctx.out.result({"name": args.name, "target": target}, f"removed {args.name} ({target})")
     return 0
 
 
 def _list(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.publish.remotes import Remotes
+
     remotes = Remotes(ctx.config.state_dir).load()
     width = max((len(n) for n in remotes), default=0)
     ctx.out.result(
@@ -102,6 +110,8 @@ def effective_target(spec: str, config: Any) -> str:
 
 def remote_names(ctx: Any, target_name: str) -> list[str]:
     """The remotes naming the target called ``target_name`` (e.g. ``car:/abs/out``)."""
+    from odfweb3.publish.remotes import Remotes
+
     remotes = Remotes(ctx.config.state_dir).load()
     return [n for n, t in remotes.items() if effective_target(t, ctx.config) == target_name]
 
@@ -119,6 +129,8 @@ def replica_ref(ctx: Any, name: str, dataset_id: str | None) -> str:
     Raises:
         UsageError: a node remote without a dataset, or never published to from here.
     """
+    from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
+
     target = Remotes(ctx.config.state_dir).resolve(name)
     if target == name:
         return name  # not a remote: a reference as given

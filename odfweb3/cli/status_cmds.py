@@ -22,19 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from odfweb3.cli.local_dataset import local_dataset
-from odfweb3.cli.remotes_cmds import remote_names
 from odfweb3.cli.text import key_values, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
-from odfweb3.odf.kamu_workspace import kamu_alias_of
-from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.publish.dataset_id import chain_cache as _chain_cache
-from odfweb3.publish.dataset_id import dataset_id_of
-from odfweb3.publish.offline import OfflineEntry, OfflineIndex
-from odfweb3.publish.state import PublishState, StateStore, UnfinishedUpload
+
+if TYPE_CHECKING:
+    from odfweb3.publish.offline import OfflineEntry
+    from odfweb3.publish.state import PublishState, UnfinishedUpload
 
 __all__ = ["EXPIRY_WARNING", "register"]
 
@@ -111,6 +106,11 @@ def _states(
     With ``odd`` (``status``), a damaged state file is added to it and skipped, and the
     unfinished uploads are listed there; without, a damaged one is raised.
     """
+    from odfweb3.publish.dataset_id import chain_cache as _chain_cache
+    from odfweb3.publish.dataset_id import dataset_id_of
+    from odfweb3.publish.offline import OfflineIndex
+    from odfweb3.publish.state import StateStore
+
     store = StateStore(ctx.config.state_dir)
     local: dict[str, bytes] = {}
     if odd is None:
@@ -144,6 +144,8 @@ def _states(
 
 
 def _local_head(state: PublishState, local: dict[str, bytes], source: str | None) -> bytes | None:
+    from odfweb3.odf.layout import DatasetReader
+
     if state.dataset_id in local:
         return local[state.dataset_id]
     if source and Path(source, "refs", "head").is_file():
@@ -269,6 +271,12 @@ def _objects_text(row: dict[str, Any]) -> str | None:
 
 def _status(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.backends import state_facts
+    from odfweb3.cli.local_dataset import local_dataset
+    from odfweb3.cli.remotes_cmds import remote_names
+    from odfweb3.odf.kamu_workspace import kamu_alias_of
+    from odfweb3.odf.multihash import multihash_to_str
+    from odfweb3.publish.dataset_id import chain_cache as _chain_cache
+    from odfweb3.publish.offline import OfflineIndex
 
     if args.dataset is not None:
         args.dataset = local_dataset(args.dataset, ctx)
@@ -428,6 +436,8 @@ def _unfinished_rows(
     """An interrupted upload is shown, never an error: on its target's row when there is
     one, else on a row of its own (a first publish); a checkpoint too damaged to say whose
     it is, as one warning line (the next publish of that dataset starts it again)."""
+    from odfweb3.cli.remotes_cmds import remote_names
+
     for up in unfinished:
         if up.dataset_id is None or up.target is None:
             why = f" (its checkpoint {up.path} is half written)" if up.error else ""
@@ -463,6 +473,8 @@ def _unfinished_rows(
 
 
 def _republish(args: argparse.Namespace, ctx: Any) -> int:
+    from odfweb3.cli.local_dataset import local_dataset
+
     if not args.all and not args.dataset:
         raise UsageError("republish: give a DATASET directory or --all")
     if args.dataset is not None and not args.all:

@@ -47,6 +47,14 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from odfweb3.crypto.envelope import DEFAULT_SCRYPT_N, MAX_SCRYPT_N, MIN_SCRYPT_N
+from odfweb3.crypto.names import (
+    ENCRYPTED,
+    FORMATS,
+    KUBO_FORMATS,
+    LIBP2P_CLEARTEXT,
+    PEM_CLEARTEXT,
+    PEM_ENCRYPTED,
+)
 from odfweb3.errors import DecryptionError, FormatError, UsageError
 from odfweb3.foreign_json import load_foreign_json
 
@@ -63,12 +71,6 @@ __all__ = [
     "is_key_file",
 ]
 
-ENCRYPTED: Final = "odfweb3-encrypted"
-LIBP2P_CLEARTEXT: Final = "libp2p-protobuf-cleartext"
-PEM_CLEARTEXT: Final = "pem-pkcs8-cleartext"
-PEM_ENCRYPTED: Final = "pem-pkcs8-encrypted"  # read only (openssl pkcs8 -topk8)
-FORMATS: Final = (ENCRYPTED, PEM_CLEARTEXT, LIBP2P_CLEARTEXT)
-KUBO_FORMATS: Final = (PEM_CLEARTEXT, LIBP2P_CLEARTEXT)
 MAX_KEY_FILE: Final = 64 << 10
 
 _DOC_FORMAT: Final = "odfweb3-ipns-key"

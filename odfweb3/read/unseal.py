@@ -13,6 +13,7 @@ from pathlib import Path
 
 from odfweb3.crypto.envelope import decode_envelope
 from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
+from odfweb3.crypto.names import PASSPHRASE_ENV
 from odfweb3.crypto.policy import unlock_envelope
 from odfweb3.errors import DecryptionError
 from odfweb3.read.replica import Replica
@@ -20,8 +21,8 @@ from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource, Se
 
 __all__ = ["PASSPHRASE_ENV", "decrypting_replica"]
 
-#: Where the CLI (and a caller's passphrase callback) may read an envelope's passphrase.
-PASSPHRASE_ENV = "ODFWEB3_PASSPHRASE"
+# PASSPHRASE_ENV: where the CLI (and a caller's passphrase callback) may read an envelope's
+# passphrase; defined in odfweb3.crypto.names, which the CLI's parser imports without this.
 
 
 def _ignore(_: str) -> None:
