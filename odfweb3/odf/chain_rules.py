@@ -208,12 +208,6 @@ class RuleState:
                 return d
         return None
 
-    def advanced(self, ev: object) -> RuleState:
-        """The state once the block holding ``ev`` is appended."""
-        live = RuleStateBuilder(self)
-        live.advance(ev)
-        return live.state()
-
 
 class RuleStateBuilder:
     """A :class:`RuleState` advanced in place, block by block (a whole chain's walk makes

@@ -190,10 +190,6 @@ class DatasetReader:
             raise
         return fd, st
 
-    def has_head(self) -> bool:
-        """Whether ``refs/head`` exists (an empty dataset has none)."""
-        return (self.root / HEAD_REF).is_file()
-
     def head(self) -> bytes:
         """The head block hash from ``refs/head``.
 

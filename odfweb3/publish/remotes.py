@@ -148,7 +148,3 @@ class Remotes:
         if ":" in spec or "/" in spec:
             return spec
         return self.load().get(spec, spec)
-
-    def names_of(self, target_name: str) -> list[str]:
-        """The remotes whose target is ``target_name`` (a target's own name, e.g. car:/abs)."""
-        return [n for n, t in self.load().items() if t.rstrip("/") == target_name.rstrip("/")]

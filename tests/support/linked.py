@@ -146,7 +146,7 @@ class _Chain:
         self.last_offset: int | None = None
         self.version = 0
         reader = DatasetReader.open(root)
-        if reader.has_head():
+        if (root / "refs" / "head").is_file():  # an empty dataset has no head yet
             self.head = reader.head()
             entries = list(walk_chain(reader))
             self.seq = entries[0].block.sequence_number

@@ -322,11 +322,6 @@ class BundlePlan:
     full_manifest: str | None = None
     deltas: int = 0
 
-    @property
-    def item_count(self) -> int:
-        """Items in the bundle."""
-        return 2 * len(self.add) + (6 if self.include_drive else 0) + 2
-
 
 def plan_bundle(
     plan: PublishPlan,

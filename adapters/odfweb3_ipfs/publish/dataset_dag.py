@@ -156,18 +156,6 @@ class DatasetDag:
     added: Mapping[str, ObjectLink] = field(default_factory=dict)
     indexed: bool = False
 
-    def objects_json(
-        self, previous: Mapping[str, Mapping[str, Any]]
-    ) -> dict[str, Mapping[str, Any]]:
-        """Per-object state entries: the previous publish's entries for reused objects
-        (no re-encoding of thousands of CIDs), fresh ones for new objects."""
-        return {
-            path: previous[path]  # shared, never mutated: no copy per object (issue 19)
-            if path in self.reused and path in previous
-            else self.objects[path].to_json()
-            for path in self.objects
-        }
-
 
 class _LazyLinks(Mapping[str, ObjectLink]):
     """The previous publish's links, each CID parsed only when asked (issue 19: an update
@@ -782,7 +770,3 @@ def _recorded_size(obj: DatasetObject) -> int | None:
 
 def _pair_raw(link: ObjectLink) -> tuple[bytes, int]:
     return link.cid.raw, link.tsize
-
-
-def _pair(link: ObjectLink) -> tuple[Cid, int]:
-    return link.cid, link.tsize
