@@ -7,7 +7,7 @@ crash), so a reader sees the old file or the new one, never half of either.
 Before writing, the destination must be absent or a regular file: a directory, a
 link or a FIFO in its place is one :class:`~odfweb3.errors.UsageError` line (a rename
 onto a directory used to escape as ``IsADirectoryError``), and a full or read-only
-disk is one :class:`~odfweb3.errors.LocalIOError` line (issue 16 item 11).
+disk is one :class:`~odfweb3.errors.LocalIOError` line.
 
 Temp files never look like results: every one is ``.tmp-XXXX[.car|.bundle].partial``
 (:func:`open_partial`), so no ``*.car``, ``*.bundle``, ``*.json`` or ``*.pack`` glob of a
@@ -126,7 +126,7 @@ def write_chunks_atomic(
 ) -> Path:
     """Stream ``chunks`` into a new file of ``directory`` (temp file, fsync, rename), named
     by ``name()``, asked once the last chunk is written (a name derived from the content,
-    e.g. its hash, without holding the content in memory, issue 19).
+    e.g. its hash, without holding the content in memory).
 
     Returns:
         The file written.

@@ -129,7 +129,7 @@ class TargetStatus:
 @dataclass(frozen=True)
 class StateFacts:
     """What the CLI shows of a publish state (``status``, ``publish``), read by the
-    target's backend from its own typed state (issue 15 item 6): the core knows no
+    target's backend from its own typed state: the core knows no
     adapter's keys.
 
     Attributes:
@@ -139,7 +139,7 @@ class StateFacts:
         validity: when the name record expires (ISO 8601).
         mode: how the node took the record (``routing/put``, ``name/publish``).
         pending: an unfinished publish is checkpointed (resumed by the next one).
-        key_envelope: the key envelope's locator (encrypted publishes, issue 7).
+        key_envelope: the key envelope's locator (encrypted publishes).
         source: the local dataset directory the publish came from, when the state says.
         share: what to give a reader, ``(what, reference)`` pairs in the order shown after a
             publish (e.g. the reference that follows every later publish, the one fixed

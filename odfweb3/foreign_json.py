@@ -1,4 +1,4 @@
-"""One loader for every JSON document that comes from outside (issue 16 item 11).
+"""One loader for every JSON document that comes from outside.
 
 ``publish.json`` of a ``car:DIR`` / ``bundle:DIR``, Arweave records and manifests,
 discovery descriptors, key envelopes, node and gateway RPC answers: all are hostile
@@ -45,7 +45,7 @@ def check_depth(data: bytes, max_depth: int, what: str) -> None:
     if len(pieces) % 2 == 1:
         # No escapes and every string closed (every document odfweb3 writes): strings are
         # the odd pieces between quotes; C-speed splits instead of a regex over megabytes
-        # of publish state (issue 19).
+        # of publish state.
         brackets = b"".join(pieces[0::2]).translate(None, _NOT_BRACKET)
     else:
         brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)

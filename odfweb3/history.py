@@ -1,4 +1,4 @@
-"""A dataset's history and lineage as a person looks at them (issue 20, item 10).
+"""A dataset's history and lineage as a person looks at them.
 
 Pure functions over verified chains (head first, as :func:`odfweb3.odf.chain.walk_chain`
 yields them); no I/O:

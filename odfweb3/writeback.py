@@ -3,7 +3,7 @@
 A publish writes a CAR or a bundle of up to the dataset's size and then fsyncs it
 (docs/design.md, "Commit order"): left to the kernel, most of a 1 GB file is still dirty
 when ``fsync`` is called, and the publish waits there for all of it (0.3 s on an idle
-disk, 1-4 s on this project's shared machine: bench/RESULTS.md, issue 19 goal 3).
+disk, 1-4 s on this project's shared machine: bench/RESULTS.md).
 :class:`WritebackFile` asks the kernel to write back each ``every`` bytes as soon as they
 are written (``posix_fadvise(POSIX_FADV_DONTNEED)``: Linux starts writing the dirty pages
 of the range back without waiting, and drops the clean ones from the page cache, which a

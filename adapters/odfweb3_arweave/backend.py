@@ -91,7 +91,7 @@ def open_arweave_target(
         on_price=options.on_price or (lambda winston, size: None),
         sealer=options.sealer,
         drive_password=options.drive_password,
-        # issue 10: how long the post-check waits for the upload to be mined
+        # How long the post-check waits for the upload to be mined
         confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
         race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
         manifest=_manifest_kind(config),
@@ -145,7 +145,7 @@ def open_turbo_target(
 
 def _manifest_kind(config: Config) -> ManifestKind:
     """``arweave.manifest``: ``delta`` (default: each upload's manifest maps what it adds) or
-    ``full`` (every path: a consolidation; issue 19, docs/arweave.md section 9).
+    ``full`` (every path: a consolidation, docs/arweave.md section 9).
 
     Raises:
         ConfigError: another value.
@@ -202,7 +202,7 @@ def _arweave_claims(
 def _open_private_drive(
     replica: ArweaveReplica, config: Config, wallet: Path | None, password: str | None
 ) -> Replica:
-    """An ArFS private drive's replica (issue 7), or a UsageError naming what to pass."""
+    """An ArFS private drive's replica, or a UsageError naming what to pass."""
     wallet = wallet or config.arweave_wallet
     if wallet is None or not password:
         raise UsageError(
@@ -261,7 +261,7 @@ class ArweaveBackend:
         return open_arweave_target(config, options, gateway=arg or None)
 
     def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
-        if ref.startswith("bundle:"):  # the offline output, checked like car:DIR (issue 20)
+        if ref.startswith("bundle:"):  # the offline output, checked like car:DIR
             return open_bundle_dir(ref)
         replica = open_ar_replica(
             ArweaveGateway(config.arweave_gateway, settings=config.network),
@@ -283,7 +283,7 @@ class ArweaveBackend:
             return bundle, claims
         replica, claims = _arweave_claims(ref, config)
         if replica.arfs_private:
-            # An ArFS private drive (issue 7): opened with the publisher's wallet and the
+            # An ArFS private drive: opened with the publisher's wallet and the
             # drive password, then checked like any replica (it serves plaintext).
             private = _open_private_drive(replica, config, access.wallet, access.drive_password)
             return private, claims

@@ -130,7 +130,7 @@ def ipfs_access(
         dns=dns,
         memory=SequenceMemory(config.state_dir / "ipns-seen.json"),
         trustless=trustless,
-        # issue 16 item 1: off unless the user opts in, by this name, in odfweb3.yaml
+        # Off unless the user opts in, by this name, in odfweb3.yaml
         insecure_unverified_paths=config.get("ipfs", "insecure_unverified_paths") is True,
     )
     if now is not None:
@@ -194,7 +194,7 @@ class IpfsBackend:
     def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
         if ref.startswith("car:"):
             out_dir = Path(ref.removeprefix("car:")).expanduser()
-            # The replay memory is the one IPNS names read online use (issue 16 item 13): an
+            # The replay memory is the one IPNS names read online use: an
             # offline copy of an older record is refused once a newer one has been seen.
             memory = SequenceMemory(config.state_dir / "ipns-seen.json")
             check = check_car_dir(out_dir, memory=memory)

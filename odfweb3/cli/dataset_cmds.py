@@ -125,7 +125,7 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
     from odfweb3.odf.multihash import multihash_to_str
 
     out = ctx.out
-    # Without --seed: a fresh key (its own dataset ID) and random data (issue 20).
+    # Without --seed: a fresh key (its own dataset ID) and random data.
     keypair = generate_keypair() if args.seed is None else None
     seed = secrets.randbits(63) if args.seed is None else args.seed
     if args.blocks < 0 or (args.append is not None and args.append < 1):

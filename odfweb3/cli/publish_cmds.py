@@ -526,7 +526,7 @@ def _warn_catalogue_gaps(ctx: Any, dataset: str, plan: PublishPlan) -> None:
 
 
 def _suggest_publisher_name(ctx: Any) -> None:
-    """Say once (per state directory) how to name the descriptor's creator (issue 20).
+    """Say once (per state directory) how to name the descriptor's creator.
 
     Without ``publisher.name`` the descriptor names the publisher by its key (IPNS name
     or Arweave address); a person or organisation is friendlier.
@@ -547,7 +547,7 @@ def _suggest_publisher_name(ctx: Any) -> None:
 
 
 def _publish_with_inputs(args: argparse.Namespace, ctx: Any) -> int:
-    """``--with-inputs``: each input first, then DATASET with the inputs map (issue 11)."""
+    """``--with-inputs``: each input first, then DATASET with the inputs map."""
     from odfweb3.publish.with_inputs import plan_inputs, publish_with_inputs
 
     if args.batch or args.flush or args.dry_run:

@@ -166,7 +166,7 @@ def _key_envelope(args: argparse.Namespace, ctx: Any, *refs: str) -> bytes | Non
 
 
 def _add_drive_options(p: argparse.ArgumentParser) -> None:
-    """``--wallet`` / ``--drive-password-file``: read an ar:// ArFS private drive (issue 7)."""
+    """``--wallet`` / ``--drive-password-file``: read an ar:// ArFS private drive."""
     from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 
     p.add_argument(
@@ -365,7 +365,7 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
         raise UsageError("verify --lineage: give one REF and no --against (inputs: --inputs-from)")
 
     def open_(ref: str, **access: Any) -> Replica:
-        # An encrypted publish (issue 7) is decrypted with this keystore's keys first.
+        # An encrypted publish is decrypted with this keystore's keys first.
         replica = open_replica(ref, ctx.config, **access)
         return decrypting_replica(ctx, replica, passphrase_file=args.passphrase_file)
 
@@ -380,7 +380,7 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
     resolve = chain_resolvers(
         lambda did: explicit.get(str(DatasetId.parse(did))),
         resolver_from_replicas(given),
-        # Issue 11: the records' inputs maps (_odf.inputs / the upload record's inputs).
+        # The records' inputs maps (_odf.inputs / the upload record's inputs).
         resolver_from_records(replica, open_),
     )
     report = verify_lineage(replica, resolve, deep=args.deep)

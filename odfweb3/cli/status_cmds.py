@@ -215,7 +215,7 @@ def _pinning_pins(
     ctx: Any, states: list[PublishState], rows: list[dict[str, Any]], online: bool
 ) -> None:
     """Per pinning service (target ``pinning:NAME``): the pin's status, asked of the service
-    (``GET /pins/{requestid}``) unless offline; the saved status otherwise (issue 18)."""
+    (``GET /pins/{requestid}``) unless offline; the saved status otherwise."""
     from odfweb3.backends import PinReporter, all_backends
 
     for backend in all_backends():
@@ -324,7 +324,7 @@ def _status(args: argparse.Namespace, ctx: Any) -> int:
             "validity": facts.validity,
             "mode": facts.mode,
             "pending": facts.pending,
-            "keyEnvelope": facts.key_envelope,  # encrypted publish (issue 7)
+            "keyEnvelope": facts.key_envelope,  # encrypted publish
             "localPath": str(Path(path).absolute()) if path else None,
             "kamuName": kamu_alias_of(Path(path)) if path else None,
             "objects": None if held is None else held.objects,

@@ -1,4 +1,4 @@
-"""Small pieces of human output shared by the commands (issue 20, item 12).
+"""Small pieces of human output shared by the commands.
 
 - :func:`plural`: ``1 block``, ``2 blocks`` (never ``1 blocks`` or ``block(s)``);
 - :func:`shown_path`: one path style everywhere: relative to the working directory

@@ -103,7 +103,7 @@ ENVELOPE_FORMAT: Final = "odfweb3-key-envelope"
 ENVELOPE_VERSION: Final = 1
 # Passphrase KDF: what ``odfweb3 keys`` writes now (age's scrypt work factor, 2**18),
 # the oldest it wrote (2**15; still opens), and the fixed r and p. A reader refuses
-# anything costlier before running the KDF (issue 16 item 6).
+# anything costlier before running the KDF.
 DEFAULT_SCRYPT_N: Final = 2**18
 MAX_ENVELOPE_SIZE: Final = 4 << 20  # the largest key envelope read from anywhere
 MIN_SCRYPT_N: Final = 2**15

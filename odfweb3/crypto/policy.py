@@ -254,7 +254,7 @@ def unlock_envelope(
     """
     did = envelope.dataset_id
     ring = store.load(did).ring if store.has(did) else None
-    # Only the local identities the envelope lists as recipients (issue 16 item 6).
+    # Only the local identities the envelope lists as recipients.
     listed = {r.id for r in envelope.recipients if r.kind == "x25519"}
     mine = [] if ring is not None else identities.list()
     for name in [n for n in mine if fingerprint(identities.public_key(n)) in listed]:

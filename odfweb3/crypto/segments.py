@@ -447,7 +447,7 @@ class EncryptingReader:
     Everything runs on the caller's thread and each segment is sealed in place, straight
     into the buffer given to :meth:`readinto` (no object per segment). Reading and
     encrypting on a helper thread was measured and dropped: on 2 cores it cost more CPU
-    than it hid (bench/RESULTS.md, issue 7).
+    than it hid (bench/RESULTS.md).
 
     Args:
         raw: the plaintext stream (closed with this reader).

@@ -1,7 +1,7 @@
 """Building the discovery descriptor: JSON-LD about a dataset, readable without odfweb3.
 
 Datasets archived for decades must be found and understood by tools that know nothing of ODF
-(issue 9, "Discovery descriptor"). The descriptor says what the dataset is in Dublin Core terms
+("Discovery descriptor"). The descriptor says what the dataset is in Dublin Core terms
 (``dcterms:``, DCMI Type ``dcmitype:``) and FOAF (``foaf:``), built from the chain's ``Seed``,
 ``SetInfo``, ``SetLicense`` and ``SetAttachments`` events, the head, and the publisher named in
 ``odfweb3.yaml``. Its ``@context`` (``schemas/odfweb3-context.jsonld``) is embedded in every
@@ -169,7 +169,7 @@ def build_descriptor(
         identity: the publisher's own identity (``ipns://NAME`` of the key that signs the
             record, or ``Arweave address ADDRESS`` of the wallet that signs the upload);
             the creator's name when ``publisher.name`` is not set, so a descriptor is
-            always complete (issue 20).
+            always complete.
 
     Returns:
         The JSON-LD document (fields left out when the chain does not say them; see
@@ -192,7 +192,7 @@ def descriptor_from_facts(
     identity: str | None = None,
 ) -> dict[str, Any]:
     """:func:`build_descriptor` from the chain's facts (:mod:`odfweb3.odf.facts`): the same
-    document, without the chain (a publish keeps the facts of verified heads, issue 19).
+    document, without the chain (a publish keeps the facts of verified heads).
 
     Raises:
         ValueError: an unknown locator kind is given.

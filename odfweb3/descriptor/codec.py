@@ -12,7 +12,7 @@ from odfweb3.odf.multihash import verify_bytes
 
 __all__ = ["MAX_DESCRIPTOR_BYTES", "decode_descriptor", "encode_descriptor"]
 
-# What a reader parses at most (every reader also bounds its fetch; issue 16 item 11).
+# What a reader parses at most (every reader also bounds its fetch).
 MAX_DESCRIPTOR_BYTES: Final = 4 << 20
 
 

@@ -345,7 +345,7 @@ def create_root_dataset(
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UsageError(f"{root}: exists and is not an empty directory; choose a new directory")
     # Built in a temporary sibling and renamed into place at the end: a failure (a full
-    # disk, Ctrl-C) leaves no half-written dataset to block the next run (issue 16 item 11).
+    # disk, Ctrl-C) leaves no half-written dataset to block the next run.
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))

@@ -62,7 +62,7 @@ class DatasetObject:
     hash: bytes
     size: int | None
     # Slots, not an instance dict: a publish holds one per object (300,000 at 100,000
-    # blocks, issue 19); the formatted path is kept here once asked.
+    # blocks); the formatted path is kept here once asked.
     _path: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

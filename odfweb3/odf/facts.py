@@ -1,7 +1,7 @@
 """What a verified chain says at its head, kept so the next publish reads only new blocks.
 
 A :class:`ChainFacts` holds, for one head, everything a publish needs without walking
-the chain again (issue 19): the chain-rule state the next block is checked against
+the chain again: the chain-rule state the next block is checked against
 (the :class:`~odfweb3.odf.chain_rules.RuleState` and the tip's sequence number and
 system time), the dataset's identity and the
 discovery descriptor's facts (latest ``SetInfo`` / ``SetLicense`` / ``SetAttachments``,
@@ -241,7 +241,7 @@ def _empty(seed_entry: ChainEntry, objs: Sequence[DatasetObject]) -> ChainFacts:
 
 class FactsWalk:
     """:func:`facts_of_chain` over a walk from the head to the Seed, fed one block at a time
-    and keeping none of them (issue 19: an initial publish of 100,000 blocks): the latest
+    and keeping none of them (an initial publish of 100,000 blocks): the latest
     of each fact is the first met walking back; the distinct objects are given at the end
     (as :func:`~odfweb3.odf.chain.iter_objects` yields them)."""
 

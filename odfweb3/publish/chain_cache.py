@@ -15,7 +15,7 @@ ignored (the whole chain is walked), entries are written atomically
 newest :data:`KEEP` entries are kept.
 
 The object filter grows with the dataset (1 MB at 100,000 blocks), so it is not written
-into every entry (issue 19): it lives in ``bloom-<sha-256 prefix>.bin``, named by its
+into every entry: it lives in ``bloom-<sha-256 prefix>.bin``, named by its
 content and checked against the name when read, and an entry extended from a cached head
 names that file and lists the bytes its new objects changed (``patch``: at most
 :data:`MAX_PATCH`, then a new file is written). A filter file is touched whenever an entry
@@ -278,7 +278,7 @@ class ChainCache:
         self.root = root
         self._names: set[str] | None = None
         # head -> (filter file, patch) of the entries read or written here: an entry
-        # extended from one of them lists only what changed (issue 19)
+        # extended from one of them lists only what changed
         self._stored: dict[bytes, tuple[str, dict[int, int]]] = {}
 
     def _path(self, head: bytes) -> Path:
@@ -540,7 +540,7 @@ def _load_streaming(
     links: LinkSource,
 ) -> VerifiedChain | None:
     """:func:`load_chain` of a whole chain, its ``newest`` blocks walked already and the
-    others still to come from ``rest``, keeping none of those decoded (issue 19: a first
+    others still to come from ``rest``, keeping none of those decoded (a first
     publish of 100,000 blocks held 117 MB of them): the rules are checked walking back
     (:class:`~odfweb3.odf.validate.ChainRulesBackwards`, the same verdict as
     :func:`~odfweb3.odf.validate.check_chain_rules`), the facts gathered the same way
@@ -620,7 +620,7 @@ def load_chain(reader: DatasetReader, cache: ChainCache | None = None) -> Verifi
                 break
         if len(walked) >= HELD:
             # No cached head among the newest blocks: most likely none at all (a first
-            # publish), so the rest of the walk keeps no decoded block (issue 19).
+            # publish), so the rest of the walk keeps no decoded block.
             streamed = _load_streaming(reader, walked, walk, cache, links)
             if streamed is not None:
                 return streamed

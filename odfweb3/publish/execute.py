@@ -106,10 +106,10 @@ def publish_dataset(
             anything is sent unless ``target`` was opened with this same sealer (its
             ``sealer`` attribute) and the key belongs to this dataset.
         record_extra: extra facts for the name record (``inputs``: dataset ID -> locator of
-            each input, issue 11), carried in the plan (``plan.record_extra``).
+            each input), carried in the plan (``plan.record_extra``).
         on_plan: called with the plan before anything is sent (progress totals, ``-v``).
         chain_cache: heads verified before (:mod:`odfweb3.publish.chain_cache`): only the
-            blocks above the newest cached ancestor are read and checked (issue 19).
+            blocks above the newest cached ancestor are read and checked.
             Ignored with ``sealer`` (the cache holds the chain's metadata in the clear).
         encryption: the facts the caller decided ``sealer`` from
             (:func:`odfweb3.crypto.policy.decide_encryption`); decided again with what the

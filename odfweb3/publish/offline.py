@@ -2,7 +2,7 @@
 
 Offline targets keep their state in ``DIR/publish.json`` (the directory travels with
 its CARs or bundle), so the state directory alone does not know them and ``status``
-said "nothing published yet" after offline publishes (issue 20). This index, one
+said "nothing published yet" after offline publishes. This index, one
 small file in the state directory, remembers each (dataset, offline target) once;
 ``status`` reads each directory's own ``publish.json`` through it. A directory that
 was moved or deleted is reported, not guessed at.

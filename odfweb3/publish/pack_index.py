@@ -1,5 +1,5 @@
 """An offline target's per-object index in content-named packs, partitioned so an update
-reads and writes only the partitions its new objects fall in (issue 19).
+reads and writes only the partitions its new objects fall in.
 
 An offline target's ``publish.json`` used to list every object (path -> its locator facts:
 6 MB at 10,000 blocks for ``car:DIR``, 40 MB at 100,000 for ``bundle:DIR``), read and written
@@ -281,7 +281,7 @@ class PackIndex(Mapping[str, Mapping[str, Any]]):
         """A fresh index of every path in ``paths`` in one pack, written (temp file, fsync,
         rename, as :func:`write_pack`) part by part as it is encoded: ``value(path)`` is the
         entry's compact JSON value (what :attr:`IndexLayout.encode` gives), asked once per
-        entry, one part at a time (issue 19: no dict per entry, no whole pack in memory; the
+        entry, one part at a time (no dict per entry, no whole pack in memory; the
         same pack bytes as :meth:`of_objects` and :func:`write_pack`). The index holds no
         entry: its parts are read from the pack when asked.
 

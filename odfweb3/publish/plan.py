@@ -37,7 +37,7 @@ T = TypeVar("T")
 
 class LazySequence(Sequence[T], Generic[T]):
     """A sequence whose length is known up front and whose items are loaded when first
-    asked (issue 19: a one-block update need not walk the whole chain to say how many
+    asked (a one-block update need not walk the whole chain to say how many
     objects the dataset has). Equal to any sequence with the same items."""
 
     def __init__(self, length: int, load: Callable[[], Sequence[T]]) -> None:
@@ -86,7 +86,7 @@ class RemoteRecord:
     Attributes:
         renewal_due: it expires within half the target's record lifetime by the target's
             clock (or its validity is unreadable).
-        inputs: the inputs map it carries (issue 11); None: none.
+        inputs: the inputs map it carries; None: none.
     """
 
     renewal_due: bool
@@ -111,14 +111,14 @@ class PublishPlan:
             known and whose items are walked only when iterated.
         chain: the verified local chain, head first, for targets that need the blocks
             themselves without walking the chain again (lazy like ``objects``).
-        facts: the chain's facts at the head (the discovery descriptor's, issue 19), when
+        facts: the chain's facts at the head (the discovery descriptor's), when
             planned from a :class:`VerifiedChain`.
         total: the sum of the recorded sizes of ``objects``.
-        record_extra: extra facts for the name record (issue 11: ``inputs``, dataset ID ->
+        record_extra: extra facts for the name record (``inputs``, dataset ID ->
             locator of each input); every target copies ``inputs`` into its record.
         keep_record: nothing is sent and the target's record already says what this
             publish would (same head and inputs, not due for renewal): the target writes
-            nothing, the record stays at its sequence (issue 20; :func:`plan_record`).
+            nothing, the record stays at its sequence (:func:`plan_record`).
     """
 
     dataset_id: str
@@ -275,7 +275,7 @@ def plan_publish(
     covered: set[tuple[str, bytes]] = set()
     if relation == "ahead" and position is not None and remote_holds_head:
         # Everything the remote head already covers is there: its blocks and objects
-        # (keyed by kind and hash: no path text formatted per old object, issue 19).
+        # (keyed by kind and hash: no path text formatted per old object).
         covered = {(o.kind, o.hash) for o in iter_objects(entries[position:])}
     send = tuple(o for o in objects if (o.kind, o.hash) not in covered and o.path not in known)
     new_blocks = sum(1 for o in send if o.kind == "block")
@@ -339,7 +339,7 @@ def _plan_verified(
     remote_holds_head: bool,
 ) -> PublishPlan:
     """:func:`plan_publish` from a :class:`VerifiedChain`: when the target's head is an
-    ancestor it holds, only the blocks above it are read (issue 19); otherwise the whole
+    ancestor it holds, only the blocks above it are read; otherwise the whole
     chain is, as for a list of entries."""
     facts = chain.facts
     objects: LazySequence[DatasetObject] = LazySequence(facts.objects, chain.objects)
@@ -396,7 +396,7 @@ def _cover(chain: VerifiedChain, position: int) -> ChainFacts | None:
 
     The base's (the oldest walked block's) when the target's head is at or above it: the
     usual update. Else the target's head's own, when it was verified here before: a head
-    published to one target, then to another holding an older one (issue 19), where the
+    published to one target, then to another holding an older one, where the
     base is our head itself and its filter holds every new object."""
     base = chain.base
     if base is not None:

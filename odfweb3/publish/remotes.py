@@ -1,4 +1,4 @@
-"""Named publish targets, like ``git remote`` and kamu's repository aliases (issue 20).
+"""Named publish targets, like ``git remote`` and kamu's repository aliases.
 
 ``odfweb3 remote add NAME TARGET`` stores ``NAME -> TARGET`` in ``<state dir>/remotes.json``;
 ``publish --to NAME``, ``verify --against NAME`` and ``status`` then use the name. A

@@ -105,7 +105,7 @@ class PublishState:
                 head=multihash_from_str(head) if head else None,
                 locator=data.get("locator"),
                 record=dict(data.get("record") or {}),
-                # JSON objects are dicts already: no copy of 100,000 entries (issue 19).
+                # JSON objects are dicts already: no copy of 100,000 entries.
                 objects={
                     str(k): v if type(v) is dict else dict(v)
                     for k, v in (data.get("objects") or {}).items()

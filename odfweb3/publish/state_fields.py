@@ -1,4 +1,4 @@
-"""Typed reads of the adapter-defined maps of a publish state (issue 15 item 6).
+"""Typed reads of the adapter-defined maps of a publish state.
 
 :class:`~odfweb3.publish.state.PublishState` keeps ``record`` and ``extra`` as JSON maps
 whose meaning each network adapter defines; the adapters read them into frozen dataclasses

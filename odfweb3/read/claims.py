@@ -15,7 +15,7 @@ untrusted"):
 
 A failure of 1 or 3 raises :class:`~odfweb3.errors.ReplicaMismatch` naming both sides.
 
-Encrypted publishes (docs/design.md, "Encryption", issue 7): a key holder's replica is decrypted
+Encrypted publishes (docs/design.md, "Encryption"): a key holder's replica is decrypted
 first and then checked exactly as above (``resolve_dataset(..., encrypted=True)``). A
 reader without keys gets :func:`resolve_sealed`: the signed record's claims only (dataset
 ID, head, sequence, expiry), marked ``encrypted`` and ``content_checked=False``, with a

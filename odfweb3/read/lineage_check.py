@@ -226,7 +226,7 @@ def resolver_from_replicas(replicas: Iterable[Replica]) -> InputResolver:
     return lambda did: by_id.get(_canonical(did))
 
 
-#: The locators a record read from the network may name (issue 16 item 10): a local one
+#: The locators a record read from the network may name: a local one
 #: (``car:/abs/path``, a directory) would let a publisher make the verifier open its files.
 NETWORK_LOCATORS: Final = ("ipns://", "ipfs://", "ar://", "did:odf:")
 
@@ -238,7 +238,7 @@ def is_network_locator(locator: str) -> bool:
 
 
 def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) -> InputResolver:
-    """A resolver following the inputs maps of resolution records (issue 11).
+    """A resolver following the inputs maps of resolution records.
 
     A replica exposing ``lineage_inputs()`` (dataset ID -> locator, from its signed IPNS
     record's ``_odf.inputs`` or its Arweave upload record's ``inputs``) names where each
@@ -247,7 +247,7 @@ def resolver_from_records(replica: Replica, open_ref: Callable[[str], Replica]) 
 
     The record's author chose those locators: only network references are followed
     (:data:`NETWORK_LOCATORS`); any other is refused with one line naming it, and the
-    input is reported unreachable (issue 16 item 10). A replica the user opened from a
+    input is reported unreachable. A replica the user opened from a
     directory may say where a network locator's dataset sits in that directory
     (``local_inputs()``: locator -> ``car:PATH``, e.g. ``OUT_DIR/inputs/*``).
     """

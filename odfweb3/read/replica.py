@@ -76,7 +76,7 @@ def read_object_verified(
 
 @runtime_checkable
 class LineageInputsSource(Protocol):
-    """A replica whose signed record says where each input lives (issue 11)."""
+    """A replica whose signed record says where each input lives."""
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """Dataset ID -> network locator (``ipns://NAME``, ``ar://RECORD``); empty if none."""

@@ -38,7 +38,7 @@ __all__ = ["open_replica", "read_key_envelope", "resolve_ref"]
 
 
 def read_key_envelope(src: str, config: Config) -> bytes:
-    """The bytes of a key envelope given as ``--key-envelope SRC`` (issue 7).
+    """The bytes of a key envelope given as ``--key-envelope SRC``.
 
     ``SRC`` is a local file, ``ipfs://<cid>`` (read through the configured gateway / RPC
     API, verified against the CID) or ``ar://<id>`` (the envelope item through the
@@ -126,7 +126,7 @@ def resolve_ref(
     """Resolve ``ref`` (see the module docstring) and check it (:mod:`odfweb3.read.claims`).
 
     A ``did:odf`` may be found in several places: one entry each, the IPNS name first.
-    An encrypted publish (issue 7) is decrypted with ``unseal`` (the CLI passes
+    An encrypted publish is decrypted with ``unseal`` (the CLI passes
     :func:`odfweb3.cli.keys_cmds.decrypting_replica`) and then checked in full; the
     replica returned is then the decrypted one. Without keys the result holds the signed
     record's claims only (``content_checked`` False). ``key_envelope`` (the bytes of

@@ -69,7 +69,7 @@ class EncryptedReplica(KeyEnvelopeSource, Protocol):
 @runtime_checkable
 class SealedHeadBinder(Protocol):
     """A replica with no signed record binding its head: the head is what its encrypted
-    ``refs/head`` decrypts to (``ipfs://CID --key-envelope``, issue 7)."""
+    ``refs/head`` decrypts to (``ipfs://CID --key-envelope``)."""
 
     def bind_sealed_head(self, keys: KeyRing) -> None:
         """Take the head from the decrypted ``refs/head`` if nothing bound it yet."""
@@ -125,7 +125,7 @@ class DecryptingReplica:
         return head
 
     def lineage_inputs(self) -> Mapping[str, str]:
-        """The inner replica's inputs map (issue 11), if it has one: records are not sealed."""
+        """The inner replica's inputs map, if it has one: records are not sealed."""
         inner = self.inner
         return dict(inner.lineage_inputs()) if isinstance(inner, LineageInputsSource) else {}
 

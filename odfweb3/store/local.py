@@ -1,7 +1,7 @@
 """A dataset directory on local disk as an ObjectStore and RefStore.
 
 The directory is a *destination* (``pull DEST``): odfweb3 follows no symbolic link
-inside it and writes only regular files under real directories (issue 16 item 12). A
+inside it and writes only regular files under real directories. A
 link, or a directory where a file belongs (``refs/head``, an object), is refused with
 one line (:class:`~odfweb3.errors.UsageError`) before anything is read or written;
 DEST itself may be a link the user chose, but not a regular file.

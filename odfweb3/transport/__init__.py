@@ -1,4 +1,4 @@
-"""The one HTTP layer shared by the network adapters (issue 15 item 6, issue 16 items 7-9).
+"""The one HTTP layer shared by the network adapters.
 
 :mod:`.settings` holds the budgets (pure, read by :mod:`odfweb3.config`); :mod:`.http` is the
 client built on httpx that enforces them. Adapters import :mod:`.http`; the rest of the core

@@ -1,7 +1,7 @@
 """One HTTP client for every network adapter: retries, deadlines, size limits, one error edge.
 
 The Kubo RPC client, the IPFS gateway and the Arweave gateway all send their requests
-through :class:`HttpClient` (issue 15 item 6; before, each had its own retry and error
+through :class:`HttpClient` (before, each had its own retry and error
 loop). What it guarantees, whatever the server does (docs/security.md, "Network clients"):
 
 - **Retries** only for idempotent requests, on connection errors, timeouts and the

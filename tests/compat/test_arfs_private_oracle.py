@@ -1,4 +1,4 @@
-"""ArFS private drives (issue 7): our keys and ciphertexts, checked by ardrive-core-js.
+"""ArFS private drives: our keys and ciphertexts, checked by ardrive-core-js.
 
 The oracle (tests/nodes/oracles/ardrive_crypto.mjs) runs ardrive-core-js 3.1.0's own
 ``deriveDriveKey`` / ``deriveFileKey`` / ``driveDecrypt`` / ``fileDecrypt`` with the

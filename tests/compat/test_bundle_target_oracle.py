@@ -61,7 +61,7 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     bundle1 = out / f"{record1}.bundle"
     items1 = read_bundle(bundle1)
     # objects' data, their metadata, refs/head data + metadata, drive + 5 folders, manifest,
-    # descriptor (its creator the wallet: no publisher configured, issue 20), record
+    # descriptor (its creator the wallet: no publisher configured), record
     assert len(items1) == 2 * n_objects + 2 + 6 + 3
     assert kinds(items1)[2 * n_objects :] == [
         "text/plain",
@@ -124,7 +124,7 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert record2.drive == record.drive
     assert set(record2.added) == {o.path for o in second.plan.send} | {"refs/head"}
     assert record2.added["refs/head"].file_id == record.added["refs/head"].file_id  # revision
-    # Issue 19: a delta manifest, the paths this upload added only, naming the full one
+    # A delta manifest, the paths this upload added only, naming the full one
     manifest2 = decode_manifest(items2[-3].data)
     assert tags_of(items2[-3])["ODF-Full-Manifest"] == record.manifest_id
     assert record2.full_manifest == record.manifest_id
@@ -141,7 +141,7 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert summary["bundleBytes"] == bundle2.stat().st_size
     assert {"name": "Bundle-Format", "value": "binary"} in summary["l1Tags"]
     assert {"name": "Bundle-Version", "value": "2.0.0"} in summary["l1Tags"]
-    # Issue 19: publish.json names this bundle's paths only; the file index has every path
+    # Publish.json names this bundle's paths only; the file index has every path
     assert summary["itemsAdded"] == dict(manifest2.paths) and "objects" not in summary
     index = {p: ref["dataItemId"] for p, ref in objects_of(out).items()}
     assert index == dict(manifest.paths) | dict(manifest2.paths)
@@ -312,7 +312,7 @@ def test_descriptor_item_between_manifest_and_record(tmp_path: Path, fixed_walle
     assert validate_descriptor(doc) == []
     assert decode_record(record.tags, record.data).manifest_id == manifest.id_b64
 
-    # No publisher configured: the creator is the signing wallet's address (issue 20).
+    # No publisher configured: the creator is the signing wallet's address.
     out2 = tmp_path / "out2"
     outcome = publish_dataset(ds, BundleTarget(out2, fixed_wallet))
     items = read_bundle(out2 / f"{outcome.state.record['recordId']}.bundle")

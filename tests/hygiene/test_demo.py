@@ -1,4 +1,4 @@
-"""``make demo`` (tools/demo.sh) runs clean and ends saying what it verified (issue 20, item 14).
+"""``make demo`` (tools/demo.sh) runs clean and ends saying what it verified.
 
 Also the packaging metadata that used to print setuptools deprecation banners on every
 install: ``project.license`` is an SPDX string, which needs setuptools 77 or later.

@@ -78,7 +78,7 @@ def test_core_never_imports_adapters():
 
 
 def test_httpx_is_imported_by_the_transport_and_the_adapters_only():
-    # One HTTP layer (issue 15 item 6): odfweb3/transport/http.py is the only core module
+    # One HTTP layer: odfweb3/transport/http.py is the only core module
     # that imports httpx; it depends on nothing in the core but errors and its settings.
     core = files("odfweb3")
     users = {p.relative_to(ROOT).as_posix() for p in core if "httpx" in third_party(imports_of(p))}

@@ -148,7 +148,7 @@ def test_pages_link_to_existing_images():
 
 
 def test_cli_page_tables_have_no_stray_backticks():
-    # Issue 20: `--to` showed a literal "(required)`" because a backtick was left open.
+    # `--to` showed a literal "(required)`" because a backtick was left open.
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     for line in text.splitlines():
         if line.startswith("| "):

@@ -1,4 +1,4 @@
-"""The docs say what the tool does (issue 20, item 13): each past disagreement, kept fixed.
+"""The docs say what the tool does: each past disagreement, kept fixed.
 
 Each test runs the tool (or reads its code) and checks the page that describes it: the
 quickstart's replica list and import commands, the publish targets the help lists, the
@@ -126,7 +126,7 @@ def test_arweave_page_names_the_keys_publish_json_has(cli):
     cli("wallet", "new", "w.json", "-q")
     assert cli("publish", "ds", "--to", "bundle:ar", "--wallet", "w.json")[0] == 0
     doc = json.loads(Path("ar/publish.json").read_text())
-    per_object = next(iter(objects_of(Path("ar")).values()))  # the file index (issue 19)
+    per_object = next(iter(objects_of(Path("ar")).values()))  # the file index
     for key in keys:
         node = doc
         for part in key.split("."):

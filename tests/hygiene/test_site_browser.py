@@ -1,4 +1,4 @@
-"""The docs site as a person sees it: every page opened in a real headless browser (issue 20).
+"""The docs site as a person sees it: every page opened in a real headless browser.
 
 The site is built (``mkdocs build --strict``) into a temporary directory and served on
 loopback; Debian's chromium (installed by ``make test``, tools/test_packages.sh) opens every

@@ -89,7 +89,7 @@ def test_ardrive_core_lists_published_drive(arlocal, tmp_path) -> None:
         assert entry["metaDataTxId"] == ref["metaItemId"], path
         assert gw.get_data(entry["dataTxId"]) == (ds / path).read_bytes(), path
 
-    # Issue 19: an update stores a delta manifest; ArDrive still sees the whole drive (ArFS
+    # An update stores a delta manifest; ArDrive still sees the whole drive (ArFS
     # entities, not manifests): every path, old files unchanged, refs/head a new revision.
     append_blocks(ds, 1, data_bytes=2_000, seed=92)
     update = publish_dataset(ds, target)

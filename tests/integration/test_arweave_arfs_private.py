@@ -1,4 +1,4 @@
-"""ArFS private drive through a real Arweave gateway (the session's arlocal; issue 7).
+"""ArFS private drive through a real Arweave gateway (the session's arlocal).
 
 Every request body sent is scanned for the dataset's markers and the drive password; the
 items are read back through arlocal and decrypted by ardrive-core-js itself
@@ -110,7 +110,7 @@ def test_private_drive_through_arlocal(arlocal, tmp_path, monkeypatch) -> None:
     assert view.has
 
 
-# --- reading a private drive back: pull / verify through the CLI (issue 7) ---------------------
+# --- reading a private drive back: pull / verify through the CLI ---------------------
 
 
 def _cli(args: list[str], env: dict[str, str], capsys) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""Encrypted publishing through a real Arweave gateway (the session's arlocal; issue 7).
+"""Encrypted publishing through a real Arweave gateway (the session's arlocal).
 
 Every request body sent to the gateway goes through a recording transport (a real httpx
 transport underneath) and is scanned for the dataset's markers; a recipient then reads
@@ -149,13 +149,13 @@ def test_recipient_pulls_and_verifies_ar_record_through_cli(
     assert code != 0 and "no key" in err and not (tmp_path / "eve" / "blocks").exists()
 
     # by its bare manifest: nothing signed is checkable (no raw manifest bytes on arlocal),
-    # so it is refused before any read, and the error says what to open (issue 16 item 2)
+    # so it is refused before any read, and the error says what to open
     code = main(["pull", f"ar://{outcome.state.locator}", str(tmp_path / "m")], env=env)
     _out, err = capsys.readouterr()
     assert code == 69 and "is a path manifest" in err and "ar://RECORD_ID" in err
     assert not (tmp_path / "m" / "blocks").exists()
 
-    # Issue 19: an encrypted update stores a delta manifest; the reader walks back to the
+    # An encrypted update stores a delta manifest; the reader walks back to the
     # full one for the older (ciphertext) paths, and a delta manifest alone is refused.
     append_blocks(world.ds, 1, data_bytes=3_000, seed=31)
     update = publish_dataset(world.ds, target, sealer=sealer)
@@ -177,7 +177,7 @@ def test_recipient_pulls_and_verifies_ar_record_through_cli(
 def test_resolve_encrypted_ar_record_and_did_with_and_without_keys(
     arlocal, wallet, tmp_path, monkeypatch, capsys
 ) -> None:
-    """resolve ar://RECORD and did:odf (--owner) of an --encrypt upload (issue 7)."""
+    """resolve ar://RECORD and did:odf (--owner) of an --encrypt upload."""
     world = make_encrypted_world(tmp_path, monkeypatch, data_bytes=20_000, seed=37)
     arlocal.mint(wallet.address, RICH)
     target = GatewayTarget(

@@ -1,4 +1,4 @@
-"""Issue 16 item 2: a gateway's GraphQL word is checked against the items' signatures.
+"""A gateway's GraphQL word is checked against the items' signatures.
 
 Real arlocal, real items, and a loopback proxy that lies with them
 (tests/support/lying_proxy.py ``swaps``): the attacker's validly signed items are served

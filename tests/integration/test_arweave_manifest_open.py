@@ -1,4 +1,4 @@
-"""Issue 16 item 2, ``ar://MANIFEST`` opened directly (pull / verify / resolve).
+"""``ar://MANIFEST`` opened directly (pull / verify / resolve).
 
 Before: a path manifest id was read through the gateway's path resolution with nothing
 signed checked (arlocal serves no manifest bytes: ``GET /{manifest}`` is the resolved index,

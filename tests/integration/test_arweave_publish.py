@@ -60,7 +60,7 @@ def dataset_files(ds: Path) -> dict[str, bytes]:
 
 
 def check_read_back(arlocal, state, ds: Path, full_paths: set[str]) -> None:
-    """Every file of the dataset, byte for byte, as a plain gateway serves it (issue 19):
+    """Every file of the dataset, byte for byte, as a plain gateway serves it:
     the paths the latest upload added under its manifest, the paths of the last full
     manifest under it, and every path by its data item id."""
     gw = ArweaveGateway(arlocal.url)
@@ -413,7 +413,7 @@ def test_cli_publish_status_and_wallet_from_env(arlocal, wallet, tmp_path, capsy
     (row,) = [r for r in rows if r["target"] == f"arweave:{arlocal.url}"]
     assert len(row["uploads"]) == uploads_before + 1  # one L1 transaction for both updates
     assert row["publishedHead"] == row["localHead"]
-    # Issue 19: the last two uploads stored delta manifests; pull, verify and resolve walk
+    # The last two uploads stored delta manifests; pull, verify and resolve walk
     # back to the full one and read every path.
     saved = StateStore(tmp_path / "state").load(row["datasetId"], f"arweave:{arlocal.url}")
     assert saved is not None and saved.extra["deltaUploads"] == 2

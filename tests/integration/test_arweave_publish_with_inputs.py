@@ -1,4 +1,4 @@
-"""``publish --to arweave --with-inputs`` on the session's arlocal (issue 11), then
+"""``publish --to arweave --with-inputs`` on the session's arlocal, then
 ``verify ar://RECORD --lineage`` with nothing but the derivative's upload record."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_two_level_lineage_on_arlocal_verifies_from_the_top_record(
 
     # a and x move on; y consumes (x, a). Publishing y with its inputs republishes a, then
     # x plainly: x's new record keeps x's inputs map, each input pointed at its latest
-    # upload, since x's new block consumed a block only a's new upload holds (issue 11).
+    # upload, since x's new block consumed a block only a's new upload holds.
     append_blocks(a, 1, data_bytes=1_000, seed=53, fsync=False)
     append_transform(x, [a, b], fsync=False)
     y = create_derivative_dataset(tmp_path / "y", [x, a], transactions=1, seed=6).path

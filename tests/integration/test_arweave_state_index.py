@@ -1,4 +1,4 @@
-"""The live Arweave target's file index (issue 19), on the session's arlocal: the state and
+"""The live Arweave target's file index, on the session's arlocal: the state and
 the upload checkpoint name content-named packs in ``<state file>.index/`` instead of listing
 every path; an update reads only the parts its new paths fall in; a state listing every
 path (older versions) is converted by its next upload; a publish interrupted between the

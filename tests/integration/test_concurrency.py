@@ -7,7 +7,7 @@ head, complete and verified; the loser made nothing visible.
 
 On Arweave a post cannot be refused: both may post, and the loser is the one the readers'
 rule (resolve.choose_latest) does not pick; its publish must still exit 75 and record
-nothing (issue 10, docs/reliability.md).
+nothing (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -290,7 +290,7 @@ def _whole_car(path: Path) -> None:
 
 
 def test_kill_car_publisher_at_random_points(tmp_path: Path) -> None:
-    # car:DIR keeps no list of the directory blocks it sent (issue 19): an update knows them
+    # car:DIR keeps no list of the directory blocks it sent: an update knows them
     # from its layout. Killed anywhere, the record names a root whose DAG is complete in the
     # CARs; run again, publish.json names it too, and no block is in two CARs.
     from odfweb3.odf.multihash import multihash_from_str

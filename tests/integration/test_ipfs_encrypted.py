@@ -1,4 +1,4 @@
-"""Encrypted publishing to the live IPFS node (issue 7, docs/design.md, "Encryption").
+"""Encrypted publishing to the live IPFS node (docs/design.md, "Encryption").
 
 The dataset's data files and SetInfo carry marker strings. Every request body sent to
 the node goes through a recording transport (a real httpx transport underneath), and

@@ -1,4 +1,4 @@
-"""The node target's object index (issue 19): ``--to ipfs`` keeps its per-object links in
+"""The node target's object index: ``--to ipfs`` keeps its per-object links in
 content-named packs beside its state file (``<state>.index/``) and rebuilds only the changed
 HAMT shard path, as ``car:DIR`` does; its checkpoint names packs, not every object.
 
@@ -127,7 +127,7 @@ def test_updates_use_the_index_and_build_the_same_root(env, indexed, monkeypatch
         }
         new_packs = _named(pending["objectIndex"]) - packs_before
         assert len(new_packs) == 1
-        # No list of every directory block (issue 19): the layout says which are new.
+        # No list of every directory block: the layout says which are new.
         assert "dirBlocks" not in pending and "dirBlocks" not in checkpoints[-1]["extra"]
         doc = env.doc(did)
         assert "pending" not in doc["extra"] and doc["objects"] == {}

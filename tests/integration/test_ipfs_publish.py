@@ -338,7 +338,7 @@ def test_cli_publish_status_republish(tmp_path, ipfs_node, capsys):
 def test_a_pinned_descriptor_is_not_sent_again_and_the_plan_is_the_same_either_way(
     tmp_path, env, client
 ):
-    # issue 15 item 5 (docs/design.md, "Publish"): "the node has this descriptor pinned"
+    # "the node has this descriptor pinned"
     # is asked when its CID exists (it names the new root); skipping its blocks saves
     # bytes only. Whatever the node answers, the plan is the same and the node ends
     # with the descriptor pinned.
@@ -392,7 +392,7 @@ def test_descriptor_published_beside_the_dataset_and_named_in_the_record(tmp_pat
     )
     [(_, resolved)] = resolve_ref(f"ipns://{client.name_arg(name)}", config)
     assert resolved.title is not None and resolved.title == doc["title"]
-    # Without a publisher the creator is the record's own IPNS name (issue 20): the
+    # Without a publisher the creator is the record's own IPNS name: the
     # descriptor is published all the same.
     append_blocks(ds, 1, data_bytes=1000)
     plain = publish_dataset(ds, env.target())

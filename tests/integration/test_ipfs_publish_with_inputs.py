@@ -1,4 +1,4 @@
-"""``publish --to ipfs --with-inputs`` on the session's IPFS node (issue 11), then
+"""``publish --to ipfs --with-inputs`` on the session's IPFS node, then
 ``verify ipns://NAME --lineage`` with nothing but the derivative's name."""
 
 import json

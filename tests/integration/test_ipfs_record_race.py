@@ -1,4 +1,4 @@
-"""The record put's race checks, on the real Kubo v0.43.1 (issue 17; docs/reliability.md).
+"""The record put's race checks, on the real Kubo v0.43.1 (docs/reliability.md).
 
 ``name/put`` refuses a record whose sequence is not higher than the node's: it is the node's
 compare-and-set, so a publish through it reads the record back once and does not wait.

@@ -1,4 +1,4 @@
-"""CID profiles on Kubo v0.43.1 (issue 17 item 4): our CIDs are Kubo's own.
+"""CID profiles on Kubo v0.43.1: our CIDs are Kubo's own.
 
 For each of Kubo's UnixFS import profiles (``unixfs-v0-2015``, ``unixfs-v1-2025``) a Kubo repo is
 made with ``ipfs init --profile=test,NAME`` (so the parameters come from Kubo's own profile

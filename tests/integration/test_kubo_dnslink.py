@@ -1,4 +1,4 @@
-"""DNSLink end to end on Kubo v0.43.1 (issue 17 item 6).
+"""DNSLink end to end on Kubo v0.43.1.
 
 Our DNSLink path asks the node (RPC ``dns``, :func:`node_dns_lookup`): we run no resolver of our
 own. So Kubo's ``DNS.Resolvers`` sends the test-only TLD ``test.`` to a DoH responder on

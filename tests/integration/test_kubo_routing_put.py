@@ -1,4 +1,4 @@
-"""A record without a node (issue 17 item 5): `name push` PUTs the pre-signed IPNS record of an
+"""A record without a node: `name push` PUTs the pre-signed IPNS record of an
 offline publish to a delegated routing endpoint (IPIP-379, `PUT /routing/v1/ipns/{name}`).
 
 The endpoint is Kubo's own (`Gateway.ExposeRoutingAPI`, on by default, on the gateway port):

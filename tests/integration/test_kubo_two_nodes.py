@@ -1,4 +1,4 @@
-"""Resolve by IPNS name across two Kubo nodes (issue 17 item 3).
+"""Resolve by IPNS name across two Kubo nodes.
 
 Node A (the publisher's) and node B (a reader's) run on loopback, connected to each other and to
 nobody else, with `Routing.Type=dht` (docs/kubo-notes.md: each is the other's only DHT peer, so

@@ -1,4 +1,4 @@
-"""``odfweb3 wallet balance`` against a real arlocal gateway (issue 20, item 9)."""
+"""``odfweb3 wallet balance`` against a real arlocal gateway."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real IPFS Cluster on loopback: 3 Kubo daemons and 3 cluster peers (issue 18).
+"""A real IPFS Cluster on loopback: 3 Kubo daemons and 3 cluster peers.
 
     with start_cluster(tmp_path) as cluster:
         cluster.rest("GET", "/peers")             # REST API, basic auth
@@ -207,7 +207,7 @@ def _write_service_json(
     connector["pin_timeout"] = pin_timeout
     # One Kubo call may take this long (default 5m0s; a 1 GB pin over bitswap on 2 busy cores
     # can take longer). A pin that stops making progress is pin_timeout's business: that is how
-    # the Kubo bitswap stall shows (bench/RESULTS.md, issue 18; docs/kubo-notes.md).
+    # the Kubo bitswap stall shows (bench/RESULTS.md; docs/kubo-notes.md).
     connector["ipfs_request_timeout"] = "30m0s"
     connector["connect_swarms_delay"] = "1s"
     for informer in cfg["informer"].values():

@@ -1,6 +1,6 @@
 """An encrypted-publish test world: a dataset full of marker strings, its keys, a recipient.
 
-Used by the encryption tests of every target (issue 7): the markers make any plaintext
+Used by the encryption tests of every target: the markers make any plaintext
 leak easy to spot in whatever was written or sent.
 """
 

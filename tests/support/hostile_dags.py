@@ -1,4 +1,4 @@
-"""Hand-made hostile IPFS DAGs and ``car:DIR`` publishes (issue 16 items 4, 5, 13).
+"""Hand-made hostile IPFS DAGs and ``car:DIR`` publishes.
 
 Small inputs that describe huge things: a file of ``fanout ** depth`` links to one leaf
 (1,000 x 1,000 links to one 1 MiB leaf: 1 TB from a CAR of about 45 MB... or 1.4 MB with

@@ -357,7 +357,7 @@ def test_head_is_the_chain_head(example):
 
 
 def test_with_locators_equals_building_with_them(example):
-    # publish_bundle builds the descriptor once and adds its manifest id after (issue 19).
+    # publish_bundle builds the descriptor once and adds its manifest id after.
     _built, entries = example
     bare = build_descriptor(entries, PUBLISHER)
     for locators in ({"ar": AR_ID}, {"ipfs": CID, "ipns": IPNS}, {}):

@@ -1,4 +1,4 @@
-"""Property tests filling the gaps left by the per-format suites (issue 10, fuzzing).
+"""Property tests filling the gaps left by the per-format suites (fuzzing).
 
 Already covered elsewhere with hypothesis (not repeated here): FlatBuffers blocks
 (tests/unit/odf/test_codec.py), dag-pb (adapters/ipfs/test_dagpb.py), CAR
@@ -9,7 +9,7 @@ envelopes (crypto/test_envelope.py), descriptors (test_descriptor.py).
 Here: UnixFS Data, CIDs and varints, ANS-104 tags / data items / bundles, path manifests,
 upload records, Arweave transaction JSON, the YAML configuration, and a mutation pass over
 every decoder and over the IPFS readers with their budgets on (DAG walk, HAMT listing, a
-whole ``car:DIR``; issue 16). The rule for every decoder: random or mutated bytes give a
+whole ``car:DIR``). The rule for every decoder: random or mutated bytes give a
 value or one of our own errors (``OdfWeb3Error``), never anything else. Example counts are modest so
 ``make test`` stays fast; ``make fuzz`` (tools/fuzz.py) runs a million inputs per parser.
 """

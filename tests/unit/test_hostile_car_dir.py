@@ -1,4 +1,4 @@
-"""Hostile ``car:DIR`` publishes and amplifying DAGs (issue 16 items 4 and 5).
+"""Hostile ``car:DIR`` publishes and amplifying DAGs.
 
 Each test rebuilds one attack by hand (tests/support/hostile_dags.py), runs the real CLI in
 a child process (tests/support/measure.py) and checks: one line on stderr, a documented exit
@@ -34,7 +34,7 @@ from odfweb3_ipfs.publish.car_target import objects_of
 from tests.support import hostile_dags as hd
 from tests.support.measure import run_cli, tree_snapshot
 
-MAX_RSS_MB = 256  # issue 16: peak memory <= 256 MB
+MAX_RSS_MB = 256  # Peak memory <= 256 MB
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +238,7 @@ def test_directory_entry_budget() -> None:
         list_directory(folder, _getter(blocks), max_entries=9)
 
 
-# -- replay of an older offline publish (issue 16 item 13, replay part) ---------------------------
+# -- replay of an older offline publish (replay part) ---------------------------
 
 
 def test_older_car_dir_after_a_newer_record_is_refused_like_a_replay(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``ipfs://CID`` through a gateway that refuses raw blocks, with no RPC API (issue 16 item 1).
+"""``ipfs://CID`` through a gateway that refuses raw blocks, with no RPC API.
 
 The gateway is tests/support/hostile_server.py: it refuses ``?format=raw`` and serves, by
 path under ``/ipfs/<CID>/``, the files of another dataset than the one the CID names. The

@@ -1,4 +1,4 @@
-"""Issue 16 items 7, 8, 9 rebuilt against the real clients and the CLI.
+"""9 rebuilt against the real clients and the CLI.
 
 A hostile loopback server (tests/support/hostile_server.py) poses as the Kubo RPC API, the
 IPFS gateway and the Arweave gateway. The CLI runs in a child process

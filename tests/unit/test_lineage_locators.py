@@ -1,4 +1,4 @@
-"""Issue 16 item 10: a signed record's inputs map may only name network references.
+"""A signed record's inputs map may only name network references.
 
 The attack: a publisher signs a record whose ``_odf.inputs`` names ``car:/abs/path`` (here a
 perfectly valid replica of the input, so nothing else would catch it). ``verify --lineage``

@@ -1,4 +1,4 @@
-"""``publish --with-inputs`` (issue 11): inputs first, then the derivative whose signed
+"""``publish --with-inputs``: inputs first, then the derivative whose signed
 record names where each input lives; ``verify --lineage`` follows that map alone."""
 
 import json
@@ -100,7 +100,7 @@ def test_car_dir_publish_with_inputs_then_verify_lineage_from_the_name_alone(
 
     assert all(p["nothingNew"] for p in again["publishes"])
     # A plain publish of the derivative (e.g. as the input of another one) keeps the map;
-    # with nothing new it leaves the record as it was (issue 20: same sequence).
+    # with nothing new it leaves the record as it was (same sequence).
     assert run(capsys, tmp_path, "publish", str(x), "--to", f"car:{out}")[0] == 0
     kept = check_car_dir(out).record
     assert kept.sequence == record.sequence and dict(kept.odf.extra["inputs"]) == names

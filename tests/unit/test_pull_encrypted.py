@@ -1,4 +1,4 @@
-"""Pull and verify of encrypted publishes (issue 7): decrypt, then check the ODF hashes.
+"""Pull and verify of encrypted publishes: decrypt, then check the ODF hashes.
 
 car:DIR encrypted publish by the key holder -> pull by a recipient whose keystore holds
 only their identity (the published key envelope is opened with it) -> validate --deep.

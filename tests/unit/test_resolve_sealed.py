@@ -1,4 +1,4 @@
-"""odfweb3.read.claims for encrypted publishes (issue 7): decrypted and checked, or claims only."""
+"""odfweb3.read.claims for encrypted publishes: decrypted and checked, or claims only."""
 
 from __future__ import annotations
 

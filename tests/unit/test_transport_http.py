@@ -1,4 +1,4 @@
-"""The shared HTTP layer against a hostile loopback server (issue 16 items 7-9, issue 15 item 6).
+"""The shared HTTP layer against a hostile loopback server.
 
 Real sockets, a server that lies (tests/support/hostile_server.py): every read is bounded in
 size and time, retries stop at the deadline, and only odfweb3 errors come out. Timing is

@@ -40,7 +40,7 @@ def test_identical_behind_ahead_diverged(capsys, tmp_path):
 
 
 def test_tampered_car_is_corrupt_with_reason_as_pull_says(capsys, tmp_path):
-    """Issue 16 item 13: corruption is its own status with pull's exit code (65), not
+    """Corruption is its own status with pull's exit code (65), not
     ``unreachable`` (2)."""
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=1).path
     out = tmp_path / "out"

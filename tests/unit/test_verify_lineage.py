@@ -179,7 +179,7 @@ def test_cli_exit_codes(capsys, tmp_path, lineage, cars):
 
 
 def test_a_corrupt_input_is_corrupt_not_unreachable(capsys, tmp_path, lineage):
-    """Issue 16 item 13: an input replica serving a damaged block is ``corrupt`` (exit 65,
+    """An input replica serving a damaged block is ``corrupt`` (exit 65,
     as ``pull`` of it exits), not ``unreachable`` (2)."""
     a0, b, x, _ = lineage
     a = tmp_path / "a"

@@ -1,5 +1,5 @@
 """``odfweb3.writeback.WritebackFile``: the same bytes as a plain write, write-back asked
-for each ``every`` bytes written (the final fsync then waits for little, issue 19)."""
+for each ``every`` bytes written (the final fsync then waits for little)."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ INLINE_LIMIT: Final = 256 * 1024  # arweave-js posts data inline up to one chunk
 #: The most bytes :meth:`ArweaveGateway.stream_data` reads when the caller names no size.
 MAX_STREAM: Final = 64 << 30
 #: The largest JSON answer (GraphQL, /info, /price...) parsed; bounded, strict UTF-8, depth
-#: at most 64 (:func:`odfweb3.foreign_json.load_foreign_json`, issue 16 item 11).
+#: at most 64 (:func:`odfweb3.foreign_json.load_foreign_json`).
 _MAX_JSON_ANSWER: Final = 16 << 20
 
 

@@ -1,7 +1,7 @@
 """Checking what a gateway says about an item against the item's own signature (no I/O).
 
 GraphQL answers are the gateway's word: a hostile gateway can put any owner and any tags
-on any id (issue 16 item 2). Before an upload record (its owner, its tags, its body) is
+on any id. Before an upload record (its owner, its tags, its body) is
 used, the item is rebuilt from what the gateway served and its signature is checked:
 
 - **an ANS-104 data item** (every odfweb3 record: one bundle per publish): the header is

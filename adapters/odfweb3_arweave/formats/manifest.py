@@ -11,7 +11,7 @@ served with ``Content-Type: application/x.arweave-manifest+json``. We write vers
 (arlocal resolves only 0.1.0; gateways supporting 0.2.0 read it too) and read 0.1.0 and
 0.2.0 (which adds ``fallback`` and lets ``index`` carry an ``id``).
 
-Two kinds (issue 19; docs/arweave.md, section 9). A *full* manifest maps every path of the
+Two kinds (docs/arweave.md, section 9). A *full* manifest maps every path of the
 dataset, old paths to the items of earlier uploads, so it alone describes the whole dataset
 at its head: the first upload's, every upload before delta manifests existed, and a
 consolidation. A *delta* manifest maps only the paths its upload added (new objects and
@@ -85,7 +85,7 @@ class PathManifest:
 
 
 # A control character (below U+0020); one C-speed search instead of a Python loop per
-# character: a manifest of every path checks 100,000s of them (issue 19).
+# character: a manifest of every path checks 100,000s of them.
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
 

@@ -167,7 +167,7 @@ class UploadRecord:
         app_version: odfweb3 version.
         key_envelope: the key envelope item id of an encrypted upload.
         inputs: where each input of a derivative lives (dataset ID -> ``ar://RECORD``),
-            written by ``publish --with-inputs`` (issue 11); absent from plain records.
+            written by ``publish --with-inputs``; absent from plain records.
         full_manifest: on a delta upload (its manifest maps only ``added``), the id of the
             last full manifest; None: ``manifest_id`` maps every path.
         delta_uploads: on a delta upload, the delta uploads since that full manifest, this
@@ -364,7 +364,7 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
 def inputs_to_record(
     asked: Mapping[str, object] | None, last: object, where: str
 ) -> dict[str, str] | None:
-    """The inputs map the next upload record of a dataset carries (issue 11).
+    """The inputs map the next upload record of a dataset carries.
 
     The map a ``publish --with-inputs`` asks for wins. Otherwise the map the last upload
     recorded is kept: republishing a derivative plainly (for instance as the input of
@@ -391,7 +391,7 @@ def inputs_to_record(
 
 
 def _inputs(raw: object, where: str) -> dict[str, str]:
-    """The body's ``inputs`` map: dataset ID -> locator strings (issue 11)."""
+    """The body's ``inputs`` map: dataset ID -> locator strings."""
     if not isinstance(raw, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
     ):

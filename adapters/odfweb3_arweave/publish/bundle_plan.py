@@ -19,7 +19,7 @@ created. :func:`sign_bundle` then signs the items; ids exist only once an item i
    manifest and the chain of deltas after it stays within
    :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS`; else (a first upload, a
    resend of everything, ``manifest="full"``) *full*: every path of the dataset, new paths
-   -> new items, old -> old (issue 19; docs/arweave.md, section 9);
+   -> new items, old -> old (docs/arweave.md, section 9);
 5. the upload record (names the manifest and the previous record);
 6. optionally an extra item that must name the upload (the discovery descriptor, whose
    ``relation`` lists ``ar://<manifest>`` for a full manifest, ``ar://<record>`` for a
@@ -159,7 +159,7 @@ class FileRef:
 class FileRefs(Mapping[str, FileRef]):
     """Path -> :class:`FileRef` over a state's ``objects`` (a dict, or ``bundle:DIR``'s
     file index read part by part), each entry parsed when asked: an update reads the
-    entries of its own paths only (issue 19)."""
+    entries of its own paths only."""
 
     def __init__(self, raw: Mapping[str, Mapping[str, Any]], where: str) -> None:
         self.raw = raw
@@ -184,7 +184,7 @@ class FileRefs(Mapping[str, FileRef]):
 
 class KeptFiles(Mapping[str, FileRef]):
     """``known`` without the ``dropped`` paths (sent again, and ``refs/head``), nothing
-    copied: the paths a bundle keeps, as the state lists them (issue 19)."""
+    copied: the paths a bundle keeps, as the state lists them."""
 
     def __init__(self, known: Mapping[str, FileRef], dropped: frozenset[str]) -> None:
         self.known = known
@@ -375,7 +375,7 @@ def plan_bundle(
     if reliable and plan.relation == "ahead":
         # The head descends from the published one, whose objects the state lists: the rest
         # of the layout is the state's, without walking the chain (plan.objects is lazy)
-        # or reading the state's other entries (a view; issue 19). Its length is known: a
+        # or reading the state's other entries (a view). Its length is known: a
         # state that does not add up is checked below.
         keep = KeptFiles(known, frozenset(sending | {REFS_HEAD}))
     if len(keep) + len(sending) != len(plan.objects):
@@ -451,7 +451,7 @@ def plan_bundle(
 
 
 def _inputs(plan: PublishPlan) -> Mapping[str, str] | None:
-    """The inputs map the publish asked the record to carry (issue 11), or None."""
+    """The inputs map the publish asked the record to carry, or None."""
     raw = plan.record_extra.get("inputs")
     return {str(k): str(v) for k, v in raw.items()} if raw else None
 

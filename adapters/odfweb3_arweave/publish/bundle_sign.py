@@ -101,7 +101,7 @@ class SignedBundle:
     key_envelope_id: str | None = None
 
 
-# Items signed at once on the signing threads (issue 19): each holds one open file and
+# Items signed at once on the signing threads: each holds one open file and
 # at most one read of it, so this bounds memory; two threads keep two cores busy (the
 # hashes and OpenSSL's RSA release the GIL on their long runs).
 _SIGN_THREADS = 2
@@ -181,7 +181,7 @@ class _SignedBytes:
     its block) and computed the SHA-384 its signature covers (the deep hash). This second
     read, to write the bytes into the bundle, checks that SHA-384 again instead of the
     SHA3-256: equal digests are the bytes that were verified and signed, at 0.9 instead
-    of 1.75 CPU-s per GB (bench/RESULTS.md, issue 19 goal 3). Large objects are hashed on
+    of 1.75 CPU-s per GB (bench/RESULTS.md). Large objects are hashed on
     ``hasher``'s one thread, in order, while the caller writes; the check runs before the
     ``with`` block ends, so a file changed in between never reaches a renamed bundle.
     """
@@ -256,7 +256,7 @@ def _sign_object(
         stream.close()
     # A plaintext verifying reader (it can defer its hashing and check its end) is checked
     # on the second read by the SHA-384 just signed; any other stream (encrypted) again.
-    # The reopen function is a partial of plain values (issue 19: a closure per object
+    # The reopen function is a partial of plain values (a closure per object
     # kept ~0.8 KB of cells, function and strings alive until the bundle was written).
     same_bytes = hasattr(stream, "defer_hashing") and hasattr(stream, "end")
     reopen = partial(_reopen, open_object, obj, digest if same_bytes else None, hasher, size)
@@ -299,7 +299,7 @@ def sign_bundle(
             more item, signed and placed between the manifest and the record (its id:
             ``SignedBundle.extra_id``). That id is the manifest's when it is full (one id
             serves every path), the record's when it is a delta (a delta manifest maps only
-            what this upload adds and is refused alone; issue 19, docs/arweave.md section 9):
+            what this upload adds and is refused alone, docs/arweave.md section 9):
             the record names no such item, so it is signed first.
         key_envelope: an encrypted publish's encoded key envelope: one item before the
             manifest (``Content-Type: application/json``, ``ODF-Key-Envelope: 1``,
@@ -361,7 +361,7 @@ def sign_bundle(
                     yield lambda c=content, g=tags: create_data_item(wallet, c, g)  # type: ignore[misc]
 
     # Each item goes to the spool as it is signed; only ids, sizes and offsets stay in
-    # memory (issue 19: the items themselves were ~20 KB per block).
+    # memory (the items themselves were ~20 KB per block).
     spool = ItemSpool(wallet.owner)
     data_spooled: list[int] = []
     data_ids: list[str] = []
@@ -438,7 +438,7 @@ def _sign_rest(
     new_iv: Callable[[], bytes],
 ) -> SignedBundle:
     v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
-    # The kept files are not copied (a view over the state, issue 19).
+    # The kept files are not copied (a view over the state).
     files = Overlay(bundle.keep, new_files)
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
     order = [*data_spooled[:-1], *meta_spooled[:-1], data_spooled[-1], meta_spooled[-1]]
@@ -465,7 +465,7 @@ def _sign_rest(
         envelope_id = envelope_item.id_b64
     # index = refs/head: a gateway serves the head at /{manifest}. arlocal 1.1.66 also needs
     # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
-    # A delta manifest maps what this bundle adds (refs/head always among it; issue 19).
+    # A delta manifest maps what this bundle adds (refs/head always among it).
     mapped: Mapping[str, FileRef | AddedFile] = files if bundle.full_manifest is None else added
     manifest = PathManifest({p: f.data_item_id for p, f in sorted(mapped.items())}, index=REFS_HEAD)
     manifest_tags: tuple[Tag, ...] = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))

@@ -20,7 +20,7 @@
   upload record stay public; no descriptor;
 - ``index-<hash>.pack``: per path the file id, data item, metadata item and size, in the
   packs of :mod:`.file_index` (an update writes one small pack of the parts its paths fall
-  in; issue 19);
+  in);
 - ``publish.json``: publish state (dataset, head, drive ids, where the index parts are),
   the manifest and record ids, this bundle's paths and data items (``itemsAdded``; null
   past :data:`ITEMS_ADDED_MAX` paths, e.g. a first upload: the index has them), the
@@ -90,7 +90,7 @@ from odfweb3_arweave.wallet import Wallet
 __all__ = ["ITEMS_ADDED_MAX", "BundleTarget", "objects_of"]
 
 Clock = Callable[[], datetime]
-# publish.json lists the paths a bundle added up to this many (issue 19).
+# publish.json lists the paths a bundle added up to this many.
 ITEMS_ADDED_MAX: Final = 1000
 
 
@@ -193,7 +193,7 @@ class BundleTarget:
             note = f"{self.out_dir}: {missing[0]}: writing every object again"
             return encryption_view(RemoteView(head=None, state=state, notes=(note,)), self.sealer)
         # The state's paths as they are (refs/head among them is no dataset object): with
-        # the file index a membership test reads one part (issue 19).
+        # the file index a membership test reads one part.
         has = state.objects if isinstance(state.objects, FileIndex) else frozenset(state.objects)
         return encryption_view(RemoteView(head=state.head, has=has, state=state), self.sealer)
 
@@ -241,7 +241,7 @@ class BundleTarget:
         self._added = {}
         previous = self._previous(view)
         prev = self._typed(view.state) if view.state is not None else None
-        # Issue 11: a plain publish keeps the inputs map the last upload recorded.
+        # A plain publish keeps the inputs map the last upload recorded.
         last_inputs = dict(prev.extra.inputs) if prev and prev.extra.inputs else None
         asked = plan.record_extra.get("inputs")
         inputs = inputs_to_record(asked, last_inputs, str(self.summary_path))
@@ -391,7 +391,7 @@ class BundleTarget:
                 "keyEnvelope": typed.extra.key_envelope,
                 "bundle": record.bundle if record is not None else None,
                 "bundleBytes": size,
-                # This bundle's paths (the index and the manifests hold the rest; issue 19);
+                # This bundle's paths (the index and the manifests hold the rest);
                 # null past ITEMS_ADDED_MAX (a first upload: every path, in the index anyway,
                 # which the next publish would read whole here).
                 "itemsAdded": dict(self._added) if len(self._added) <= ITEMS_ADDED_MAX else None,

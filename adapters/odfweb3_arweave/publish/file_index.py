@@ -1,6 +1,6 @@
 """``bundle:DIR``'s file index: where each path's current file entity revision is, in the
 core's content-named packs (:mod:`odfweb3.publish.pack_index`), so a publish reads and
-writes only the parts its new paths fall in (issue 19).
+writes only the parts its new paths fall in.
 
 ``publish.json`` used to list every path twice (``objects``: path -> ``{fileId,
 dataItemId, metaItemId, size}``, and ``itemsByPath``: 40 MB at 100,000 blocks), read and

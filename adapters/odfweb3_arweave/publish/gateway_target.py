@@ -20,7 +20,7 @@ drives it:
   twice.
 - ``commit``: the record travels inside the bundle: once the gateway took the
   transaction the update is visible (pending until mined). Arweave cannot refuse a post,
-  so a race with another publisher of the same wallet is settled after it (issue 10):
+  so a race with another publisher of the same wallet is settled after it:
   the post-check polls GraphQL (up to ``confirm_timeout`` seconds) until our record is
   in a block, then applies the readers' own rule (:func:`.resolve.competing_winner`);
   if another upload won, it raises :class:`~odfweb3.errors.ConflictError` and nothing
@@ -28,7 +28,7 @@ drives it:
   ``odfweb3 status`` asks the gateway for confirmations (:func:`upload_statuses`).
 - ``save``: publish state (temp file + rename), then the checkpoint and spool file go.
 
-State (issue 19): the per-path file revisions are not listed in the state file nor in the
+State: the per-path file revisions are not listed in the state file nor in the
 checkpoint; they are in a :class:`.file_index.FileIndex` (the ``bundle:DIR`` form: content-
 named packs, here in ``<state file>.index/`` beside the state), and the state's and the
 checkpoint's ``extra.objectIndex`` name the parts. An update writes one small pack of the
@@ -132,7 +132,7 @@ Clock = Callable[[], datetime]
 
 
 class GatewayFileIndex(FileIndex):
-    """The gateway target's file index: its packs are in ``<state file>.index/`` (issue 19)."""
+    """The gateway target's file index: its packs are in ``<state file>.index/``."""
 
     remedy: ClassVar[str] = (
         "delete the publish state file beside this .index directory to rebuild it from the gateway"
@@ -163,7 +163,7 @@ class GatewayTarget:
         poll_interval: seconds between two post-check looks.
         sleep: how to wait (injected for tests).
         monotonic: a monotonic clock in seconds (injected for tests).
-        manifest: ``"delta"``: each upload's path manifest maps the paths it adds (issue 19);
+        manifest: ``"delta"``: each upload's path manifest maps the paths it adds;
             ``"full"``: every path (``arweave.manifest: full``, a consolidation).
     """
 
@@ -233,7 +233,7 @@ class GatewayTarget:
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         if state is not None and self._state_is_current(state, latest):
             assert state.head is not None
-            # With the file index a membership test reads one part (issue 19); refs/head
+            # With the file index a membership test reads one part; refs/head
             # among the paths is no dataset object.
             has = (
                 state.objects
@@ -265,7 +265,7 @@ class GatewayTarget:
         )
         return encryption_view(view, self.sealer)
 
-    # -- the state file and its file index (issue 19) -----------------------------------
+    # -- the state file and its file index -----------------------------------
 
     def index_dir(self, dataset_id: str) -> Path:
         """Where this target keeps the dataset's file index packs: beside its state file,
@@ -389,7 +389,7 @@ class GatewayTarget:
                 manifests=_manifest_chain(records),
                 encrypted=True if last.key_envelope else None,
                 key_envelope=last.key_envelope or None,
-                # Issue 11: the next plain publish keeps the last record's inputs map.
+                # The next plain publish keeps the last record's inputs map.
                 inputs=dict(last.inputs) if last.inputs else None,
             ),
         )
@@ -483,7 +483,7 @@ class GatewayTarget:
     def _record_inputs(
         self, plan: PublishPlan, view: RemoteView, where: str
     ) -> dict[str, str] | None:
-        """The inputs map the new record carries (issue 11: a plain publish keeps the last)."""
+        """The inputs map the new record carries (a plain publish keeps the last)."""
         return inputs_to_record(plan.record_extra.get("inputs"), self._last_inputs(view), where)
 
     def _nothing_new(
@@ -697,7 +697,7 @@ class GatewayTarget:
         )
 
     def _post_check(self, dataset_id: str, record_id: str) -> bool:
-        """Settle a race after posting (issue 10); True when ours stands, False if unsettled.
+        """Settle a race after posting; True when ours stands, False if unsettled.
 
         The verdict is final once our record is in a block (by the readers' rule a rival
         mined later or still pending cannot beat it any more) and two looks in a row

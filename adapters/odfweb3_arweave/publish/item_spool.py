@@ -1,4 +1,4 @@
-"""Signed bundle items kept on disk, not in memory, until the bundle is written (issue 19).
+"""Signed bundle items kept on disk, not in memory, until the bundle is written.
 
 An initial ``bundle:`` publish signs ~6 items per block (each object's data item and its
 ArFS metadata): held as Python objects (header, 512-byte signature, decoded tags, metadata

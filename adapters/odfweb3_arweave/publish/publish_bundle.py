@@ -97,11 +97,11 @@ def previous_from_state(
     if state is None:
         return None
     typed = parse_arweave_state(state, where)
-    # Issue 19: the last full manifest and the deltas since (None: the next manifest is a
+    # The last full manifest and the deltas since (None: the next manifest is a
     # full one). A state written before delta manifests existed names a full manifest as
     # its locator.
     chain = typed.extra.manifests or ManifestChain(state.locator, 0)
-    # Parsed entry by entry when used: an update reads only its own paths (issue 19).
+    # Parsed entry by entry when used: an update reads only its own paths.
     files = FileRefs(state.objects, where)
     if typed.extra.drive is None:
         raise FormatError(f"{where}: drive: drive layout is not a JSON object")
@@ -117,7 +117,7 @@ def previous_from_state(
 
 
 def manifest_chain(prepared: PreparedBundle) -> ManifestChain:
-    """Which manifest is the last full one after this bundle (issue 19): this bundle's
+    """Which manifest is the last full one after this bundle: this bundle's
     manifest when it is full, else the one its delta names; and the delta uploads since
     that full manifest (0: this one is full)."""
     bplan, signed = prepared.plan, prepared.signed
@@ -150,9 +150,9 @@ class _Descriptor:
         owner_address: str,
     ) -> None:
         self.app_version = app_version
-        # Without publisher.name the creator is the signing wallet (issue 20).
+        # Without publisher.name the creator is the signing wallet.
         identity = f"Arweave address {owner_address}"
-        if plan.facts is not None:  # the verified chain's facts: no walk (issue 19)
+        if plan.facts is not None:  # the verified chain's facts: no walk
             doc = descriptor_from_facts(plan.facts, publisher, identity=identity)
         else:
             chain: list[ChainEntry] = list(plan.chain) or list(walk_chain(reader, plan.head))

@@ -1,4 +1,4 @@
-"""Typed publish state of the Arweave targets (issue 15 item 6): pure parse / serialize pairs.
+"""Typed publish state of the Arweave targets: pure parse / serialize pairs.
 
 ``bundle:DIR`` (its ``publish.json``) and the gateway target (``arweave:…``, its state file)
 keep one kind of state, since both publish through :mod:`.publish_bundle`:
@@ -8,7 +8,7 @@ keep one kind of state, since both publish through :mod:`.publish_bundle`:
   under the same keys (:attr:`ArweaveExtra.upload`);
 - :class:`ArweaveExtra`: the drive ids, the owner, the bundles written (``bundle:``) or the
   uploads posted (gateway, :class:`UploadEntry`), the manifest chain (:class:`ManifestChain`,
-  issue 19), encryption, the descriptor item and the inputs map (issue 11);
+  issue 19), encryption, the descriptor item and the inputs map;
 - :class:`ArweaveState`: both, read from one file.
 
 A field of the wrong type is one :class:`~odfweb3.errors.FormatError` naming the file; a
@@ -159,7 +159,7 @@ class UploadEntry:
 
 @dataclass(frozen=True)
 class ManifestChain:
-    """``fullManifestId`` and ``deltaUploads`` (issue 19): the last full path manifest
+    """``fullManifestId`` and ``deltaUploads``: the last full path manifest
     (None: none known, the next manifest is full) and the delta uploads since it."""
 
     full_manifest_id: str | None
@@ -184,8 +184,8 @@ class ArweaveExtra:
         key_epoch: ``keyEpoch`` of the sealer.
         key_envelope: ``keyEnvelope``, the key envelope's data item id.
         descriptor_id: ``descriptorId``, the discovery descriptor's data item id.
-        inputs: ``inputs``, dataset ID -> ``ar://RECORD`` (issue 11).
-        race_check: ``raceCheck``, ``won`` or ``unsettled`` (gateway, issue 10).
+        inputs: ``inputs``, dataset ID -> ``ar://RECORD``.
+        race_check: ``raceCheck``, ``won`` or ``unsettled`` (gateway).
         object_index: ``objectIndex``, where the per-path file revisions are
             (``bundle:``, :class:`.file_index.FileIndex`; absent: the core's ``objects``
             map, as written before issue 19's index and by the gateway target).

@@ -1,6 +1,6 @@
 """``bundle:DIR``: the offline Arweave output of ``publish --to bundle:DIR``, read as a replica.
 
-As checkable as ``car:DIR`` (issue 20): nothing in the directory is trusted.
+As checkable as ``car:DIR``: nothing in the directory is trusted.
 
 1. Every ``*.bundle`` file is read item by item (:func:`.ans104.iter_bundle`): offsets,
    sizes, ids (``SHA-256(signature)``) and every signature are checked; each item is then
@@ -10,7 +10,7 @@ As checkable as ``car:DIR`` (issue 20): nothing in the directory is trusted.
    body are checked against each other (:func:`.record.decode_record`).
 3. Every upload record in the directory must be signed by one wallet, and every item read
    later by that same wallet (anyone can put a bundle in a directory); the path manifest
-   is the record's ``ODF-Manifest``; a delta upload's (``ODF-Full-Manifest``, issue 19)
+   is the record's ``ODF-Manifest``; a delta upload's (``ODF-Full-Manifest``)
    maps only what it added, so the records before it are read back to the last full
    manifest (same wallet and dataset, head continuity) and their manifests overlaid, the
    newest winning. Which wallet that should be only the reader knows:
@@ -202,7 +202,7 @@ class BundleDirReplica:
     def _back_to_full_manifest(self, record_id: str) -> list[UploadRecord]:
         """The records from the last one with a full manifest to the latest (oldest first).
 
-        A delta upload's manifest maps only what it added (issue 19): its predecessors are
+        A delta upload's manifest maps only what it added: its predecessors are
         read back to the newest upload without ``ODF-Full-Manifest``, each link checked as
         on a gateway (:func:`.lookup.walk_to_full_manifest`): signed by the same wallet,
         same dataset, ``ODF-Prev-Head`` = the previous ``ODF-Head``, every delta naming that

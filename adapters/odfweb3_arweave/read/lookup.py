@@ -10,7 +10,7 @@ docs/design.md, "Arweave mapping" and docs/arweave-format.md section 4:
    cannot hide the newest one.
 2. :func:`choose_latest` is the one rule that says which of those is the latest; readers
    (:func:`find_latest_upload`) and the publisher's post-check after posting
-   (:func:`competing_winner`, issue 10) both call it, so they cannot disagree:
+   (:func:`competing_winner`) both call it, so they cannot disagree:
 
    - an upload's rank is ``(height, Unix-Time, id)``, pending counted as the highest
      height: earlier rank = earlier upload;
@@ -28,7 +28,7 @@ docs/design.md, "Arweave mapping" and docs/arweave-format.md section 4:
    checking at each link the owner, the dataset id and head continuity (a record's
    ``ODF-Prev-Head`` is the previous record's ``ODF-Head``); a broken link raises
    :class:`~odfweb3.errors.ResolutionError` naming it. :func:`walk_to_full_manifest`
-   walks the same links only back to the last upload with a full path manifest (issue 19),
+   walks the same links only back to the last upload with a full path manifest,
    at most :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS` of them.
 
 What the gateway says is not trusted beyond this: record bodies are checked against their
@@ -372,7 +372,7 @@ def walk_to_full_manifest(
     """The records from the last upload with a full manifest to ``latest`` (oldest first).
 
     ``record`` is ``latest``'s verified record. A delta upload's manifest maps only the
-    paths it added (issue 19), so a reader needs every upload back to the newest one
+    paths it added, so a reader needs every upload back to the newest one
     without ``ODF-Full-Manifest``; each link is checked as in :func:`walk_uploads` (owner,
     dataset, head continuity, the record's signature), and every delta must name that full
     manifest. At most ``limit`` delta uploads are walked.
@@ -429,7 +429,7 @@ def verify_item(
     expected_owner: str | None,
     where: str,
 ) -> VerifiedItem:
-    """The item's owner, tags and data as its signature proves them (issue 16 item 2).
+    """The item's owner, tags and data as its signature proves them.
 
     Tried as an ANS-104 data item from GraphQL's ``proof`` fields and ``tags``; if that does
     not verify, as an L1 transaction from ``GET /tx/{id}``. See :mod:`.item_check`.

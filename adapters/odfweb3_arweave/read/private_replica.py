@@ -213,7 +213,7 @@ class PrivateDriveReplica:
         return multihash_from_str(self.record.head)
 
     def lineage_inputs(self) -> Mapping[str, str]:
-        """The record body's ``inputs`` (issue 11), else empty."""
+        """The record body's ``inputs``, else empty."""
         return dict(self.record.inputs or {})
 
     def _file(self, path: str) -> PrivateFile:

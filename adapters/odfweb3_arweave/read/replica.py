@@ -14,7 +14,7 @@ item id (the body is checked against the record's tags by
 serves the encrypted ``refs/head`` and blocks are returned unchecked for
 :class:`odfweb3.read.sealed_replica.DecryptingReplica`, whose chain walk checks the plaintext.
 
-A *delta* upload (its record carries ``ODF-Full-Manifest``, issue 19) has a manifest with
+A *delta* upload (its record carries ``ODF-Full-Manifest``) has a manifest with
 only the paths it added. A path it did not add is read through the manifest of the upload
 that added it last, older paths through the last full manifest: the uploads back to it are
 walked once, on the first such path (:func:`.lookup.walk_to_full_manifest`: each record's
@@ -114,7 +114,7 @@ class ArweaveReplica:
         self._full_manifest: str | None = None
 
     def _path(self, relpath: str) -> str:
-        """``{manifest}/{relpath}`` for the manifest that maps ``relpath`` (issue 19)."""
+        """``{manifest}/{relpath}`` for the manifest that maps ``relpath``."""
         record = self.record
         if record is None or not record.delta or relpath in record.added:
             return f"{self.manifest_id}/{relpath}"
@@ -137,7 +137,7 @@ class ArweaveReplica:
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """Where each input lives, from the upload record body's ``inputs`` (dataset ID ->
-        ``ar://RECORD``, written by ``publish --with-inputs``, issue 11); else empty."""
+        ``ar://RECORD``, written by ``publish --with-inputs``); else empty."""
         return dict(self.inputs)
 
     @property
@@ -289,7 +289,7 @@ def open_ar_replica(
     A path manifest opened directly cannot be verified: gateways serve its paths resolved
     (``GET /{id}`` is the index's data, arlocal has no ``/raw/{id}``), so neither its signature
     nor its owner can be checked and nothing signed binds ``refs/head``; a hostile gateway may
-    serve any dataset under it (issue 16 item 2). It is refused, naming ``ar://RECORD_ID``,
+    serve any dataset under it. It is refused, naming ``ar://RECORD_ID``,
     unless ``insecure_unverified_manifests`` (``arweave.insecure_unverified_manifests``) is
     set: then the replica is marked ``unverified`` and never reported ``identical``.
 

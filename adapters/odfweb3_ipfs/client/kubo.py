@@ -12,7 +12,7 @@ HTTP layer (:mod:`odfweb3.transport.http`), which:
   node's own error answer (``{"Message": …, "Type": "error"}``) is final;
 - bounds every answer: :data:`MAX_ANSWER` bytes for an answer read whole (less where the
   caller knows better: a block, a record, ``cat``), :data:`MAX_STREAM_ANSWER` for JSON
-  lines, and the operation's deadline (``network.deadline_s``; issue 16 items 8 and 9);
+  lines, and the operation's deadline (``network.deadline_s``);
 - translates failures ONCE: :class:`~odfweb3.errors.BackendUnavailable` when
   the node cannot be reached, :class:`~odfweb3.errors.BackendRejected` naming the
   endpoint, the HTTP status and the node's message otherwise, with what to do for each

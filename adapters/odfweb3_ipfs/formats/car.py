@@ -283,7 +283,7 @@ class _Table:
 
 
 class CidSet:
-    """An exact set of CIDs, compact for 32-byte digests (issue 19, goal 3: memory).
+    """An exact set of CIDs, compact for 32-byte digests (memory).
 
     A ``set`` of CID ``bytes`` costs about 110 bytes an entry at 390,000 CIDs (a 72-byte
     object plus the table); here a CID whose digest is 32 bytes is kept as those 32 bytes
@@ -373,7 +373,7 @@ class CarWriter:
     already written is kept (for deduplication, in a :class:`CidSet`: about 40 bytes a
     CID instead of about 110 in a ``set`` of ``bytes``). A writer thread was measured and
     dropped: on 2 cores it cost 12-19 % more CPU with no wall-time gain
-    (bench/RESULTS.md, issue 3).
+    (bench/RESULTS.md).
 
     Args:
         stream: binary stream to write to.

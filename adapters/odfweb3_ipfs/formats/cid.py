@@ -127,7 +127,7 @@ def _parse_cid(raw: bytes, where: str) -> tuple[int, int, int, int]:
         return 0, CODEC_DAG_PB, MH_SHA2_256, 2
     if len(raw) == 36 and raw[:4] in _V1_SHA256_PREFIXES:
         # The common shapes (v1, raw or dag-pb, sha2-256) without the varint decoding:
-        # loading a publish state parses one CID per object (issue 19).
+        # loading a publish state parses one CID per object.
         return 1, raw[1], MH_SHA2_256, 4
     version, pos = decode_uvarint(raw, 0, where)
     if version != 1:

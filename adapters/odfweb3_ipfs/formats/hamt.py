@@ -156,7 +156,7 @@ def build_hamt_tracked(
     added: Sequence[bytes] = (),
     keep_depth: int = 1,
 ) -> tuple[Cid, int, ShardTable]:
-    """:func:`build_hamt` that records every shard, and reuses an earlier trie's (issue 19).
+    """:func:`build_hamt` that records every shard, and reuses an earlier trie's.
 
     Args:
         names: every entry name (unique).
@@ -196,7 +196,7 @@ def build_hamt_partial(
     single: Callable[[int], bytes],
     added: Sequence[bytes],
 ) -> tuple[Cid, int, ShardTable]:
-    """:func:`build_hamt_tracked` at fanout 256 from the root's buckets alone (issue 19).
+    """:func:`build_hamt_tracked` at fanout 256 from the root's buckets alone.
 
     The same trie, and the same blocks to ``sink``, as ``build_hamt_tracked(all names, ...,
     previous=previous, added=added)`` without naming every entry: ``buckets`` maps each used
@@ -277,7 +277,7 @@ class _Builder:
         self.table = table
         # None: reuse nothing from the table, send every shard; else only the shards on
         # these paths changed: the others are the previous trie's (reused or rebuilt, as
-        # the table allows), never sent again (issue 19: no list of every block sent).
+        # the table allows), never sent again (no list of every block sent).
         self.dirty = dirty
         self.keep_depth = keep_depth
 

@@ -6,7 +6,7 @@ can make a read fail but never return wrong bytes. Directories may be plain or
 HAMT-sharded (link names carry a 2-hex-digit bucket prefix; entries are found by
 listing the shards, so no hash function is needed to read).
 
-Budgets (issue 16 item 5): a DAG can describe far more than it holds (one 1 MiB leaf
+Budgets: a DAG can describe far more than it holds (one 1 MiB leaf
 linked a million times; empty leaves nested 4,000 deep three times; a HAMT whose shards
 all link to one sub-shard). Every walk counts the blocks it visits and the bytes it
 produces and stops at a budget derived from what the object may be:

@@ -376,7 +376,7 @@ class CarTarget:
         self._unchanged = False
         self._check_unchanged(view)
         if plan.keep_record and view.state is not None:
-            # Issue 20: the plan keeps the record (same head, same record content): write
+            # The plan keeps the record (same head, same record content): write
             # nothing (no new CAR, no re-signed record, no publish.json).
             self._unchanged = True
             return UploadResult(
@@ -485,7 +485,7 @@ class CarTarget:
                         cid_profile=self.profile.state_tag or None,
                         encrypted=True if self.sealer else None,
                         key_epoch=self.sealer.epoch if self.sealer else None,
-                        # No dirBlocks (issue 19): the next build knows from the layout
+                        # No dirBlocks: the next build knows from the layout
                         # which directory blocks are new (build_dataset_dag_indexed).
                         dir_blocks=None,
                         descriptor=desc.get("descriptor"),
@@ -493,7 +493,7 @@ class CarTarget:
                     ),
                     cars=tuple(cars),
                     # The HAMT tries of the top directories: the next publish rebuilds
-                    # only the shards its new entries fall under (issue 19).
+                    # only the shards its new entries fall under.
                     hamt_shards=shards_json(dag.shards) if dag.shards else None,
                     descriptor_car=desc.get("descriptorCar"),
                     key_envelope_car=desc.get("keyEnvelopeCar"),
@@ -513,7 +513,7 @@ class CarTarget:
                 write_atomic(self.out_dir / ObjectIndex.pack_name(pack), pack)
             return index
         # Every object: the pack streamed part by part from the links, reused entries
-        # as the previous state wrote them (issue 19: no JSON dict per object).
+        # as the previous state wrote them (no JSON dict per object).
         previous = prev.objects if prev else {}
         links, reused = dag.objects, dag.reused
 
@@ -707,7 +707,7 @@ class CarTarget:
         """Compare-and-set: ``publish.json`` must still hold the head ``inspect`` read.
 
         The same file (inode, size, times) as ``inspect`` read is the same head, with no
-        second parse of a state that grows with the dataset (issue 19); any other file
+        second parse of a state that grows with the dataset; any other file
         is read and its head compared.
         """
         if self._seen_stat is not None and self._summary_stat() == self._seen_stat:

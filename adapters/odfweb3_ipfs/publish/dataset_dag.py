@@ -158,7 +158,7 @@ class DatasetDag:
 
 
 class _LazyLinks(Mapping[str, ObjectLink]):
-    """The previous publish's links, each CID parsed only when asked (issue 19: an update
+    """The previous publish's links, each CID parsed only when asked (an update
     that rebuilds one HAMT shard path needs a few hundred of 100,000)."""
 
     def __init__(self, objects: Mapping[str, Mapping[str, Any]], has: Collection[str]) -> None:
@@ -191,7 +191,7 @@ class _LazyLinks(Mapping[str, ObjectLink]):
 
 class IndexLinks(Mapping[str, ObjectLink]):
     """The links of ``car:DIR``'s object index (:mod:`.object_index`), each part read and
-    each CID parsed only when asked (issue 19)."""
+    each CID parsed only when asked."""
 
     def __init__(self, index: ObjectIndex) -> None:
         self.index = index
@@ -377,7 +377,7 @@ def build_dataset_dag(
             :func:`.cid_profile.profile_for`); ``previous`` must come from the same profile.
         previous_shards: the previous publish's HAMT shard tables (:func:`reusable_shards`):
             a sharded top directory that only gained entries rebuilds only the shards on the
-            new entries' paths (issue 19); the result is the same node as a full build.
+            new entries' paths; the result is the same node as a full build.
         observer: told when each imported object's blocks reached ``sink`` and when its
             check passed.
 
@@ -411,7 +411,7 @@ def build_dataset_dag(
     links = _PackedLinks()
     reused: set[str] = set()
     # Paths, not names (the path strings are the objects' own: no second string per
-    # object, issue 19); a folder's names are cut from them when it is built.
+    # object); a folder's names are cut from them when it is built.
     added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     order: list[str] = []
@@ -571,7 +571,7 @@ def build_dataset_dag_indexed(
     previous_shards: Mapping[str, ShardTable] | None = None,
     observer: ObjectObserver | None = None,
 ) -> DatasetDag:
-    """:func:`build_dataset_dag` of the index's layout plus ``send`` (issue 19).
+    """:func:`build_dataset_dag` of the index's layout plus ``send``.
 
     The same DAG and blocks as a build over every object, reading only what changes: a
     top directory sharded before (its table in ``previous_shards``, fanout 256) rebuilds
@@ -580,7 +580,7 @@ def build_dataset_dag_indexed(
     below the sharding threshold, or sharding for the first time).
 
     Which directory blocks are new is known from the layout, not from a list of every
-    block sent before (issue 19): the index is exactly the previous publish's layout and
+    block sent before: the index is exactly the previous publish's layout and
     this one only adds ``send`` to it, so a directory that gains no name is the previous
     one (not sent again), and in a sharded one only the shards on the new names' paths
     change (:func:`~odfweb3_ipfs.formats.hamt.build_hamt_partial`). ``previous_dir_blocks``
@@ -731,7 +731,7 @@ def _build_folder(
 
     A sharded one is built once, by the HAMT builder that records the table, emitting the
     blocks :meth:`CidProfile.build_directory` would (the trie is canonical: same nodes, same
-    order): no entry dict, link list or second pass over 100,000 entries (issue 19).
+    order): no entry dict, link list or second pass over 100,000 entries.
     """
     if not paths:
         return prof.build_directory({}, sink), None

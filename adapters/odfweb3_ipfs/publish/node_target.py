@@ -18,7 +18,7 @@ docs/design.md, "Commit order" and "IPFS mapping", in commit order:
   carries the root, which is checked with ``block/stat`` and pinned with ``pin/add``
   (recursive: the node proves the whole DAG is there). A checkpoint (``extra.pending``)
   is saved next, so an interrupted publish re-run sends only what is missing. As
-  ``car:DIR`` (issue 19), the per-object links are in an object index
+  ``car:DIR``, the per-object links are in an object index
   (:mod:`.object_index`: content-named packs in ``<state file>.index/``, the new pack
   written before the checkpoint that names it) and the top directories' HAMT shard
   tables in the state, so an update reads only the index parts of its new objects and
@@ -42,7 +42,7 @@ No discovery descriptor is published (it would reveal the dataset's metadata).
 
 Plain publishes also send the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
 its own UnixFS file in the same ``dag/import``, pinned on its own, never inside the dataset
-root (issue 9): its CID is in the publish output and state (``descriptor``) and in the
+root: its CID is in the publish output and state (``descriptor``) and in the
 record's ``_odf`` map as ``descriptor`` (kept on republish). A descriptor that fails
 validation (e.g. no ``publisher.name`` configured) is left out, the reason in the summary
 as ``descriptorSkipped``.
@@ -159,7 +159,7 @@ def read_node_record(client: KuboClient, name: IpnsName) -> NodeRecord | None:
 
 
 class NodeObjectIndex(ObjectIndex):
-    """The node target's object index: its packs are in ``<state file>.index/`` (issue 19)."""
+    """The node target's object index: its packs are in ``<state file>.index/``."""
 
     remedy: ClassVar[str] = (
         "delete the publish state file beside this .index directory to rebuild it from the node"
@@ -278,7 +278,7 @@ class IpfsNodeTarget:
         self._seen: NodeRecord | None = None  # the node's record at inspect time
         self._previous_root: str | None = None
         # The state file as inspect read it (on-disk form) and its identity, so the
-        # checkpoint does not read it again (issue 19); when inspect started (pack cleanup).
+        # checkpoint does not read it again; when inspect started (pack cleanup).
         self._loaded: PublishState | None = None
         self._loaded_stat: tuple[int, int, int, int] | None = None
         self._started = 0.0
@@ -286,7 +286,7 @@ class IpfsNodeTarget:
         self.batch_bytes = BATCH_BYTES
         self.batch_objects = BATCH_OBJECTS
 
-    # -- the state file and its object index (issue 19) ---------------------------------
+    # -- the state file and its object index ---------------------------------
 
     def _state_path(self, dataset_id: str) -> Path:
         return self.states.path_for(dataset_id, self.name)
@@ -311,7 +311,7 @@ class IpfsNodeTarget:
 
     def _load(self, dataset_id: str) -> PublishState | None:
         """The saved state, read once per publish: its ``objects`` are the object index
-        (read part by part) when the state has one (issue 19)."""
+        (read part by part) when the state has one."""
         self._loaded_stat = self._file_stat(dataset_id)
         state = self.states.load(dataset_id, self.name)
         self._loaded = state
@@ -382,7 +382,7 @@ class IpfsNodeTarget:
             if self._root_complete(state.locator):
                 self._previous_root = state.locator
                 if usable:
-                    # The object index answers `in` part by part; no copy (issue 19).
+                    # The object index answers `in` part by part; no copy.
                     has = objects
             else:
                 notes.append(
@@ -400,7 +400,7 @@ class IpfsNodeTarget:
         ):
             notes.append(f"resuming an interrupted publish: {pending.root} is already on the node")
             if pending.object_index is not None:
-                # The pinned root's whole layout: its index and shard tables (issue 19).
+                # The pinned root's whole layout: its index and shard tables.
                 objects = has = self._index(dataset_id, pending.object_index)
                 shards, index = pending.hamt_shards, pending.object_index
             else:  # a checkpoint of an older version: every object listed
@@ -656,7 +656,7 @@ class IpfsNodeTarget:
         self._batches(plan.dataset_id).clear()
         facts = replace(
             self._profile_facts(),
-            # No dirBlocks (issue 19): as car:DIR, the next build knows from the layout
+            # No dirBlocks: as car:DIR, the next build knows from the layout
             # which directory blocks are new (build_dataset_dag_indexed); an older
             # state's list still filters its first update.
             dir_blocks=None,
@@ -674,7 +674,7 @@ class IpfsNodeTarget:
                     source=str(reader.root),
                     node=self.client.node.kind,
                     # The next publish rebuilds only the shards its new entries fall under
-                    # and reads only the index parts they fall in (issue 19).
+                    # and reads only the index parts they fall in.
                     hamt_shards=shards,
                     object_index=index.to_json(),
                 )
@@ -745,7 +745,7 @@ class IpfsNodeTarget:
         """Remember what is on the node before the name moves (resumes an interruption).
 
         The checkpoint names the root's object index (its packs already written) and shard
-        tables, so it stays small (issue 19); it is added to the state inspect read, unless
+        tables, so it stays small; it is added to the state inspect read, unless
         another process replaced the file since.
         """
         saved = self._loaded
@@ -798,7 +798,7 @@ class IpfsNodeTarget:
             sequences.append(now_seen.record.sequence)
         sequence = max(sequences) + 1
         value = f"/ipfs/{upload.locator}"
-        # Issue 11: the inputs map is kept in the state too, so republish re-signs the same
+        # The inputs map is kept in the state too, so republish re-signs the same
         # map and a plain publish keeps the map the last --with-inputs publish recorded.
         sent = parse_node_extra(upload.extra, self.name)
         ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev is not None else None)

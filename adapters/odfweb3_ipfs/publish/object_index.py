@@ -1,5 +1,5 @@
 """``car:DIR``'s object index: the per-object links, partitioned so an update reads and
-writes only the partitions its new objects fall in (issue 19).
+writes only the partitions its new objects fall in.
 
 ``publish.json`` used to list every object (path -> ``{cid, tsize, size}``: 6 MB at 10,000
 blocks), read and written whole by every publish. Now the entries live in the packs of the

@@ -1,5 +1,5 @@
 """The target ``pinning:NAME[,NAME...]``: publish to the local node, then have pinning services
-keep the dataset online (issue 18).
+keep the dataset online.
 
 Commit order (docs/design.md, "Commit order"), around the ``ipfs`` target (:mod:`.node_target`):
 

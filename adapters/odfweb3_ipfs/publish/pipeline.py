@@ -1,4 +1,4 @@
-"""One IPFS publish pipeline: what ``car:DIR`` and the node target both build (issue 15 item 5).
+"""One IPFS publish pipeline: what ``car:DIR`` and the node target both build.
 
 The plan decides (:func:`odfweb3.publish.plan.plan_publish`); this module builds what it
 decided, the same way for every IPFS target, as :mod:`odfweb3_arweave.publish.publish_bundle`
@@ -140,7 +140,7 @@ def build_delta(
         profile=profile,
     )
     # Each object is either sent or linked, as the plan says: checked by membership only
-    # (``previous`` parses a link's CID when it is used, issue 19).
+    # (``previous`` parses a link's CID when it is used).
     send = {o.path for o in plan.send}
     layout: Iterable[DatasetObject | str]
     grows = _grows_held_layout(plan, view, previous)
@@ -162,7 +162,7 @@ def build_delta(
     if grows:
         # The target holds exactly its head's layout and ours only adds the sent objects
         # to it: the layout is the linked objects plus the sent ones, and the chain below
-        # the target's head is not walked (issue 19).
+        # the target's head is not walked.
         layout = [*plan.send, *previous]
     else:
         layout = plan.objects
@@ -304,7 +304,7 @@ def side_files(
         )
     name = IpnsName.from_public_key(public_key_bytes(ipns_key(plan.dataset_id)))
     locators = {"ipfs": root, "ipns": str(name)}
-    if plan.facts is not None:  # the verified chain's facts: no walk at all (issue 19)
+    if plan.facts is not None:  # the verified chain's facts: no walk at all
         doc = descriptor_from_facts(plan.facts, publisher, locators, identity=f"ipns://{name}")
     else:
         # plan.chain is the chain publish_dataset already verified: no second walk.

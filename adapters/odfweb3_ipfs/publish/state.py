@@ -1,4 +1,4 @@
-"""Typed publish state of the IPFS targets (issue 15 item 6): pure parse / serialize pairs.
+"""Typed publish state of the IPFS targets: pure parse / serialize pairs.
 
 The core keeps one :class:`odfweb3.publish.state.PublishState` per (dataset, target) with
 JSON maps ``record`` and ``extra`` (docs/design.md, "State files"); what those maps hold is
@@ -16,7 +16,7 @@ A field of the wrong type is a :class:`~odfweb3.errors.FormatError` naming the f
 absent on disk is ``None`` here and stays absent when written: ``serialize(parse(x)) == x``
 for every state odfweb3 writes, so the JSON on disk is byte-identical to what the
 ``dict[str, Any]`` code wrote. ``objects`` stays the core's map (path -> JSON object): it is
-read lazily, entry by entry, by :class:`.dataset_dag.ObjectLink` (100,000 entries, issue 19).
+read lazily, entry by entry, by :class:`.dataset_dag.ObjectLink` (100,000 entries).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ class DagFacts:
             older ``publish.json``: its builds know which blocks are new from the layout).
         descriptor: ``descriptor``, the discovery descriptor's CID.
         key_envelope: ``keyEnvelope``, the key envelope's CID (encrypted publishes).
-        inputs: ``inputs``, dataset ID -> where the input lives (issue 11).
+        inputs: ``inputs``, dataset ID -> where the input lives.
     """
 
     cid_version: int | None = None

@@ -187,7 +187,7 @@ class _Balanced:
 def auto_hash_threads(cpus: int | None = None) -> int:
     """How many hashing workers to use: one when this process may run on two cores or more.
 
-    Measured on 2 cores (bench/RESULTS.md, issue 3): with the second core idle a worker
+    Measured on 2 cores (bench/RESULTS.md): with the second core idle a worker
     took the CAR-writing import from 0.47 to 0.94 of hashlib; with the other core busy
     it cost 5-30 %. The load average was tried as the judge and dropped: it lags by a
     minute, so an import right after other work (or another benchmark) ran on one core.
@@ -658,7 +658,7 @@ class _SmallJob:
     :meth:`ImportSource.check`: the chunk is still in the cache) and computes the block's
     SHA-256. The importing thread only writes the blocks to the sink, in order: at 10,000
     blocks (30,000 files of ~100 KB) the ``open``/``read``/``close`` system calls were a
-    third of its time (bench/RESULTS.md, issue 19 goal 3).
+    third of its time (bench/RESULTS.md).
     """
 
     __slots__ = ("_done", "items", "leaf", "results")
@@ -1026,7 +1026,7 @@ def directory_shards(
 ) -> bool:
     """:func:`build_directory` would shard a directory of these ``(name, child CID bytes,
     child tsize)`` links (its size estimate is above ``hamt_threshold``), asked without
-    building it: a large directory then goes straight to the HAMT builder (issue 19)."""
+    building it: a large directory then goes straight to the HAMT builder."""
     if estimation == "links":
         estimate = sum(len(name) + len(raw) for name, raw, _ in links)
     elif estimation == "block":

@@ -6,7 +6,7 @@ CID), checks that the DAG under the root is complete across them, reads
 binding, expiry, ``Value = /ipfs/<root>``, and its ``_odf`` head and dataset ID.
 With a chain walker, the whole metadata chain can be read back from the CARs.
 
-The directory is untrusted input (issue 16 item 4): every file ``publish.json`` names
+The directory is untrusted input: every file ``publish.json`` names
 (CARs, the record, the key envelope's CAR) must be a plain relative path to a regular
 file inside the directory (no absolute path, no ``..``, no symlink anywhere on the way:
 no ``/dev/zero``, FIFO or file elsewhere), and every read is bounded before anything is
@@ -232,10 +232,10 @@ class CarDirReplica:
         self._broken: dict[str, FormatError] = {}
 
     def lineage_inputs(self) -> Mapping[str, str]:
-        """The signed record's ``_odf.inputs`` (dataset ID -> locator, issue 11), as signed.
+        """The signed record's ``_odf.inputs`` (dataset ID -> locator), as signed.
 
         The record's author chose these: :func:`odfweb3.read.lineage_check.resolver_from_records`
-        follows network references only (issue 16 item 10).
+        follows network references only.
         """
         odf = self.check.record.odf
         raw = odf.extra.get("inputs") if odf is not None else None
@@ -398,7 +398,7 @@ def check_car_dir(
             f"the CARs hold {dataset_id} at {multihash_to_str(head)}"
         )
     # The key envelope is the one the signed record names, not whatever publish.json says
-    # (a substituted envelope could wrap someone else's key for the reader; issue 16 item 6).
+    # (a substituted envelope could wrap someone else's key for the reader).
     signed = record.odf.extra.get("keyEnvelope")
     if signed is not None and not isinstance(signed, str):
         raise FormatError(f"{record_file}: the record's _odf.keyEnvelope is not a CID string")

@@ -30,7 +30,7 @@ against what:
   (``dnslink=/ipfs/…`` or ``dnslink=/ipns/…``, the lexicographically first valid one, up to
   32 hops) from an injectable :data:`DnsTxtLookup`; by default the node's RPC ``dns``. DNS
   is not authenticated: what it points at is verified like any other reference.
-- **Encrypted publishes without a record** (issue 7): ``ipfs://<cid>`` of an encrypted
+- **Encrypted publishes without a record**: ``ipfs://<cid>`` of an encrypted
   publish has no record, hence no ``_odf.keyEnvelope``. Its ``refs/head`` starts with the
   ciphertext header (:data:`odfweb3.crypto.segments.MAGIC`), which is recognised and refused
   with one line naming ``--key-envelope``. Given the envelope (:meth:`IpfsReplica.use_envelope`,
@@ -115,8 +115,8 @@ class IpfsReplica:
         # refs/head read by path with nothing tying it to the root CID (the opt-in
         # ipfs.insecure_unverified_paths): never reported identical (odfweb3.read.compare).
         self.unverified = unverified and blocks is None and expected_head is None
-        self.supplied_envelope: bytes | None = None  # --key-envelope (issue 7)
-        self.inputs: dict[str, str] = {}  # the signed record's _odf.inputs (issue 11)
+        self.supplied_envelope: bytes | None = None  # --key-envelope
+        self.inputs: dict[str, str] = {}  # the signed record's _odf.inputs
         self._cache: dict[bytes, bytes] = {}
         self._cached = 0
         self._folders: dict[str, dict[str, Cid]] = {}

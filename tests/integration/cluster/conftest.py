@@ -1,4 +1,4 @@
-"""Session fixtures for the IPFS Cluster tests (issue 18): one cluster for all of them.
+"""Session fixtures for the IPFS Cluster tests: one cluster for all of them.
 
 `ipfs_cluster`: 3 Kubo daemons + 3 cluster peers (tests/support/cluster.py), started once per
 session (about 10-20 s). `publisher`: the publisher's own Kubo node, not connected to the

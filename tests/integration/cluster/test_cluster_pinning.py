@@ -1,4 +1,4 @@
-"""``publish --to pinning:NAME`` against a live IPFS Cluster (issue 18): replication proven.
+"""``publish --to pinning:NAME`` against a live IPFS Cluster: replication proven.
 
 The cluster (tests/support/cluster.py) runs 3 Kubo nodes and 3 cluster peers with
 replication factor 2; its Pinning Service API is the service. The publisher's own Kubo node

@@ -63,7 +63,7 @@ def test_describe_jsonld_and_turtle(capsys, tmp_path):
 
 
 def test_describe_without_publisher_names_the_ipns_key_content_first(capsys, tmp_path):
-    # Issue 20: the creator defaults to the publisher's own identity; describe exits 0.
+    # The creator defaults to the publisher's own identity; describe exits 0.
     env, cfg, ds = setup(tmp_path, publisher=False)
     capsys.readouterr()
     code, out, err = run(capsys, "describe", ds, "--config", cfg, env=env)

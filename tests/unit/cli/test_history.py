@@ -1,4 +1,4 @@
-"""``odfweb3 log`` and ``odfweb3 lineage`` (issue 20, item 10)."""
+"""``odfweb3 log`` and ``odfweb3 lineage``."""
 
 from __future__ import annotations
 

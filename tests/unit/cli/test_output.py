@@ -1,4 +1,4 @@
-"""Human output, -q / -v and progress bars (issue 20, items 4, 5 and 12)."""
+"""Human output, -q / -v and progress bars."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI as a person sees it: run in a real pseudo-terminal, then on a pipe (issue 20).
+"""The CLI as a person sees it: run in a real pseudo-terminal, then on a pipe.
 
 On a terminal every long operation draws a bar with total, percent and ETA on stderr
 (``validate --deep``, ``publish``, ``pull``, ``verify --deep``, ``example``); on a pipe, or with

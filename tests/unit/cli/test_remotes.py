@@ -1,4 +1,4 @@
-"""``odfweb3 remote`` and names in publish / verify / status (issue 20, item 8)."""
+"""``odfweb3 remote`` and names in publish / verify / status."""
 
 from __future__ import annotations
 

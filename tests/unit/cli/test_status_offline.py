@@ -1,4 +1,4 @@
-"""``status`` knows the offline publishes (car:DIR, bundle:DIR) too (issue 20, item 3)."""
+"""``status`` knows the offline publishes (car:DIR, bundle:DIR) too."""
 
 from __future__ import annotations
 

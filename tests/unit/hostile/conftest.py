@@ -1,4 +1,4 @@
-"""Fixtures of the hostile-input tests (issue 16)."""
+"""Fixtures of the hostile-input tests."""
 
 from __future__ import annotations
 

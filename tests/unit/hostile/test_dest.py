@@ -1,4 +1,4 @@
-"""Issue 16 items 11 and 12: a pull destination that is not what it should be.
+"""A pull destination that is not what it should be.
 
 Attacks rebuilt: ``DEST/.odfweb3`` a link to X (pull deleted ``X/incoming`` and made
 ``X/lock``), ``DEST/data`` a link to X (objects written into X), ``DEST/refs/head`` a link

@@ -1,4 +1,4 @@
-"""Issue 16 item 11: a full disk while pulling, publishing or writing an example.
+"""A full disk while pulling, publishing or writing an example.
 
 The disk is filled for real: a 512 KiB tmpfs mounted for the test (the suite runs as
 root here). Where mounting is not permitted the same ENOSPC is injected instead, by

@@ -1,4 +1,4 @@
-"""Issue 16 item 13: one exit code per meaning, and the docs say the same as the code.
+"""One exit code per meaning, and the docs say the same as the code.
 
 Three places list exit codes: the ``odfweb3.errors`` docstring (class tree), the CLI's
 table (``odfweb3/cli/main.py``, rendered into docs/cli.md) and docs/security.md

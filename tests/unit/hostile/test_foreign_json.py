@@ -1,4 +1,4 @@
-"""Issue 16 item 11: the one loader for foreign JSON refuses in one FormatError line."""
+"""The one loader for foreign JSON refuses in one FormatError line."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_brackets_inside_strings_do_not_count() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet='[]{}"\\ab', max_size=80), st.integers(min_value=0, max_value=6))
 def test_depth_fast_path_agrees_with_the_string_regex(text: str, limit: int) -> None:
-    # Issue 19: documents without escapes take a split instead of the regex; both must
+    # Documents without escapes take a split instead of the regex; both must
     # refuse exactly the same inputs (the regex path is the reference).
     data = text.encode()
     brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)

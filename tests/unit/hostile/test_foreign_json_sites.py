@@ -1,4 +1,4 @@
-"""Issue 16 item 11: every JSON read from outside goes through the one bounded loader.
+"""Every JSON read from outside goes through the one bounded loader.
 
 ``odfweb3.foreign_json.load_foreign_json`` bounds size, requires strict UTF-8 and counts
 nesting *before* parsing. Before this file, these readers called ``json.loads`` directly:

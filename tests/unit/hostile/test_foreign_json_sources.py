@@ -1,4 +1,4 @@
-"""Issue 16 item 11: hostile JSON in each place odfweb3 reads it is one line, exit 65.
+"""Hostile JSON in each place odfweb3 reads it is one line, exit 65.
 
 Before: a ``RecursionError`` or ``UnicodeDecodeError`` traceback. Places: ``publish.json``
 of a car:DIR (read by ``pull`` and by an incremental ``publish``), a publish state file,

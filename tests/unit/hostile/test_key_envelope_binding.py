@@ -1,4 +1,4 @@
-"""Issue 16 item 6: a car:DIR's key envelope is the one its signed record names.
+"""A car:DIR's key envelope is the one its signed record names.
 
 The attack: publish.json's ``keyEnvelope`` (and its CAR) replaced by another envelope
 (here a genuine one of another publish of the same dataset; an attacker's would wrap
@@ -42,6 +42,6 @@ def test_car_dir_with_a_substituted_envelope_is_refused(capsys, tmp_path: Path) 
     (a / "publish.json").write_text(json.dumps(sa))
     dest = tmp_path / "dest"
     code, out, err = _run(capsys, env, "pull", f"car:{a}", str(dest))
-    assert code == 65, (out, err)  # integrity (issue 16 item 13)
+    assert code == 65, (out, err)  # integrity
     assert len(err.strip().splitlines()) == 1 and "signed record" in err, err
     assert not dest.exists()

@@ -1,4 +1,4 @@
-"""Issue 16 item 6: key envelopes cost at most what ``odfweb3 keys`` writes, and are bound
+"""Key envelopes cost at most what ``odfweb3 keys`` writes, and are bound
 to the signed record.
 
 Attacks rebuilt: 10,000 passphrase recipients; scrypt n = 2^20, r = 32, p = 16 (16 s and

@@ -1,4 +1,4 @@
-"""Issue 16 item 3: an incremental pull checks every new block against every chain rule.
+"""An incremental pull checks every new block against every chain rule.
 
 The attack: DEST holds an ancestor; the replica appends blocks that hash correctly but
 break a rule (offsets, checkpoint, time, watermark, a second Seed, an event kamu cannot

@@ -1,4 +1,4 @@
-"""Issue 16 item 11: a car:DIR whose IPNS record path is a directory.
+"""A car:DIR whose IPNS record path is a directory.
 
 Before: ``pull``/``verify`` raised ``IsADirectoryError`` and ``publish`` failed renaming
 onto it, each a traceback. Now one line each: reading it is corrupt data (65), writing

@@ -1,4 +1,4 @@
-"""Issue 16 item 11: deep or non-UTF-8 JSON answers from a node or gateway are one line.
+"""Deep or non-UTF-8 JSON answers from a node or gateway are one line.
 
 A hostile server on loopback answers the Kubo RPC (``/api/v0/id``) and the Arweave
 gateway (``/info``, ``/graphql``, ``/tx/{id}/status``) with ``[[[[…`` a million deep

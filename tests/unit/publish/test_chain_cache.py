@@ -1,4 +1,4 @@
-"""The verified-chain cache (issue 19): a publish reads only the blocks above a head it
+"""The verified-chain cache: a publish reads only the blocks above a head it
 verified before, checks every one of them against every chain rule, and gives the same
 plan, descriptor and bytes as a walk of the whole chain."""
 
@@ -262,7 +262,7 @@ def test_car_publishes_with_and_without_the_cache_are_identical(ds, tmp_path):
 
 @pytest.mark.parametrize("case", ["cached", "repeat", "target-head-not-cached"])
 def test_a_head_cached_before_plans_from_the_target_heads_facts(ds, tmp_path, case):
-    # Issue 19: a head verified (and cached) by a publish to one target, published to a
+    # A head verified (and cached) by a publish to one target, published to a
     # second target holding an older head: the base is our head itself, so the target's
     # head's own cached filter says which new objects are repeats; the whole chain is
     # walked only when it cannot rule one out (or that head is not cached).
@@ -293,7 +293,7 @@ def test_a_head_cached_before_plans_from_the_target_heads_facts(ds, tmp_path, ca
 
 def test_the_filter_is_sized_for_data_files_and_checkpoints(ds, monkeypatch):
     # Blocks are never added to the filter: sizing it for them too doubled the cache entry
-    # (1 MB of filter at 100,000 blocks, read and written by every publish; issue 19).
+    # (1 MB of filter at 100,000 blocks, read and written by every publish).
     asked = []
     real = ObjectFilter.sized_for.__func__
 
@@ -309,7 +309,7 @@ def test_the_filter_is_sized_for_data_files_and_checkpoints(ds, monkeypatch):
 
 @pytest.mark.parametrize("rule", sorted(BAD))
 def test_a_streamed_walk_refuses_what_a_held_walk_refuses(ds, tmp_path, monkeypatch, rule):
-    # Issue 19: past HELD blocks without a cached head the walk keeps no decoded block and
+    # Past HELD blocks without a cached head the walk keeps no decoded block and
     # checks the rules walking back: the same verdict and message as the held walk.
     append_blocks(ds, 1, data_bytes=100, seed=3)
     _rewrite_head(ds, **BAD[rule](ds))
@@ -338,7 +338,7 @@ def test_a_streamed_walk_gives_the_held_walks_chain(ds, tmp_path, monkeypatch):
 
 
 def test_extended_entries_name_one_filter_file_and_list_what_changed(ds, tmp_path, monkeypatch):
-    # Issue 19: the filter (1 MB at 100,000 blocks) is written once, not into every entry;
+    # The filter (1 MB at 100,000 blocks) is written once, not into every entry;
     # an extended head's entry names the file and lists the bytes its objects changed.
     import odfweb3.publish.chain_cache as cc
 

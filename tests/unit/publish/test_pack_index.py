@@ -1,4 +1,4 @@
-"""The core pack store (issue 19): an index whose folders, partition and entry form are passed
+"""The core pack store: an index whose folders, partition and entry form are passed
 in; an update writes one pack of the changed parts only; a pack is written before the state
 names it and dropped once no state does; damaged parts are one FormatError."""
 

@@ -1,5 +1,5 @@
 """plan_publish, case by case: new, same, ahead, behind, diverged (forced or not), what the
-target already holds, and what the plan reports (issue 15 item 10)."""
+target already holds, and what the plan reports."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_ahead_sends_only_the_delta(grown) -> None:
 
 
 def test_ahead_of_a_head_the_target_does_not_hold_sends_what_it_lacks(grown) -> None:
-    # Issue 15 item 5: the plan alone decides what is sent. A target that names the old
+    # The plan alone decides what is sent. A target that names the old
     # head but not its objects (a node that lost the root; objects made with another CID
     # profile or encryption) says so (remote_holds_head=False): only remote_has counts.
     old, new = grown
@@ -204,8 +204,8 @@ def test_plan_prints_and_serialises_what_it_sends(grown) -> None:
 
 
 def test_the_plan_keeps_the_record_only_when_nothing_would_change(grown) -> None:
-    # issue 15 item 5: the target reports its record as facts (RemoteRecord); the plan
-    # decides whether a no-op publish leaves it as it is (issue 20) or re-signs it.
+    # The target reports its record as facts (RemoteRecord); the plan
+    # decides whether a no-op publish leaves it as it is or re-signs it.
     old, new = grown
     everything = frozenset(paths(iter_objects(new)))
     same = plan_publish(

@@ -1,4 +1,4 @@
-"""``bundle:DIR`` as a replica: verify, pull and log read the offline Arweave output (issue 20).
+"""``bundle:DIR`` as a replica: verify, pull and log read the offline Arweave output.
 
 Nothing in the directory is trusted: a flipped byte, or an upload record signed by
 another wallet dropped beside the publisher's bundles, is refused in one line.

@@ -1,4 +1,4 @@
-"""Signing on threads and hashing beside the writes change nothing a reader sees (issue 19).
+"""Signing on threads and hashing beside the writes change nothing a reader sees.
 
 Items are signed on two threads and a large object's re-check (the SHA-384 its signature
 covers) runs on a worker while the bundle is written: the bundle still holds the items in plan

@@ -1,4 +1,4 @@
-"""Encrypted bundle:DIR publishes (issue 7, public-drive mode): every data item is segmented
+"""Encrypted bundle:DIR publishes (public-drive mode): every data item is segmented
 ciphertext, the key envelope is an item of the bundle named by the record, nothing in
 plaintext is written, and a recipient decrypts every object the manifest names."""
 

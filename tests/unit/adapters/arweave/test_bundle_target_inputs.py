@@ -1,4 +1,4 @@
-"""bundle:DIR and the inputs map of a derivative's upload record (issue 11).
+"""bundle:DIR and the inputs map of a derivative's upload record.
 
 A plain publish keeps the map the last ``--with-inputs`` publish recorded; a publish with
 nothing new but another map writes a new record; state from disk is checked.

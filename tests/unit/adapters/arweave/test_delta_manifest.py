@@ -1,4 +1,4 @@
-"""Delta path manifests (issue 19): an update's manifest maps only what it added.
+"""Delta path manifests: an update's manifest maps only what it added.
 
 Checked on ``bundle:DIR`` (the same bundle code as the live target): each update's manifest
 holds exactly its record's ``added`` paths and names the last full manifest

@@ -1,4 +1,4 @@
-"""bundle:DIR's file index (issue 19): per-path file revisions in the core's content-named
+"""bundle:DIR's file index: per-path file revisions in the core's content-named
 packs; an update reads and writes only the parts its paths fall in, publish.json names this
 bundle's paths only; an old publish.json listing every object is read and converted; a
 publisher killed (SIGKILL) anywhere in a publish loses nothing and, rerun, leaves the

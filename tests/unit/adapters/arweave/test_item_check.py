@@ -1,4 +1,4 @@
-"""Issue 16 item 2, the pure part: an item rebuilt from a gateway's fields verifies only if
+"""The pure part: an item rebuilt from a gateway's fields verifies only if
 its signer really signed those owner, tags and data (ANS-104 data items and L1 v2
 transactions); id = SHA-256(signature); the owner is the publisher expected."""
 

@@ -1,4 +1,4 @@
-"""The item spool writes the same bundle bytes as the items themselves (issue 19)."""
+"""The item spool writes the same bundle bytes as the items themselves."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_encode_rejects_index_outside_paths() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=12))
 def test_path_check_refuses_exactly_the_control_characters(text: str) -> None:
-    # The C-speed search (issue 19) against the rule it replaced, character by character.
+    # The C-speed search against the rule it replaced, character by character.
     path = "a" + text.replace("/", "x").replace("\\", "x").replace(".", "x")
     control = any(ord(c) < 0x20 for c in path)
     try:

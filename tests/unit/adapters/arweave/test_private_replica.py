@@ -1,4 +1,4 @@
-"""Pure parts of reading an ArFS private drive back (issue 7): streamed GCM decryption
+"""Pure parts of reading an ArFS private drive back: streamed GCM decryption
 that releases plaintext only after the tag, and the path -> file map from upload records."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Typed publish state of the Arweave targets (issue 15 item 6): parse / serialize round trips
+"""Typed publish state of the Arweave targets: parse / serialize round trips
 (the JSON on disk unchanged) and a wrong type as one FormatError naming the file."""
 
 import json

@@ -113,7 +113,7 @@ def test_body_must_agree_with_tags() -> None:
 
 
 def test_a_delta_record_names_the_full_manifest_in_tags_and_body() -> None:
-    # Issue 19: a delta upload's manifest maps only what it added; ODF-Full-Manifest says so.
+    # A delta upload's manifest maps only what it added; ODF-Full-Manifest says so.
     delta = replace(RECORD, full_manifest=ID4)
     tags = record_tags(delta)
     assert [t.text()[0] for t in tags][-3:] == ["ODF-Manifest", "ODF-Full-Manifest", "Unix-Time"]

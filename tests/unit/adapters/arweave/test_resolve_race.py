@@ -1,5 +1,5 @@
 """The readers' fork-choice rule (resolve.choose_latest) and the publisher's post-check
-(resolve.competing_winner) that shares it (issue 10): who wins a race between two uploads."""
+(resolve.competing_winner) that shares it: who wins a race between two uploads."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_full_then_incremental(tmp_path, keystore):
     assert any("dag import" in line for line in summary["import"])
 
     # Nothing new: a third publish sends no objects and leaves every file as it was
-    # (issue 20: the record stays at its sequence)...
+    # (the record stays at its sequence)...
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     third = publish_dataset(ds, CarTarget(out, keystore))
     assert third.plan.relation == "same" and not third.plan.send
@@ -196,7 +196,7 @@ def test_descriptor_published_beside_the_dataset(tmp_path, keystore):
     summary = json.loads((out / "publish.json").read_text())
     assert summary["descriptor"] == desc_cid and car.name in summary["import"][0]
 
-    # Without a publisher the creator is the publisher's own IPNS name (issue 20): the
+    # Without a publisher the creator is the publisher's own IPNS name: the
     # descriptor is still published.
     out2 = tmp_path / "out2"
     outcome = publish_dataset(ds, CarTarget(out2, keystore))
@@ -252,7 +252,7 @@ def test_unchanged_publish_json_is_not_parsed_again(tmp_path, keystore, monkeypa
 
 
 def test_the_executor_holds_the_lock_from_upload_to_save_and_drops_it(tmp_path, keystore):
-    # Issue 15 item 5: the lock is a session the executor opens around upload, commit and
+    # The lock is a session the executor opens around upload, commit and
     # save; the target never takes or drops it itself. Seen from inside each step.
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=2000, seed=13).path
     out = tmp_path / "out"
@@ -297,7 +297,7 @@ def test_a_failed_step_inside_the_session_drops_the_lock(tmp_path, keystore, mon
 
 @pytest.mark.parametrize("fanout", [8, 256])
 def test_sharded_updates_rebuild_one_shard_path_and_equal_a_full_build(tmp_path, keystore, fanout):
-    # Issue 19: an update of a sharded directory reuses the previous trie (publish.json
+    # An update of a sharded directory reuses the previous trie (publish.json
     # hamtShards) and must give the root a full build gives, while writing only the shards
     # on the new entries' paths. A low threshold shards the 40-block dataset's directories.
     from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE
@@ -325,7 +325,7 @@ def test_sharded_updates_rebuild_one_shard_path_and_equal_a_full_build(tmp_path,
             state["hamtShards"]
             == json.loads((full_out / "publish.json").read_text())["extra"]["hamtShards"]
         )
-        # No list of every directory block sent (issue 19): the update's CAR holds no
+        # No list of every directory block sent: the update's CAR holds no
         # block an earlier CAR holds, and the CARs together hold every block of the root.
         assert "dirBlocks" not in state
         assert not new & sent
@@ -336,7 +336,7 @@ def test_sharded_updates_rebuild_one_shard_path_and_equal_a_full_build(tmp_path,
 
 
 def test_inspect_reports_the_record_as_facts_and_the_plan_decides(tmp_path, keystore):
-    # issue 15 item 5: car: says what its record is (fresh or due, its inputs map); keeping
+    # Car: says what its record is (fresh or due, its inputs map); keeping
     # it on a no-op publish is the plan's decision (odfweb3.publish.plan.plan_record).
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=1000, seed=7).path
     out = tmp_path / "out"

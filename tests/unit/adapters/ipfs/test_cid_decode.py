@@ -1,4 +1,4 @@
-"""Cid.decode's fast path (v1, raw or dag-pb, sha2-256; issue 19) gives the same CID as the
+"""Cid.decode's fast path (v1, raw or dag-pb, sha2-256) gives the same CID as the
 full varint parse, and every other shape still takes the full parse."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CID profiles (issue 17 item 4): names, defaults, state tags, the CLI flag and config key.
+"""CID profiles: names, defaults, state tags, the CLI flag and config key.
 
 That each profile's CIDs equal Kubo's is checked on Kubo itself in
 tests/integration/test_kubo_cid_profiles.py; the Kubo test vectors of both profiles are in
@@ -175,7 +175,7 @@ def test_cli_flag_and_config_key(capsys, tmp_path):
 
 @pytest.mark.parametrize("profile", [DEFAULT_PROFILE, UNIXFS_V1_2025, UNIXFS_V0_2015])
 def test_sharded_top_directories_are_built_once_as_build_directory_would(tmp_path, profile):
-    # Issue 19: a top directory the profile shards goes straight to the HAMT builder that
+    # A top directory the profile shards goes straight to the HAMT builder that
     # records its table (no entry dict, no second pass); the root is import_tree's, whose
     # directories come from build_directory. A low threshold shards 120 blocks' folders.
     low = dataclasses.replace(profile, hamt_threshold=2000)

@@ -1,4 +1,4 @@
-"""The tracked HAMT builder (issue 19): the same trie as build_hamt, built from scratch or
+"""The tracked HAMT builder: the same trie as build_hamt, built from scratch or
 updated from the previous trie's shard table, sending exactly the shards the previous trie
 lacks (no list of the blocks sent before)."""
 

@@ -1,4 +1,4 @@
-"""car:DIR's object index (issue 19): per-object links in content-named packs, partitioned by
+"""car:DIR's object index: per-object links in content-named packs, partitioned by
 HAMT root bucket; an update reads and writes only the parts its new objects fall in, builds
 the same DAG as a build over every object, and a damaged index is one FormatError."""
 
@@ -48,7 +48,7 @@ def test_round_trip_reads_one_part_per_lookup(tmp_path):
 
 
 def test_a_fresh_index_streams_the_same_pack(tmp_path):
-    # write_fresh (issue 19: values straight from the links, the pack streamed to its
+    # write_fresh (values straight from the links, the pack streamed to its
     # content name) writes the bytes of_objects gives, and holds no entry.
     objects = _entries(300) | _entries(20, "blocks") | _entries(7, "checkpoints")
     want, pack = ObjectIndex.of_objects(tmp_path / "a", objects)

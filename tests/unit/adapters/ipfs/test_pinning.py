@@ -1,4 +1,4 @@
-"""The Pinning Service API client (issue 18): answers checked, bounded, tokens never shown.
+"""The Pinning Service API client: answers checked, bounded, tokens never shown.
 
 The live behaviour (pins, replication, restarts, a refused token, a failed pin) is tested on
 a real IPFS Cluster in tests/integration/cluster. Here: what a real service cannot be made to
@@ -201,7 +201,7 @@ def test_cluster_version_is_the_same_in_the_build_script_and_the_test_support() 
 
 def test_a_dripping_service_is_cut_at_the_call_timeout() -> None:
     # One byte every 0.3 s keeps each read alive; the shared HTTP layer's deadline ends the
-    # call (issue 16 item 9), with one line naming the service and its timeout.
+    # call, with one line naming the service and its timeout.
     from tests.support.hostile_server import hostile_server
 
     with hostile_server() as srv:

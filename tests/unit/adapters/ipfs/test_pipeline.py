@@ -1,4 +1,4 @@
-"""The one IPFS publish pipeline (issue 15 item 5): what car:DIR and the node target build."""
+"""The one IPFS publish pipeline: what car:DIR and the node target build."""
 
 import dataclasses
 import io

@@ -1,4 +1,4 @@
-"""Typed publish state of the IPFS targets (issue 15 item 6): parse / serialize round trips
+"""Typed publish state of the IPFS targets: parse / serialize round trips
 (the JSON on disk unchanged) and a wrong type as one FormatError naming the file."""
 
 import json
@@ -129,7 +129,7 @@ def test_car_fields_are_checked_too(extra, field):
 
 
 def test_dir_blocks_are_validated_once_per_map_and_every_new_map_is_checked(monkeypatch):
-    # Issue 19: one publish reads the same extra map in several places; its dirBlocks (tens
+    # One publish reads the same extra map in several places; its dirBlocks (tens
     # of thousands of hex CIDs) is validated the first time only.
     from odfweb3_ipfs.publish import state as state_mod
 
