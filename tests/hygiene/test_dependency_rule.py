@@ -139,3 +139,50 @@ def test_the_cli_and_the_builder_start_without_pyarrow():
     code = "import sys, odfweb3.cli.main, odfweb3.odf.builder; print('pyarrow' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+# The core's own layers, lowest first (docs/design.md, "Layers"): a part imports only parts
+# below it, so the formats and the crypto can be read, tested and audited without the
+# publishing and reading machinery, the library without the CLI.
+_BASE = {"errors", "atomic_file", "foreign_json", "writeback", "odfweb3"}
+_CORE_MAY_IMPORT = {
+    "odf": _BASE,
+    "transport": _BASE,
+    "config": _BASE | {"transport"},
+    "crypto": _BASE | {"odf"},
+    "descriptor": _BASE | {"odf"},
+    "store": _BASE | {"odf"},
+    "history": _BASE | {"odf"},
+    # publish and read never import each other: a reader installs and audits without the
+    # publishing side, a publish never reads through a replica.
+    "publish": _BASE | {"odf", "crypto", "descriptor", "store", "transport", "config", "backends"},
+    "read": _BASE | {"odf", "crypto", "descriptor", "store", "transport", "config", "backends"},
+    "api": _BASE
+    | {"odf", "crypto", "descriptor", "store", "transport", "config", "backends", "publish"}
+    | {"read", "history"},
+}
+
+
+def _core_part(module: str) -> str | None:
+    bits = module.split(".")
+    return (bits[1] if len(bits) > 1 else "odfweb3") if bits[0] == "odfweb3" else None
+
+
+def test_the_core_layers_point_down():
+    for part, allowed in _CORE_MAY_IMPORT.items():
+        folder = ROOT / "odfweb3" / part
+        paths = list(folder.rglob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
+        assert paths and all(p.is_file() for p in paths), part
+        for p in paths:
+            used = {_core_part(m) for m in imports_of(p)} - {None, part}
+            assert used <= allowed, (p, sorted(used - allowed))
+
+
+def test_nothing_but_the_cli_imports_the_cli():
+    for p in files("odfweb3"):
+        if "cli" in p.relative_to(ROOT / "odfweb3").parts[:1]:
+            continue
+        assert not {m for m in imports_of(p) if m.startswith("odfweb3.cli")}, p
+    for name in ADAPTERS:
+        for p in files(f"adapters/{name}"):
+            assert not {m for m in imports_of(p) if m.startswith("odfweb3.cli")}, p
