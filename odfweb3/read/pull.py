@@ -305,11 +305,11 @@ def pull_dataset(
     for mh in new_blocks:
         staging.put("block", mh, [raw_blocks[mh]])
     moves = [(o.kind, o.hash) for o in missing] + [("block", mh) for mh in new_blocks]
-    sync_paths(staging.path_of(kind, mh) for kind, mh in moves)
+    sync_paths(staging.os_path(kind, mh) for kind, mh in moves)
     # Objects first, then blocks; each rename made durable by the folder's fsync below,
     # before the head moves.
     for kind, mh in moves:
-        os.replace(staging.path_of(kind, mh), store.path_of(kind, mh))
+        os.replace(staging.os_path(kind, mh), store.os_path(kind, mh))
     if moves:
         folders = {store.path_of(kind, mh).parent for kind, mh in moves}
         sync_paths(sorted(folders))

@@ -9,6 +9,7 @@ DEST itself may be a link the user chose, but not a regular file.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import stat
@@ -62,7 +63,7 @@ def _kind(st: os.stat_result) -> str:
     return "a special file"
 
 
-def _lstat(path: Path) -> os.stat_result | None:
+def _lstat(path: str | Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except FileNotFoundError:
@@ -102,7 +103,7 @@ def check_destination(root: str | os.PathLike[str]) -> None:
             raise _unusable(dest, rel, _kind(sub))
 
 
-def sync_paths(paths: Iterable[Path], *, workers: int = 16) -> None:
+def sync_paths(paths: Iterable[str | Path], *, workers: int = 16) -> None:
     """Make files (and directories) durable, many at once: written without an fsync each,
     they are fsynced here together, ``workers`` at a time.
 
@@ -116,7 +117,7 @@ def sync_paths(paths: Iterable[Path], *, workers: int = 16) -> None:
         LocalIOError: a flush failed (the disk is full, or the device failed).
     """
 
-    def one(path: Path) -> None:
+    def one(path: str | Path) -> None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             os.fsync(fd)
@@ -145,6 +146,7 @@ class LocalStore:
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root)
+        self._root_s = str(self.root)
         self._fsync = fsync
         check_destination(self.root)
         self._writer = DatasetWriter(self.root, fsync=fsync)
@@ -158,7 +160,7 @@ class LocalStore:
             UsageError: the object's path is a link, a directory or a special file.
         """
         rel = object_relpath(kind, mh)
-        st = _lstat(self.root / rel)
+        st = _lstat(f"{self._root_s}/{rel}")
         if st is None:
             return False
         if not stat.S_ISREG(st.st_mode):
@@ -206,11 +208,14 @@ class LocalStore:
                 hasher.update(chunk)
                 yield chunk
 
+        # Paths as text: a pull stores 30,000 objects at 10,000 blocks, and pathlib's joins
+        # were an eighth of its time.
         rel = object_relpath(kind, mh)
-        tmp_name = f".incoming-{os.getpid()}-{mh[2:10].hex()}"
-        tmp = self.root / os.path.dirname(rel) / tmp_name
+        folder = f"{self._root_s}/{os.path.dirname(rel)}"
+        tmp = f"{folder}/.incoming-{os.getpid()}-{mh[2:10].hex()}"
         if _lstat(tmp) is not None:
-            tmp.unlink()  # a leftover of an interrupted run (never followed if a link)
+            os.unlink(tmp)  # a leftover of an interrupted run (never followed if a link)
+        placed = False
         try:
             # O_EXCL | O_NOFOLLOW: a name planted meanwhile is never written through.
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -223,12 +228,14 @@ class LocalStore:
             actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
             if actual != mh:
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)
-            os.replace(tmp, self.root / rel)
+            os.replace(tmp, f"{self._root_s}/{rel}")
+            placed = True
         except OSError as exc:
-            raise local_io_error(exc, self.root / os.path.dirname(rel)) from None
+            raise local_io_error(exc, Path(folder)) from None
         finally:
-            if tmp.exists():
-                tmp.unlink()
+            if not placed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
 
     def list(self, kind: ObjectKind) -> Iterator[bytes]:
         return self._reader.iter_stored(kind)
@@ -236,6 +243,10 @@ class LocalStore:
     def path_of(self, kind: ObjectKind, mh: bytes) -> Path:
         """Where an object lives (whether or not it exists)."""
         return self.root / object_relpath(kind, mh)
+
+    def os_path(self, kind: ObjectKind, mh: bytes) -> str:
+        """:meth:`path_of` as text, for the system calls of many objects."""
+        return f"{self._root_s}/{object_relpath(kind, mh)}"
 
     @staticmethod
     def _read_ref(path: Path) -> bytes | None:
