@@ -274,7 +274,11 @@ def test_chunked_upload_and_resume(arlocal, wallet, tmp_path) -> None:
     target.gateway.post_chunk = failing_post  # type: ignore[method-assign]
     with pytest.raises(BackendRejected, match="simulated"):
         publish_dataset(ds, target)
-    assert len(list(state_dir.rglob("*.upload.json"))) == 1  # checkpoint kept
+    (checkpoint,) = state_dir.rglob("*.upload.json")  # checkpoint kept
+    # Written by the one atomic writer (fsync, rename): whole, private, no temp file beside it.
+    assert json.loads(checkpoint.read_text("utf-8"))["target"] == target.name
+    assert checkpoint.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in checkpoint.parent.iterdir() if p.name.startswith(".tmp-")] == []
     resumed_target = make_target(arlocal, wallet, state_dir, inline_limit=1024)
     out = publish_dataset(ds, resumed_target)
     assert out.upload.summary["resumed"].endswith("from chunk 1")  # chunk 0 was accepted

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from odfweb3 import __version__
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import (
     BackendError,
@@ -649,12 +650,11 @@ class GatewayTarget:
 
     def _save_checkpoint(self, dataset_id: str, doc: dict[str, Any]) -> None:
         path = self._checkpoint_path(dataset_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
         # What the upload is for, read by `status` (StateStore.scan) without knowing the rest.
         doc.update(datasetId=dataset_id, target=self.name)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, sort_keys=True), "utf-8")
-        tmp.replace(path)
+        # fsynced before the rename: a crash after a chunk was posted must find the checkpoint
+        # that says so, or the rerun pays for the upload again.
+        write_file_atomic(path, json.dumps(doc, sort_keys=True).encode("utf-8"))
 
     def _drop_checkpoint(self, dataset_id: str, doc: dict[str, Any] | None) -> None:
         if doc is not None and isinstance(doc.get("spool"), str):
