@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
-from odfweb3.errors import LocalIOError, UsageError
+from odfweb3.errors import ConflictError, LocalIOError, UsageError
 
 __all__ = [
     "PARTIAL_SUFFIX",
@@ -38,6 +38,7 @@ __all__ = [
     "remove_partials",
     "write_chunks_atomic",
     "write_file_atomic",
+    "write_secret_atomic",
 ]
 
 TEMP_PREFIX: Final = ".tmp-"
@@ -121,6 +122,19 @@ def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
     _write(path.parent, (data,), lambda: path.name, public, where=path)
 
 
+def write_secret_atomic(path: Path, data: bytes, *, replace: bool) -> None:
+    """Write a key, wallet or token file: mode 0600 from its creation, fsync, then a rename
+    (``replace``) or a hard link that fails when ``path`` exists (never replaced), so the
+    secret is never readable by others, even for a moment, and never half written.
+
+    Raises:
+        ConflictError: ``path`` exists and ``replace`` is false.
+        UsageError / LocalIOError: as :func:`write_file_atomic`.
+    """
+    _check_regular(path)
+    _write(path.parent, (data,), lambda: path.name, False, where=path, replace=replace)
+
+
 def write_chunks_atomic(
     directory: Path, chunks: Iterable[bytes], name: Callable[[], str], *, public: bool = False
 ) -> Path:
@@ -157,6 +171,7 @@ def _write(
     name: Callable[[], str],
     public: bool,
     where: Path | None = None,
+    replace: bool = True,
 ) -> Path:
     tmp = ""
     path = where or directory
@@ -174,7 +189,14 @@ def _write(
             os.fsync(f.fileno())
         path = directory / name()
         _check_regular(path)
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # fails instead of replacing
+            except FileExistsError:
+                raise ConflictError(f"{path} already exists; it is never replaced") from None
+            os.unlink(tmp)
         tmp = ""
         _fsync_dir(directory)
     except OSError as exc:

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +37,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
+from odfweb3.atomic_file import write_secret_atomic
 from odfweb3.crypto.envelope import Envelope, decode_envelope, encode_envelope, new_envelope
 from odfweb3.crypto.keys import ContentKey, KeyRing
 from odfweb3.errors import ConflictError, CryptoError, FormatError, NotFound, UsageError
@@ -96,23 +95,7 @@ def write_private(
         _ensure_dir(private_root)
     if private_dir:
         _ensure_dir(path.parent)
-    tmp = path.parent / f".{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # fails instead of replacing
-            except FileExistsError as exc:
-                raise ConflictError(f"{path} already exists; it is never replaced") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    write_secret_atomic(path, data, replace=replace)
     if os.name == "posix" and private_dir:
         dfd = os.open(path.parent, os.O_RDONLY)
         try:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
 
 
@@ -76,3 +78,21 @@ def test_a_fresh_empty_partial_is_left(tmp_path: Path) -> None:
 def test_atomic_writes_leave_no_partial(tmp_path: Path) -> None:
     write_file_atomic(tmp_path / "publish.json", b"{}")
     assert [p.name for p in tmp_path.iterdir()] == ["publish.json"]
+
+
+def test_a_secret_is_private_from_the_start_and_never_replaced_unless_asked(tmp_path) -> None:
+    from odfweb3.atomic_file import write_secret_atomic
+    from odfweb3.errors import ConflictError, UsageError
+
+    key = tmp_path / "key"
+    write_secret_atomic(key, b"one", replace=False)
+    assert key.read_bytes() == b"one" and key.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(ConflictError, match="never replaced"):
+        write_secret_atomic(key, b"two", replace=False)
+    assert key.read_bytes() == b"one"
+    write_secret_atomic(key, b"three", replace=True)
+    assert key.read_bytes() == b"three" and key.stat().st_mode & 0o777 == 0o600
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(UsageError, match="is a directory"):
+        write_secret_atomic(tmp_path / "dir", b"x", replace=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "key"]  # no temp file left
