@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,16 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from odfweb3.errors import ConfigError, CryptoError, FormatError, SignatureError
+from odfweb3.atomic_file import write_secret_atomic
+from odfweb3.errors import (
+    ConfigError,
+    ConflictError,
+    CryptoError,
+    FormatError,
+    LocalIOError,
+    SignatureError,
+    UsageError,
+)
 from odfweb3.foreign_json import load_foreign_json
 from odfweb3_arweave.formats.b64 import b64url_decode, b64url_encode
 
@@ -244,20 +252,13 @@ def save_wallet(wallet: Wallet, path: str | os.PathLike[str], overwrite: bool = 
         raise ConfigError(f"wallet file {target} already exists; refusing to overwrite it")
     data = json.dumps(wallet.to_jwk()).encode("ascii")
     try:
-        # mkstemp creates the file with mode 0600, in the destination directory.
-        fd, tmp_name = tempfile.mkstemp(prefix=".wallet-", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise ConfigError(f"wallet file {target}: cannot create it ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), 0o600)
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp_name, target)
-    except OSError as exc:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise ConfigError(f"wallet file {target}: cannot write it ({exc.strerror})") from None
+        write_secret_atomic(target, data, replace=overwrite)
+    except ConflictError:  # created by someone else since the check above
+        raise ConfigError(
+            f"wallet file {target} already exists; refusing to overwrite it"
+        ) from None
+    except (LocalIOError, UsageError) as exc:  # a full disk, a directory in its place
+        raise ConfigError(f"wallet file {exc}") from None
 
 
 def verify_signature(owner: bytes, message: bytes, signature: bytes, what: str = "") -> None:
