@@ -62,6 +62,7 @@ __all__ = [
     "checked_options",
     "key_namer",
     "open_target",
+    "opened_name",
     "state_facts",
     "target_kinds",
     "target_traits",
@@ -169,10 +170,13 @@ class TargetTraits:
         offline: it writes a local directory (``car:DIR``, ``bundle:DIR``): no node, no
             network; the directory is also a reference a replica reads.
         private_drives: it can publish an ArFS private drive (``--arfs-private``).
+        combines: several targets of the scheme are one (``--to pinning:a --to pinning:b``
+            is ``pinning:a,b``: one node upload, a pin per service).
     """
 
     offline: bool = False
     private_drives: bool = False
+    combines: bool = False
 
 
 @runtime_checkable
@@ -182,6 +186,19 @@ class TraitsDescriber(Protocol):
     def target_traits(self, scheme: str) -> TargetTraits:
         """The traits of ``scheme`` (one of its :attr:`Backend.target_schemes`)."""
         ...
+
+    def opened_name(self, spec: str, config: Config) -> str:
+        """The name the target ``spec`` gets once opened (``ipfs`` -> ``ipfs:<ipfs.api>``):
+        the name its publish state is saved under."""
+        ...
+
+
+def opened_name(spec: str, config: Config) -> str:
+    """The name the target ``spec`` gets once opened (its backend's, else ``spec``)."""
+    backend = backend_for_target(spec)
+    if isinstance(backend, TraitsDescriber):
+        return backend.opened_name(spec, config)
+    return spec.rstrip("/")
 
 
 def target_traits(spec: str) -> TargetTraits:

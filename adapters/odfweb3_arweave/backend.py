@@ -236,6 +236,12 @@ class ArweaveBackend:
             offline=scheme == "bundle", private_drives=scheme in ("bundle", "arweave")
         )
 
+    def opened_name(self, spec: str, config: Config) -> str:
+        """``arweave`` is the gateway of ``arweave.gateway``; every other name is its own."""
+        if spec == "arweave":
+            return f"arweave:{str(config.arweave_gateway).rstrip('/')}"
+        return spec.rstrip("/")
+
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
         kind, _, arg = spec.partition(":")
         if kind == "bundle":

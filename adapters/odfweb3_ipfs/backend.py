@@ -159,7 +159,13 @@ class IpfsBackend:
 
     def target_traits(self, scheme: str) -> TargetTraits:
         """``car:DIR`` is a local directory; the node and pinning services are not."""
-        return TargetTraits(offline=scheme == "car")
+        return TargetTraits(offline=scheme == "car", combines=scheme == "pinning")
+
+    def opened_name(self, spec: str, config: Config) -> str:
+        """``ipfs`` is the node of ``ipfs.api``; every other name is its own."""
+        if spec == "ipfs":
+            return f"ipfs:{str(config.ipfs_api).rstrip('/')}"
+        return spec.rstrip("/")
 
     def check_options(self, options: TargetOptions) -> TargetOptions:
         """The CID version and profile name the profile implies (refused if contradictory)."""
@@ -204,7 +210,7 @@ class IpfsBackend:
             replica.use_envelope(access.key_envelope, "--key-envelope")
         if replica.encrypted:
             # Ciphertext blocks: the chain is walked (and the Seed's ID checked against
-            # the envelope's) only once decrypted (odfweb3.cli.keys_cmds.decrypting_replica).
+            # the envelope's) only once decrypted (odfweb3.read.unseal.decrypting_replica).
             return replica
         resolve_dataset(ref, replica, claims)
         return replica

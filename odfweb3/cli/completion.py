@@ -63,11 +63,11 @@ def candidates(kind: str, config: Config, cwd: Path, env: Mapping[str, str]) -> 
 
     words: list[str] = []
     if kind == "targets":
-        from odfweb3.backends import target_kinds
-        from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
+        from odfweb3.backends import target_kinds, target_traits
+        from odfweb3.publish.remotes import Remotes
 
         for k in target_kinds():
-            words.append(f"{k}:" if k in LOCAL_KINDS else k)
+            words.append(f"{k}:" if target_traits(k).offline else k)
         services = config.get("pinning", "services", default={}) or {}
         words += [f"pinning:{name}" for name in services]
         with contextlib.suppress(OdfWeb3Error):

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfweb3.errors import OdfWeb3Error
+
+if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
 
 __all__ = ["register"]
 
@@ -58,7 +61,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_check)
 
 
-def _show(args: argparse.Namespace, ctx: Any) -> int:
+def _show(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.config.settings()
     source = str(ctx.config.source) if ctx.config.source is not None else None
 
@@ -90,7 +93,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _known_ids(ctx: Any) -> set[str]:
+def _known_ids(ctx: Context) -> set[str]:
     """Dataset IDs this machine knows: published from here, or with keys here."""
     from odfweb3.crypto.keyfiles import ContentKeyStore
     from odfweb3.crypto.keystore import Keystore
@@ -119,7 +122,7 @@ def _dataset_at(path: Path) -> str | None:
         return None
 
 
-def _kamu_named(key: str, ctx: Any) -> str | None:
+def _kamu_named(key: str, ctx: Context) -> str | None:
     """The dataset ID of the dataset a kamu workspace (found from the configuration file's
     directory, then the working directory) names ``key``, or None."""
     from odfweb3.odf.kamu_workspace import find_workspace, is_dataset_alias, resolve_dataset_name
@@ -139,7 +142,7 @@ def _kamu_named(key: str, ctx: Any) -> str | None:
     return None
 
 
-def _check(args: argparse.Namespace, ctx: Any) -> int:
+def _check(args: argparse.Namespace, ctx: Context) -> int:
     config = ctx.config
     table = config.get("datasets", default={}) or {}
     source = str(config.source) if config.source is not None else None

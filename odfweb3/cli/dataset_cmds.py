@@ -11,6 +11,7 @@ from odfweb3.cli.text import key_values, plural, shown_path
 from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
     from odfweb3.odf.identity import DatasetKeyPair
 
 __all__ = ["parse_size", "register"]
@@ -118,7 +119,7 @@ def license_label(spdx_id: str | None, name: str | None) -> str | None:
     return label(spdx_id, name)
 
 
-def _example(args: argparse.Namespace, ctx: Any) -> int:
+def _example(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.odf.builder import append_blocks, create_root_dataset
     from odfweb3.odf.derivative import append_transform, create_derivative_dataset
     from odfweb3.odf.identity import generate_keypair
@@ -190,7 +191,7 @@ def _example(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _keep_identity_key(ctx: Any, keypair: DatasetKeyPair) -> None:
+def _keep_identity_key(ctx: Context, keypair: DatasetKeyPair) -> None:
     """Store the example's identity key, so its IPNS name follows from its dataset ID."""
     from odfweb3.crypto.keystore import Keystore
 
@@ -201,7 +202,7 @@ def _keep_identity_key(ctx: Any, keypair: DatasetKeyPair) -> None:
         ctx.out.debug(f"stored the dataset's identity key in {keystore.root}")
 
 
-def _inspect(args: argparse.Namespace, ctx: Any) -> int:
+def _inspect(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader
@@ -260,7 +261,7 @@ def _inspect(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _validate(args: argparse.Namespace, ctx: Any) -> int:
+def _validate(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader

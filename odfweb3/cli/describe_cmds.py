@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
     from odfweb3.odf.chain import ChainEntry
     from odfweb3.odf.layout import DatasetReader
 
@@ -59,7 +60,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_describe)
 
 
-def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> str:
+def _identity(args: argparse.Namespace, ctx: Context, entries: list[ChainEntry]) -> str:
     """Who publishes, when publisher.name is not set: the IPNS name the record is signed by.
 
     ``--ipns NAME`` if given; else the name of this keystore's key for the dataset (the
@@ -81,7 +82,7 @@ def _identity(args: argparse.Namespace, ctx: Any, entries: list[ChainEntry]) -> 
     return signer.signing_identity(str(did), ctx.config)
 
 
-def _describe(args: argparse.Namespace, ctx: Any) -> int:
+def _describe(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.descriptor import build_descriptor, to_turtle, validate_descriptor
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader
@@ -136,7 +137,7 @@ def _landing(args: argparse.Namespace) -> str | None:
 
 def _other_format(
     args: argparse.Namespace,
-    ctx: Any,
+    ctx: Context,
     reader: DatasetReader,
     entries: list[ChainEntry],
     publisher: Any,
@@ -174,7 +175,9 @@ def _other_format(
     return _result(args, ctx, doc, problems)
 
 
-def _result(args: argparse.Namespace, ctx: Any, doc: dict[str, Any], problems: list[str]) -> int:
+def _result(
+    args: argparse.Namespace, ctx: Context, doc: dict[str, Any], problems: list[str]
+) -> int:
     for line in problems:
         ctx.out.warn(f"{args.format}: {line}")
     data: dict[str, Any] = {"format": args.format, "missing": problems, args.format: doc}

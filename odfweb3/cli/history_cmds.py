@@ -11,6 +11,7 @@ from odfweb3.cli.text import plural, shown_target
 from odfweb3.errors import OdfWeb3Error, UsageError
 
 if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
     from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkingBlock, LinkSource
     from odfweb3.publish.state import PublishState
 
@@ -62,10 +63,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _is_local(ref: str) -> bool:
-    return "://" not in ref and not ref.startswith(("car:", "bundle:", "did:"))
+    """A local dataset directory: no reference a backend reads, no ``did:``."""
+    from odfweb3.backends import backend_for_ref
+
+    return "://" not in ref and not ref.startswith("did:") and backend_for_ref(ref) is None
 
 
-def _chain(ref: str, ctx: Any) -> list[ChainEntry]:
+def _chain(ref: str, ctx: Context) -> list[ChainEntry]:
     """The verified chain of a directory or a replica, head first."""
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.odf.chain import walk_chain
@@ -94,7 +98,7 @@ class _LinksByBlock:
         return objs
 
 
-def _log(args: argparse.Namespace, ctx: Any) -> int:
+def _log(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.history import block_log
     from odfweb3.odf.chain import iter_objects, walk_chain
@@ -151,7 +155,7 @@ def _where(state: PublishState) -> str:
     return f"{place} ({locator})" if locator else place
 
 
-def _published(ctx: Any) -> dict[str, list[str]]:
+def _published(ctx: Context) -> dict[str, list[str]]:
     """Where each dataset is published, from this machine's state (node and offline)."""
     from odfweb3.publish.offline import OfflineIndex
     from odfweb3.publish.state import StateStore
@@ -167,7 +171,7 @@ def _published(ctx: Any) -> dict[str, list[str]]:
     return out
 
 
-def _lineage(args: argparse.Namespace, ctx: Any) -> int:
+def _lineage(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.history import lineage_graph, to_dot, to_mermaid, to_svg
     from odfweb3.odf.identity import DatasetId
     from odfweb3.odf.model_gen import Seed

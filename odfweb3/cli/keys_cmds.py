@@ -18,6 +18,7 @@ from odfweb3.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
     from odfweb3.backends import KeyNamer
+    from odfweb3.cli.main import Context
     from odfweb3.crypto.envelope import Envelope
     from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys
     from odfweb3.read.replica import Replica
@@ -149,7 +150,7 @@ def _passphrase_args(p: argparse.ArgumentParser, *, flag: bool) -> None:
 TRIES = 3
 
 
-def prompts(ctx: Any, file: Path | None) -> bool:
+def prompts(ctx: Context, file: Path | None) -> bool:
     """Whether :func:`read_passphrase` would ask the terminal (so a wrong answer can be
     asked again): no file, no environment variable, stdin a terminal."""
     from odfweb3.crypto.names import PASSPHRASE_ENV
@@ -157,7 +158,7 @@ def prompts(ctx: Any, file: Path | None) -> bool:
     return file is None and not ctx.env.get(PASSPHRASE_ENV) and sys.stdin.isatty()
 
 
-def prompt_secret(ctx: Any, what: str, *, confirm: bool) -> str:
+def prompt_secret(ctx: Context, what: str, *, confirm: bool) -> str:
     """``what`` typed on the terminal (not echoed); with ``confirm`` typed twice, up to
     :data:`TRIES` times until both agree."""
     for attempt in range(1, TRIES + 1):
@@ -170,7 +171,7 @@ def prompt_secret(ctx: Any, what: str, *, confirm: bool) -> str:
 
 
 def read_passphrase(
-    ctx: Any,
+    ctx: Context,
     file: Path | None,
     *,
     confirm: bool,
@@ -194,7 +195,7 @@ def read_passphrase(
     return text
 
 
-def _store(ctx: Any) -> ContentKeyStore:
+def _store(ctx: Context) -> ContentKeyStore:
     from odfweb3.crypto.keyfiles import ContentKeyStore
 
     return ContentKeyStore(ctx.config.keystore_dir)
@@ -217,7 +218,7 @@ def _recipients_json(env: Envelope) -> list[dict[str, Any]]:
     return out
 
 
-def _show_keys(ctx: Any, keys: DatasetKeys, path: Path, action: str) -> None:
+def _show_keys(ctx: Context, keys: DatasetKeys, path: Path, action: str) -> None:
     recipients = _recipients_json(keys.envelope)
     data = {
         "datasetId": keys.ring.dataset_id,
@@ -242,7 +243,7 @@ def _show_keys(ctx: Any, keys: DatasetKeys, path: Path, action: str) -> None:
 # --- identities ------------------------------------------------------------------------
 
 
-def _identity_new(args: argparse.Namespace, ctx: Any) -> int:
+def _identity_new(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import encode_public_key, fingerprint
     from odfweb3.crypto.keyfiles import IdentityStore
 
@@ -257,7 +258,7 @@ def _identity_new(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _identity_list(args: argparse.Namespace, ctx: Any) -> int:
+def _identity_list(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import encode_public_key, fingerprint
     from odfweb3.crypto.keyfiles import IdentityStore
 
@@ -273,7 +274,7 @@ def _identity_list(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _identity_export(args: argparse.Namespace, ctx: Any) -> int:
+def _identity_export(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import encode_public_key, fingerprint
     from odfweb3.crypto.keyfiles import IdentityStore
 
@@ -286,7 +287,7 @@ def _identity_export(args: argparse.Namespace, ctx: Any) -> int:
 # --- recipients and rotation -----------------------------------------------------------
 
 
-def _public_key_arg(ctx: Any, text: str) -> bytes:
+def _public_key_arg(ctx: Context, text: str) -> bytes:
     from odfweb3.crypto.envelope import PUBLIC_KEY_PREFIX, decode_public_key
     from odfweb3.crypto.keyfiles import IdentityStore
 
@@ -295,7 +296,7 @@ def _public_key_arg(ctx: Any, text: str) -> bytes:
     return IdentityStore(ctx.config.keystore_dir).public_key(text)
 
 
-def _recipients_add(args: argparse.Namespace, ctx: Any) -> int:
+def _recipients_add(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import add_recipient, passphrase_recipient, x25519_recipient
     from odfweb3.crypto.keyfiles import DatasetKeys
     from odfweb3.publish.dataset_id import verified_dataset_id
@@ -327,7 +328,7 @@ def _recipient_id(text: str) -> str:
     return text
 
 
-def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
+def _recipients_remove(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import remove_recipient, rotate_envelope
     from odfweb3.crypto.keyfiles import DatasetKeys
     from odfweb3.publish.dataset_id import verified_dataset_id
@@ -353,7 +354,7 @@ def _recipients_remove(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _recipients_list(args: argparse.Namespace, ctx: Any) -> int:
+def _recipients_list(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.publish.dataset_id import verified_dataset_id
 
     did = verified_dataset_id(args.dataset)
@@ -362,7 +363,7 @@ def _recipients_list(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _rotate(args: argparse.Namespace, ctx: Any) -> int:
+def _rotate(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import rotate_envelope
     from odfweb3.crypto.keyfiles import DatasetKeys
     from odfweb3.publish.dataset_id import verified_dataset_id
@@ -379,7 +380,7 @@ def _rotate(args: argparse.Namespace, ctx: Any) -> int:
 # --- export / import -------------------------------------------------------------------
 
 
-def _export(args: argparse.Namespace, ctx: Any) -> int:
+def _export(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.backends import key_namer
     from odfweb3.crypto.envelope import (
         add_recipient,
@@ -417,7 +418,7 @@ def _namer() -> KeyNamer:
     return namer
 
 
-def _export_ipns(args: argparse.Namespace, ctx: Any, public_key: bytes | None) -> int:
+def _export_ipns(args: argparse.Namespace, ctx: Context, public_key: bytes | None) -> int:
     """``keys export NAME``: the key behind an IPNS name, for another machine or Kubo."""
     from odfweb3.crypto.ipns_keyfile import ENCRYPTED, encode_key_file
     from odfweb3.crypto.keyfiles import write_private
@@ -458,7 +459,7 @@ def _export_ipns(args: argparse.Namespace, ctx: Any, public_key: bytes | None) -
     return 0
 
 
-def _import(args: argparse.Namespace, ctx: Any) -> int:
+def _import(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.crypto.envelope import decode_envelope, new_envelope, open_envelope
     from odfweb3.crypto.ipns_keyfile import MAX_KEY_FILE, is_key_file
     from odfweb3.crypto.keyfiles import DatasetKeys, IdentityStore
@@ -487,7 +488,7 @@ def _import(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _import_ipns(args: argparse.Namespace, ctx: Any, raw: bytes) -> int:
+def _import_ipns(args: argparse.Namespace, ctx: Context, raw: bytes) -> int:
     """``keys import FILE``: an IPNS key kept for its dataset (never replacing a key)."""
     from odfweb3.crypto.ipns_keyfile import decode_key_file
     from odfweb3.crypto.keystore import Keystore
@@ -522,7 +523,7 @@ def _import_ipns(args: argparse.Namespace, ctx: Any, raw: bytes) -> int:
 
 
 def decrypting_replica(
-    ctx: Any, replica: Replica, *, passphrase_file: Path | None = None
+    ctx: Context, replica: Replica, *, passphrase_file: Path | None = None
 ) -> Replica:
     """``replica``, decrypted when it serves an encrypted publish (pull, verify): the
     library's :func:`odfweb3.read.unseal.decrypting_replica`, with the passphrase from

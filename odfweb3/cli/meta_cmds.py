@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import platform
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfweb3 import __version__
 from odfweb3.cli.completion import SHELLS, VALUE_KINDS
 from odfweb3.errors import UsageError
+
+if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
 
 __all__ = ["register"]
 
@@ -45,7 +48,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_man)
 
 
-def _version(args: argparse.Namespace, ctx: Any) -> int:
+def _version(args: argparse.Namespace, ctx: Context) -> int:
     ctx.out.result(
         {"version": __version__, "python": platform.python_version()},
         f"odfweb3 {__version__}",
@@ -54,7 +57,7 @@ def _version(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _completion(args: argparse.Namespace, ctx: Any) -> int:
+def _completion(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.completion import candidates, render
     from odfweb3.cli.main import build_parser
 
@@ -69,7 +72,7 @@ def _completion(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _man(args: argparse.Namespace, ctx: Any) -> int:
+def _man(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.main import build_parser
     from odfweb3.cli.manpage import render
 

@@ -22,6 +22,7 @@ from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
     from odfweb3.backends import NamePusher
+    from odfweb3.cli.main import Context
 
 __all__ = ["push_record_file", "register"]
 
@@ -66,7 +67,7 @@ def _pusher() -> NamePusher:
     return next(b for b in all_backends() if isinstance(b, NamePusher))
 
 
-def _push(args: argparse.Namespace, ctx: Any) -> int:
+def _push(args: argparse.Namespace, ctx: Context) -> int:
     url = args.routing or ctx.config.get("ipfs", "routing")
     if not url:
         raise UsageError(
@@ -91,7 +92,7 @@ def _push(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def push_record_file(
-    ctx: Any, path: Path, name_text: str, url: str, *, check: bool = True
+    ctx: Context, path: Path, name_text: str, url: str, *, check: bool = True
 ) -> dict[str, Any]:
     """Verify the record in ``path`` for the name, PUT it to ``url``, read it back.
 

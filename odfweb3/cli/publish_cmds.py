@@ -16,7 +16,7 @@ from odfweb3.cli.text import format_winston, key_values, plural, shown_path, sho
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 
 if TYPE_CHECKING:
-    from odfweb3.api.publish import PublishOptions
+    from odfweb3.api.publishing import PublishOptions
     from odfweb3.backends import StateFacts
     from odfweb3.cli.main import Context
     from odfweb3.publish.execute import PublishOutcome
@@ -236,19 +236,22 @@ def _combine_to(targets: Sequence[str]) -> str:
     (``--to pinning:a --to pinning:b`` = ``pinning:a,b``, one node upload, a pin per service)."""
     if len(targets) == 1:
         return targets[0]
+    from odfweb3.backends import target_traits
+
     names: list[str] = []
+    kind = targets[0].partition(":")[0]
     for t in targets:
-        kind, _, arg = t.partition(":")
-        if kind != "pinning" or not arg:
+        scheme, _, arg = t.partition(":")
+        if scheme != kind or not arg or not target_traits(t).combines:
             raise UsageError(
                 "--to given more than once: only for pinning services (--to pinning:A --to "
                 "pinning:B); publish to other targets one at a time"
             )
         names.extend(n for n in arg.split(",") if n)
-    return "pinning:" + ",".join(names)
+    return f"{kind}:" + ",".join(names)
 
 
-def _pin_failures(ctx: Any, outcome: PublishOutcome) -> int:
+def _pin_failures(ctx: Context, outcome: PublishOutcome) -> int:
     """Report each pinning service that failed (one line each); the exit code (0: none)."""
     pins = outcome.upload.summary.get("pins") if outcome.upload is not None else None
     if not isinstance(pins, dict):
@@ -263,7 +266,7 @@ def _pin_failures(ctx: Any, outcome: PublishOutcome) -> int:
     return 77 if all(c == 77 for c in codes) else 69
 
 
-def _publish(args: argparse.Namespace, ctx: Any) -> int:
+def _publish(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.odf.multihash import multihash_to_str
     from odfweb3.publish.batch import BatchQueue
@@ -284,7 +287,7 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
     if args.dnslink is not None:
         _check_dnslink(args)
     if args.routing is not None and (
-        not args.to.startswith("car:") or args.batch or args.flush or args.with_inputs
+        not _pushes_records(args.to) or args.batch or args.flush or args.with_inputs
     ):
         raise UsageError(
             "--routing pushes the record of a single offline publish: use it with --to car:DIR "
@@ -327,7 +330,7 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
         from odfweb3.cli.name_cmds import push_record_file
 
         name = _facts(outcome.state).name or ""
-        out_dir = args.to[len("car:") :]
+        out_dir = args.to.partition(":")[2]
         try:
             pushed = push_record_file(
                 ctx, Path(out_dir).expanduser() / f"{name}.ipns-record", name, args.routing
@@ -345,6 +348,13 @@ def _publish(args: argparse.Namespace, ctx: Any) -> int:
     if push_failed is not None:
         return push_failed.exit_code
     return _pin_failures(ctx, outcome)
+
+
+def _pushes_records(to: str) -> bool:
+    """Whether ``to`` writes a signed name record to a local directory, to be pushed."""
+    from odfweb3.backends import NamePusher, backend_for_target, target_traits
+
+    return target_traits(to).offline and isinstance(backend_for_target(to), NamePusher)
 
 
 def _check_dnslink(args: argparse.Namespace) -> None:
@@ -377,9 +387,9 @@ def _dnslink(args: argparse.Namespace, outcome: PublishOutcome) -> Any:
 
 def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
     """``publish DATASET`` without ``--to``: to every target it was published to from here
-    (:func:`odfweb3.api.publish.publish_everywhere`), each reported on its own. Exit
+    (:func:`odfweb3.api.publishing.publish_everywhere`), each reported on its own. Exit
     status: the first failure's, else 0."""
-    from odfweb3.api.publish import TargetResult, publish_everywhere
+    from odfweb3.api.publishing import TargetResult, publish_everywhere
     from odfweb3.cli.hooks import cli_hooks
     from odfweb3.cli.remotes_cmds import remote_names
 
@@ -422,7 +432,7 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
 
 def _options(args: argparse.Namespace, ctx: Context) -> PublishOptions:
     """The library's publish options from the command line."""
-    from odfweb3.api.publish import PublishOptions
+    from odfweb3.api.publishing import PublishOptions
 
     return PublishOptions(
         force=args.force,
@@ -465,7 +475,7 @@ def _publish_one(
     record_extra: Mapping[str, Any] | None = None,
 ) -> PublishOutcome:
     """Publish one dataset through the library (warnings on stderr); the caller reports."""
-    from odfweb3.api.publish import publish
+    from odfweb3.api.publishing import publish
     from odfweb3.cli.hooks import cli_hooks
 
     target = to or args.to
@@ -487,7 +497,9 @@ def _publish_one(
     return outcome
 
 
-def _published(ctx: Any, dataset: str, outcome: PublishOutcome, options: PublishOptions) -> None:
+def _published(
+    ctx: Context, dataset: str, outcome: PublishOutcome, options: PublishOptions
+) -> None:
     """What is said once a publish to one target is done: the publisher hint, and what the
     discovery metadata lacks (once per command; not for encrypted publishes, a key envelope
     or an ArFS private drive, which publish nothing readable)."""
@@ -502,7 +514,7 @@ def _published(ctx: Any, dataset: str, outcome: PublishOutcome, options: Publish
 PUBLISHER_HINT: Final = "hints/publisher-name"
 
 
-def _warn_catalogue_gaps(ctx: Any, dataset: str, plan: PublishPlan) -> None:
+def _warn_catalogue_gaps(ctx: Context, dataset: str, plan: PublishPlan) -> None:
     """One line (once per command, whatever the targets) when the published discovery
     documents lack a title, description or license: still valid, shown bare by catalogues.
 
@@ -525,7 +537,7 @@ def _warn_catalogue_gaps(ctx: Any, dataset: str, plan: PublishPlan) -> None:
         )
 
 
-def _suggest_publisher_name(ctx: Any) -> None:
+def _suggest_publisher_name(ctx: Context) -> None:
     """Say once (per state directory) how to name the descriptor's creator.
 
     Without ``publisher.name`` the descriptor names the publisher by its key (IPNS name
@@ -546,7 +558,7 @@ def _suggest_publisher_name(ctx: Any) -> None:
     marker.touch()
 
 
-def _publish_with_inputs(args: argparse.Namespace, ctx: Any) -> int:
+def _publish_with_inputs(args: argparse.Namespace, ctx: Context) -> int:
     """``--with-inputs``: each input first, then DATASET with the inputs map."""
     from odfweb3.publish.with_inputs import plan_inputs, publish_with_inputs
 
@@ -572,7 +584,7 @@ def _publish_with_inputs(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _flush(args: argparse.Namespace, ctx: Any) -> int:
+def _flush(args: argparse.Namespace, ctx: Context) -> int:
     """Publish every queued dataset of ``--to`` (or just DATASET) once."""
     from odfweb3.errors import ConflictError
     from odfweb3.odf.chain import walk_chain
@@ -756,22 +768,23 @@ def _share_lines(state: PublishState) -> list[str]:
 
 def _import_lines(target: str) -> list[str]:
     """car:DIR: the exact commands that load it into a node, in order (from publish.json)."""
+    from odfweb3.backends import target_traits
     from odfweb3.foreign_json import read_foreign_json_file
 
-    if not target.startswith("car:"):
+    if not target_traits(target).offline:
         return []
     # The directory's publish.json is read bounded (a FIFO or a 3 GB file costs nothing,
     # nested or non-UTF-8 JSON is refused); this is only a hint, so a bad one prints none.
     try:
         doc = read_foreign_json_file(
-            Path(target[len("car:") :]) / "publish.json", max_bytes=1 << 20, expect=dict
+            Path(target.partition(":")[2]) / "publish.json", max_bytes=1 << 20, expect=dict
         )
     except (FormatError, NotFound):
         return []
     commands = doc.get("import") if isinstance(doc, dict) else None
     if not isinstance(commands, list):
         return []
-    where = shown_path(target[len("car:") :])
+    where = shown_path(target.partition(":")[2])
     # Every CAR, oldest first: each holds only what the ones before it lacked, so importing
     # the newest alone leaves its root's older blocks missing and the node waits for them.
     return [

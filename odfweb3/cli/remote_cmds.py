@@ -13,6 +13,7 @@ from odfweb3.cli.text import plural, shown_path
 from odfweb3.errors import OdfWeb3Error, ReplicaMismatch, UsageError
 
 if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
     from odfweb3.read.compare import ReplicaReport
     from odfweb3.read.replica import RecordSigner, Replica
 
@@ -149,7 +150,7 @@ def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _key_envelope(args: argparse.Namespace, ctx: Any, *refs: str) -> bytes | None:
+def _key_envelope(args: argparse.Namespace, ctx: Context, *refs: str) -> bytes | None:
     """The ``--key-envelope`` bytes, if given; refused for references that name their own."""
     from odfweb3.read.resolve import read_key_envelope
 
@@ -191,7 +192,7 @@ def _add_drive_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
+def _drive_access(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     """``open_replica`` keywords for an ArFS private drive: wallet and password, if given.
 
     The password comes from ``--drive-password-file`` (first line) or the environment,
@@ -225,7 +226,7 @@ def _drive_access(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
     return {"wallet": args.wallet, "drive_password": password}
 
 
-def _resolve(args: argparse.Namespace, ctx: Any) -> int:
+def _resolve(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
     from odfweb3.read.resolve import resolve_ref
 
@@ -264,7 +265,7 @@ def _local_dataset_id(path: str) -> str:
     return str(DatasetId.from_bytes(getattr(seed, "dataset_id", None) or b""))
 
 
-def _verify(args: argparse.Namespace, ctx: Any) -> int:
+def _verify(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.odf.chain import walk_chain
@@ -336,7 +337,7 @@ def _verify(args: argparse.Namespace, ctx: Any) -> int:
     return code
 
 
-def _verify_detail(ctx: Any, ref: str, report: ReplicaReport, seconds: float) -> None:
+def _verify_detail(ctx: Context, ref: str, report: ReplicaReport, seconds: float) -> None:
     """``-v``: what was compared and checked for one replica."""
     from odfweb3.odf.multihash import multihash_to_str
 
@@ -350,7 +351,7 @@ def _verify_detail(ctx: Any, ref: str, report: ReplicaReport, seconds: float) ->
     ctx.out.debug(f"  in {format_duration(seconds)}")
 
 
-def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
+def _verify_lineage(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.keys_cmds import decrypting_replica
     from odfweb3.odf.identity import DatasetId
     from odfweb3.read.lineage_check import (
@@ -392,15 +393,16 @@ def _verify_lineage(args: argparse.Namespace, ctx: Any) -> int:
     return 2 if any(i.status == "unreachable" for i in report.inputs) else 1
 
 
-def _pull(args: argparse.Namespace, ctx: Any) -> int:
+def _pull(args: argparse.Namespace, ctx: Context) -> int:
+    from odfweb3.backends import target_traits
     from odfweb3.cli.keys_cmds import decrypting_replica
     from odfweb3.odf.multihash import multihash_to_str
-    from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
+    from odfweb3.publish.remotes import Remotes
     from odfweb3.read.pull import pull_dataset
     from odfweb3.read.resolve import open_replica
 
     remote = Remotes(ctx.config.state_dir).resolve(args.ref)
-    via_remote = remote != args.ref and remote.partition(":")[0] in LOCAL_KINDS
+    via_remote = remote != args.ref and target_traits(remote).offline
     if via_remote:
         args.ref = remote
     replica: Replica = decrypting_replica(
@@ -467,7 +469,7 @@ def _signer_json(signer: RecordSigner) -> dict[str, Any]:
 
 
 def _check_signer(
-    ctx: Any, ref: str, replica: Replica, expected: str | None, *, ours: bool = False
+    ctx: Context, ref: str, replica: Replica, expected: str | None, *, ours: bool = False
 ) -> RecordSigner | None:
     """Say who signed the record ``ref`` was read through; refuse another than ``expected``,
     or, for a remote of this machine's (``ours``) without ``expected``, one that is neither

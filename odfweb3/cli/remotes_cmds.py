@@ -15,6 +15,7 @@ from odfweb3.cli.text import shown_target
 from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
     from odfweb3.publish.state import PublishState
 
 __all__ = ["effective_target", "known_states", "register", "remote_names", "replica_ref"]
@@ -49,7 +50,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.set_defaults(handler=_list)
 
 
-def _add(args: argparse.Namespace, ctx: Any) -> int:
+def _add(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.backends import backend_for_target, target_kinds
     from odfweb3.publish.remotes import Remotes
 
@@ -65,7 +66,7 @@ def _add(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _rename(args: argparse.Namespace, ctx: Any) -> int:
+def _rename(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.publish.remotes import Remotes
 
     target = Remotes(ctx.config.state_dir).rename(args.old, args.new)
@@ -76,7 +77,7 @@ def _rename(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _remove(args: argparse.Namespace, ctx: Any) -> int:
+def _remove(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.publish.remotes import Remotes
 
     target = Remotes(ctx.config.state_dir).remove(args.name)
@@ -84,7 +85,7 @@ def _remove(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _list(args: argparse.Namespace, ctx: Any) -> int:
+def _list(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.publish.remotes import Remotes
 
     remotes = Remotes(ctx.config.state_dir).load()
@@ -101,14 +102,12 @@ def _list(args: argparse.Namespace, ctx: Any) -> int:
 
 def effective_target(spec: str, config: Any) -> str:
     """The name a target gets once opened: ``ipfs`` -> ``ipfs:<ipfs.api>`` and so on."""
-    if spec == "ipfs":
-        return f"ipfs:{str(config.ipfs_api).rstrip('/')}"
-    if spec == "arweave":
-        return f"arweave:{str(config.arweave_gateway).rstrip('/')}"
-    return spec.rstrip("/")
+    from odfweb3.backends import opened_name
+
+    return opened_name(spec, config)
 
 
-def remote_names(ctx: Any, target_name: str) -> list[str]:
+def remote_names(ctx: Context, target_name: str) -> list[str]:
     """The remotes naming the target called ``target_name`` (e.g. ``car:/abs/out``)."""
     from odfweb3.publish.remotes import Remotes
 
@@ -116,25 +115,26 @@ def remote_names(ctx: Any, target_name: str) -> list[str]:
     return [n for n, t in remotes.items() if effective_target(t, ctx.config) == target_name]
 
 
-def known_states(ctx: Any, dataset_id: str) -> list[PublishState]:
+def known_states(ctx: Context, dataset_id: str) -> list[PublishState]:
     """This machine's publishes of ``dataset_id`` (:func:`odfweb3.publish.offline.known_states`)."""
     from odfweb3.publish.offline import known_states as known
 
     return known(ctx.config.state_dir, dataset_id)
 
 
-def replica_ref(ctx: Any, name: str, dataset_id: str | None) -> str:
+def replica_ref(ctx: Context, name: str, dataset_id: str | None) -> str:
     """What ``verify --against NAME`` reads: a remote's directory, or its record locator.
 
     Raises:
         UsageError: a node remote without a dataset, or never published to from here.
     """
-    from odfweb3.publish.remotes import LOCAL_KINDS, Remotes
+    from odfweb3.backends import target_traits
+    from odfweb3.publish.remotes import Remotes
 
     target = Remotes(ctx.config.state_dir).resolve(name)
     if target == name:
         return name  # not a remote: a reference as given
-    if target.partition(":")[0] in LOCAL_KINDS:
+    if target_traits(target).offline:
         return target
     if dataset_id is None:
         raise UsageError(f"--against {name}: give the local DATASET, to know which record to read")

@@ -28,6 +28,7 @@ from odfweb3.cli.text import key_values, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 
 if TYPE_CHECKING:
+    from odfweb3.cli.main import Context
     from odfweb3.publish.offline import OfflineEntry
     from odfweb3.publish.state import PublishState, UnfinishedUpload
 
@@ -96,7 +97,7 @@ class _Odd:
 
 
 def _states(
-    ctx: Any, dataset: str | None, odd: _Odd | None = None
+    ctx: Context, dataset: str | None, odd: _Odd | None = None
 ) -> tuple[list[PublishState], dict[str, bytes], list[OfflineEntry], list[str], Sources]:
     """Saved states (node targets) and offline ones (car:/bundle: publish.json files).
 
@@ -156,7 +157,7 @@ def _local_head(state: PublishState, local: dict[str, bytes], source: str | None
     return None
 
 
-def _node_views(ctx: Any, states: list[PublishState], rows: list[dict[str, Any]]) -> None:
+def _node_views(ctx: Context, states: list[PublishState], rows: list[dict[str, Any]]) -> None:
     """Ask each state's backend what its node or gateway holds (records, uploads)."""
     from odfweb3.backends import all_backends
 
@@ -196,7 +197,7 @@ def _query_each(backend: Any, states: list[PublishState], config: Any) -> list[A
     return out
 
 
-def _republishers(ctx: Any, states: list[PublishState]) -> Iterator[tuple[PublishState, Any]]:
+def _republishers(ctx: Context, states: list[PublishState]) -> Iterator[tuple[PublishState, Any]]:
     """Each state whose names can be re-signed, with its backend's republisher (one per target)."""
     from odfweb3.backends import RepublishingBackend, backend_for_target
 
@@ -212,7 +213,7 @@ def _republishers(ctx: Any, states: list[PublishState]) -> Iterator[tuple[Publis
 
 
 def _pinning_pins(
-    ctx: Any, states: list[PublishState], rows: list[dict[str, Any]], online: bool
+    ctx: Context, states: list[PublishState], rows: list[dict[str, Any]], online: bool
 ) -> None:
     """Per pinning service (target ``pinning:NAME``): the pin's status, asked of the service
     (``GET /pins/{requestid}``) unless offline; the saved status otherwise."""
@@ -269,7 +270,7 @@ def _objects_text(row: dict[str, Any]) -> str | None:
     return f"{row['objects']}" + (f" ({linked} linked)" if linked else "")
 
 
-def _status(args: argparse.Namespace, ctx: Any) -> int:
+def _status(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.backends import state_facts
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.cli.remotes_cmds import remote_names
@@ -431,7 +432,7 @@ IN_PROGRESS: Final = "upload in progress — run `publish` to resume"
 
 
 def _unfinished_rows(
-    ctx: Any, unfinished: list[UnfinishedUpload], rows: list[dict[str, Any]]
+    ctx: Context, unfinished: list[UnfinishedUpload], rows: list[dict[str, Any]]
 ) -> None:
     """An interrupted upload is shown, never an error: on its target's row when there is
     one, else on a row of its own (a first publish); a checkpoint too damaged to say whose
@@ -472,7 +473,7 @@ def _unfinished_rows(
         row["uploadInProgress"] = str(up.path)
 
 
-def _republish(args: argparse.Namespace, ctx: Any) -> int:
+def _republish(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.cli.local_dataset import local_dataset
 
     if not args.all and not args.dataset:
@@ -481,8 +482,10 @@ def _republish(args: argparse.Namespace, ctx: Any) -> int:
         args.dataset = local_dataset(args.dataset, ctx)
     states, _local, _lost, _reasons, _sources = _states(ctx, None if args.all else args.dataset)
     if args.to:
-        want = args.to if args.to.startswith("ipfs:") else f"ipfs:{ctx.config.ipfs_api}"
-        states = [s for s in states if s.target == want.rstrip("/")]
+        from odfweb3.backends import opened_name
+
+        want = opened_name(args.to, ctx.config)
+        states = [s for s in states if s.target == want]
     results: list[dict[str, Any]] = []
     code = 0
     for state, target in _republishers(ctx, states):

@@ -42,10 +42,16 @@ def shown_path(path: str | os.PathLike[str], cwd: Path | None = None) -> str:
     return str(rel) if str(rel) != "." else "."
 
 
+def _offline(name: str) -> bool:
+    from odfweb3.backends import target_traits
+
+    return target_traits(name).offline
+
+
 def shown_target(name: str, cwd: Path | None = None) -> str:
     """A target or replica name with its local directory in :func:`shown_path` style."""
     kind, sep, arg = name.partition(":")
-    if sep and kind in ("car", "bundle") and arg:
+    if sep and arg and _offline(name):
         return f"{kind}:{shown_path(arg, cwd)}"
     return name
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from odfweb3.backends import WalletMaker
+    from odfweb3.cli.main import Context
 
 __all__ = ["register"]
 
@@ -80,13 +81,13 @@ def _wallets() -> WalletMaker:
     return next(b for b in all_backends() if isinstance(b, WalletMaker))
 
 
-def _address(args: argparse.Namespace, ctx: Any) -> int:
+def _address(args: argparse.Namespace, ctx: Context) -> int:
     address = _wallets().wallet_address(args.path)
     ctx.out.result({"path": str(args.path), "address": address}, address, product=True)
     return 0
 
 
-def _balance(args: argparse.Namespace, ctx: Any) -> int:
+def _balance(args: argparse.Namespace, ctx: Context) -> int:
     address = _address_of(args.wallet)
     url = args.gateway or ctx.config.arweave_gateway
     winston = _wallets().balance(address, url)
@@ -98,7 +99,7 @@ def _balance(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _new(args: argparse.Namespace, ctx: Any) -> int:
+def _new(args: argparse.Namespace, ctx: Context) -> int:
     from odfweb3.errors import ConfigError
 
     path: Path = args.path

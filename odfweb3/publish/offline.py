@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Final
 
 from odfweb3.atomic_file import write_file_atomic
+from odfweb3.backends import target_traits
 from odfweb3.errors import FormatError, OdfWeb3Error
 from odfweb3.foreign_json import load_foreign_json
 from odfweb3.publish.state import PublishState, load_summary_file
 
-__all__ = ["INDEX_NAME", "OFFLINE_KINDS", "OfflineEntry", "OfflineIndex", "known_states"]
+__all__ = ["INDEX_NAME", "OfflineEntry", "OfflineIndex", "known_states"]
 
 INDEX_NAME: Final = "offline-targets.json"
-OFFLINE_KINDS: Final = ("car", "bundle")
 _MAX_INDEX_BYTES: Final = 4 << 20
 
 
@@ -78,7 +78,7 @@ class OfflineIndex:
 
     def remember(self, dataset_id: str, target: str, source: str) -> None:
         """Add (dataset, offline target) or update its source; atomically (temp + rename)."""
-        if target.partition(":")[0] not in OFFLINE_KINDS:
+        if not target_traits(target).offline:
             return
         entries = self.entries()
         entry = OfflineEntry(dataset_id, target, source)

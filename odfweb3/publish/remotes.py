@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Final
 
 from odfweb3.atomic_file import write_file_atomic
+from odfweb3.backends import target_traits
 from odfweb3.errors import FormatError, NotFound, UsageError
 from odfweb3.foreign_json import load_foreign_json
 
-__all__ = ["LOCAL_KINDS", "REMOTES_FILE", "RESERVED", "Remotes", "normalize_target"]
+__all__ = ["REMOTES_FILE", "RESERVED", "Remotes", "normalize_target"]
 
 REMOTES_FILE: Final = "remotes.json"
-#: Target kinds whose argument is a local directory.
-LOCAL_KINDS: Final = ("car", "bundle")
 #: Words that already mean a target kind or a reference scheme.
 RESERVED: Final = frozenset(
     {"car", "bundle", "ipfs", "ipns", "arweave", "ar", "pinning", "did", "http", "https"}
@@ -35,7 +34,7 @@ _MAX_BYTES: Final = 1 << 20
 def normalize_target(spec: str, cwd: Path | None = None) -> str:
     """``spec`` with a local directory made absolute (``car:./out`` -> ``car:/abs/out``)."""
     kind, sep, arg = spec.partition(":")
-    if kind in LOCAL_KINDS and sep and arg:
+    if sep and arg and target_traits(spec).offline:
         return f"{kind}:{((cwd or Path.cwd()) / Path(arg).expanduser()).absolute()}"
     return spec
 
@@ -95,7 +94,7 @@ class Remotes:
         """
         _check_name(name)
         kind, _, arg = target.partition(":")
-        if not kind or (kind in LOCAL_KINDS and not arg):
+        if not kind or (not arg and target_traits(target).offline):
             raise UsageError(f"remote {name}: {target!r} is not a target (e.g. car:DIR, ipfs)")
         remotes = self.load()
         if name in remotes:

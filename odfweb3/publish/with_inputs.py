@@ -86,8 +86,10 @@ def inputs_in_order(input_dirs: Sequence[str]) -> list[tuple[str, str]]:
 
 def input_target(to: str, input_dir: str) -> str:
     """Where an input goes: the same target; one-dataset directories get OUT/inputs/NAME."""
+    from odfweb3.backends import target_traits
+
     kind, sep, arg = to.partition(":")
-    if kind in ("car", "bundle") and sep and arg:  # the offline targets hold one dataset
+    if sep and arg and target_traits(to).offline:  # a local directory holds one dataset
         return f"{kind}:{Path(arg) / 'inputs' / Path(input_dir).resolve().name}"
     return to
 

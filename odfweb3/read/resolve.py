@@ -126,8 +126,8 @@ def resolve_ref(
     """Resolve ``ref`` (see the module docstring) and check it (:mod:`odfweb3.read.claims`).
 
     A ``did:odf`` may be found in several places: one entry each, the IPNS name first.
-    An encrypted publish is decrypted with ``unseal`` (the CLI passes
-    :func:`odfweb3.cli.keys_cmds.decrypting_replica`) and then checked in full; the
+    An encrypted publish is decrypted with ``unseal`` (callers pass
+    :func:`odfweb3.read.unseal.decrypting_replica`) and then checked in full; the
     replica returned is then the decrypted one. Without keys the result holds the signed
     record's claims only (``content_checked`` False). ``key_envelope`` (the bytes of
     ``--key-envelope``) is used for IPFS replicas, where ``ipfs://CID`` has no record.
