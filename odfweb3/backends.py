@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from odfweb3.config import Config
     from odfweb3.crypto.sealer import Sealer
     from odfweb3.publish.state import PublishState
-    from odfweb3.publish.target import PublishTarget
+    from odfweb3.publish.target import Price, PublishTarget
     from odfweb3.read.claims import NameClaims
     from odfweb3.read.replica import Replica
 
@@ -85,6 +85,8 @@ class TargetOptions:
     sealer: Sealer | None = None  # encrypt (docs/design.md, "Encryption")
     max_cost: int | None = None  # arweave: refuse an upload above this many winston
     on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
+    # arweave/turbo: the price (None: not known) before anything is paid; False: send nothing
+    approve: Callable[[Price | None], bool] | None = None
     # arweave/bundle: an ArFS private drive with this password (never in a repr)
     drive_password: str | None = field(default=None, repr=False)
     # pinning: where ODFWEB3_PINNING_<NAME>_TOKEN is read (the CLI passes os.environ)

@@ -38,7 +38,7 @@ from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
 from odfweb3_arweave.client.gateway import ArweaveGateway
-from odfweb3_arweave.client.turbo import TurboClient
+from odfweb3_arweave.client.turbo import TurboClient, TurboPayment
 from odfweb3_arweave.formats.arfs import DriveLayout
 from odfweb3_arweave.publish.bundle_plan import ManifestKind
 from odfweb3_arweave.publish.bundle_target import BundleTarget
@@ -89,6 +89,7 @@ def open_arweave_target(
         max_cost=max_cost,
         publisher=config.get("publisher"),
         on_price=options.on_price or (lambda winston, size: None),
+        approve=options.approve,
         sealer=options.sealer,
         drive_password=options.drive_password,
         # How long the post-check waits for the upload to be mined
@@ -106,7 +107,8 @@ def open_turbo_target(
     ``arweave.turbo_address`` when set.
 
     Raises:
-        UsageError: no wallet, no bundler URL, one that is not http(s), or ``--max-cost``.
+        UsageError: no wallet, no bundler URL, one that is not http(s), or ``--max-cost``
+            without ``arweave.turbo_payment`` (the price could not be known).
     """
     options = options or TargetOptions()
     url = url or config.get("arweave", "turbo")
@@ -121,12 +123,20 @@ def open_turbo_target(
             "arweave.wallet / ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new "
             "WALLET.json)"
         )
-    if options.max_cost is not None:
-        # Turbo charges credits at its payment service's price, which this target does not
-        # ask yet: a cap it cannot check is refused rather than silently ignored.
+    payment = config.get("arweave", "turbo_payment")
+    if payment is not None and not (
+        isinstance(payment, str) and payment.startswith(("http://", "https://"))
+    ):
+        raise UsageError("arweave.turbo_payment: give the payment service as http(s)://HOST")
+    max_cost = options.max_cost
+    if max_cost is None:
+        max_cost = config.get("arweave", "max_cost_winston")
+    if max_cost is not None and payment is None:
+        # Turbo charges credits at its payment service's price: a cap it cannot check is
+        # refused rather than silently ignored.
         raise UsageError(
-            "--max-cost is not supported with --to turbo yet (the bundler's credit price is not "
-            "asked); publish without it, or use --to arweave to cap the fee"
+            "--max-cost with --to turbo needs the price: set arweave.turbo_payment to the Turbo "
+            "payment service (e.g. https://payment.ardrive.io), or use --to arweave"
         )
     signer = config.get("arweave", "turbo_address")
     return TurboTarget(
@@ -134,6 +144,9 @@ def open_turbo_target(
         TurboClient(url, settings=config.network, signer=signer if signer else None),
         load_wallet(wallet),
         StateStore(config.state_dir),
+        payment=TurboPayment(payment, settings=config.network) if payment else None,
+        max_cost=max_cost,
+        approve=options.approve,
         publisher=config.get("publisher"),
         sealer=options.sealer,
         drive_password=options.drive_password,
@@ -351,7 +364,8 @@ class ArweaveBackend:
                 try:
                     url = state.target[len("turbo:") :]
                     with TurboClient(url, settings=config.network) as turbo:
-                        out.append(TargetStatus(uploads=turbo_statuses(turbo, state)))
+                        rows = turbo_statuses(turbo, state, StateStore(config.state_dir))
+                        out.append(TargetStatus(uploads=rows))
                 except OdfWeb3Error as exc:
                     out.append(TargetStatus(node={"error": str(exc)}))
                 continue

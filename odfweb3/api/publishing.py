@@ -20,6 +20,7 @@ from odfweb3.config import Config
 from odfweb3.errors import OdfWeb3Error, UsageError
 from odfweb3.publish.execute import PublishOutcome
 from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.target import Price
 
 __all__ = ["PublishOptions", "TargetResult", "publish", "publish_everywhere"]
 
@@ -73,13 +74,17 @@ def publish(
     on_plan: Callable[[PublishPlan], None] | None = None,
     on_price: Callable[[int, int], None] | None = None,
     record_extra: Mapping[str, Any] | None = None,
+    approve: Callable[[Price | None], bool] | None = None,
 ) -> PublishOutcome:
     """Publish the local dataset ``dataset`` to the target ``to`` (``car:DIR``, ``ipfs``,
     ``bundle:DIR``, ``arweave``, ...; a remote's name is the caller's to resolve).
 
     Only what the target lacks is sent; the name record is written last. ``on_plan`` sees
     the plan before anything is sent, ``on_price`` an Arweave upload's price (winston,
-    bytes) before it is posted.
+    bytes) before it is posted; ``approve`` the price of an Arweave or Turbo upload
+    (:class:`~odfweb3.publish.target.Price`; None: not known) before anything is paid:
+    False sends nothing. A dry run (not ``queue``) asks a target that charges the price
+    of what it would send (``outcome.price``).
 
     Returns:
         What was planned, sent and saved (``state`` None for a dry run).
@@ -150,6 +155,7 @@ def publish(
             notify=hooks.info,
             announce=hooks.warn,
             on_price=on_price,
+            approve=approve,
         ),
     )
     # A queued update (--batch) is planned like a dry run, but its encryption decision is
@@ -191,6 +197,7 @@ def publish(
             chain_cache=cache,
             encryption=facts,
             ask=hooks.ask,
+            quote=options.dry_run and not options.queue,
         )
     if outcome.state is not None:  # status finds offline publishes through this index
         OfflineIndex(config.state_dir).remember(
@@ -227,6 +234,7 @@ def publish_everywhere(
     on_plan: Callable[[PublishPlan], None] | None = None,
     on_price: Callable[[int, int], None] | None = None,
     on_result: Callable[[TargetResult], None] | None = None,
+    approve: Callable[[Price | None], bool] | None = None,
 ) -> tuple[TargetResult, ...]:
     """Publish ``dataset`` to every target it was published to from here (``publish DATASET``
     without ``--to``), each in turn; a failure does not stop the others. ``on_result`` sees
@@ -254,6 +262,7 @@ def publish_everywhere(
                 cwd=cwd,
                 on_plan=on_plan,
                 on_price=on_price,
+                approve=approve,
             )
         except OdfWeb3Error as exc:
             result = TargetResult(target, error=exc)

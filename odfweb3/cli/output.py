@@ -79,6 +79,8 @@ class Progress:
     _start: float = -1.0
     _last_draw: float = 0.0
     _drawn: bool = False
+    _closed: bool = False
+    _shown: bool = False  # the bar is on the line now (not cleared for a message)
 
     def __post_init__(self) -> None:
         self._start = self.clock()
@@ -124,6 +126,20 @@ class Progress:
         self.stream.write("\r" + self.line(now) + "\x1b[K")
         self.stream.flush()
         self._drawn = True
+        self._shown = True
+
+    def clear(self) -> None:
+        """Take the bar off its line (a message or a question goes there instead); the
+        next :meth:`advance` or :meth:`redraw` puts it back."""
+        if self.enabled and self._shown and not self._closed:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+    def redraw(self) -> None:
+        """Put the bar back after :meth:`clear` (nothing if it was never drawn)."""
+        if self.enabled and self._drawn and not self._closed:
+            self._draw(self.clock())
 
     def set_total(self, total: int) -> None:
         """Set the total once it is known (redraws: the bar appears even before bytes move)."""
@@ -133,10 +149,11 @@ class Progress:
 
     def close(self) -> None:
         """Draw the final state and end the line (nothing if nothing was ever drawn)."""
-        if self.enabled and (self._drawn or self.done):
+        if self.enabled and not self._closed and (self._drawn or self.done):
             self._draw(self.clock())
             self.stream.write("\n")
             self.stream.flush()
+        self._closed = True
 
     def __enter__(self) -> Progress:
         return self
@@ -154,6 +171,16 @@ class Output:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     _said: set[str] = field(default_factory=set, repr=False)
+    bar: Progress | None = None  # the bar on stderr now: a message never overwrites it
+
+    def _say(self, line: str) -> None:
+        """One line on stderr: the bar (if one is drawn) taken off first, then put back."""
+        bar = self.bar
+        if bar is not None:
+            bar.clear()
+        self.err.write(line)
+        if bar is not None:
+            bar.redraw()
 
     def result(self, data: Any, human: Callable[[], str] | str, *, product: bool = False) -> None:
         """Print the command's result: ``data`` as JSON, or the human text.
@@ -175,17 +202,17 @@ class Output:
     def info(self, message: str) -> None:
         """A progress note on stderr (hidden by -q and --json)."""
         if self.verbosity >= 0 and not self.json_mode:
-            self.err.write(terminal_text(message) + "\n")
+            self._say(terminal_text(message) + "\n")
 
     def debug(self, message: str) -> None:
         """Detail shown with -v."""
         if self.verbosity >= 1:
-            self.err.write(terminal_text(message) + "\n")
+            self._say(terminal_text(message) + "\n")
 
     def warn(self, message: str) -> None:
         """A warning on stderr (shown even with --json; hidden by -q)."""
         if self.verbosity >= 0:
-            self.err.write(f"warning: {terminal_text(message)}\n")
+            self._say(f"warning: {terminal_text(message)}\n")
 
     def warn_once(self, message: str) -> None:
         """:meth:`warn`, at most once per command for the same message (a command that
@@ -202,4 +229,5 @@ class Output:
             and hasattr(self.err, "isatty")
             and self.err.isatty()
         )
-        return Progress(label, total, self.err, enabled, unit)
+        self.bar = Progress(label, total, self.err, enabled, unit)
+        return self.bar

@@ -11,7 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from odfweb3.cli.output import format_bytes, format_duration
+from odfweb3.cli.output import format_bytes, format_duration, terminal_text
 from odfweb3.cli.text import format_winston, key_values, plural, shown_path, shown_target
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from odfweb3.publish.execute import PublishOutcome
     from odfweb3.publish.plan import PublishPlan
     from odfweb3.publish.state import PublishState
+    from odfweb3.publish.target import Price
 
 
 __all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
@@ -64,7 +65,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force", action="store_true", help="publish even if the target is not an ancestor"
     )
-    p.add_argument("--dry-run", action="store_true", help="print the plan; send nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan and, for arweave/turbo, the price of what would be sent; send nothing",
+    )
     p.add_argument(
         "--cid-version", type=int, choices=(0, 1), default=None, help="IPFS CID version (default 1)"
     )
@@ -114,7 +119,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--yes",
         action="store_true",
-        help="confirm --no-encrypt without asking (plaintext can never be taken back)",
+        help="confirm without asking: --no-encrypt (plaintext can never be taken back) and "
+        "the price of an arweave/turbo upload (asked on a terminal before paying)",
     )
     p.add_argument(
         "--arfs-private",
@@ -141,7 +147,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=_winston,
         default=None,
         metavar="COST",
-        help="arweave: refuse an upload costing more (winston, or AR with a suffix: 0.5AR)",
+        help="arweave: refuse an upload costing more (winston, or AR with a suffix: 0.5AR); "
+        "turbo: winc (credits with the suffix: 0.5AR = 0.5 credits)",
     )
     p.add_argument(
         "--batch",
@@ -411,8 +418,8 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
         hooks=cli_hooks(ctx),
         cwd=ctx.cwd,
         on_plan=_on_plan(ctx),
-        on_price=_on_price(ctx),
         on_result=said,
+        approve=_approver(args, ctx),
     )
     results: list[dict[str, Any]] = []
     texts: list[str] = []
@@ -459,10 +466,36 @@ def _on_plan(ctx: Context) -> Callable[[PublishPlan], None]:
     return planned
 
 
-def _on_price(ctx: Context) -> Callable[[int, int], None]:
-    return lambda winston, size: ctx.out.info(
-        f"price: {format_winston(winston)} for {format_bytes(size)}; posting"
-    )
+def price_text(price: Price | None) -> str:
+    """``"123 winc (0.000000000123 credits) for 4.0 KiB, 5 items"``, or why it is unknown."""
+    if price is None:
+        return "not known (set arweave.turbo_payment to the Turbo payment service to see it)"
+    amount = format_winston(price.amount, price.unit)
+    items = f", {plural(price.items, 'item')}" if price.items else ""
+    bound = "at most " if price.bound else ""
+    return f"{bound}{amount} for {format_bytes(price.size)}{items}"
+
+
+def _approver(args: argparse.Namespace, ctx: Context) -> Callable[[Price | None], bool]:
+    """What a paid upload does once its price is known, before anything is paid: on a
+    terminal (stdin and stderr, not ``--json``) it asks, unless ``--yes``; otherwise it
+    says the price (stderr) and goes on (``--max-cost`` is the cap for scripts)."""
+
+    def approve(price: Price | None) -> bool:
+        line = f"price: {price_text(price)}"
+        interactive = not ctx.out.json_mode and sys.stdin.isatty() and sys.stderr.isatty()
+        if args.yes or not interactive:
+            ctx.out.info(f"{line}; sending")
+            return True
+        bar = ctx.out.bar
+        if bar is not None:  # the question gets the bar's line, never written over it
+            bar.clear()
+        sys.stderr.write(f"{terminal_text(line, one_line=True)}: pay and send? [y/N] ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        return answer in ("y", "yes")
+
+    return approve
 
 
 def _publish_one(
@@ -489,8 +522,8 @@ def _publish_one(
         hooks=cli_hooks(ctx),
         cwd=ctx.cwd,
         on_plan=_on_plan(ctx),
-        on_price=_on_price(ctx),
         record_extra=record_extra,
+        approve=_approver(args, ctx),
     )
     ctx.out.debug(f"{outcome.plan.target}: done in {format_duration(time.monotonic() - started)}")
     _published(ctx, dataset, outcome, options)
@@ -654,6 +687,8 @@ def _to_json(o: PublishOutcome) -> dict[str, Any]:
         "dryRun": o.state is None,
         "nothingNew": _nothing_new(o),
     }
+    if o.price is not None:  # a dry run's price of what would be sent (integers)
+        data["price"] = o.price.to_json()
     if o.upload is not None:
         data["locator"] = o.upload.locator
         data["bytesSent"] = o.upload.bytes_sent
@@ -719,7 +754,10 @@ def _human(o: PublishOutcome) -> str:
     target = shown_target(plan.target)
     header = f"publish {plan.dataset_id} -> {target}"
     if o.state is None:
-        return "\n".join([header, *key_values(_plan_lines(plan)), "dry run: nothing sent"])
+        lines = _plan_lines(plan)
+        if o.price is not None:
+            lines.append(("price", price_text(o.price)))
+        return "\n".join([header, *key_values(lines), "dry run: nothing sent"])
     assert o.upload is not None
     if _nothing_new(o):
         seq = _facts(o.state).sequence

@@ -76,9 +76,11 @@ def _is_winston(key: str, value: object) -> bool:
 WINSTON_PER_AR = 10**12
 
 
-def format_winston(winston: int) -> str:
-    """``"123 winston (0.000000000123 AR)"``: a cost as people read it."""
-    return f"{winston} winston ({Decimal(winston) / WINSTON_PER_AR:.12f} AR)"
+def format_winston(winston: int, unit: str = "winston") -> str:
+    """``"123 winston (0.000000000123 AR)"``: a cost as people read it; ``unit="winc"``:
+    Turbo credits, on the same scale (10^12 winc = 1 credit)."""
+    whole = Decimal(winston) / WINSTON_PER_AR
+    return f"{winston} {unit} ({whole:.12f} {'credits' if unit == 'winc' else 'AR'})"
 
 
 def key_values(items: Iterable[tuple[str, object]], indent: str = "  ") -> list[str]:

@@ -38,6 +38,8 @@ from odfweb3.publish.chain_cache import ChainCache, VerifiedChain, load_chain
 from odfweb3.publish.plan import PublishPlan, plan_publish, plan_record
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import (
+    Price,
+    PricingTarget,
     PublishTarget,
     RemoteView,
     SealingTarget,
@@ -53,13 +55,15 @@ ProgressFn = Callable[[int], None]
 
 @dataclass(frozen=True)
 class PublishOutcome:
-    """What a publish did (``state`` is None for a dry run)."""
+    """What a publish did (``state`` is None for a dry run; ``price``: a dry run's price
+    of what would be sent, when the target charges and could be asked)."""
 
     plan: PublishPlan
     view: RemoteView
     upload: UploadResult | None = None
     state: PublishState | None = None
     notes: tuple[str, ...] = field(default=())
+    price: Price | None = None
 
 
 def load_verified_chain(reader: DatasetReader) -> tuple[list[ChainEntry], DatasetId]:
@@ -93,6 +97,7 @@ def publish_dataset(
     chain_cache: ChainCache | None = None,
     encryption: EncryptionFacts | None = None,
     ask: Callable[[str], bool] | None = None,
+    quote: bool = False,
 ) -> PublishOutcome:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
@@ -117,6 +122,8 @@ def publish_dataset(
             anything is sent.
         ask: puts the decision's question (plaintext over ciphertext) to the user: True
             to go on; None: no one to ask (refused).
+        quote: with ``dry_run``, ask a :class:`PricingTarget` the price of the plan
+            (``outcome.price``): the bundle is signed in memory and priced, nothing sent.
     """
     reader = DatasetReader.open(path)
     # An encrypted publish keeps no plaintext metadata in the clear: no cache.
@@ -157,7 +164,11 @@ def publish_dataset(
     if on_plan is not None:
         on_plan(plan)
     if dry_run:
-        return PublishOutcome(plan, view, notes=(*notes, *view.notes))
+        # The price first: a target that charges says what this plan would cost.
+        price = None
+        if quote and isinstance(target, PricingTarget) and not plan.is_noop:
+            price = target.quote(plan, reader, view)
+        return PublishOutcome(plan, view, notes=(*notes, *view.notes), price=price)
     session = target.session() if isinstance(target, SessionTarget) else contextlib.nullcontext()
     with session:
         upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4

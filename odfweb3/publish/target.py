@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from odfweb3.crypto.sealer import Sealer
 
 __all__ = [
+    "Price",
+    "PricingTarget",
     "PublishTarget",
     "RemoteView",
     "SealingTarget",
@@ -95,6 +97,49 @@ class PublishTarget(Protocol):
 
     def save(self, state: PublishState) -> None:
         """Step 7: save the publish state atomically."""
+        ...
+
+
+@dataclass(frozen=True)
+class Price:
+    """What an upload would cost, as the service that charges it said.
+
+    Attributes:
+        amount: an integer in the unit's smallest denomination (never a float).
+        unit: ``winston`` (an Arweave L1 fee) or ``winc`` (Turbo credits), for example.
+        size: the bytes priced (the whole upload as it would be sent).
+        items: how many items the upload is (one L1 transaction may carry many).
+        source: the service asked (its URL), for the user to check.
+        bound: True when ``amount`` is an upper bound, not the exact price.
+    """
+
+    amount: int
+    unit: str
+    size: int
+    items: int
+    source: str
+    bound: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form: the amount under its unit's name, as an integer."""
+        return {
+            self.unit: self.amount,
+            "bytes": self.size,
+            "items": self.items,
+            "source": self.source,
+            "upperBound": self.bound,
+        }
+
+
+@runtime_checkable
+class PricingTarget(Protocol):
+    """A target that charges for an upload: ``--dry-run`` asks it the price of the plan."""
+
+    def quote(self, plan: PublishPlan, reader: DatasetReader, view: RemoteView) -> Price | None:
+        """The price of what :meth:`PublishTarget.upload` would send for ``plan`` (None:
+        the service's price cannot be asked, e.g. no price service is configured). Sends
+        nothing and writes nothing that lasts.
+        """
         ...
 
 

@@ -226,4 +226,4 @@ def test_max_cost_is_refused_not_ignored(tmp_path, capsys) -> None:
     argv = ["publish", str(ds), "--to", "turbo:http://127.0.0.1:9", "--wallet", str(wallet_path)]
     assert main([*argv, "--max-cost", "1000", "--config", str(cfg)]) == 64
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--max-cost" in err[0] and "--to arweave" in err[0]
+    assert len(err) == 1 and "--max-cost" in err[0] and "arweave.turbo_payment" in err[0]

@@ -17,8 +17,11 @@ directory, on free ports, no Docker, no cloud:
   the service's scripts/provision_localstack.sh provisions LocalStack (bucket, queues with
   their dead-letter queues, tables, secrets);
 - arlocal (tests/nodes), the Arweave gateway the bundles go to; the bundler's wallet is minted;
-- a payment-service stand-in answering only `GET /v1/rates/usd` (the post job asks for a
-  USD/AR rate and retries ~15 s without one); balances are not checked
+- a payment-service stand-in (ArDrive's payment service is not in the snapshot) answering
+  `GET /v1/rates/usd` (the post job asks for a USD/AR rate and retries ~15 s without one)
+  and `GET /v1/price/bytes/N` (what odfweb3 asks before it sends: `{"winc": "..."}`, here
+  arlocal's own `/price/N` in winston plus the payment service's 23.4 % fee, so the
+  number moves with the bytes as the real one does); balances are not checked
   (`SKIP_BALANCE_CHECKS=true`);
 - the upload API (`lib/index.js`) and the fulfillment pipeline (`ecs/fulfillment-pipeline/
   dist/app.js`: plan, prepare, post, seed, verify), each through `node --require` of a
@@ -134,11 +137,24 @@ def _wait(proc: NodeProcess, url: str, what: str, timeout: float = READY_TIMEOUT
 
 
 class _Rates(BaseHTTPRequestHandler):
-    """The payment service's `GET /v1/rates/usd`, nothing else (balances are not checked)."""
+    """The payment service's `GET /v1/rates/usd` and `GET /v1/price/bytes/N`, nothing else
+    (balances are not checked)."""
+
+    arlocal_url = ""  # set when arlocal runs: the byte price is arlocal's, plus the fee
 
     def do_GET(self) -> None:
-        body = b'{"rate": 10}' if self.path.startswith("/v1/rates/") else b"{}"
-        self.send_response(200 if self.path.startswith("/v1/rates/") else 404)
+        status, body = 404, b"{}"
+        if self.path.startswith("/v1/rates/"):
+            status, body = 200, b'{"rate": 10}'
+        elif self.path.startswith("/v1/price/bytes/"):
+            n = self.path.rsplit("/", 1)[1]
+            if n.isdigit():
+                winston = int(httpx.get(f"{self.arlocal_url}/price/{n}", timeout=30.0).text)
+                winc = winston * 1234 // 1000  # the payment service's turbo fee: 23.4 %
+                status, body = 200, json.dumps({"winc": str(winc), "adjustments": []}).encode()
+            else:
+                status = 400
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -155,6 +171,7 @@ class TurboNode:
     url: str
     arlocal: ArlocalNode
     address: str  # the bundler's Arweave address (signs receipts and bundles)
+    payment_url: str  # the payment-service stand-in (GET /v1/price/bytes/N)
     psql: list[str]  # argv prefix running SQL on the service's database
     logs: dict[str, Path]
 
@@ -362,6 +379,7 @@ def start_turbo(work: Path) -> Iterator[TurboNode]:
 
         arlocal = stack.enter_context(start_arlocal(work / "arlocal"))
 
+        _Rates.arlocal_url = arlocal.url
         rates = ThreadingHTTPServer(("127.0.0.1", 0), _Rates)
         threading.Thread(target=rates.serve_forever, daemon=True).start()
         stack.callback(rates.server_close)
@@ -465,6 +483,7 @@ def start_turbo(work: Path) -> Iterator[TurboNode]:
             url=url,
             arlocal=arlocal,
             address=wallet.address,
+            payment_url=f"http://127.0.0.1:{rates.server_address[1]}",
             psql=psql,
             logs={p.name: p.log_path for p in (upload, fulfillment, redis, moto, migrate)},
         )

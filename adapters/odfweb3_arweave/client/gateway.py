@@ -65,10 +65,11 @@ MAX_STREAM: Final = 64 << 30
 _MAX_JSON_ANSWER: Final = 16 << 20
 
 
-def format_winston(winston: int) -> str:
-    """``"123 winston (0.000000000123 AR)"``."""
-    ar = Decimal(winston) / Decimal(WINSTON_PER_AR)
-    return f"{winston} winston ({ar:.12f} AR)"
+def format_winston(winston: int, unit: str = "winston") -> str:
+    """``"123 winston (0.000000000123 AR)"``; ``unit="winc"``: Turbo credits, on the same
+    scale (10^12 winc = 1 credit)."""
+    whole = Decimal(winston) / Decimal(WINSTON_PER_AR)
+    return f"{winston} {unit} ({whole:.12f} {'credits' if unit == 'winc' else 'AR'})"
 
 
 _one_line = one_line

@@ -29,10 +29,11 @@ from odfweb3.transport.http import HttpClient, one_line
 from odfweb3.transport.settings import NetworkSettings
 from odfweb3_arweave.formats.receipt import Receipt, decode_receipt, verify_receipt
 
-__all__ = ["TurboClient", "TurboInfo", "TurboStatus"]
+__all__ = ["TurboClient", "TurboInfo", "TurboPayment", "TurboStatus"]
 
 _MAX_JSON: Final = 1 << 20
 _STATES: Final = frozenset({"CONFIRMED", "FINALIZED", "FAILED"})
+_MAX_WINC_DIGITS: Final = 30  # 10^30 winc = 10^18 credits: anything longer is not a price
 
 
 @dataclass(frozen=True)
@@ -213,3 +214,59 @@ class TurboClient:
             )
         bundle = doc.get("bundleId")
         return TurboStatus(str(state), bundle if isinstance(bundle, str) else None)
+
+
+class TurboPayment:
+    """Turbo's payment service at ``url`` (e.g. ``https://payment.ardrive.io``): the price
+    of an upload in winc (10^12 winc = 1 credit), asked before anything is sent.
+
+    ``GET /v1/price/bytes/{n}`` answers ``{"winc": "123", "adjustments": [...]}``: the
+    credits one data item of ``n`` bytes costs (adjustments such as a free tier are in
+    ``winc`` already). Unsigned: a quote to show and to hold ``--max-cost`` to, never a
+    proof; every answer is bounded like any other (:mod:`odfweb3.transport.http`).
+    """
+
+    def __init__(self, url: str, *, settings: NetworkSettings | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._http = HttpClient(
+            self.url,
+            service=f"Turbo payment service {self.url}",
+            hint="check that arweave.turbo_payment points at a Turbo payment service",
+            settings=settings,
+        )
+
+    def __repr__(self) -> str:
+        return f"TurboPayment({self.url!r})"
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def price(self, size: int) -> int:
+        """``GET /v1/price/bytes/{size}``: winc for one item of ``size`` bytes.
+
+        Raises:
+            BackendRejected: an answer without a non-negative integer ``winc``.
+        """
+        endpoint = "GET /v1/price/bytes/{n}"
+        with self._http.request(
+            "GET", f"/v1/price/bytes/{int(size)}", endpoint="/v1/price/bytes/{n}"
+        ) as answer:
+            body = answer.read(_MAX_JSON + 1)
+        try:
+            doc = load_foreign_json(
+                body, what=f"Turbo payment service {self.url} {endpoint}", max_bytes=_MAX_JSON
+            )
+        except FormatError:
+            doc = None
+        winc = doc.get("winc") if isinstance(doc, dict) else None
+        text = str(winc) if isinstance(winc, (str, int)) and not isinstance(winc, bool) else ""
+        if not (text.isascii() and text.isdigit() and len(text) <= _MAX_WINC_DIGITS):
+            raise BackendRejected(
+                f"Turbo payment service {self.url} {endpoint} answered no price (winc "
+                f"{one_line(text[:40]) or 'missing'}); is arweave.turbo_payment a Turbo "
+                "payment service?",
+                200,
+                "no price",
+            )
+        return int(text)

@@ -69,7 +69,7 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.pack_index import drop_packs, write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.target import Price, RemoteView, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
@@ -129,6 +129,7 @@ __all__ = ["GatewayFileIndex", "GatewayTarget", "PriceFn", "checkpoint_doc", "up
 _MAX_CHECKPOINT = 64 << 20  # the upload checkpoint (objects map), read bounded
 
 PriceFn = Callable[[int, int], None]
+ApproveFn = Callable[[Price | None], bool]
 Clock = Callable[[], datetime]
 
 
@@ -149,6 +150,9 @@ class GatewayTarget:
         states: publish state store (``config.state_dir``).
         max_cost: refuse an upload whose fee (winston) is above this.
         on_price: called with ``(winston, bundle bytes)`` before anything is posted.
+        approve: called with the :class:`~odfweb3.publish.target.Price` once it is known
+            and within ``max_cost`` (None: a price that cannot be known), before anything
+            is paid; False: nothing is posted (the CLI asks on a terminal; None: go on).
         app_version: ``App-Version`` tag.
         clock: time source for ``Unix-Time``.
         new_id: UUID source for ArFS ids.
@@ -176,6 +180,7 @@ class GatewayTarget:
         *,
         max_cost: int | None = None,
         on_price: PriceFn = lambda winston, size: None,
+        approve: ApproveFn | None = None,
         app_version: str = __version__,
         clock: Clock = lambda: datetime.now(UTC),
         new_id: Callable[[], uuid.UUID] = uuid.uuid4,
@@ -199,6 +204,7 @@ class GatewayTarget:
         self.states = states
         self.max_cost = max_cost
         self.on_price = on_price
+        self.approve = approve
         self.app_version = app_version
         self.clock = clock
         self.new_id = new_id
@@ -454,7 +460,7 @@ class GatewayTarget:
         spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
         try:
             self._check_latest(plan.dataset_id, prev_id, view)
-            reward = self._price(size)
+            reward = self._price(size, len(signed.items))
             tx = self._sign_transaction(spool, size, reward, signed.record_id)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -519,15 +525,63 @@ class GatewayTarget:
             manifest=self.manifest,
         )
 
-    def _price(self, size: int) -> int:
-        """The fee for ``size`` bytes, shown, held to ``max_cost`` and to the wallet's balance."""
+    def quote(self, plan: PublishPlan, reader: DatasetReader, view: RemoteView) -> Price | None:
+        """``--dry-run``: the fee of the bundle :meth:`upload` would post for ``plan``.
+
+        The bundle is signed as :meth:`upload` signs it (its size is what is charged) but
+        kept in the item spool only, which goes: nothing is written, nothing posted. None
+        when nothing is new.
+        """
+        prepared = self._prepare_quote(plan, reader, view)
+        if prepared is None:
+            return None
+        items = prepared.signed.items
+        try:
+            size, count = items.bundle_size(), len(items)
+        finally:
+            items.close()
+        return Price(
+            self.gateway.price(size), "winston", size, count, f"{self.gateway.url}/price/{size}"
+        )
+
+    def _prepare_quote(
+        self, plan: PublishPlan, reader: DatasetReader, view: RemoteView
+    ) -> PreparedBundle | None:
+        """The bundle :meth:`upload` would sign for ``plan`` (None: nothing new)."""
+        where = str(self.states.path_for(plan.dataset_id, self.name))
+        previous = previous_from_state(view.state, where)
+        inputs = self._record_inputs(plan, view, where)
+        if previous is not None and self._nothing_new(plan, view, inputs):
+            return None
+        if inputs and not plan.record_extra.get("inputs"):
+            inputs = self._latest_inputs(inputs)
+            plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
+        return self._sign_bundle(plan, reader, previous, lambda n: None)
+
+    def _hold_to(self, price: Price) -> None:
+        """``max_cost`` and ``approve``: refuse a price above the limit or not approved.
+
+        Raises:
+            UsageError: above ``max_cost``, or ``approve`` said no; nothing was posted.
+        """
+        if self.max_cost is not None and price.amount > self.max_cost:
+            raise UsageError(
+                f"--max-cost: the upload costs {format_winston(price.amount, price.unit)} for "
+                f"{price.size} bytes, above the limit of "
+                f"{format_winston(self.max_cost, price.unit)}; nothing was posted"
+            )
+        if self.approve is not None and not self.approve(price):
+            raise UsageError(
+                f"the upload's price ({format_winston(price.amount, price.unit)}) was not "
+                "accepted; nothing was posted (--yes pays without asking)"
+            )
+
+    def _price(self, size: int, count: int) -> int:
+        """The fee for ``size`` bytes, shown, held to ``max_cost``, ``approve`` and to the
+        wallet's balance."""
         reward = self.gateway.price(size)
         self.on_price(reward, size)
-        if self.max_cost is not None and reward > self.max_cost:
-            raise UsageError(
-                f"--max-cost: the upload costs {format_winston(reward)} for {size} bytes, "
-                f"above the limit of {format_winston(self.max_cost)}; nothing was posted"
-            )
+        self._hold_to(Price(reward, "winston", size, count, f"{self.gateway.url}/price/{size}"))
         balance = self.gateway.balance(self.wallet.address)
         if balance < reward:
             raise BackendRejected(

@@ -84,6 +84,15 @@ class ItemSpool:
         """The number of items in the bundle (:meth:`set_order`)."""
         return len(self._order)
 
+    def sizes(self) -> list[int]:
+        """Each item's size in bundle order (what a bundler charges per item)."""
+        return [int(self._sizes[i]) for i in self._order]
+
+    def bundle_size(self) -> int:
+        """The bytes :meth:`write` writes: the ANS-104 header (32 + 64 per item), then
+        the items."""
+        return 32 + 64 * len(self._order) + sum(self.sizes())
+
     def write(self, out: BinaryIO) -> int:
         """Write the ANS-104 bundle of the items in order to ``out``; return its bytes.
 

@@ -29,13 +29,13 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.target import Price, RemoteView, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway
-from odfweb3_arweave.client.turbo import TurboClient, TurboStatus
+from odfweb3_arweave.client.turbo import TurboClient, TurboPayment, TurboStatus
 from odfweb3_arweave.formats.b64 import b64url_encode
 from odfweb3_arweave.formats.receipt import decode_receipt, encode_receipt, verify_receipt
 from odfweb3_arweave.publish.gateway_target import GatewayTarget, checkpoint_doc
@@ -48,9 +48,35 @@ from odfweb3_arweave.publish.state import (
 from odfweb3_arweave.read.lookup import Upload
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["TurboTarget", "bundle_index", "turbo_statuses"]
+__all__ = ["TurboTarget", "bundle_index", "record_finalized", "turbo_price", "turbo_statuses"]
 
 _MAX_ITEMS = 1 << 20
+# Distinct item sizes priced one by one; beyond, sizes are rounded up to Arweave's 256 KiB
+# chunks first (a bound: the price of a size never falls as it grows) so a publish of
+# thousands of files asks a handful of prices, not one per file.
+_MAX_PRICE_ASKS = 32
+_CHUNK = 256 * 1024
+
+
+def turbo_price(payment: TurboPayment, sizes: list[int]) -> Price:
+    """The credits the items of ``sizes`` bytes cost through Turbo: its payment service
+    prices each data item on its own (``GET /v1/price/bytes/{n}``), so the sum over items,
+    one request per distinct size (rounded up to whole chunks past ``_MAX_PRICE_ASKS``
+    distinct sizes: then an upper bound)."""
+    distinct = sorted(set(sizes))
+    bound = len(distinct) > _MAX_PRICE_ASKS
+    if bound:
+        sizes = [-(-n // _CHUNK) * _CHUNK for n in sizes]
+        distinct = sorted(set(sizes))
+    asked = {n: payment.price(n) for n in distinct}
+    return Price(
+        sum(asked[n] for n in sizes),
+        "winc",
+        sum(sizes),
+        len(sizes),
+        f"{payment.url}/v1/price/bytes/N",
+        bound=bound,
+    )
 
 
 def bundle_index(f: BinaryIO) -> list[tuple[str, int, int]]:
@@ -83,7 +109,9 @@ def bundle_index(f: BinaryIO) -> list[tuple[str, int, int]]:
 class TurboTarget(GatewayTarget):
     """A Turbo bundler as a publish target; the gateway is where readers (and ``inspect``)
     look. Arguments as :class:`GatewayTarget`, plus ``turbo`` (the bundler client, its
-    ``signer`` the configured key or None)."""
+    ``signer`` the configured key or None) and ``payment`` (Turbo's payment service, which
+    prices the items in winc; None: the price is not known, ``max_cost`` is refused).
+    ``max_cost`` is in winc here."""
 
     def __init__(
         self,
@@ -91,10 +119,13 @@ class TurboTarget(GatewayTarget):
         turbo: TurboClient,
         wallet: Wallet,
         states: StateStore,
+        *,
+        payment: TurboPayment | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(gateway, wallet, states, **kw)
         self.turbo = turbo
+        self.payment = payment
         self.name = f"turbo:{turbo.url}"
 
     def __repr__(self) -> str:
@@ -127,6 +158,35 @@ class TurboTarget(GatewayTarget):
         for item_id, doc in receipts.items():
             receipt = decode_receipt(doc, f"{where}: receipt of {item_id}")
             verify_receipt(receipt, item_id=item_id, signer=extra.bundler, where=where)
+
+    # -- the price first ---------------------------------------------------------------
+
+    def quote(self, plan: PublishPlan, reader: DatasetReader, view: RemoteView) -> Price | None:
+        """``--dry-run``: the credits the items :meth:`upload` would post cost (signed in
+        the item spool only, which goes; nothing written or sent). None when nothing is new
+        or no payment service is configured."""
+        if self.payment is None:
+            return None
+        prepared = self._prepare_quote(plan, reader, view)
+        if prepared is None:
+            return None
+        items = prepared.signed.items
+        try:
+            sizes = items.sizes()
+        finally:
+            items.close()
+        return turbo_price(self.payment, sizes)
+
+    def _charge(self, sizes: list[int], total: int) -> None:
+        """Before the first item is sent: the price, held to ``max_cost`` and ``approve``
+        (without a payment service ``approve`` is asked with None: the price not known)."""
+        if self.payment is not None:
+            self._hold_to(turbo_price(self.payment, sizes))
+        elif self.approve is not None and not self.approve(None):
+            raise UsageError(
+                f"the upload ({len(sizes)} items, {total} bytes) was not accepted; nothing was "
+                "sent (--yes sends without asking)"
+            )
 
     # -- upload: sign as --to arweave does, post the items ---------------------------------
 
@@ -168,9 +228,11 @@ class TurboTarget(GatewayTarget):
         signer = self._pin(view)  # before signing: a changed key sends nothing
         prepared = self._sign_bundle(plan, reader, previous, progress)
         signed = prepared.signed
+        sizes = signed.items.sizes()
         spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
         try:
             self._check_latest(plan.dataset_id, prev_id, view)
+            self._charge(sizes, size)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 spool.unlink()
@@ -245,20 +307,47 @@ class TurboTarget(GatewayTarget):
 _REMEDY = "delete it and publish again (the items are re-sent; the bundler keeps one copy)"
 
 
-def turbo_statuses(turbo: TurboClient, state: PublishState) -> list[dict[str, Any]]:
+def turbo_statuses(
+    turbo: TurboClient, state: PublishState, states: StateStore | None = None
+) -> list[dict[str, Any]]:
     """The last upload's record as the bundler reports it (``GET /v1/tx/{id}/status``:
-    CONFIRMED, FINALIZED, FAILED or NOT_FOUND; unsigned, a hint of where it is)."""
+    CONFIRMED, FINALIZED, FAILED or NOT_FOUND; unsigned, a hint of where it is).
+
+    With ``states``, a FINALIZED record is recorded in the saved state (``record.status:
+    finalized``, :func:`record_finalized`); ``saved`` says what the state says after.
+    """
     typed = parse_arweave_state(state, f"publish state of {state.target}")
     record = typed.record
     if record is None:
         return []
     status: TurboStatus = turbo.status(record.record_id)
     receipts = typed.extra.receipts or {}
+    saved = record.status
+    if states is not None and status.state == "FINALIZED" and record_finalized(states, state):
+        saved = "finalized"
     return [
         {
             "recordId": record.record_id,
             "manifestId": record.manifest_id,
             "receipts": len(receipts),
             **status.to_json(),
+            "saved": saved,
         }
     ]
+
+
+def record_finalized(states: StateStore, state: PublishState) -> bool:
+    """Save ``record.status: finalized`` in the state of ``state``'s upload once the
+    bundler said FINALIZED (its bundle is in a block and it verified it), so ``status
+    --offline`` and the next publish know without asking. The state is read again just
+    before it is written and left alone unless it still names the same record (a publish
+    that moved on in between wins). True when the saved state says finalized after.
+    """
+    record_id = state.record.get("recordId")
+    current = states.load(state.dataset_id, state.target)
+    if current is None or current.record.get("recordId") != record_id:
+        return False
+    if current.record.get("status") == "finalized":
+        return True
+    states.save(current.evolve(record={**current.record, "status": "finalized"}))
+    return True

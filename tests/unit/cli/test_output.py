@@ -172,3 +172,28 @@ def test_terminal_text_shows_control_characters_as_escapes() -> None:
     assert terminal_text("two\nlines\tkept") == "two\nlines\tkept"
     assert terminal_text("two\nlines", one_line=True) == "two\\x0alines"
     assert terminal_text("é ü ✓") == "é ü ✓"  # printable text untouched
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_message_is_never_written_over_the_bar() -> None:
+    """A note or warning while the bar is drawn: the bar's line is cleared first, the
+    message gets its own line, the bar comes back below it."""
+    err = _Tty()
+    out = Output(err=err)
+    with out.progress("publishing", 100) as bar:
+        bar.advance(40)
+        bar.redraw()
+        out.info("price: 5 winc; sending")
+        out.warn("careful")
+    text = err.getvalue()
+    # every message starts on a cleared line, never after the bar's text
+    for message in ("price: 5 winc; sending\n", "warning: careful\n"):
+        i = text.index(message)
+        assert text[:i].endswith("\r\x1b[K"), repr(text)
+    assert text.rstrip("\n").rsplit("\n", 1)[-1].startswith("\rpublishing [")
+    bar.clear()  # after close: nothing more is written
+    assert err.getvalue() == text

@@ -127,3 +127,50 @@ def test_status_states(session_wallet: Wallet) -> None:
         server.serve("/v1/tx/odd/status", b'{"status": "MAYBE"}')
         with pytest.raises(BackendRejected, match="not one of"):
             client.status("odd")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"winc": "-5"}', b'{"winc": 1.5}', b'{"winc": "1e9"}', b'{"winc": true}', b"[]", b"nope"],
+)
+def test_a_payment_service_naming_no_price_is_one_line(body: bytes) -> None:
+    from odfweb3_arweave.client.turbo import TurboPayment
+
+    with hostile_server() as server:
+        server.serve("/v1/price/bytes/100", body)
+        payment = TurboPayment(server.url)
+        with pytest.raises(BackendRejected, match="answered no price") as exc:
+            payment.price(100)
+        payment.close()
+    assert "\n" not in str(exc.value) and exc.value.exit_code == 69
+
+
+def test_a_price_too_long_to_be_one_is_refused() -> None:
+    from odfweb3_arweave.client.turbo import TurboPayment
+
+    with hostile_server() as server:
+        server.serve("/v1/price/bytes/7", json.dumps({"winc": "9" * 31}).encode())
+        with pytest.raises(BackendRejected, match="no price"):
+            TurboPayment(server.url).price(7)
+
+
+def test_turbo_price_sums_items_and_bounds_many_sizes() -> None:
+    """Turbo prices each item: the sum, one request per distinct size; past 32 distinct
+    sizes the sizes are rounded up to whole 256 KiB chunks (an upper bound, said so)."""
+    from odfweb3_arweave.client.turbo import TurboPayment
+    from odfweb3_arweave.publish.turbo_target import turbo_price
+
+    chunk = 256 * 1024
+    with hostile_server() as server:
+        for n in (10, 20, chunk, 2 * chunk):
+            server.serve(f"/v1/price/bytes/{n}", json.dumps({"winc": str(n * 3)}).encode())
+        payment = TurboPayment(server.url)
+        price = turbo_price(payment, [10, 20, 10])
+        assert (price.amount, price.unit, price.size, price.items) == (120, "winc", 40, 3)
+        assert not price.bound and server.count("/v1/price/bytes/") == 2
+        many = [1 + i for i in range(40)] + [chunk + 1]
+        bounded = turbo_price(payment, many)
+        assert bounded.bound and bounded.items == 41
+        assert bounded.amount == 40 * chunk * 3 + 2 * chunk * 3
+        assert server.count("/v1/price/bytes/") == 4
+        payment.close()
