@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odfweb3.api.hooks import QUIET, Hooks
-from odfweb3.odf.summary import DatasetSummary
-from odfweb3.odf.validate import ValidationReport
+
+if TYPE_CHECKING:
+    from odfweb3.odf.summary import DatasetSummary
+    from odfweb3.odf.validate import ValidationReport
 
 __all__ = ["inspect", "validate"]
 

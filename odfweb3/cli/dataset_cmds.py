@@ -203,17 +203,13 @@ def _keep_identity_key(ctx: Context, keypair: DatasetKeyPair) -> None:
 
 
 def _inspect(args: argparse.Namespace, ctx: Context) -> int:
+    from odfweb3.api.local import inspect
     from odfweb3.cli.local_dataset import local_dataset
-    from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader
     from odfweb3.odf.multihash import multihash_to_str
-    from odfweb3.odf.parquet_links import local_links
-    from odfweb3.odf.summary import summarize
 
     reader = DatasetReader.open(local_dataset(args.path, ctx))
-    entries = list(walk_chain(reader))
-    # linked objects counted as they are on disk (a missing one: validate --deep says so)
-    s = summarize(entries, local_links(reader, []))
+    s = inspect(reader.root)
     js = s.to_json() | {"path": str(reader.root)}
 
     def human() -> str:
@@ -262,11 +258,12 @@ def _inspect(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _validate(args: argparse.Namespace, ctx: Context) -> int:
+    from odfweb3.api.local import validate
+    from odfweb3.cli.hooks import cli_hooks
     from odfweb3.cli.local_dataset import local_dataset
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.layout import DatasetReader
     from odfweb3.odf.multihash import multihash_to_str
-    from odfweb3.odf.validate import validate_dataset
 
     out = ctx.out
     args.path = local_dataset(args.path, ctx)
@@ -278,14 +275,7 @@ def _validate(args: argparse.Namespace, ctx: Context) -> int:
             out.debug(
                 f"block {entry.block.sequence_number:>4} {multihash_to_str(entry.hash)} {kind}"
             )
-    with out.progress("validating", None) as bar:
-        report = validate_dataset(
-            args.path,
-            deep=args.deep,
-            progress=bar.advance,
-            on_total=bar.set_total,
-            inputs=args.inputs,
-        )
+    report = validate(args.path, deep=args.deep, inputs=args.inputs or (), hooks=cli_hooks(ctx))
 
     def human() -> str:
         head = multihash_to_str(report.head) if report.head else "-"
