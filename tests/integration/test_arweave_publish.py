@@ -135,18 +135,22 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
     assert rebuilt.state.extra["fullManifestId"] == first.state.locator
     assert rebuilt.state.extra["deltaUploads"] == 3
     replica = open_ar_replica(gw, f"ar://{rebuilt.state.record['recordId']}")
-    # the walk back to the full manifest: three verified records and the full one, bounded
+    # the walk back to the full manifest, bounded: delta 3 spans itself and jumps to delta 2,
+    # which spans 1-2 (its tier lists delta 1's objects) and jumps to the full upload
     assert replica.record is not None
     tip = find_latest_upload(gw, wallet.address, first.state.dataset_id)
     assert tip is not None and tip.id == rebuilt.state.record["recordId"]
     walked = walk_to_full_manifest(gw, tip, replica.record)
-    assert walked[0].manifest_id == first.state.locator and len(walked) == 4
-    assert [r.delta for r in walked] == [False, True, True, True]
+    assert walked[0].manifest_id == first.state.locator and len(walked) == 3
+    assert [r.delta_uploads for r in walked] == [None, 2, 3]
+    assert walked[1].span_uploads == 2 and walked[1].earlier
     # The record counts its deltas (ODF-Delta-Uploads): over the bound, refused before the walk.
     with pytest.raises(ResolutionError, match=r"says it is delta upload 3 .* at most 2"):
         walk_to_full_manifest(gw, tip, replica.record, limit=2)
     # A record without the count (an older publisher): the walk stops at the bound.
-    uncounted = dataclasses.replace(replica.record, delta_uploads=None)
+    uncounted = dataclasses.replace(
+        replica.record, delta_uploads=None, span_uploads=None, earlier={}, skip_chain=()
+    )
     with pytest.raises(ResolutionError, match="more than 2 delta manifests"):
         walk_to_full_manifest(gw, tip, uncounted, limit=2)
     for entry in walk_chain(DatasetReader.open(ds)):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from odfweb3.errors import FormatError, ResolutionError
@@ -63,9 +63,11 @@ from odfweb3_arweave.formats.tags import Tag
 
 __all__ = [
     "DELTA_UPLOADS_TAG",
+    "MAX_SKIP_CHAIN",
     "RECORD_FORMAT",
     "AddedFile",
     "RecordTags",
+    "SkipLink",
     "UploadRecord",
     "check_delta_link",
     "decode_record",
@@ -80,6 +82,9 @@ DELTA_UPLOADS_TAG: Final = "ODF-Delta-Uploads"
 # What decode_record parses at most (readers fetch at most this much too).
 MAX_RECORD_BODY: Final = 64 << 20
 _ID = re.compile(r"[A-Za-z0-9_-]{43}")
+# The longest skipChain read: a binary counter of 10,000 uploads has at most 14 set bits, and
+# a chain continued from records without tiers adds one; anything longer is not ours.
+MAX_SKIP_CHAIN: Final = 64
 
 
 def _item_id(value: object, where: str) -> str:
@@ -152,6 +157,25 @@ class AddedFile:
 
 
 @dataclass(frozen=True)
+class SkipLink:
+    """One ``skipChain`` entry: an earlier upload a reader jumps to (module docstring).
+
+    Attributes:
+        record_id: that upload's record item id.
+        head: its ``ODF-Head``.
+        deltas: its delta uploads since the full manifest (0: the full upload itself).
+    """
+
+    record_id: str
+    head: str
+    deltas: int
+
+    def to_json(self) -> list[Any]:
+        """JSON form: ``[recordId, head, deltas]``."""
+        return [self.record_id, self.head, self.deltas]
+
+
+@dataclass(frozen=True)
 class UploadRecord:
     """An upload record (see the module docstring).
 
@@ -172,6 +196,9 @@ class UploadRecord:
             last full manifest; None: ``manifest_id`` maps every path.
         delta_uploads: on a delta upload, the delta uploads since that full manifest, this
             one included (None: a full upload, or a delta written before the count existed).
+        span_uploads: a tiered delta upload's ``spanUploads`` (None: no tier).
+        earlier: what the ``span_uploads - 1`` uploads before it added (empty without a tier).
+        skip_chain: where a reader jumps next, and after that (empty without a tier).
     """
 
     dataset_id: str
@@ -187,6 +214,9 @@ class UploadRecord:
     inputs: Mapping[str, str] | None = None
     full_manifest: str | None = None
     delta_uploads: int | None = None
+    span_uploads: int | None = None
+    earlier: Mapping[str, AddedFile] = field(default_factory=dict)
+    skip_chain: tuple[SkipLink, ...] = ()
 
     @property
     def delta(self) -> bool:
@@ -252,6 +282,10 @@ def encode_record(record: UploadRecord) -> bytes:
         doc["fullManifestId"] = record.full_manifest
         if record.delta_uploads is not None:
             doc["deltaUploads"] = record.delta_uploads
+        if record.span_uploads is not None:
+            doc["spanUploads"] = record.span_uploads
+            doc["earlier"] = {p: a.to_json() for p, a in sorted(record.earlier.items())}
+            doc["skipChain"] = [link.to_json() for link in record.skip_chain]
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
@@ -329,19 +363,8 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
     )
     if said != told:
         raise FormatError(f"{where}: body and tags disagree (dataset, heads, ids or time)")
-    raw_added = doc.get("added")
-    if not isinstance(raw_added, dict):
-        raise FormatError(f"{where}: 'added' is not an object")
-    added: dict[str, AddedFile] = {}
-    for path, entry in raw_added.items():
-        check_manifest_path(path, where)
-        if not isinstance(entry, dict) or not is_uuid(entry.get("fileId")):
-            raise FormatError(f"{where}: entry of {path[:80]!r} lacks a UUID fileId")
-        added[path] = AddedFile(
-            _item_id(entry.get("dataItemId"), f"{where}: {path[:80]} dataItemId"),
-            _item_id(entry.get("metaItemId"), f"{where}: {path[:80]} metaItemId"),
-            str(entry["fileId"]),
-        )
+    added = _files(doc.get("added"), "added", where)
+    span, earlier, chain = _tier(doc, facts, added, where)
     return UploadRecord(
         dataset_id=facts.dataset_id,
         head=facts.head,
@@ -358,7 +381,78 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         inputs=_inputs(doc["inputs"], where) if "inputs" in doc else None,
         full_manifest=facts.full_manifest,
         delta_uploads=facts.delta_uploads,
+        span_uploads=span,
+        earlier=earlier,
+        skip_chain=chain,
     )
+
+
+def _files(raw: object, key: str, where: str) -> dict[str, AddedFile]:
+    """The body's ``added`` (or ``earlier``) map: path -> :class:`AddedFile`."""
+    if not isinstance(raw, dict):
+        raise FormatError(f"{where}: {key!r} is not an object")
+    files: dict[str, AddedFile] = {}
+    for path, entry in raw.items():
+        check_manifest_path(path, where)
+        if not isinstance(entry, dict) or not is_uuid(entry.get("fileId")):
+            raise FormatError(f"{where}: entry of {path[:80]!r} lacks a UUID fileId")
+        files[path] = AddedFile(
+            _item_id(entry.get("dataItemId"), f"{where}: {path[:80]} dataItemId"),
+            _item_id(entry.get("metaItemId"), f"{where}: {path[:80]} metaItemId"),
+            str(entry["fileId"]),
+        )
+    return files
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tier(
+    doc: Mapping[str, Any], facts: RecordTags, added: Mapping[str, AddedFile], where: str
+) -> tuple[int | None, dict[str, AddedFile], tuple[SkipLink, ...]]:
+    """The body's tier (``spanUploads``, ``earlier``, ``skipChain``), checked against the
+    record's own counts: a tier cannot make a reader walk further than the record says."""
+    keys = ("spanUploads", "earlier", "skipChain")
+    if not any(k in doc for k in keys):
+        return None, {}, ()
+    if not all(k in doc for k in keys):
+        raise FormatError(f"{where}: a tier needs spanUploads, earlier and skipChain together")
+    n = facts.delta_uploads
+    span = _count(doc["spanUploads"])
+    if n is None or span is None or not 1 <= span <= n:
+        raise FormatError(
+            f"{where}: spanUploads is not a count between 1 and the record's "
+            f"{DELTA_UPLOADS_TAG}; refusing the tier"
+        )
+    earlier = _files(doc["earlier"], "earlier", where)
+    if "refs/head" in earlier or any(p in added for p in earlier):
+        raise FormatError(f"{where}: 'earlier' repeats a path the upload itself added")
+    raw = doc["skipChain"]
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_SKIP_CHAIN:
+        raise FormatError(f"{where}: skipChain is not a list of 1 to {MAX_SKIP_CHAIN} uploads")
+    chain: list[SkipLink] = []
+    below = n - span
+    for i, entry in enumerate(raw):
+        at = f"{where}: skipChain[{i}]"
+        if not isinstance(entry, list) or len(entry) != 3:
+            raise FormatError(f"{at}: not [record id, head, delta uploads]")
+        deltas = _count(entry[2])
+        if deltas is None or deltas < 0 or (deltas != below if i == 0 else deltas >= below):
+            raise FormatError(
+                f"{at}: counts {entry[2]!r} delta uploads; the chain must count down from "
+                f"{n - span} (this record's {n} minus its span of {span})"
+            )
+        chain.append(SkipLink(_item_id(entry[0], f"{at}: record id"), _head(entry[1], at), deltas))
+        below = deltas
+        if deltas == 0 and i != len(raw) - 1:
+            raise FormatError(f"{at}: the full upload is not the end of the chain")
+    first = chain[0]
+    if span == 1 and (first.record_id != facts.prev_upload or first.head != facts.prev_head):
+        raise FormatError(f"{where}: a span of 1 upload must jump to ODF-Prev-Upload")
+    if span == 1 and earlier:
+        raise FormatError(f"{where}: a span of 1 upload lists no earlier uploads' files")
+    return span, earlier, tuple(chain)
 
 
 def inputs_to_record(

@@ -46,8 +46,8 @@ manifest and the upload record stay public (paths = ODF hashes of the plaintext)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from odfweb3.crypto.sealer import Sealer
@@ -66,7 +66,7 @@ from odfweb3_arweave.formats.arfs import (
     is_uuid,
 )
 from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS
-from odfweb3_arweave.formats.record import AddedFile, UploadRecord, record_tags
+from odfweb3_arweave.formats.record import AddedFile, SkipLink, UploadRecord, record_tags
 from odfweb3_arweave.formats.tags import Tag
 
 __all__ = [
@@ -80,8 +80,11 @@ __all__ = [
     "ManifestKind",
     "Overlay",
     "PreviousUpload",
+    "Tier",
     "VerifiedStream",
     "plan_bundle",
+    "plan_tier",
+    "tiers_after",
 ]
 
 REFS_HEAD = "refs/head"
@@ -230,6 +233,24 @@ class Overlay(Mapping[str, FileRef]):
 
 
 @dataclass(frozen=True)
+class Tier:
+    """One level of the publisher's binary counter of delta uploads (the record's tier,
+    :mod:`odfweb3_arweave.formats.record`), kept in publish state.
+
+    Attributes:
+        link: the upload (record id, head, delta uploads since the full manifest).
+        uploads: how many uploads its tier spans (0: the end of the chain: the full upload,
+            or an upload without a tier, which a reader walks past by ``ODF-Prev-Upload``).
+        files: what those uploads added (``refs/head`` left out), as the record lists it:
+            kept here so a consolidation reads nothing else (not the file index's parts).
+    """
+
+    link: SkipLink
+    uploads: int
+    files: tuple[tuple[str, AddedFile], ...] = ()
+
+
+@dataclass(frozen=True)
 class PreviousUpload:
     """What earlier uploads of this dataset left (from publish state or the network).
 
@@ -243,6 +264,9 @@ class PreviousUpload:
             the same drive, folder and file ids.
         full_manifest_id: the last full manifest (None: unknown, the next one is full).
         deltas: delta uploads since that full manifest.
+        tiers: the binary counter after the last upload, newest first (None: unknown, e.g.
+            state written before tiers or rebuilt from the network: the next record jumps
+            to the previous one only).
     """
 
     drive: DriveLayout
@@ -252,6 +276,7 @@ class PreviousUpload:
     complete: bool = True
     full_manifest_id: str | None = None
     deltas: int = 0
+    tiers: tuple[Tier, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +329,11 @@ class BundlePlan:
         full_manifest: the last full manifest's id when this bundle's manifest is a delta
             (the paths of ``add`` only); None: a full manifest (``add`` and ``keep``).
         deltas: delta uploads since the last full manifest, this one included (0: full).
+        span_uploads: the record's tier span (None: a full upload; see :func:`plan_tier`).
+        earlier: what the ``span_uploads - 1`` uploads before this one added.
+        skip_chain: where a reader jumps from this record, then from there.
+        tiers_after: the binary counter after this upload, without this upload's own tier
+            (:func:`tiers_after`, which adds it once the record id is known).
     """
 
     dataset_id: str
@@ -321,6 +351,10 @@ class BundlePlan:
     inputs: Mapping[str, str] | None = None
     full_manifest: str | None = None
     deltas: int = 0
+    span_uploads: int | None = None
+    earlier: Mapping[str, AddedFile] = field(default_factory=dict)
+    skip_chain: tuple[SkipLink, ...] = ()
+    tiers_after: tuple[Tier, ...] = ()
 
 
 def plan_bundle(
@@ -428,6 +462,12 @@ def plan_bundle(
     # Every path sent again (a first upload, an encryption switch): the delta is full.
     if manifest == "full" or full_id is None or deltas > MAX_DELTA_UPLOADS or not keep:
         full_id, deltas = None, 0
+    span: int | None = None
+    earlier: dict[str, AddedFile] = {}
+    chain: tuple[SkipLink, ...] = ()
+    rest: tuple[Tier, ...] = ()
+    if full_id is not None and previous is not None:
+        span, earlier, chain, rest = plan_tier(previous, deltas, (a.path for a in add))
     bundle = BundlePlan(
         dataset_id=plan.dataset_id,
         head=head_text,
@@ -444,10 +484,59 @@ def plan_bundle(
         inputs=_inputs(plan),
         full_manifest=full_id,
         deltas=deltas,
+        span_uploads=span,
+        earlier=earlier,
+        skip_chain=chain,
+        tiers_after=rest,
     )
     # Refuse tags over the limits now, before any file is read or anything signed.
     encode_tags(_record_tags(bundle, _PLACEHOLDER_ID, {}))
     return bundle
+
+
+def plan_tier(
+    previous: PreviousUpload, deltas: int, own: Iterable[str]
+) -> tuple[int, dict[str, AddedFile], tuple[SkipLink, ...], tuple[Tier, ...]]:
+    """The tier of delta upload ``deltas`` (pure): ``(span, earlier, skip chain, the
+    counter's remaining tiers)``.
+
+    A binary counter: the new upload spans itself and every newest tier whose span equals
+    what it spans so far (1, then 2, 4, ...), so upload ``n`` spans the lowest set bit of
+    ``n`` and the chain holds one tier per other set bit: a reader jumps through at most
+    log2(n) + 1 records. Each upload's paths are copied into about log2(n) tiers: bytes per
+    upload grow with the log of the chain, not with the dataset (docs/arweave.md, section 9).
+    Without a known counter (``previous.tiers`` None) the upload spans itself only and
+    jumps to the previous record.
+    """
+    own_paths = set(own)
+    back = Tier(SkipLink(str(previous.record_id), str(previous.head), previous.deltas), 0)
+    tiers = previous.tiers if previous.tiers else (back,)
+    if tiers[0].link.record_id != previous.record_id or tiers[0].link.deltas != deltas - 1:
+        tiers = (back,)  # a counter of another upload: never jump by it
+    span, i = 1, 0
+    earlier: dict[str, AddedFile] = {}
+    while i < len(tiers) and tiers[i].uploads == span:
+        for path, added in tiers[i].files:
+            if path not in own_paths and path != REFS_HEAD:
+                earlier.setdefault(path, added)  # newest tier first: newest revision wins
+        span += tiers[i].uploads
+        i += 1
+    rest = tiers[i:]
+    return span, earlier, tuple(t.link for t in rest), rest
+
+
+def tiers_after(
+    bundle: BundlePlan, record_id: str, added: Mapping[str, AddedFile]
+) -> tuple[Tier, ...]:
+    """The binary counter after ``bundle`` is posted as record ``record_id``, which lists
+    ``added`` (newest first): a full upload starts it; a delta's own tier goes before the
+    ones it did not span."""
+    link = SkipLink(record_id, bundle.head, bundle.deltas)
+    if bundle.span_uploads is None:
+        return (Tier(link, 0),)
+    files = dict(bundle.earlier)
+    files.update((p, a) for p, a in added.items() if p != REFS_HEAD)
+    return (Tier(link, bundle.span_uploads, tuple(sorted(files.items()))), *bundle.tiers_after)
 
 
 def _inputs(plan: PublishPlan) -> Mapping[str, str] | None:
@@ -476,6 +565,9 @@ def _record(
         inputs=bundle.inputs,
         full_manifest=bundle.full_manifest,
         delta_uploads=bundle.deltas if bundle.full_manifest is not None else None,
+        span_uploads=bundle.span_uploads,
+        earlier=bundle.earlier,
+        skip_chain=bundle.skip_chain,
     )
 
 

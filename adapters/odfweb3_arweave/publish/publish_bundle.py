@@ -56,6 +56,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     ManifestKind,
     PreviousUpload,
     plan_bundle,
+    tiers_after,
 )
 from odfweb3_arweave.publish.bundle_sign import SignedBundle, sign_bundle
 from odfweb3_arweave.publish.item_spool import ItemSpool
@@ -113,6 +114,7 @@ def previous_from_state(
         complete=complete,
         full_manifest_id=chain.full_manifest_id,
         deltas=chain.deltas,
+        tiers=chain.tiers,
     )
 
 
@@ -121,7 +123,11 @@ def manifest_chain(prepared: PreparedBundle) -> ManifestChain:
     manifest when it is full, else the one its delta names; and the delta uploads since
     that full manifest (0: this one is full)."""
     bplan, signed = prepared.plan, prepared.signed
-    return ManifestChain(bplan.full_manifest or signed.manifest_id, bplan.deltas)
+    return ManifestChain(
+        bplan.full_manifest or signed.manifest_id,
+        bplan.deltas,
+        tiers_after(bplan, signed.record_id, signed.added),
+    )
 
 
 def manifest_extra(prepared: PreparedBundle) -> dict[str, Any]:

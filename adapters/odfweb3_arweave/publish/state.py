@@ -37,6 +37,8 @@ from odfweb3.publish.state_fields import (
     str_map,
 )
 from odfweb3_arweave.formats.arfs import DriveLayout
+from odfweb3_arweave.formats.record import MAX_SKIP_CHAIN, AddedFile, SkipLink
+from odfweb3_arweave.publish.bundle_plan import Tier
 
 __all__ = [
     "ArweaveExtra",
@@ -160,10 +162,13 @@ class UploadEntry:
 @dataclass(frozen=True)
 class ManifestChain:
     """``fullManifestId`` and ``deltaUploads``: the last full path manifest
-    (None: none known, the next manifest is full) and the delta uploads since it."""
+    (None: none known, the next manifest is full) and the delta uploads since it; ``tiers``:
+    the records' binary counter after the last upload, newest first (None: unknown, state
+    written before tiers or rebuilt from the network; :func:`.bundle_plan.plan_tier`)."""
 
     full_manifest_id: str | None
     deltas: int
+    tiers: tuple[Tier, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -251,7 +256,56 @@ def _manifests(raw: Mapping[str, Any], where: str) -> ManifestChain | None:
     deltas = opt_field(raw, "deltaUploads", int, where, "extra")
     if deltas is not None and deltas < 0:
         raise malformed(where, "extra", "deltaUploads", "a count")
-    return ManifestChain(full, deltas or 0)
+    return ManifestChain(full, deltas or 0, _tiers(raw.get("tiers"), where))
+
+
+def _tiers(raw: object, where: str) -> tuple[Tier, ...] | None:
+    """``extra.tiers``: ``[[recordId, head, deltaUploads, spanUploads, {path: added}], ...]``
+    (``added`` as in an upload record's body)."""
+    if raw is None:
+        return None
+    what = "a list of [record id, head, delta uploads, span uploads, files]"
+    if not isinstance(raw, list) or len(raw) > MAX_SKIP_CHAIN + 1:
+        raise malformed(where, "extra", "tiers", what)
+    out: list[Tier] = []
+    for entry in raw:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 5
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[2:4])
+            and isinstance(entry[4], dict)
+            and all(
+                isinstance(v, dict)
+                and all(isinstance(v.get(k), str) for k in ("dataItemId", "metaItemId", "fileId"))
+                for v in entry[4].values()
+            )
+        ):
+            raise malformed(where, "extra", "tiers", what)
+        files = tuple(
+            (str(path), AddedFile(v["dataItemId"], v["metaItemId"], v["fileId"]))
+            for path, v in entry[4].items()
+        )
+        out.append(Tier(SkipLink(entry[0], entry[1], entry[2]), entry[3], files))
+    return tuple(out)
+
+
+def _tiers_json(tiers: tuple[Tier, ...] | None) -> dict[str, Any]:
+    if tiers is None:
+        return {}
+    return {
+        "tiers": [
+            [
+                t.link.record_id,
+                t.link.head,
+                t.link.deltas,
+                t.uploads,
+                {p: a.to_json() for p, a in t.files},
+            ]
+            for t in tiers
+        ]
+    }
 
 
 def _receipts(raw: Mapping[str, Any], where: str) -> dict[str, Mapping[str, Any]] | None:
@@ -320,6 +374,7 @@ def serialize_arweave_extra(extra: ArweaveExtra) -> dict[str, Any]:
         | present({"keyEnvelope": extra.key_envelope})
         | (
             {"fullManifestId": chain.full_manifest_id, "deltaUploads": chain.deltas}
+            | _tiers_json(chain.tiers)
             if chain is not None
             else {}
         )

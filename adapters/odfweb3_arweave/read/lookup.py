@@ -4,10 +4,12 @@ docs/design.md, "Arweave mapping" and docs/arweave-format.md section 4:
 
 1. :func:`collect_uploads` asks GraphQL for items tagged ``App-Name: odfweb3`` and
    ``ODF-Dataset-Id: <did>`` owned by the publisher, ``sort: HEIGHT_DESC``, a few at a
-   time. Pending items have no block and sort first (or last, depending on the gateway),
-   and the order inside one block is undefined, so it pages on (``after: cursor``) while
-   pages hold pending records or no usable record: more than a page of pending uploads
-   cannot hide the newest one.
+   time (100 a page). Pending items have no block and sort first (or last, depending on
+   the gateway), and the order inside one block is undefined, so it pages on (``after:
+   cursor``) while pages hold pending records, no usable record, or only records of the
+   newest block: more than a page of pending uploads, or of one bundler's block, cannot
+   hide the newest one. Bounded: a page of more items than asked, or more pages than
+   ``_MAX_PAGES`` still wanted, is refused with one line.
 2. :func:`choose_latest` is the one rule that says which of those is the latest; readers
    (:func:`find_latest_upload`) and the publisher's post-check after posting
    (:func:`competing_winner`) both call it, so they cannot disagree:
@@ -29,7 +31,9 @@ docs/design.md, "Arweave mapping" and docs/arweave-format.md section 4:
    ``ODF-Prev-Head`` is the previous record's ``ODF-Head``); a broken link raises
    :class:`~odfweb3.errors.ResolutionError` naming it. :func:`walk_to_full_manifest`
    walks the same links only back to the last upload with a full path manifest,
-   at most :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS` of them.
+   at most :data:`~odfweb3_arweave.formats.manifest.MAX_DELTA_UPLOADS` of them; a tiered
+   record's ``skipChain`` (:mod:`.record`) makes that about log2(n) records, looked up in
+   one GraphQL request and each verified against the jump that named it.
 
 What the gateway says is not trusted beyond this: record bodies are checked against their
 tags (:func:`.record.decode_record`) and every dataset byte read later is hashed.
@@ -54,6 +58,7 @@ from odfweb3_arweave.formats.item_check import (
 from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS
 from odfweb3_arweave.formats.record import (
     RecordTags,
+    SkipLink,
     UploadRecord,
     check_delta_link,
     decode_record,
@@ -76,7 +81,7 @@ __all__ = [
     "walk_uploads",
 ]
 
-PAGE_SIZE: Final = 10
+PAGE_SIZE: Final = 100  # GraphQL's usual largest page (ar.io, arweave.net, arlocal)
 _MAX_PAGES: Final = 20
 MAX_RECORD_SIZE: Final = 64 << 20
 
@@ -173,6 +178,13 @@ def _as_upload(node: Any, owner: str, dataset_id: str) -> Upload | None:
 def _pages(
     gateway: ArweaveGateway, owner: str, dataset_id: str, page_size: int
 ) -> Iterator[list[Any]]:
+    """GraphQL pages of the dataset's items by ``owner``, newest block first.
+
+    Raises:
+        ResolutionError: a page holds more than ``page_size`` items, or the gateway still
+            has more after :data:`_MAX_PAGES` pages while the reader still wants them (no
+            upload chain needs that many: a gateway paging without end).
+    """
     after: str | None = None
     for _ in range(_MAX_PAGES):
         data = gateway.graphql(
@@ -187,12 +199,22 @@ def _pages(
         )
         conn = data.get("transactions") or {}
         edges = conn.get("edges") or []
+        if not isinstance(edges, list) or len(edges) > page_size:
+            raise ResolutionError(
+                f"{gateway.url}: GraphQL answered more than the {page_size} items a page "
+                "asks for; refusing its answer: try another gateway"
+            )
         yield [e.get("node") for e in edges if isinstance(e, dict)]
         if not edges or not (conn.get("pageInfo") or {}).get("hasNextPage"):
             return
-        after = edges[-1].get("cursor")
+        after = edges[-1].get("cursor") if isinstance(edges[-1], dict) else None
         if not after:
             return
+    raise ResolutionError(
+        f"{gateway.url}: GraphQL still had more uploads of {dataset_id} by {owner} after "
+        f"{_MAX_PAGES} pages of {page_size}, all pending or in its newest block; a gateway "
+        "paging without end: try another gateway"
+    )
 
 
 def collect_uploads(
@@ -205,8 +227,14 @@ def collect_uploads(
         seen.extend(uploads)
         # Pending records sort before confirmed ones and their order is undefined: keep
         # paging while a page still holds pending records (more than a page of pending
-        # uploads hid the newest one), stop at the first page of confirmed records only.
-        if seen and not any(u.pending for u in uploads):
+        # uploads hid the newest one). Confirmed ones: the order inside one block is
+        # undefined too, so page on while every record of the page is in the newest block
+        # seen (a bundler puts many uploads in one block); stop once a page reaches an
+        # older block.
+        if not uploads or any(u.pending for u in uploads):
+            continue
+        top = max(u.height or 0 for u in seen if not u.pending)
+        if any(u.height != top for u in uploads):
             break
     return list({u.id: u for u in seen}.values())
 
@@ -369,17 +397,22 @@ def walk_to_full_manifest(
     *,
     limit: int = MAX_DELTA_UPLOADS,
 ) -> list[UploadRecord]:
-    """The records from the last upload with a full manifest to ``latest`` (oldest first).
+    """The records a reader needs back to the last full manifest (oldest first).
 
     ``record`` is ``latest``'s verified record. A delta upload's manifest maps only the
-    paths it added, so a reader needs every upload back to the newest one
-    without ``ODF-Full-Manifest``; each link is checked as in :func:`walk_uploads` (owner,
-    dataset, head continuity, the record's signature), and every delta must name that full
-    manifest. At most ``limit`` delta uploads are walked.
+    paths it added, so a reader needs what every upload since the newest one
+    without ``ODF-Full-Manifest`` added. A tiered record (:mod:`.record`) names the records
+    to jump to (``skipChain``): they are looked up in one GraphQL request and each is
+    verified as a latest one is (signature, owner, dataset, the head and count the jump
+    named, the same full manifest, the rest of the chain), so about log2(n) records stand
+    for n uploads (their ``earlier`` maps carry the uploads in between). Where the tiers end
+    before the full upload (records written before them), the walk goes on by
+    ``ODF-Prev-Upload`` as in :func:`walk_uploads`, at most ``limit`` delta uploads.
 
     Raises:
-        ResolutionError: a broken link (see :func:`walk_uploads`), more than ``limit`` delta
-            uploads, a delta naming another full manifest, or no full manifest at all.
+        ResolutionError: a broken link (see :func:`walk_uploads`), a jump to a record that is
+            not the one named, more than ``limit`` delta uploads, a delta naming another
+            full manifest, or no full manifest at all.
     """
     records = [record]
     if record.delta_uploads is not None and record.delta_uploads > limit:
@@ -390,19 +423,23 @@ def walk_to_full_manifest(
             "manifest before that): refusing it"
         )
     if record.delta:
-        later = record.tags_view
-        for prev_upload, prev in _links(gateway, latest):
-            check_delta_link(later, prev.tags_view, f"upload {prev_upload.id}")
-            later = prev.tags_view
-            records.append(prev)
-            if not prev.delta:
-                break
-            if len(records) > limit:
-                raise ResolutionError(
-                    f"upload {latest.id}: more than {limit} delta manifests since the last "
-                    "full one; readers walk at most that many (a publisher writes a full "
-                    "manifest before that): refusing it"
-                )
+        current = latest
+        if record.skip_chain:
+            current = _jump(gateway, latest, record, records)
+        if records[-1].delta:
+            later = records[-1].tags_view
+            for prev_upload, prev in _links(gateway, current):
+                check_delta_link(later, prev.tags_view, f"upload {prev_upload.id}")
+                later = prev.tags_view
+                records.append(prev)
+                if not prev.delta:
+                    break
+                if len(records) > limit:
+                    raise ResolutionError(
+                        f"upload {latest.id}: more than {limit} delta manifests since the "
+                        "last full one; readers walk at most that many (a publisher writes a "
+                        "full manifest before that): refusing it"
+                    )
         full = records[-1]
         if full.delta:
             raise ResolutionError(
@@ -417,6 +454,67 @@ def walk_to_full_manifest(
             )
     records.reverse()
     return records
+
+
+def _jump(
+    gateway: ArweaveGateway, latest: Upload, record: UploadRecord, records: list[UploadRecord]
+) -> Upload:
+    """Follow ``record``'s ``skipChain``, appending each verified record to ``records``;
+    the last upload reached (where a walk by ``ODF-Prev-Upload`` goes on if it is a delta).
+
+    One GraphQL request for the whole chain (at most ``MAX_SKIP_CHAIN`` ids, checked by
+    :func:`.record.decode_record`), then one ``GET`` per record; where a chain ends at a
+    record with a chain of its own, the same again from there.
+    """
+    chain = record.skip_chain
+    current, hops = latest, 0
+    while chain:
+        nodes = lookup_items(gateway, [link.record_id for link in chain])
+        follow: tuple[SkipLink, ...] = ()
+        for i, link in enumerate(chain):
+            where = f"upload {current.id} -> skipChain {link.record_id}"
+            node = nodes.get(link.record_id)
+            if node is None:
+                raise ResolutionError(
+                    f"{where}: {gateway.url} does not know that item; try another gateway"
+                )
+            if _owner(node) != latest.owner:
+                raise ResolutionError(
+                    f"{where}: owned by {_owner(node)}, not {latest.owner}; refusing the link"
+                )
+            upload = _as_upload(node, latest.owner, latest.facts.dataset_id)
+            if upload is None:
+                raise ResolutionError(f"{where}: not an upload record of {latest.facts.dataset_id}")
+            found = fetch_record(gateway, upload)  # the signer's tags and owner, or refused
+            # None: a delta written before the count existed (the tiers' end; walked past
+            # by ODF-Prev-Upload).
+            count = found.delta_uploads if found.delta else 0
+            if found.head != link.head or (count is not None and count != link.deltas):
+                raise ResolutionError(
+                    f"{where}: that record has ODF-Head {found.head} and counts {count} "
+                    f"delta uploads, the jump named {link.head} and {link.deltas}; the chain "
+                    "of uploads is broken"
+                )
+            rest = chain[i + 1 :]
+            if rest and found.skip_chain != rest:
+                raise ResolutionError(
+                    f"{where}: its skipChain is not the rest of the one that jumped to it; "
+                    "the chain of uploads is broken"
+                )
+            records.append(found)
+            current = upload
+            hops += 1
+            if hops > MAX_DELTA_UPLOADS:
+                raise ResolutionError(
+                    f"upload {latest.id}: more than {MAX_DELTA_UPLOADS} records on its skip "
+                    "chain; refusing it"
+                )
+            # The end of this chain may hold a counter of its own (a publisher that lost
+            # its counter jumped to its previous record): jump on from there. Counts
+            # strictly fall at every jump (.record.decode_record), so this ends.
+            follow = found.skip_chain if not rest else ()
+        chain = follow
+    return current
 
 
 def verify_item(

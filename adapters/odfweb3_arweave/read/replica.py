@@ -18,7 +18,9 @@ A *delta* upload (its record carries ``ODF-Full-Manifest``) has a manifest with
 only the paths it added. A path it did not add is read through the manifest of the upload
 that added it last, older paths through the last full manifest: the uploads back to it are
 walked once, on the first such path (:func:`.lookup.walk_to_full_manifest`: each record's
-signature, owner, dataset and head continuity checked; at most ``MAX_DELTA_UPLOADS``). A
+signature, owner, dataset and head continuity checked; at most ``MAX_DELTA_UPLOADS``; a
+tiered record's jumps make that about log2(n) records, and a path one of them lists in
+``earlier`` is read as its data item, ``GET /{id}``, hashed like any other). A
 delta manifest opened by its own id is refused: it does not hold the dataset.
 
 An ArFS private drive (the record body's ``drive.privacy`` is ``private``) is read by
@@ -124,11 +126,14 @@ class ArweaveReplica:
             records = walk_to_full_manifest(self.gateway, latest, record)
             older: dict[str, str] = {}
             for rec in records[1:]:
-                older.update(dict.fromkeys(rec.added, rec.manifest_id))
+                # A tier's earlier uploads: their data items, read as any item is
+                # (GET /{id}); then what the record's own manifest maps. Newest wins.
+                older.update((p, a.data_item_id) for p, a in rec.earlier.items())
+                older.update((p, f"{rec.manifest_id}/{p}") for p in rec.added)
             self._full_manifest = records[0].manifest_id
             self._older = older
         assert self._full_manifest is not None
-        return f"{self._older.get(relpath, self._full_manifest)}/{relpath}"
+        return self._older.get(relpath) or f"{self._full_manifest}/{relpath}"
 
     @property
     def arfs_private(self) -> bool:

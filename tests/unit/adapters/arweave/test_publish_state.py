@@ -98,7 +98,16 @@ def test_bundle_publish_json_reads_and_writes_back_unchanged(tmp_path, fixed_wal
         assert (typed.record.prev_upload is None) == (step == 0)  # written as null, kept
         assert typed.record.record_id == typed.extra.upload.record_id
         assert typed.extra.bundles is not None and len(typed.extra.bundles) == step + 1
-        assert typed.extra.manifests == ManifestChain(typed.extra.manifests.full_manifest_id, step)
+        chain = typed.extra.manifests
+        assert chain is not None and chain.deltas == step
+        # the binary counter: the full upload, then upload 1 spanning itself
+        assert chain.tiers is not None
+        assert [(t.link.record_id, t.uploads) for t in chain.tiers][: step + 1] == (
+            [(typed.record.record_id, 0)]
+            if step == 0
+            else [(typed.record.record_id, 1), (typed.record.prev_upload, 0)]
+        )
+        assert chain == ManifestChain(chain.full_manifest_id, step, chain.tiers)
         assert serialize_arweave_state(typed) == {"record": state.record, "extra": state.extra}
 
 
