@@ -14,7 +14,7 @@ the target reads the ciphertext (docs/design.md, "Encryption"), in the same sing
 from __future__ import annotations
 
 from types import TracebackType
-from typing import BinaryIO
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import HashMismatch, IntegrityError
@@ -22,7 +22,35 @@ from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 
-__all__ = ["SealedReader", "VerifyingReader", "open_for_publish", "open_verified"]
+__all__ = [
+    "DeferrableStream",
+    "SealedReader",
+    "VerifyingReader",
+    "open_for_publish",
+    "open_verified",
+]
+
+
+@runtime_checkable
+class DeferrableStream(Protocol):
+    """A plaintext verifying reader whose hashing can move to another thread
+    (:meth:`VerifyingReader.defer_hashing`) and whose end can be checked on its own: what a
+    target asks of a stream before it hashes on a worker or checks a second read by another
+    digest (an encrypted :class:`SealedReader` is not one)."""
+
+    where: str
+
+    def read(self, n: int = -1) -> bytes: ...
+
+    def defer_hashing(self) -> object: ...
+
+    def absorb(self, chunk: bytes) -> None: ...
+
+    def end(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class VerifyingReader:

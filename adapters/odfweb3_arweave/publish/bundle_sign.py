@@ -21,6 +21,7 @@ from typing import BinaryIO, TypeVar, cast
 
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf.chain import DatasetObject
+from odfweb3.publish.source import DeferrableStream
 from odfweb3_arweave.formats.ans104 import (
     DataItem,
     StreamedDataItem,
@@ -142,11 +143,10 @@ class _CheckedStream:
         self._stream = stream
         self._hasher: ThreadPoolExecutor | None = None
         self._pending: deque[Future[None]] = deque()
-        defer = getattr(stream, "defer_hashing", None)
-        if hasher is not None and size >= _OVERLAP_BYTES and defer is not None:
-            defer()
+        if hasher is not None and size >= _OVERLAP_BYTES and isinstance(stream, DeferrableStream):
+            stream.defer_hashing()
             self._hasher = hasher
-            self._absorb: Callable[[bytes], None] = getattr(stream, "absorb")  # noqa: B009
+            self._absorb: Callable[[bytes], None] = stream.absorb
 
     def read(self, n: int = -1) -> bytes:
         data = self._stream.read(n)
@@ -188,13 +188,13 @@ class _SignedBytes:
 
     def __init__(
         self,
-        stream: VerifiedStream,
+        stream: DeferrableStream,
         signed: bytes,
         where: str,
         hasher: ThreadPoolExecutor | None,
         size: int,
     ) -> None:
-        getattr(stream, "defer_hashing")()  # noqa: B009 - the reader only counts now
+        stream.defer_hashing()  # the reader only counts now
         self._stream = stream
         self._signed = signed
         self._where = where
@@ -226,7 +226,7 @@ class _SignedBytes:
             while self._pending:
                 self._pending.popleft().result()
             if exc is None:
-                getattr(self._stream, "end")()  # noqa: B009 - nothing after the last byte
+                self._stream.end()  # nothing after the last byte
                 got = self._sha384.digest()
                 if got != self._signed:
                     raise HashMismatch(
@@ -258,7 +258,7 @@ def _sign_object(
     # on the second read by the SHA-384 just signed; any other stream (encrypted) again.
     # The reopen function is a partial of plain values (a closure per object
     # kept ~0.8 KB of cells, function and strings alive until the bundle was written).
-    same_bytes = hasattr(stream, "defer_hashing") and hasattr(stream, "end")
+    same_bytes = isinstance(stream, DeferrableStream)
     reopen = partial(_reopen, open_object, obj, digest if same_bytes else None, hasher, size)
     return StreamedDataItem(header, reopen)
 
@@ -272,9 +272,8 @@ def _reopen(
 ) -> BinaryIO:
     """Open ``obj`` again to write it into the bundle, checked (see :func:`_sign_object`)."""
     again = open_object(obj)
-    if digest is not None:
-        where = str(getattr(again, "where", obj.path))
-        return cast(BinaryIO, _SignedBytes(again, digest, where, hasher, size))
+    if digest is not None and isinstance(again, DeferrableStream):
+        return cast(BinaryIO, _SignedBytes(again, digest, again.where, hasher, size))
     return cast(BinaryIO, _CheckedStream(again, hasher, size))
 
 
