@@ -15,8 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Kept on purpose: each adapter's ``_conforms`` exists so mypy checks the class is a Backend.
-KEPT = {"_conforms"}
+# Kept on purpose: each adapter's ``_conforms`` exists so mypy checks the class is a Backend;
+# a module's ``__getattr__`` and ``__dir__`` are called by the interpreter (PEP 562 lazy names).
+KEPT = {"_conforms", "__getattr__", "__dir__"}
 KINDS = ("unused function", "unused method", "unused property", "unused class", "unused import")
 
 
