@@ -178,7 +178,7 @@ class PublishPlan:
         (:attr:`relation`, kept in ``--json``, is the local dataset's side: ``ahead``.)"""
         n = self.new_blocks
         return {
-            "new": "nothing yet: first publish",
+            "new": "empty: first publish",
             "same": "identical",
             "ahead": f"behind by {n} block{'' if n == 1 else 's'}",
             "behind": "ahead: it has blocks the local dataset lacks",
