@@ -88,10 +88,17 @@ def test_verbose_adds_what_was_checked_sent_and_skipped(cli):
     code, _, err = cli("validate", "ds", "-v")
     assert code == 0 and "block    0 " in err and " Seed" in err and " AddData" in err
     code, _, err = cli("publish", "ds", "--to", "car:out", "-v")
-    assert code == 0 and "plan: target empty: first publish, 6 new blocks" in err and "  send data" in err
+    assert (
+        code == 0
+        and "plan: target empty: first publish, 6 new blocks" in err
+        and "  send data" in err
+    )
     cli("example", "ds", "--append", "1", "-q")
     code, _, err = cli("publish", "ds", "--to", "car:out", "-v")
-    assert "plan: target behind by 1 block, 1 new block\n" in err and "objects the target already has" in err
+    assert (
+        "plan: target behind by 1 block, 1 new block\n" in err
+        and "objects the target already has" in err
+    )
     code, _, err = cli("verify", "ds", "--against", "car:out", "--deep", "-v")
     assert code == 0 and "re-hashed 6 objects" in err
     code, _, err = cli("pull", "car:out", "copy", "-v")
