@@ -336,6 +336,26 @@ def lookup_items(gateway: ArweaveGateway, ids: Sequence[str]) -> dict[str, dict[
     return found
 
 
+def _linked_upload(
+    gateway: ArweaveGateway, node: dict[str, Any] | None, latest: Upload, where: str
+) -> tuple[Upload, UploadRecord]:
+    """The upload a back-reference or skip link names, checked like the latest one: known to
+    the gateway, owned by the latest record's owner, an upload of the same dataset, and its
+    record fetched and signature-checked (:func:`fetch_record`)."""
+    if node is None:
+        raise ResolutionError(
+            f"{where}: {gateway.url} does not know that item; try another gateway"
+        )
+    if _owner(node) != latest.owner:
+        raise ResolutionError(
+            f"{where}: owned by {_owner(node)}, not {latest.owner}; refusing the link"
+        )
+    upload = _as_upload(node, latest.owner, latest.facts.dataset_id)
+    if upload is None:
+        raise ResolutionError(f"{where}: not an upload record of {latest.facts.dataset_id}")
+    return upload, fetch_record(gateway, upload)  # the signer's tags and owner, or refused
+
+
 def _links(gateway: ArweaveGateway, latest: Upload) -> Iterator[tuple[Upload, UploadRecord]]:
     """The uploads before ``latest``, newest first, each link checked and its record verified.
 
@@ -350,19 +370,9 @@ def _links(gateway: ArweaveGateway, latest: Upload) -> Iterator[tuple[Upload, Up
         where = f"upload {current.id} -> ODF-Prev-Upload {prev_id}"
         if prev_id in seen:
             raise ResolutionError(f"{where}: the back-references loop; the chain is corrupt")
-        node = lookup_items(gateway, [prev_id]).get(prev_id)
-        if node is None:
-            raise ResolutionError(
-                f"{where}: {gateway.url} does not know that item; try another gateway"
-            )
-        if _owner(node) != latest.owner:
-            raise ResolutionError(
-                f"{where}: owned by {_owner(node)}, not {latest.owner}; refusing the link"
-            )
-        prev = _as_upload(node, latest.owner, latest.facts.dataset_id)
-        if prev is None:
-            raise ResolutionError(f"{where}: not an upload record of {latest.facts.dataset_id}")
-        record = fetch_record(gateway, prev)  # its tags and owner are the signer's, or refused
+        prev, record = _linked_upload(
+            gateway, lookup_items(gateway, [prev_id]).get(prev_id), latest, where
+        )
         if current.facts.prev_head != prev.facts.head:
             raise ResolutionError(
                 f"{where}: ODF-Prev-Head {current.facts.prev_head} is not that upload's "
@@ -473,19 +483,7 @@ def _jump(
         follow: tuple[SkipLink, ...] = ()
         for i, link in enumerate(chain):
             where = f"upload {current.id} -> skipChain {link.record_id}"
-            node = nodes.get(link.record_id)
-            if node is None:
-                raise ResolutionError(
-                    f"{where}: {gateway.url} does not know that item; try another gateway"
-                )
-            if _owner(node) != latest.owner:
-                raise ResolutionError(
-                    f"{where}: owned by {_owner(node)}, not {latest.owner}; refusing the link"
-                )
-            upload = _as_upload(node, latest.owner, latest.facts.dataset_id)
-            if upload is None:
-                raise ResolutionError(f"{where}: not an upload record of {latest.facts.dataset_id}")
-            found = fetch_record(gateway, upload)  # the signer's tags and owner, or refused
+            upload, found = _linked_upload(gateway, nodes.get(link.record_id), latest, where)
             # None: a delta written before the count existed (the tiers' end; walked past
             # by ODF-Prev-Upload).
             count = found.delta_uploads if found.delta else 0
