@@ -28,9 +28,11 @@ docs/design.md, "Commit order" and "IPFS mapping", in commit order:
   publish.
 - ``commit``: the node's record is read again (a publisher that got there
   meanwhile is a ConflictError), then our pre-signed record (sequence + 1, ``_odf``
-  extension) is put with ``routing/put`` (Kubo) or ``dht/put`` (js-ipfs); where the
-  node has neither, the key is imported and ``name/publish`` signs a plain record
-  (no extension: resolvers read ``refs/head``). The record read back must be ours.
+  extension) is put with ``name/put`` (Kubo >= 0.40), ``routing/put`` (older Kubo) or
+  ``dht/put`` (js-ipfs); where the node has none, the key is imported and
+  ``name/publish`` signs a plain record (no extension: resolvers read ``refs/head``).
+  The record read back must be ours, and still ours after a settle pause (no endpoint
+  is a compare-and-set; see ``IpfsNodeTarget``'s ``settle``).
 - ``save``: state via :class:`~odfweb3.publish.state.StateStore`; then, only with
   ``unpin_previous``, the previous root is unpinned (shared blocks stay pinned).
 
@@ -224,13 +226,14 @@ class IpfsNodeTarget:
             overrides ``cid_version``.
         lifetime: record validity from now.
         unpin_previous: unpin the previous root after the name moved.
-        settle: seconds to wait before reading the record once more after putting it
-            through ``routing/put`` or ``name/publish``: a concurrent publisher whose put
-            landed just after ours is then seen (those endpoints offer no compare-and-set;
-            the later put wins, the earlier one gets a ConflictError). Not after
-            ``name/put`` (Kubo >= 0.40): it refuses a record whose sequence is not higher
-            than the node's, so of two publishers that read the same record only the
-            first put lands, and the read-back right after the put is the whole check.
+        settle: the least time to wait before reading the record once more after putting
+            it: a concurrent publisher whose put landed just after ours is then seen (the
+            later put wins, the earlier one gets a ConflictError). No endpoint is a
+            compare-and-set: ``name/put`` (Kubo >= 0.40) refuses a sequence not higher than
+            the node's, but its handler reads the node's record and then puts, unlocked, so
+            two puts of one sequence in flight together both pass the check. The wait is
+            at least twice what our own put took, which bounds how long a rival's put can
+            still be inside that window (a loaded machine makes both slower alike).
         tmp_dir: where the delta CAR is written (default: the system temp dir).
         clock: current time (tests).
         sealer: encrypt every object, ``refs/head``, and publish the key envelope.
@@ -835,11 +838,14 @@ class IpfsNodeTarget:
         )
         # Remembered before the record leaves the process (the keystore entry's memory).
         self.keystore.note_signed(dataset_id, public_key_bytes(key), sequence)
+        started = time.monotonic()
         try:
             mode = self.client.record_put(name, encode_record(record))
         except BackendRejected as exc:
             if exc.status not in (404, 405):
-                raise
+                # A rival's put of our sequence may have landed between the node's check
+                # and its put, and its routing kept the rival's (better) record.
+                raise self._rival_won(name, value, sequence) or exc from None
             mode = "name/publish"
             key_name = self._ensure_key(key, name)
             hours = max(1, int(self.lifetime.total_seconds() // 3600))
@@ -856,11 +862,11 @@ class IpfsNodeTarget:
                 f"{self.name}: the node kept sequence {back.record.sequence} for {name}, "
                 f"not ours ({sequence}); another publisher may have won"
             )
-        # name/put is the node's compare-and-set (its sequence check, docs/kubo-notes.md,
-        # "Kubo's refusals"): a rival that read the record we replaced puts the same
-        # sequence and is refused, so there is nothing left for a second look to catch.
-        if self.settle > 0 and mode != "name/put":
-            time.sleep(self.settle)
+        # A second look after every put: name/put's sequence check is not atomic with its
+        # put (see ``settle``), and routing/put and name/publish have none.
+        took = time.monotonic() - started
+        if self.settle > 0:
+            time.sleep(max(self.settle, 2 * took))
             again = read_node_record(self.client, name)
             if again is None or again.record.value_text != value:
                 raise ConflictError(
@@ -869,6 +875,25 @@ class IpfsNodeTarget:
                     "after us and won; our objects are stored and pinned: run odfweb3 status"
                 )
         return mode, back.record
+
+    def _rival_won(self, name: IpnsName, value: str, sequence: int) -> ConflictError | None:
+        """A ConflictError when the node now serves another publisher's record of at least
+        our sequence (our put was refused because of it); else None."""
+        try:
+            now_seen = read_node_record(self.client, name)
+        except BackendRejected:
+            return None
+        if (
+            now_seen is None
+            or now_seen.record.value_text == value
+            or now_seen.record.sequence < sequence
+        ):
+            return None
+        return ConflictError(
+            f"{self.name}: another publisher put sequence {now_seen.record.sequence} "
+            f"({now_seen.record.value_text}) for {name} as we put ours, and the node kept "
+            "it; our objects are stored and pinned: run odfweb3 status"
+        )
 
     def _ensure_key(self, key: Ed25519PrivateKey, name: IpnsName) -> str:
         """Import the dataset key into the node (once) for ``name/publish``."""
