@@ -81,63 +81,19 @@ def build_hamt(
     Returns:
         ``(root cid, root tsize, number of shard blocks)``.
     """
-    bits, width = _check_fanout(fanout)
-    hashed = [(hamt_hash(name), name, cid, tsize) for name, cid, tsize in entries]
-    counter = [0]
-    cid, tsize = _build_level(hashed, 0, bits, width, fanout, cid_version, sink, counter)
-    return cid, tsize, counter[0]
+    links = {name: (cid, tsize) for name, cid, tsize in entries}
+    count = 0
 
+    def counted(cid: Cid, block: bytes) -> None:
+        nonlocal count
+        count += 1
+        if sink is not None:
+            sink(cid, block)
 
-def _build_level(
-    hashed: list[tuple[int, bytes, bytes, int]],
-    depth: int,
-    bits: int,
-    width: int,
-    fanout: int,
-    cid_version: int,
-    sink: BlockSinkFn | None,
-    counter: list[int],
-) -> tuple[Cid, int]:
-    shift = 64 - (depth + 1) * bits
-    if shift < 0:
-        # boxo: "sharded directory too deep" (needs a 64-bit hash collision)
-        raise FormatError("HAMT directory too deep: entry names collide in all 64 hash bits")
-    mask = fanout - 1
-    buckets: dict[int, list[tuple[int, bytes, bytes, int]]] = {}
-    for item in hashed:
-        buckets.setdefault((item[0] >> shift) & mask, []).append(item)
-    parts: list[bytes] = []
-    bitfield = 0
-    total = 0
-    for index in sorted(buckets):
-        group = buckets[index]
-        bitfield |= 1 << index
-        prefix = f"{index:0{width}X}".encode("ascii")
-        if len(group) == 1:
-            _, name, child, tsize = group[0]
-            parts.append(encode_link(child, prefix + name, tsize))
-        else:
-            sub, tsize = _build_level(
-                group, depth + 1, bits, width, fanout, cid_version, sink, counter
-            )
-            parts.append(encode_link(sub.raw, prefix, tsize))
-        total += tsize
-    data = encode_unixfs_data(
-        UnixFSData(
-            type=DataType.HAMT_SHARD,
-            data=bitfield.to_bytes((bitfield.bit_length() + 7) // 8, "big") or None,
-            hash_type=HASH_MURMUR3_X64_64,
-            fanout=fanout,
-        )
-    )
-    parts.append(b"\x0a" + encode_uvarint(len(data)))
-    parts.append(data)
-    block = b"".join(parts)
-    cid = Cid.sha256(hashlib.sha256(block).digest(), version=cid_version, codec=CODEC_DAG_PB)
-    counter[0] += 1
-    if sink is not None:
-        sink(cid, block)
-    return cid, len(block) + total
+    # keep_depth -1: no table is kept (nobody updates this trie later).
+    builder = _Builder(links.__getitem__, cid_version, counted, fanout, {}, None, -1)
+    cid, tsize = builder.level([(hamt_hash(name), name) for name in links], 0, "")
+    return cid, tsize, count
 
 
 # Bucket path of a shard ("" for the root, then each level's upper-case hex index, e.g.
@@ -211,35 +167,15 @@ def build_hamt_partial(
     """
     fanout = DEFAULT_FANOUT
     table: ShardTable = dict(previous)
-    builder = _Builder(link_of, cid_version, sink, fanout, table, _paths_of(added, fanout), 1)
-    parts: list[bytes] = []
-    bitfield = 0
-    total = 0
-    for index in sorted(buckets):
-        names = buckets[index]
-        hexed = f"{index:02X}"
-        prefix = hexed.encode("ascii")
-        bitfield |= 1 << index
-        if names is None:
-            kept = previous.get(hexed)
-            if kept is not None:
-                child, tsize = kept
-                parts.append(encode_link(child, prefix, tsize))
-            else:
-                name = single(index)
-                child, tsize = link_of(name)
-                parts.append(encode_link(child, prefix + name, tsize))
-        elif len(names) == 1:
-            table.pop(hexed, None)
-            child, tsize = link_of(names[0])
-            parts.append(encode_link(child, prefix + names[0], tsize))
-        else:
-            cid, tsize = builder.level([(hamt_hash(n), n) for n in names], 1, hexed)
-            parts.append(encode_link(cid.raw, prefix, tsize))
-        total += tsize
-    cid, size = _encode_shard(parts, bitfield, fanout, cid_version, sink if added else None)
-    table[""] = (cid.raw, size + total)
-    return cid, size + total, table
+    builder = _Builder(
+        link_of, cid_version, sink, fanout, table, _paths_of(added, fanout), 1, single
+    )
+    root = {
+        index: None if names is None else [(hamt_hash(n), n) for n in names]
+        for index, names in buckets.items()
+    }
+    cid, tsize = builder.shard(root, 0, "")
+    return cid, tsize, table
 
 
 def _paths_of(added: Sequence[bytes], fanout: int) -> set[str]:
@@ -268,8 +204,10 @@ class _Builder:
         table: ShardTable,
         dirty: set[str] | None,
         keep_depth: int,
+        single: Callable[[int], bytes] | None = None,
     ) -> None:
         self.link_of = link_of
+        self._single = single
         self.cid_version = cid_version
         self.sink = sink
         self.fanout = fanout
@@ -282,14 +220,28 @@ class _Builder:
         self.keep_depth = keep_depth
 
     def level(self, items: list[tuple[int, bytes]], depth: int, path: str) -> tuple[Cid, int]:
-        bits, width, fanout, table = self.bits, self.width, self.fanout, self.table
-        shift = 64 - (depth + 1) * bits
+        """The shard at ``path`` (``depth`` levels down) holding ``items`` (hash, name)."""
+        shift = 64 - (depth + 1) * self.bits
         if shift < 0:
+            # boxo: "sharded directory too deep" (needs a 64-bit hash collision)
             raise FormatError("HAMT directory too deep: entry names collide in all 64 hash bits")
-        mask = fanout - 1
-        buckets: dict[int, list[tuple[int, bytes]]] = {}
+        mask = self.fanout - 1
+        buckets: dict[int, list[tuple[int, bytes]] | None] = {}
         for item in items:
-            buckets.setdefault((item[0] >> shift) & mask, []).append(item)
+            group = buckets.get((item[0] >> shift) & mask)
+            if group is None:
+                buckets[(item[0] >> shift) & mask] = [item]
+            else:
+                group.append(item)
+        return self.shard(buckets, depth, path)
+
+    def shard(
+        self, buckets: Mapping[int, list[tuple[int, bytes]] | None], depth: int, path: str
+    ) -> tuple[Cid, int]:
+        """The shard at ``path`` from its buckets: each used bucket's entries, or None for a
+        bucket known unchanged without its entries (linked from the table, or its one entry
+        named by :attr:`single`)."""
+        width, table = self.width, self.table
         parts: list[bytes] = []
         bitfield = 0
         total = 0
@@ -298,12 +250,23 @@ class _Builder:
             bitfield |= 1 << index
             hexed = f"{index:0{width}X}"
             prefix = hexed.encode("ascii")
-            if len(group) == 1:
+            sub = path + hexed
+            if group is None:
+                kept = table.get(sub)
+                if kept is not None:
+                    child, tsize = kept
+                    parts.append(encode_link(child, prefix, tsize))
+                else:
+                    name = self.single(index)
+                    child, tsize = self.link_of(name)
+                    parts.append(encode_link(child, prefix + name, tsize))
+            elif len(group) == 1:
+                # One entry: linked straight, no child shard (none kept for this bucket).
+                table.pop(sub, None)
                 name = group[0][1]
                 child, tsize = self.link_of(name)
                 parts.append(encode_link(child, prefix + name, tsize))
             else:
-                sub = path + hexed
                 reuse = self.dirty is not None and sub not in self.dirty
                 kept = table.get(sub) if reuse else None
                 if kept is not None:
@@ -315,17 +278,24 @@ class _Builder:
             total += tsize
         fresh = self.dirty is None or path in self.dirty
         cid, size = _encode_shard(
-            parts, bitfield, fanout, self.cid_version, self.sink if fresh else None
+            parts, bitfield, self.fanout, self.cid_version, self.sink if fresh else None
         )
         if depth <= self.keep_depth:
             table[path] = (cid.raw, size + total)
         return cid, size + total
 
+    def single(self, index: int) -> bytes:
+        """The one entry of an unchanged bucket the table records no shard for (only a
+        partial build, which names buckets without their entries, asks)."""
+        if self._single is None:
+            raise FormatError(f"HAMT bucket {index:X} is unchanged but its entry is unknown")
+        return self._single(index)
+
 
 def _encode_shard(
     parts: list[bytes], bitfield: int, fanout: int, cid_version: int, sink: BlockSinkFn | None
 ) -> tuple[Cid, int]:
-    """One shard node from its encoded links: its CID and block length (as ``_build_level``)."""
+    """One shard node from its encoded links: its CID and block length."""
     data = encode_unixfs_data(
         UnixFSData(
             type=DataType.HAMT_SHARD,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,3 +113,62 @@ def test_the_table_stays_small_for_a_large_directory() -> None:
     names = [f"n{i}".encode() for i in range(100_000)]
     _, _, table = build_hamt_tracked(names, _link, cid_version=1, sink=None, fanout=256)
     assert len(table) == 257
+
+
+# Fixed names at each fanout: root CID, tsize, shard count and every block (CID and bytes,
+# hashed in sink order) as the builder gave them before its three forms became one
+# (fanout 256 is also pinned to Kubo's vectors in test_unixfs.py).
+@pytest.mark.parametrize(
+    ("fanout", "count", "version", "root", "tsize", "shards", "blocks_sha256"),
+    [
+        (
+            8,
+            300,
+            1,
+            "bafybeig5udjfpgrrimcifxt2pre2yqcjh5vuvtxykewsn7aft4xadlcbri",
+            64268,
+            147,
+            "e4f9984c100eed5187335c697463115b6d662257a62f3575b53c9a3eaa53643a",
+        ),
+        (
+            16,
+            1000,
+            0,
+            "QmaJNf6uTmxDaedbw7um3WmHNFGgBKSsei7QjbBoBaQnZb",
+            206631,
+            362,
+            "127c61146a34761eff16b3f16f016ca6fb6883b271610befaf926fbf308d08f4",
+        ),
+        (
+            256,
+            3000,
+            1,
+            "bafybeia2rll4xotpje7wvz6eft52pm3rcspqnx6xsokapidllsbillo3pm",
+            588955,
+            308,
+            "ad964efeb0b8babd2fd2fac05593e3e05ca708201a385161e86c42d11360392f",
+        ),
+    ],
+)
+def test_golden_tries(
+    fanout: int, count: int, version: int, root: str, tsize: int, shards: int, blocks_sha256: str
+) -> None:
+    names = [
+        hashlib.sha256(f"{fanout}-{i}".encode()).hexdigest()[: 8 + i % 20].encode()
+        for i in range(count)
+    ]
+    h = hashlib.sha256()
+    cid, size, n = build_hamt(
+        [(x, *_link(x)) for x in names],
+        cid_version=version,
+        sink=lambda c, b: h.update(c.raw + b),
+        fanout=fanout,
+    )
+    assert (cid.encode(), size, n, h.hexdigest()) == (root, tsize, shards, blocks_sha256)
+    # The tracked form from scratch: the same blocks in the same order.
+    h2 = hashlib.sha256()
+    cid2, size2, table = build_hamt_tracked(
+        names, _link, cid_version=version, sink=lambda c, b: h2.update(c.raw + b), fanout=fanout
+    )
+    assert (cid2.encode(), size2, h2.hexdigest()) == (root, tsize, blocks_sha256)
+    assert table[""] == (cid2.raw, size2)
