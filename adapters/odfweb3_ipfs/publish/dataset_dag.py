@@ -342,6 +342,264 @@ def shards_json(shards: Mapping[str, ShardTable]) -> dict[str, dict[str, list[An
     }
 
 
+class _Sinks:
+    """Where a build's new blocks go, counted; directory blocks sent before are skipped."""
+
+    def __init__(self, sink: BlockSink | None, previous_dir_blocks: frozenset[bytes]) -> None:
+        self.sink = sink
+        self.previous = previous_dir_blocks
+        self.blocks = 0
+        self.bytes = 0
+        self.dir_cids: set[bytes] = set()
+
+    def file(self, cid: Cid, block: bytes) -> None:
+        self.blocks += 1
+        self.bytes += len(block)
+        if self.sink is not None:
+            self.sink(cid, block)
+
+    def dir(self, cid: Cid, block: bytes) -> None:
+        raw = cid.raw
+        self.dir_cids.add(raw)
+        if raw in self.previous:
+            return
+        self.file(cid, block)
+
+    def held(self, cid: Cid, block: bytes) -> None:
+        """A directory block the previous publish sent (an unchanged directory): noted,
+        not sent again."""
+        self.dir_cids.add(cid.raw)
+
+
+class _Links:
+    """Every object's link while a build runs: the new ones (packed) over ``previous``."""
+
+    def __init__(self, previous: Mapping[str, ObjectLink]) -> None:
+        self.new = _PackedLinks()
+        self.previous = previous
+
+    def link_at(self, path: str) -> ObjectLink:
+        return self.new[path] if path in self.new else self.previous[path]
+
+    def pair_at(self, path: str) -> tuple[bytes, int]:
+        pair = self.new.pair(path)
+        if pair is None:
+            link = self.previous[path]
+            return link.cid.raw, link.tsize
+        return pair
+
+    def link_of(self, folder: str) -> Callable[[bytes], tuple[bytes, int]]:
+        """An entry name of ``folder`` -> its ``(CID bytes, tsize)``, as the HAMT builder asks."""
+
+        def link_of(entry: bytes) -> tuple[bytes, int]:
+            return self.pair_at(f"{folder}/{entry.decode('ascii')}")
+
+        return link_of
+
+
+class _Layout:
+    """How a build finds a top directory's names: every path listed (:class:`_Listed`) or
+    the previous publish's object index plus the new names (:class:`_Indexed`)."""
+
+    def __init__(
+        self, added: dict[str, list[str]], previous_shards: Mapping[str, ShardTable] | None
+    ) -> None:
+        self.added = added
+        self.shards = previous_shards or {}
+
+    def folder(
+        self, name: str, prof: CidProfile, links: _Links, sinks: _Sinks
+    ) -> tuple[DirNode, ShardTable | None]:
+        """The top directory ``name`` and, when sharded, its trie's table."""
+        raise NotImplementedError
+
+
+def _grown_hamt(
+    prof: CidProfile,
+    names: Iterable[str],
+    added: Iterable[str],
+    folder: str,
+    table: ShardTable,
+    links: _Links,
+    sinks: _Sinks,
+) -> tuple[DirNode, ShardTable]:
+    """A top directory sharded before that only gained entries: still sharded, only the
+    shards the new names fall under rebuilt (:func:`build_hamt_tracked`)."""
+    cid, tsize, new_table = build_hamt_tracked(
+        [n.encode("ascii") for n in names],
+        links.link_of(folder),
+        cid_version=prof.cid_version,
+        sink=sinks.dir,
+        fanout=prof.hamt_fanout,
+        previous=table,
+        added=[n.encode("ascii") for n in added],
+    )
+    # Blocks of the previous directories stay in the target (the CARs): counted as held,
+    # so a rebuilt subtree's unchanged shards are not sent again.
+    sinks.dir_cids.update(raw for raw, _ in new_table.values())
+    sinks.dir_cids.update(sinks.previous)
+    return DirNode(cid=cid, tsize=tsize, sharded=True), new_table
+
+
+class _Listed(_Layout):
+    """Every path of the layout given (``folders``), the new ones among them (``added``)."""
+
+    def __init__(
+        self,
+        folders: dict[str, list[str]],
+        added: dict[str, list[str]],
+        previous_shards: Mapping[str, ShardTable] | None,
+    ) -> None:
+        super().__init__(added, previous_shards)
+        self.folders = folders
+
+    def folder(
+        self, name: str, prof: CidProfile, links: _Links, sinks: _Sinks
+    ) -> tuple[DirNode, ShardTable | None]:
+        paths, added = self.folders[name], self.added[name]
+        table = self.shards.get(name)
+        if table is not None and len(paths) - len(added) == _count_in(links.previous, name):
+            # Sharded before, and every earlier entry is still there: the directory only
+            # grew, so it is still sharded.
+            cut = len(name) + 1
+            names = (p[cut:] for p in paths)
+            return _grown_hamt(prof, names, (p[cut:] for p in added), name, table, links, sinks)
+        return _build_folder(prof, paths, links.pair_at, sinks.dir)
+
+
+class _Indexed(_Layout):
+    """The previous publish's object index (``car:DIR``, the node target) plus the new
+    names (``added``, per folder): a directory's names are read from the index only when
+    it must be built whole."""
+
+    def __init__(
+        self,
+        index: ObjectIndex,
+        added: dict[str, list[str]],
+        previous_shards: Mapping[str, ShardTable] | None,
+    ) -> None:
+        super().__init__(added, previous_shards)
+        self.index = index
+
+    def folder(
+        self, name: str, prof: CidProfile, links: _Links, sinks: _Sinks
+    ) -> tuple[DirNode, ShardTable | None]:
+        index, added = self.index, self.added[name]
+        table = self.shards.get(name)
+        if table is not None and prof.hamt_fanout == DEFAULT_FANOUT and index.count(name):
+            return self._partial(name, prof, table, links, sinks)
+        names = index.names(name) + added
+        if table is not None:
+            # Sharded before, another fanout: every name, the previous trie's shards reused
+            # and not sent again (only those on the new names' paths are new).
+            return _grown_hamt(prof, names, added, name, table, links, sinks)
+        # No new name: the previous publish's directory, block for block.
+        sink = sinks.dir if added else sinks.held
+        paths = [f"{name}/{n}" for n in names]
+        # Every link of an unsharded directory, straight from its parts (no HAMT hash of
+        # each name to find its part, as a lookup by path would do).
+        kept = {
+            f"{name}/{n}": (Cid.decode(str(e["cid"])).raw, int(e["tsize"]))
+            for i in sorted(index.refs[name])
+            for n, e in index.part(name, i).items()
+        }
+
+        def pair_at(p: str) -> tuple[bytes, int]:
+            pair = kept.get(p)
+            return pair if pair is not None else links.pair_at(p)
+
+        return _build_folder(prof, paths, pair_at, sink)
+
+    def _partial(
+        self, folder: str, prof: CidProfile, table: ShardTable, links: _Links, sinks: _Sinks
+    ) -> tuple[DirNode, ShardTable]:
+        """A sharded directory at fanout 256: the root children the new names fall under
+        rebuilt from their index parts, the others linked from the table."""
+        index, added = self.index, self.added[folder]
+        buckets: dict[int, list[bytes] | None] = dict.fromkeys(index.refs[folder])
+        for name in added:
+            i = partition_of(name)
+            group = buckets.get(i)
+            if group is None:
+                group = buckets[i] = [n.encode("ascii") for n in index.part(folder, i)]
+            group.append(name.encode("ascii"))
+
+        def single(i: int) -> bytes:
+            part = index.part(folder, i)
+            if len(part) != 1:
+                raise FormatError(
+                    f"{index.out_dir}: the object index and hamtShards disagree on "
+                    f"{folder}/{i:02X}; {index.remedy}"
+                )
+            return next(iter(part)).encode("ascii")
+
+        cid, tsize, new_table = build_hamt_partial(
+            buckets,
+            links.link_of(folder),
+            cid_version=prof.cid_version,
+            sink=sinks.dir,
+            previous=table,
+            single=single,
+            added=[n.encode("ascii") for n in added],
+        )
+        # As _grown_hamt: earlier directory blocks stay in the earlier CARs.
+        sinks.dir_cids.update(raw for raw, _ in new_table.values())
+        sinks.dir_cids.update(sinks.previous)
+        return DirNode(cid=cid, tsize=tsize, sharded=True), new_table
+
+
+@dataclass(frozen=True)
+class _Built:
+    root: DirNode
+    dirs: dict[str, DirNode]
+    shards: dict[str, ShardTable]
+
+
+def _build(
+    reader: DatasetReader,
+    head: bytes,
+    new: list[DatasetObject],
+    layout: _Layout,
+    links: _Links,
+    sinks: _Sinks,
+    *,
+    prof: CidProfile,
+    progress: Callable[[int], None] | None,
+    sealer: Sealer | None,
+    observer: ObjectObserver | None,
+) -> _Built:
+    """The one DAG build: import ``new``, write ``refs/head``, build the top directories
+    as ``layout`` says, then the root."""
+    open_new = _opener(reader, sealer, observer)
+    # Read in order, hashed (SHA-256 for CIDs, each file's own SHA3-256 check) on workers;
+    # every check has passed once the loop ends, before any directory is built.
+    node: FileNode
+    for obj, node in prof.import_files(new, open_new, sinks.file, _size_of(sealer)):
+        if progress is not None:
+            progress(node.size)
+        links.new.add(obj.path, node.cid, node.tsize, node.size)
+        if observer is not None:
+            observer.imported(obj.path, ObjectLink(node.cid, node.tsize, node.size))
+
+    # refs/head before the directories: the CAR keeps its block order.
+    head_text = multihash_to_str(head).encode("ascii")
+    if sealer is not None:
+        head_text = sealer.seal_bytes(head_text, "refs/head")
+    head_file = prof.import_bytes(head_text, sinks.file)
+
+    shards: dict[str, ShardTable] = {}
+    dirs: dict[str, DirNode] = {}
+    for name in _TOP_DIRS:
+        dirs[name], table = layout.folder(name, prof, links, sinks)
+        if table is not None:
+            shards[name] = table
+    dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, sinks.dir)
+    root = prof.build_directory(
+        {name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, sinks.dir
+    )
+    return _Built(root, dirs, shards)
+
+
 def build_dataset_dag(
     reader: DatasetReader,
     head: bytes,
@@ -384,31 +642,6 @@ def build_dataset_dag(
     Raises:
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
     """
-    prof = profile or profile_for(None, cid_version)
-    new_blocks = 0
-    new_bytes = 0
-
-    def file_sink(cid: Cid, block: bytes) -> None:
-        nonlocal new_blocks, new_bytes
-        new_blocks += 1
-        new_bytes += len(block)
-        if sink is not None:
-            sink(cid, block)
-
-    dir_cids: set[bytes] = set()
-
-    def dir_sink(cid: Cid, block: bytes) -> None:
-        nonlocal new_blocks, new_bytes
-        raw = cid.raw
-        dir_cids.add(raw)
-        if raw in previous_dir_blocks:
-            return
-        new_blocks += 1
-        new_bytes += len(block)
-        if sink is not None:
-            sink(cid, block)
-
-    links = _PackedLinks()
     reused: set[str] = set()
     # Paths, not names (the path strings are the objects' own: no second string per
     # object); a folder's names are cut from them when it is built.
@@ -431,108 +664,30 @@ def build_dataset_dag(
             added[folder].append(path)
         folders[folder].append(path)
 
-    open_new = _opener(reader, sealer, observer)
-
-    # Read in order, hashed (SHA-256 for CIDs, each file's own SHA3-256 check) on workers;
-    # every check has passed once the loop ends, before any directory is built.
-    node: FileNode
-    for obj, node in prof.import_files(new, open_new, file_sink, _size_of(sealer)):
-        if progress is not None:
-            progress(node.size)
-        links.add(obj.path, node.cid, node.tsize, node.size)
-        if observer is not None:
-            observer.imported(obj.path, ObjectLink(node.cid, node.tsize, node.size))
-
-    # refs/head before the directories: the CAR keeps its block order.
-    head_text = multihash_to_str(head).encode("ascii")
-    if sealer is not None:
-        head_text = sealer.seal_bytes(head_text, "refs/head")
-    head_file = prof.import_bytes(head_text, file_sink)
-
-    def link_at(path: str) -> ObjectLink:
-        return links[path] if path in links else previous[path]
-
-    def pair_at(path: str) -> tuple[bytes, int]:
-        pair = links.pair(path)
-        if pair is None:
-            link = previous[path]
-            return link.cid.raw, link.tsize
-        return pair
-
-    shards: dict[str, ShardTable] = {}
-    dirs: dict[str, DirNode] = {}
-    for name in _TOP_DIRS:
-        table = (previous_shards or {}).get(name)
-        kept = len(folders[name]) - len(added[name])
-        if table is not None and kept == _count_in(previous, name):
-            # Sharded before, and every earlier entry is still there: the directory only
-            # grew, so it is still sharded; rebuild the shards the new names fall under.
-            def link_of(entry: bytes, folder: str = name) -> tuple[bytes, int]:
-                link = link_at(f"{folder}/{entry.decode('ascii')}")
-                return link.cid.raw, link.tsize
-
-            cut = len(name) + 1
-            cid, tsize, new_table = build_hamt_tracked(
-                [p[cut:].encode("ascii") for p in folders[name]],
-                link_of,
-                cid_version=prof.cid_version,
-                sink=dir_sink,
-                fanout=prof.hamt_fanout,
-                previous=table,
-                added=[p[cut:].encode("ascii") for p in added[name]],
-            )
-            # Blocks of the previous directories stay in the target (the CARs): counted as
-            # held, so a rebuilt subtree's unchanged shards are not sent again.
-            dir_cids.update(raw for raw, _ in new_table.values())
-            dir_cids.update(previous_dir_blocks)
-            dirs[name] = DirNode(cid=cid, tsize=tsize, sharded=True)
-            shards[name] = new_table
-            continue
-        dirs[name], table = _build_folder(prof, folders[name], pair_at, dir_sink)
-        if table is not None:
-            shards[name] = table
-
-    dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, dir_sink)
-    root = prof.build_directory({name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, dir_sink)
-    return DatasetDag(
-        root,
-        _AllLinks(order, links, previous),
-        frozenset(dir_cids),
-        new_blocks,
-        new_bytes,
-        dirs,
-        frozenset(reused),
-        shards,
+    links = _Links(previous)
+    sinks = _Sinks(sink, previous_dir_blocks)
+    built = _build(
+        reader,
+        head,
+        new,
+        _Listed(folders, added, previous_shards),
+        links,
+        sinks,
+        prof=profile or profile_for(None, cid_version),
+        progress=progress,
+        sealer=sealer,
+        observer=observer,
     )
-
-
-class _Sinks:
-    """Where a build's new blocks go, counted; directory blocks sent before are skipped."""
-
-    def __init__(self, sink: BlockSink | None, previous_dir_blocks: frozenset[bytes]) -> None:
-        self.sink = sink
-        self.previous = previous_dir_blocks
-        self.blocks = 0
-        self.bytes = 0
-        self.dir_cids: set[bytes] = set()
-
-    def file(self, cid: Cid, block: bytes) -> None:
-        self.blocks += 1
-        self.bytes += len(block)
-        if self.sink is not None:
-            self.sink(cid, block)
-
-    def dir(self, cid: Cid, block: bytes) -> None:
-        raw = cid.raw
-        self.dir_cids.add(raw)
-        if raw in self.previous:
-            return
-        self.file(cid, block)
-
-    def held(self, cid: Cid, block: bytes) -> None:
-        """A directory block the previous publish sent (an unchanged directory): noted,
-        not sent again."""
-        self.dir_cids.add(cid.raw)
+    return DatasetDag(
+        built.root,
+        _AllLinks(order, links.new, previous),
+        frozenset(sinks.dir_cids),
+        sinks.blocks,
+        sinks.bytes,
+        built.dirs,
+        frozenset(reused),
+        built.shards,
+    )
 
 
 class _IndexedLayout(Mapping[str, ObjectLink]):
@@ -546,8 +701,7 @@ class _IndexedLayout(Mapping[str, ObjectLink]):
         return key in self._new or key in self._previous
 
     def __getitem__(self, key: str) -> ObjectLink:
-        link = self._new.get(key)
-        return link if link is not None else self._previous[key]
+        return self._new[key] if key in self._new else self._previous[key]
 
     def __iter__(self) -> Iterator[str]:
         yield from self._new
@@ -590,10 +744,6 @@ def build_dataset_dag_indexed(
         FormatError: a sent object is in the index already, or the index is damaged.
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
     """
-    prof = profile
-    sinks = _Sinks(sink, previous_dir_blocks)
-    index = previous.index
-    links: dict[str, ObjectLink] = {}
     added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     new: list[DatasetObject] = []
     for obj in send:
@@ -604,117 +754,30 @@ def build_dataset_dag_indexed(
         new.append(obj)
         added[folder].append(name)
 
-    open_new = _opener(reader, sealer, observer)
-
-    # As build_dataset_dag: in order, every check passed before a directory is built.
-    node: FileNode
-    for obj, node in prof.import_files(new, open_new, sinks.file, _size_of(sealer)):
-        if progress is not None:
-            progress(node.size)
-        link = links[obj.path] = ObjectLink(node.cid, node.tsize, node.size)
-        if observer is not None:
-            observer.imported(obj.path, link)
-
-    head_text = multihash_to_str(head).encode("ascii")
-    if sealer is not None:
-        head_text = sealer.seal_bytes(head_text, "refs/head")
-    head_file = prof.import_bytes(head_text, sinks.file)
-
-    def link_at(path: str) -> ObjectLink:
-        link = links.get(path)
-        return link if link is not None else previous[path]
-
-    shards: dict[str, ShardTable] = {}
-    dirs: dict[str, DirNode] = {}
-    for folder in _TOP_DIRS:
-        table = (previous_shards or {}).get(folder)
-
-        def link_of(entry: bytes, f: str = folder) -> tuple[bytes, int]:
-            link = link_at(f"{f}/{entry.decode('ascii')}")
-            return link.cid.raw, link.tsize
-
-        if table is not None and prof.hamt_fanout == DEFAULT_FANOUT and index.count(folder):
-            buckets: dict[int, list[bytes] | None] = dict.fromkeys(index.refs[folder])
-            for name in added[folder]:
-                i = partition_of(name)
-                group = buckets.get(i)
-                if group is None:
-                    group = buckets[i] = [n.encode("ascii") for n in index.part(folder, i)]
-                group.append(name.encode("ascii"))
-
-            def single(i: int, f: str = folder) -> bytes:
-                part = index.part(f, i)
-                if len(part) != 1:
-                    raise FormatError(
-                        f"{index.out_dir}: the object index and hamtShards disagree on "
-                        f"{f}/{i:02X}; {index.remedy}"
-                    )
-                return next(iter(part)).encode("ascii")
-
-            cid, tsize, new_table = build_hamt_partial(
-                buckets,
-                link_of,
-                cid_version=prof.cid_version,
-                sink=sinks.dir,
-                previous=table,
-                single=single,
-                added=[n.encode("ascii") for n in added[folder]],
-            )
-            # As build_dataset_dag: earlier directory blocks stay in the earlier CARs.
-            sinks.dir_cids.update(raw for raw, _ in new_table.values())
-            sinks.dir_cids.update(previous_dir_blocks)
-            dirs[folder] = DirNode(cid=cid, tsize=tsize, sharded=True)
-            shards[folder] = new_table
-            continue
-        names = index.names(folder) + added[folder]
-        if table is not None:
-            # Sharded before, another fanout: every name, the previous trie's shards reused
-            # and not sent again (only those on the new names' paths are new).
-            cid, tsize, shards[folder] = build_hamt_tracked(
-                [n.encode("ascii") for n in names],
-                link_of,
-                cid_version=prof.cid_version,
-                sink=sinks.dir,
-                fanout=prof.hamt_fanout,
-                previous=table,
-                added=[n.encode("ascii") for n in added[folder]],
-            )
-            sinks.dir_cids.update(previous_dir_blocks)
-            dirs[folder] = DirNode(cid=cid, tsize=tsize, sharded=True)
-            continue
-        # No new name: the previous publish's directory, block for block.
-        sink = sinks.dir if added[folder] else sinks.held
-        paths = [f"{folder}/{n}" for n in names]
-        # Every link of an unsharded directory, straight from its parts (no HAMT hash of
-        # each name to find its part, as a lookup by path would do).
-        kept = {
-            f"{folder}/{n}": (Cid.decode(str(e["cid"])).raw, int(e["tsize"]))
-            for i in sorted(index.refs[folder])
-            for n, e in index.part(folder, i).items()
-        }
-
-        def pair_at(p: str, kept: dict[str, tuple[bytes, int]] = kept) -> tuple[bytes, int]:
-            pair = kept.get(p)
-            return pair if pair is not None else _pair_raw(link_at(p))
-
-        dirs[folder], table = _build_folder(prof, paths, pair_at, sink)
-        if table is not None:
-            shards[folder] = table
-
-    dirs["refs"] = prof.build_directory({"head": Entry(head_file.cid, head_file.tsize)}, sinks.dir)
-    root = prof.build_directory(
-        {name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, sinks.dir
+    links = _Links(previous)
+    sinks = _Sinks(sink, previous_dir_blocks)
+    built = _build(
+        reader,
+        head,
+        new,
+        _Indexed(previous.index, added, previous_shards),
+        links,
+        sinks,
+        prof=profile,
+        progress=progress,
+        sealer=sealer,
+        observer=observer,
     )
     return DatasetDag(
-        root,
-        _IndexedLayout(links, previous),
+        built.root,
+        _IndexedLayout(links.new, previous),
         frozenset(sinks.dir_cids),
         sinks.blocks,
         sinks.bytes,
-        dirs,
+        built.dirs,
         frozenset(),
-        shards,
-        added=links,
+        built.shards,
+        added=links.new,
         indexed=True,
     )
 
@@ -766,7 +829,3 @@ def _size_of(sealer: Sealer | None) -> Callable[[DatasetObject], int | None] | N
 
 def _recorded_size(obj: DatasetObject) -> int | None:
     return obj.size
-
-
-def _pair_raw(link: ObjectLink) -> tuple[bytes, int]:
-    return link.cid.raw, link.tsize
