@@ -7,8 +7,9 @@
    bytes than the block records) and hash before it is kept; then the linked objects
    their ``ObjectLink`` columns name (ODF RFC-017: read from the verified data files),
    each checked against its hash;
-4. stage objects (temp file + rename, in ``DEST/.odfweb3/incoming``), move them into
-   place once all are verified, then blocks, then ``refs/head`` last (compare-and-set).
+4. stage objects (at their names in ``DEST/.odfweb3/incoming``, one pull at a time),
+   flush them together, move them into place once all are verified, then blocks, then
+   ``refs/head`` last (compare-and-set).
 
 A non-empty destination that is not a dataset (anything beside the ODF layout and the
 work directory, and no ``refs/head``) is refused: a pull never mixes files into it. A
@@ -24,6 +25,8 @@ as already present).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import threading
@@ -42,7 +45,7 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import chain_state, check_chain_rules
 from odfweb3.read.replica import Replica
-from odfweb3.store.local import WORK_DIR, LocalStore, sync_paths
+from odfweb3.store.local import WORK_DIR, LocalStore, sync_filesystem, sync_paths
 
 __all__ = ["PullResult", "pull_dataset"]
 
@@ -228,17 +231,79 @@ def pull_dataset(
         # the ObjectLink columns in force at DEST's head, for the new data files
         below = columns_at(walk_chain(DatasetReader(dest_path.resolve()), old_head))
     store = LocalStore(dest_path)
+    with _one_pull_at_a_time(dest_path):
+        return _fetch_and_place(
+            replica,
+            dest_path,
+            store,
+            head,
+            old_head,
+            entries,
+            raw_blocks,
+            below,
+            replaced,
+            parallel=parallel,
+            progress=progress,
+            on_total=on_total,
+        )
+
+
+@contextlib.contextmanager
+def _one_pull_at_a_time(dest: Path) -> Iterator[None]:
+    """Hold ``DEST/.odfweb3/incoming.lock`` (``flock``, released when the process dies):
+    two pulls into one directory would write and remove each other's staged files.
+
+    Raises:
+        ConflictError: another pull into ``dest`` holds it.
+    """
+    work = dest / WORK_DIR
+    work.mkdir(exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(work / "incoming.lock", flags, 0o644)
+    except OSError as exc:
+        raise UsageError(f"{work / 'incoming.lock'}: cannot be opened ({exc.strerror})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConflictError(
+                f"{dest}: another pull into it is running; wait for it to end, then run "
+                "this one again"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _fetch_and_place(
+    replica: Replica,
+    dest_path: Path,
+    store: LocalStore,
+    head: bytes,
+    old_head: bytes | None,
+    entries: list[ChainEntry],
+    raw_blocks: dict[bytes, bytes],
+    below: tuple[str, ...],
+    replaced: bool,
+    *,
+    parallel: int,
+    progress: ProgressFn | None,
+    on_total: Callable[[int], None] | None,
+) -> PullResult:
+    """Steps 3 and 4 of the module docstring, the replica's chain already checked."""
     objects = [o for o in iter_objects(entries) if o.kind != "block"]
     missing = [o for o in objects if not store.has(o.kind, o.hash)]
     if on_total is not None:
         on_total(sum(o.size or 0 for o in missing))
     # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are
     # verified: a lying replica leaves DEST as it was; an interrupted pull resumes from the
-    # staged objects. They are written without an fsync each and made durable together
-    # before the first rename (git's batch fsync): a name in the layout always holds
-    # durable bytes, and refs/head moves last.
+    # staged objects. They are written at their staged names (no temp file: a staged file
+    # counts only once hashed again or written whole here) without an fsync each, and made
+    # durable together before the first rename (one syncfs): a name in the layout always
+    # holds durable bytes, and refs/head moves last.
     staging_root = dest_path / WORK_DIR / "incoming"
-    staging = LocalStore(staging_root, fsync=False)
+    staging = LocalStore(staging_root, fsync=False, in_place=True)
     fetched_bytes = 0
     # Verified and staged by an interrupted run: already present, not fetched now. Read
     # back and hashed again: a crash may have left a staged file short of its bytes.
@@ -305,14 +370,15 @@ def pull_dataset(
     for mh in new_blocks:
         staging.put("block", mh, [raw_blocks[mh]])
     moves = [(o.kind, o.hash) for o in missing] + [("block", mh) for mh in new_blocks]
-    sync_paths(staging.os_path(kind, mh) for kind, mh in moves)
+    sync_filesystem(staging_root, (staging.os_path(kind, mh) for kind, mh in moves))
     # Objects first, then blocks; each rename made durable by the folder's fsync below,
     # before the head moves.
+    folders: set[str] = set()
     for kind, mh in moves:
-        os.replace(staging.os_path(kind, mh), store.os_path(kind, mh))
-    if moves:
-        folders = {store.path_of(kind, mh).parent for kind, mh in moves}
-        sync_paths(sorted(folders))
+        target = store.os_path(kind, mh)
+        os.replace(staging.os_path(kind, mh), target)
+        folders.add(os.path.dirname(target))
+    sync_paths(sorted(folders))
     if entries:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)

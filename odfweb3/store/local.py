@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 from odfweb3.errors import ConflictError, FormatError, HashMismatch, NotFound, UsageError
 from odfweb3.odf.layout import (
@@ -34,7 +36,7 @@ from odfweb3.odf.multihash import (
     verify_bytes,
 )
 
-__all__ = ["WORK_DIR", "LocalStore", "check_destination", "sync_paths"]
+__all__ = ["WORK_DIR", "LocalStore", "check_destination", "sync_filesystem", "sync_paths"]
 
 # odfweb3's scratch space inside a dataset directory (lock file, staged downloads); never
 # part of the ODF layout, never published.
@@ -43,7 +45,7 @@ _MAX_REF_SIZE = 4096
 
 # What odfweb3 may write inside a destination, and what each must be when present.
 _DIRS = (*dict.fromkeys(LAYOUT_DIRS.values()), "refs", WORK_DIR, f"{WORK_DIR}/incoming")
-_FILES = ("refs/head", f"{WORK_DIR}/lock")
+_FILES = ("refs/head", f"{WORK_DIR}/lock", f"{WORK_DIR}/incoming.lock")
 
 
 def _unusable(root: Path, rel: str, what: str) -> UsageError:
@@ -137,17 +139,79 @@ def sync_paths(paths: Iterable[str | Path], *, workers: int = 16) -> None:
         raise local_io_error(exc, Path(exc.filename or ".")) from None
 
 
+SyncFs = Callable[[int], int]
+
+
+@functools.cache
+def _syncfs() -> SyncFs | None:
+    """Linux's ``syncfs(2)`` from the C library (Python's ``os`` has none), or None."""
+    import ctypes  # here: loaded by the commands that flush many files only
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.syncfs
+    except (OSError, AttributeError, TypeError):
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return cast(SyncFs, fn)
+
+
+def sync_filesystem(
+    folder: str | Path, paths: Iterable[str | Path], *, syncfs: SyncFs | None = None
+) -> None:
+    """Make ``paths`` (files written under ``folder`` without an fsync each) durable.
+
+    Where Linux's ``syncfs(2)`` exists this is one call: it writes back every dirty file of
+    ``folder``'s file system and commits its journal once, and since Linux 5.8 reports a
+    write-back error of any of them. One fsync per file costs a journal commit each
+    (30,000 objects at 10,000 blocks: 9 s of fsyncs, 16 at a time, against validate
+    --deep's 1.5 s), so a pull flushes its staged objects this way (git's
+    ``core.fsyncMethod=batch`` has the same aim; syncfs needs no file-system-specific
+    ordering argument). The price is shared: the call also waits for other processes'
+    dirty data on that file system. Elsewhere (no syncfs), :func:`sync_paths`.
+
+    Raises:
+        LocalIOError: the flush failed (the disk is full, or the device failed).
+    """
+    fn = syncfs if syncfs is not None else _syncfs()
+    if fn is None:
+        sync_paths(paths)
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise local_io_error(exc, Path(folder)) from None
+    try:
+        if fn(fd) != 0:
+            import ctypes
+
+            err = ctypes.get_errno()
+            raise local_io_error(OSError(err, os.strerror(err)), Path(folder))
+    finally:
+        os.close(fd)
+
+
 class LocalStore:
     """The ODF directory layout as a store: objects written atomically, refs last.
 
     ``put`` streams into a temp file while hashing and renames it into place only
     when the hash matches, so a reader never sees a partial or wrong object.
+
+    ``in_place``: a staging area's store (``pull``'s), whose files count only once hashed
+    again (:meth:`has_intact`) or once written whole by this process: ``put`` writes each
+    object at its own name, without a temp file and a rename (a pull renames 30,000
+    objects once into the layout, not twice), and removes it if its hash does not match.
+    A file cut short by a crash is then found out by :meth:`has_intact`.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, fsync: bool = True, in_place: bool = False
+    ) -> None:
         self.root = Path(root)
         self._root_s = str(self.root)
         self._fsync = fsync
+        self._in_place = in_place
         check_destination(self.root)
         self._writer = DatasetWriter(self.root, fsync=fsync)
         self._reader = DatasetReader(self.root.resolve())
@@ -212,7 +276,8 @@ class LocalStore:
         # were an eighth of its time.
         rel = object_relpath(kind, mh)
         folder = f"{self._root_s}/{os.path.dirname(rel)}"
-        tmp = f"{folder}/.incoming-{os.getpid()}-{mh[2:10].hex()}"
+        final = f"{self._root_s}/{rel}"
+        tmp = final if self._in_place else f"{folder}/.incoming-{os.getpid()}-{mh[2:10].hex()}"
         if _lstat(tmp) is not None:
             os.unlink(tmp)  # a leftover of an interrupted run (never followed if a link)
         placed = False
@@ -228,7 +293,8 @@ class LocalStore:
             actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
             if actual != mh:
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)
-            os.replace(tmp, f"{self._root_s}/{rel}")
+            if tmp != final:
+                os.replace(tmp, final)
             placed = True
         except OSError as exc:
             raise local_io_error(exc, Path(folder)) from None

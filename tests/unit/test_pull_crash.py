@@ -23,7 +23,8 @@ from odfweb3.read.replica import LocalReplica
 from odfweb3.store.local import LocalStore
 
 # The child pulls SRC into DEST and kills itself (SIGKILL: no cleanup, no finally) at the
-# Nth call of FUNC: an object streamed, a file renamed, or a file flushed.
+# Nth call of FUNC: an object streamed, a file renamed, a file or folder fsynced, or the
+# one flush of everything staged (before the first rename into the layout).
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
@@ -50,6 +51,8 @@ _CHILD = textwrap.dedent(
         pull.os.replace = dying(os.replace)
     elif func == "fsync":
         local.os.fsync = dying(os.fsync)
+    elif func == "flush":
+        pull.sync_filesystem = dying(local.sync_filesystem)
     pull.pull_dataset(replica, dest, parallel=2)
     sys.exit(3)  # never reached when the kill happened
     """
@@ -83,11 +86,13 @@ def _no_dangling_head(dest: Path) -> None:
     ("func", "nth"),
     [
         ("stream", 5),
+        ("flush", 1),
         ("fsync", 3),
+        # 17 renames in all at 4 blocks: 8 objects, then 8 blocks, then refs/head
         ("replace", 2),
-        ("replace", 12),
-        ("replace", 20),
-        ("replace", 28),
+        ("replace", 9),
+        ("replace", 16),
+        ("replace", 17),
     ],
 )
 def test_a_pull_killed_anywhere_leaves_no_dangling_head_and_the_rerun_completes(
@@ -123,8 +128,8 @@ def test_an_incremental_pull_killed_keeps_the_old_head_whole(tmp_path: Path) -> 
 def test_a_staged_file_cut_short_is_fetched_again(tmp_path: Path) -> None:
     src = create_root_dataset(tmp_path / "src", blocks=4, data_bytes=40_000, seed=43).path
     dest = tmp_path / "dest"
-    # Killed at the first flush: every object is staged, none is durable yet.
-    _crash(src, dest, "fsync", 1)
+    # Killed at the flush: every object is staged, none is durable yet.
+    _crash(src, dest, "flush", 1)
     incoming = dest / ".odfweb3" / "incoming"
     staged = sorted(p for d in ("data", "checkpoints") for p in (incoming / d).iterdir())
     assert len(staged) == 8, "the killed pull staged every data file and checkpoint"
