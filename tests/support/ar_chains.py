@@ -186,9 +186,10 @@ def _plan_of(record, span, earlier, chain, rest) -> BundlePlan:  # type: ignore[
     )
 
 
-def build_chain(n: int, *, tiered: bool, seed: str) -> Chain:
-    """A full upload and ``n`` delta uploads by a fresh wallet (see the module docstring)."""
-    wallet = generate_wallet()
+def build_chain(n: int, *, tiered: bool, seed: str, wallet: Wallet | None = None) -> Chain:
+    """A full upload and ``n`` delta uploads by ``wallet`` (default a fresh one; see the
+    module docstring)."""
+    wallet = wallet or generate_wallet()
     bundles: list[bytes] = []
     batch: list[DataItem] = []
     size = 0

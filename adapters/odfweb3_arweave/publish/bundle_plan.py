@@ -84,6 +84,7 @@ __all__ = [
     "VerifiedStream",
     "plan_bundle",
     "plan_tier",
+    "rebuilt_tiers",
     "tiers_after",
 ]
 
@@ -537,6 +538,31 @@ def tiers_after(
     files = dict(bundle.earlier)
     files.update((p, a) for p, a in added.items() if p != REFS_HEAD)
     return (Tier(link, bundle.span_uploads, tuple(sorted(files.items()))), *bundle.tiers_after)
+
+
+def rebuilt_tiers(newest_first: Sequence[tuple[str, UploadRecord]]) -> tuple[Tier, ...] | None:
+    """The binary counter after the newest of ``newest_first`` (record id, verified record),
+    from the records a reader's tiered walk reached (pure): the latest, the records its
+    ``skipChain`` names, down to the full upload. Each delta record's tier is what it lists
+    (its span, ``earlier`` and ``added``), as :func:`tiers_after` made it; None when the
+    records are not one skip chain (records without tiers, a walk by ``ODF-Prev-Upload``),
+    and the next record then jumps to the previous one only."""
+    tiers: list[Tier] = []
+    expect: tuple[str, int] | None = None
+    for record_id, record in newest_first:
+        deltas = record.delta_uploads if record.delta else 0
+        if deltas is None or (expect is not None and expect != (record_id, deltas)):
+            return None
+        link = SkipLink(record_id, record.head, deltas)
+        if not record.delta:
+            return (*tiers, Tier(link, 0))
+        if record.span_uploads is None or not record.skip_chain:
+            return None
+        files = dict(record.earlier)
+        files.update((p, a) for p, a in record.added.items() if p != REFS_HEAD)
+        tiers.append(Tier(link, record.span_uploads, tuple(sorted(files.items()))))
+        expect = (record.skip_chain[0].record_id, deltas - record.span_uploads)
+    return None
 
 
 def _inputs(plan: PublishPlan) -> Mapping[str, str] | None:

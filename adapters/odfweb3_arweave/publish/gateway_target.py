@@ -6,8 +6,9 @@ drives it:
 - ``inspect``: the latest upload record of this dataset *by this wallet* (GraphQL, see
   :mod:`.resolve`). Saved state is used only when it names that record (or when its last
   upload is still pending and the gateway knows the transaction); otherwise the state is
-  rebuilt from the network: the back-reference walk gives every record, their ``added``
-  maps give every path's file revision, a GraphQL ``ids`` lookup says which items the
+  rebuilt from the network: the tiered walk gives the records (about log2(n) of them,
+  :func:`.lookup.walk_records`), their ``earlier`` and ``added`` maps give every path's file
+  revision and the records' binary counter, a GraphQL ``ids`` lookup says which items the
   gateway has. The planner then refuses a head that does not descend (``--force``).
 - ``upload``: plan and sign the bundle (:mod:`.publish_bundle`, the code ``bundle:DIR``
   uses), spool it to a file under the state directory, ask ``/price/{bytes}`` (shown
@@ -64,7 +65,7 @@ from odfweb3.errors import (
     UsageError,
 )
 from odfweb3.foreign_json import read_foreign_json_file
-from odfweb3.odf.layout import DatasetReader
+from odfweb3.odf.layout import DatasetReader, object_relpath
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.pack_index import drop_packs, write_pack
 from odfweb3.publish.plan import PublishPlan
@@ -89,6 +90,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     KeptFiles,
     ManifestKind,
     PreviousUpload,
+    rebuilt_tiers,
 )
 from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.publish.publish_bundle import (
@@ -120,7 +122,7 @@ from odfweb3_arweave.read.lookup import (
     fetch_record,
     find_latest_upload,
     lookup_items,
-    walk_uploads,
+    walk_records,
 )
 from odfweb3_arweave.wallet import Wallet
 
@@ -236,7 +238,7 @@ class GatewayTarget:
             )
             state = None
         # The publisher's own look (verify=False): a pending record of ours may not be served
-        # yet; a forged one can only make it rebuild (walk_uploads verifies) or refuse.
+        # yet; a forged one can only make it rebuild (walk_records verifies) or refuse.
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         if state is not None and self._state_is_current(state, latest):
             assert state.head is not None
@@ -259,9 +261,12 @@ class GatewayTarget:
             notes.append("saved state is not the latest upload: rebuilt from the network")
         else:
             notes.append(f"no saved state: rebuilt from the uploads on {self.gateway.url}")
-        rebuilt, chain = self._rebuild(dataset_id, latest)
-        local_text = multihash_to_str(local_head)
-        ahead = latest.facts.head != local_text and any(u.facts.head == local_text for u in chain)
+        rebuilt, paths = self._rebuild(dataset_id, latest)
+        # The target's chain holds our head: its block is in the dataset's layout.
+        ahead = (
+            latest.facts.head != multihash_to_str(local_head)
+            and object_relpath("block", local_head) in paths
+        )
         has = frozenset(p for p in rebuilt.objects if p != "refs/head")
         view = RemoteView(
             head=multihash_from_str(latest.facts.head),
@@ -361,12 +366,17 @@ class GatewayTarget:
                 return True
         return False
 
-    def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[PublishState, list[Upload]]:
-        chain = walk_uploads(self.gateway, latest)
-        records: list[UploadRecord] = [fetch_record(self.gateway, u) for u in chain]
+    def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[PublishState, frozenset[str]]:
+        """The state the network's records give (and every path they name): the tiered
+        walk (:func:`.lookup.walk_records`, about log2(n) records for n uploads, each
+        verified), their ``earlier`` and ``added`` maps oldest first, one GraphQL ``ids``
+        lookup per 100 data items (which the gateway has, and their sizes), and the records'
+        binary counter (:func:`.bundle_plan.rebuilt_tiers`), so the next record keeps its tier."""
+        pairs = walk_records(self.gateway, latest, fetch_record(self.gateway, latest))
+        records = [r for _, r in pairs]
         added: dict[str, tuple[str, str, str]] = {}
         for rec in records:
-            for path, a in rec.added.items():
+            for path, a in [*sorted(rec.earlier.items()), *sorted(rec.added.items())]:
                 added[path] = (a.file_id, a.data_item_id, a.meta_item_id)
         known = lookup_items(self.gateway, [v[1] for v in added.values()])
         objects: dict[str, dict[str, Any]] = {}
@@ -388,12 +398,13 @@ class GatewayTarget:
             extra=ArweaveExtra(
                 drive=last.drive,
                 owner=self.wallet.address,
+                # The uploads the walk verified (not every one: the tiers skip the rest).
                 uploads=tuple(
                     UploadEntry(u.id, head=u.facts.head, manifest_id=u.facts.manifest_id)
-                    for u in chain
+                    for u, _ in pairs
                 ),
                 rebuilt=True,
-                manifests=_manifest_chain(records),
+                manifests=_manifest_chain(pairs),
                 encrypted=True if last.key_envelope else None,
                 key_envelope=last.key_envelope or None,
                 # The next plain publish keeps the last record's inputs map.
@@ -408,7 +419,7 @@ class GatewayTarget:
             objects=objects,
             **serialize_arweave_state(typed),
         )
-        return state, chain
+        return state, frozenset(added)
 
     # -- steps 3-5 -------------------------------------------------------------------
 
@@ -828,12 +839,17 @@ class GatewayTarget:
             drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
 
 
-def _manifest_chain(records: list[UploadRecord]) -> ManifestChain:
+def _manifest_chain(pairs: list[tuple[Upload, UploadRecord]]) -> ManifestChain:
     """The manifest chain of rebuilt state: the newest upload without
-    ``ODF-Full-Manifest`` and the delta uploads after it (none found: the next is full)."""
-    for deltas, record in enumerate(reversed(records)):
+    ``ODF-Full-Manifest``, the delta uploads after it (the latest record's count; records
+    without one were all walked) and the records' counter (none found: the next is full)."""
+    for walked, (_, record) in enumerate(reversed(pairs)):
         if not record.delta:
-            return ManifestChain(record.manifest_id, deltas)
+            latest = pairs[-1][1]
+            deltas = latest.delta_uploads if latest.delta_uploads is not None else walked
+            return ManifestChain(
+                record.manifest_id, deltas, rebuilt_tiers([(u.id, r) for u, r in pairs[::-1]])
+            )
     return ManifestChain(None, 0)
 
 

@@ -77,6 +77,7 @@ __all__ = [
     "item_tags",
     "lookup_items",
     "verify_item",
+    "walk_records",
     "walk_to_full_manifest",
     "walk_uploads",
 ]
@@ -424,7 +425,56 @@ def walk_to_full_manifest(
             not the one named, more than ``limit`` delta uploads, a delta naming another
             full manifest, or no full manifest at all.
     """
-    records = [record]
+    return [r for _, r in reversed(_to_full_manifest(gateway, latest, record, limit))]
+
+
+def walk_records(
+    gateway: ArweaveGateway,
+    latest: Upload,
+    record: UploadRecord,
+    *,
+    limit: int = MAX_DELTA_UPLOADS,
+) -> list[tuple[Upload, UploadRecord]]:
+    """Every record whose ``added`` and ``earlier`` maps, applied oldest first, give every
+    path's current file revision since the first upload (oldest first, each verified).
+
+    What a reader needs that reads data items by id, not through the path manifest (an ArFS
+    private drive), and a publisher rebuilding its state from the network: per stretch of
+    delta uploads the tiered walk of :func:`walk_to_full_manifest` (about log2(n) records),
+    and where that stretch's full upload is not the first (``arweave.manifest: full``, a
+    chain grown past ``limit``, an encryption switch) one checked ``ODF-Prev-Upload`` link
+    to the stretch before it, walked the same way.
+
+    Raises:
+        ResolutionError: as :func:`walk_to_full_manifest`; or the stretches loop.
+    """
+    newest_first: list[tuple[Upload, UploadRecord]] = []
+    current, current_record = latest, record
+    seen: set[str] = set()
+    while True:
+        stretch = _to_full_manifest(gateway, current, current_record, limit)
+        for upload, _ in stretch:
+            if upload.id in seen:
+                raise ResolutionError(
+                    f"upload {upload.id}: reached twice walking back from {latest.id}; the "
+                    "chain of uploads loops: it is corrupt"
+                )
+            seen.add(upload.id)
+        newest_first.extend(stretch)
+        full_upload, full = stretch[-1]
+        if full.prev_upload is None:
+            break
+        # One link, checked as every back-reference is (owner, dataset, head continuity).
+        current, current_record = next(_links(gateway, full_upload))
+    newest_first.reverse()
+    return newest_first
+
+
+def _to_full_manifest(
+    gateway: ArweaveGateway, latest: Upload, record: UploadRecord, limit: int
+) -> list[tuple[Upload, UploadRecord]]:
+    """:func:`walk_to_full_manifest` with each record's upload, newest first."""
+    pairs = [(latest, record)]
     if record.delta_uploads is not None and record.delta_uploads > limit:
         # Known from the latest record alone: refused before anything else is asked.
         raise ResolutionError(
@@ -435,41 +485,43 @@ def walk_to_full_manifest(
     if record.delta:
         current = latest
         if record.skip_chain:
-            current = _jump(gateway, latest, record, records)
-        if records[-1].delta:
-            later = records[-1].tags_view
+            current = _jump(gateway, latest, record, pairs)
+        if pairs[-1][1].delta:
+            later = pairs[-1][1].tags_view
             for prev_upload, prev in _links(gateway, current):
                 check_delta_link(later, prev.tags_view, f"upload {prev_upload.id}")
                 later = prev.tags_view
-                records.append(prev)
+                pairs.append((prev_upload, prev))
                 if not prev.delta:
                     break
-                if len(records) > limit:
+                if len(pairs) > limit:
                     raise ResolutionError(
                         f"upload {latest.id}: more than {limit} delta manifests since the "
                         "last full one; readers walk at most that many (a publisher writes a "
                         "full manifest before that): refusing it"
                     )
-        full = records[-1]
+        full = pairs[-1][1]
         if full.delta:
             raise ResolutionError(
                 f"upload {latest.id}: the first upload has a delta manifest; the chain of "
                 "uploads is broken"
             )
-        other = next((r for r in records[:-1] if r.full_manifest != full.manifest_id), None)
+        other = next((r for _, r in pairs[:-1] if r.full_manifest != full.manifest_id), None)
         if other is not None:
             raise ResolutionError(
                 f"upload of head {other.head}: names full manifest {other.full_manifest}, but "
                 f"the last full one is {full.manifest_id}; the chain of uploads is broken"
             )
-    records.reverse()
-    return records
+    return pairs
 
 
 def _jump(
-    gateway: ArweaveGateway, latest: Upload, record: UploadRecord, records: list[UploadRecord]
+    gateway: ArweaveGateway,
+    latest: Upload,
+    record: UploadRecord,
+    pairs: list[tuple[Upload, UploadRecord]],
 ) -> Upload:
-    """Follow ``record``'s ``skipChain``, appending each verified record to ``records``;
+    """Follow ``record``'s ``skipChain``, appending each verified record to ``pairs``;
     the last upload reached (where a walk by ``ODF-Prev-Upload`` goes on if it is a delta).
 
     One GraphQL request for the whole chain (at most ``MAX_SKIP_CHAIN`` ids, checked by
@@ -499,7 +551,7 @@ def _jump(
                     f"{where}: its skipChain is not the rest of the one that jumped to it; "
                     "the chain of uploads is broken"
                 )
-            records.append(found)
+            pairs.append((upload, found))
             current = upload
             hops += 1
             if hops > MAX_DELTA_UPLOADS:

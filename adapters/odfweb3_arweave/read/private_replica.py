@@ -13,9 +13,12 @@ plaintext) and each data item's ``Cipher-IV`` tag. File data, file/folder/drive 
 2. the drive key opens the drive's own metadata entity (``Entity-Type: drive`` by the owner,
    found by GraphQL), whose ``rootFolderId`` must be the record's; so a later decryption
    failure means altered data, not a wrong password;
-3. the uploads back to the first (``ODF-Prev-Upload``, owner and head continuity checked by
-   :func:`.resolve.walk_uploads`) give each path's data item and ``File-Id``
-   (:func:`collect_files`); each data item must be the owner's and carry a ``Cipher-IV``.
+3. the records back to the first upload give each path's data item and ``File-Id``
+   (:func:`collect_files`): tiered records are walked as readers of a public drive walk them
+   (:func:`.lookup.walk_records`: the skip chain in one GraphQL request, each record's
+   signature, owner, dataset and counts checked, about log2(n) records for n uploads; records
+   without tiers by ``ODF-Prev-Upload``, owner and head continuity checked); each data item
+   must be the owner's and carry a ``Cipher-IV``.
    Data items are read by id (``GET /{id}``), not through the path manifest: the manifest
    adds nothing the owner's records do not say, and the GCM tag plus the ODF hash of the
    plaintext check every byte anyway;
@@ -68,7 +71,7 @@ from odfweb3_arweave.formats.arfs_private import (
     derive_file_key,
 )
 from odfweb3_arweave.formats.record import AddedFile, UploadRecord, record_tags
-from odfweb3_arweave.read.lookup import Upload, fetch_record, item_tags, lookup_items, walk_uploads
+from odfweb3_arweave.read.lookup import Upload, item_tags, lookup_items, walk_records
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = [
@@ -112,7 +115,8 @@ class PrivateFile:
 
 
 def collect_files(records: Sequence[UploadRecord]) -> dict[str, AddedFile]:
-    """Path -> current file revision, from the records' ``added`` maps (oldest first).
+    """Path -> current file revision, from the records' ``earlier`` and ``added`` maps
+    (oldest first; a tiered record's ``earlier`` is what the uploads it spans added before it).
 
     A later revision of a path (``refs/head`` gets one per upload) replaces an earlier one;
     this is the same union the newest upload's path manifest was made from (old paths ->
@@ -124,7 +128,7 @@ def collect_files(records: Sequence[UploadRecord]) -> dict[str, AddedFile]:
     latest: dict[str, AddedFile] = {}
     seen: dict[str, str] = {}
     for record in records:
-        for path, added in sorted(record.added.items()):
+        for path, added in [*sorted(record.earlier.items()), *sorted(record.added.items())]:
             other = seen.setdefault(added.data_item_id, path)
             if other != path:
                 raise ResolutionError(
@@ -358,9 +362,7 @@ def open_private_replica(
     key = derive_drive_key(wallet, record.drive.drive_id, password)
     verified_key = _check_drive_key(gateway, record, owner, key, ref)
     latest = Upload(record_id, owner, record.tags_view, record_tags(record), None)
-    chain = walk_uploads(gateway, latest)
-    records = [fetch_record(gateway, u) for u in chain[:-1]] + [record]
-    added = collect_files(records)
+    added = collect_files([r for _, r in walk_records(gateway, latest, record)])
     nodes = lookup_items(gateway, [a.data_item_id for a in added.values()])
     files: dict[str, PrivateFile] = {}
     for path, a in added.items():

@@ -25,6 +25,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     PreviousUpload,
     Tier,
     plan_tier,
+    rebuilt_tiers,
     tiers_after,
 )
 
@@ -185,3 +186,48 @@ def test_an_unknown_counter_jumps_to_the_previous_record_only() -> None:
     stale = (Tier(SkipLink(rid(7), head(7), 40), 1, ()),)
     bundle, _ = _plan(replace(previous, tiers=stale), 42)
     assert bundle.skip_chain == (SkipLink(rid(41), head(41), 41),)
+
+
+def _record_of(bundle: BundlePlan, added: dict[str, AddedFile]) -> UploadRecord:
+    return UploadRecord(
+        dataset_id=DATASET,
+        head=bundle.head,
+        prev_head=bundle.prev_head,
+        prev_upload=bundle.prev_upload,
+        manifest_id=rid(7000 + bundle.deltas),
+        drive=LAYOUT,
+        added=added,
+        unix_time=bundle.unix_time,
+        app_version="t",
+        full_manifest=FULL,
+        delta_uploads=bundle.deltas,
+        span_uploads=bundle.span_uploads,
+        earlier=bundle.earlier,
+        skip_chain=bundle.skip_chain,
+    )
+
+
+def test_the_counter_is_rebuilt_from_the_records_a_reader_jumps_through() -> None:
+    # A second machine has only the network: the latest record and the records its skip
+    # chain names give back the publisher's counter exactly, so its next record keeps tiers.
+    full = replace(TIERED, head=head(0), prev_head=None, prev_upload=None, manifest_id=FULL)
+    full = replace(full, full_manifest=None, delta_uploads=None, span_uploads=None)
+    full = replace(full, earlier={}, skip_chain=())
+    records: dict[str, UploadRecord] = {rid(0): full}
+    tiers: tuple[Tier, ...] = (Tier(SkipLink(rid(0), head(0), 0), 0),)
+    for n in range(1, 70):
+        previous = PreviousUpload(
+            LAYOUT, {}, rid(n - 1), head(n - 1), full_manifest_id=FULL, deltas=n - 1, tiers=tiers
+        )
+        bundle, added = _plan(previous, n)
+        records[rid(n)] = _record_of(bundle, added)
+        tiers = tiers_after(bundle, rid(n), added)
+        walked = [(rid(n), records[rid(n)])]
+        walked += [(link.record_id, records[link.record_id]) for link in bundle.skip_chain]
+        assert rebuilt_tiers(walked) == tiers, n
+    assert rebuilt_tiers([(rid(0), full)]) == (Tier(SkipLink(rid(0), head(0), 0), 0),)
+    # Not one skip chain (a record skipped, a record without a tier): unknown, never guessed.
+    assert rebuilt_tiers(walked[:1] + walked[2:]) is None
+    untiered = replace(records[rid(69)], span_uploads=None, earlier={}, skip_chain=())
+    assert rebuilt_tiers([(rid(69), untiered), *walked[1:]]) is None
+    assert rebuilt_tiers(walked[:-1]) is None  # no full upload reached
