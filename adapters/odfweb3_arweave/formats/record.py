@@ -73,6 +73,7 @@ __all__ = [
     "decode_record",
     "encode_record",
     "inputs_to_record",
+    "parse_added_files",
     "parse_record_tags",
     "record_tags",
 ]
@@ -385,6 +386,16 @@ def decode_record(tags: Sequence[Tag], body: bytes, where: str = "upload record"
         earlier=earlier,
         skip_chain=chain,
     )
+
+
+def parse_added_files(raw: object, key: str, where: str) -> dict[str, AddedFile]:
+    """A map of path -> :class:`AddedFile` JSON as a record's body holds it (``added``,
+    ``earlier``; the publisher's tier files too), each path and id checked.
+
+    Raises:
+        FormatError: not such a map.
+    """
+    return _files(raw, key, where)
 
 
 def _files(raw: object, key: str, where: str) -> dict[str, AddedFile]:

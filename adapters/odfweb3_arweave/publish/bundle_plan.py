@@ -82,6 +82,7 @@ __all__ = [
     "PreviousUpload",
     "Tier",
     "VerifiedStream",
+    "merged_tiers",
     "plan_bundle",
     "plan_tier",
     "rebuilt_tiers",
@@ -242,13 +243,25 @@ class Tier:
         link: the upload (record id, head, delta uploads since the full manifest).
         uploads: how many uploads its tier spans (0: the end of the chain: the full upload,
             or an upload without a tier, which a reader walks past by ``ODF-Prev-Upload``).
-        files: what those uploads added (``refs/head`` left out), as the record lists it:
-            kept here so a consolidation reads nothing else (not the file index's parts).
+        files: what those uploads added (``refs/head`` left out), as the record lists it;
+            None while only in its tier file (:mod:`.tier_files`, read when consolidated).
+        digest: the SHA-256 of its tier file (None: not stored yet, ``files`` in hand).
     """
 
     link: SkipLink
     uploads: int
-    files: tuple[tuple[str, AddedFile], ...] = ()
+    files: tuple[tuple[str, AddedFile], ...] | None = ()
+    digest: str | None = None
+
+
+def merged_tiers(tiers: Sequence[Tier]) -> int:
+    """How many of the newest ``tiers`` the next delta upload consolidates (pure): it spans
+    itself and every newest tier whose span equals what it spans so far (1, 2, 4, ...)."""
+    span, i = 1, 0
+    while i < len(tiers) and tiers[i].uploads == span:
+        span += tiers[i].uploads
+        i += 1
+    return i
 
 
 @dataclass(frozen=True)
@@ -514,10 +527,12 @@ def plan_tier(
     tiers = previous.tiers if previous.tiers else (back,)
     if tiers[0].link.record_id != previous.record_id or tiers[0].link.deltas != deltas - 1:
         tiers = (back,)  # a counter of another upload: never jump by it
+    if any(t.files is None for t in tiers[: merged_tiers(tiers)]):
+        tiers = (back,)  # a tier's files could not be read: no tier without them
     span, i = 1, 0
     earlier: dict[str, AddedFile] = {}
     while i < len(tiers) and tiers[i].uploads == span:
-        for path, added in tiers[i].files:
+        for path, added in tiers[i].files or ():
             if path not in own_paths and path != REFS_HEAD:
                 earlier.setdefault(path, added)  # newest tier first: newest revision wins
         span += tiers[i].uploads

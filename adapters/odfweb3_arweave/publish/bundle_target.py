@@ -73,6 +73,8 @@ from odfweb3_arweave.publish.publish_bundle import (
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
+    tier_digests,
+    with_stored_tiers,
     write_bundle_file,
 )
 from odfweb3_arweave.publish.state import (
@@ -84,6 +86,7 @@ from odfweb3_arweave.publish.state import (
     serialize_arweave_extra,
     serialize_arweave_state,
 )
+from odfweb3_arweave.publish.tier_files import drop_tier_files
 from odfweb3_arweave.read.bundle_replica import BundleDirReplica
 from odfweb3_arweave.wallet import Wallet
 
@@ -376,6 +379,8 @@ class BundleTarget:
 
     def save(self, state: PublishState) -> None:
         """Write ``publish.json`` last: the state plus what to do with the bundle."""
+        where = str(self.summary_path)
+        state = with_stored_tiers(state, self.out_dir, where)  # tier files before the state
         typed = self._typed(state)
         record = typed.record
         size = record.bundle_bytes or 0 if record is not None else 0
@@ -413,6 +418,7 @@ class BundleTarget:
             self.seal.save(self.out_dir, json.loads(text), bundles, self._written)
         if isinstance(state.objects, FileIndex):
             drop_packs(self.out_dir, state.objects.packs)
+        drop_tier_files(self.out_dir, tier_digests(state, where))
 
 
 def objects_of(out_dir: Path) -> dict[str, Mapping[str, Any]]:

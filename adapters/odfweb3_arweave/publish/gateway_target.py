@@ -101,6 +101,8 @@ from odfweb3_arweave.publish.publish_bundle import (
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
+    tier_digests,
+    with_stored_tiers,
     write_bundle_file,
 )
 from odfweb3_arweave.publish.state import (
@@ -115,6 +117,7 @@ from odfweb3_arweave.publish.state import (
     serialize_arweave_state,
     serialize_upload_facts,
 )
+from odfweb3_arweave.publish.tier_files import drop_tier_files
 from odfweb3_arweave.read.lookup import (
     Upload,
     collect_uploads,
@@ -829,6 +832,9 @@ class GatewayTarget:
             )
         if not isinstance(state.objects, FileIndex) and state.objects:
             state = self._indexed(state)
+        where = str(self.states.path_for(state.dataset_id, self.name))
+        side = self.index_dir(state.dataset_id)
+        state = with_stored_tiers(state, side, where)  # tier files before the state
         if isinstance(state.objects, FileIndex):
             # The paths stay in the packs (extra.objectIndex names them).
             self.states.save(state.evolve(objects={}))
@@ -837,6 +843,7 @@ class GatewayTarget:
         self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
         if isinstance(state.objects, FileIndex):
             drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
+        drop_tier_files(side, tier_digests(state, where), older_than=self._started)
 
 
 def _manifest_chain(pairs: list[tuple[Upload, UploadRecord]]) -> ManifestChain:

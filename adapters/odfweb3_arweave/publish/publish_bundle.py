@@ -59,13 +59,17 @@ from odfweb3_arweave.publish.bundle_plan import (
     tiers_after,
 )
 from odfweb3_arweave.publish.bundle_sign import SignedBundle, sign_bundle
+from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.publish.item_spool import ItemSpool
 from odfweb3_arweave.publish.state import (
     ArweaveExtra,
+    ArweaveState,
     ManifestChain,
     parse_arweave_extra,
     parse_arweave_state,
+    serialize_arweave_state,
 )
+from odfweb3_arweave.publish.tier_files import load_merged_tiers, store_tiers
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = [
@@ -76,6 +80,8 @@ __all__ = [
     "previous_from_state",
     "sealed_extra",
     "sign_publish_bundle",
+    "tier_digests",
+    "with_stored_tiers",
     "write_bundle_file",
 ]
 
@@ -104,6 +110,9 @@ def previous_from_state(
     chain = typed.extra.manifests or ManifestChain(state.locator, 0)
     # Parsed entry by entry when used: an update reads only its own paths.
     files = FileRefs(state.objects, where)
+    # The tiers the next record consolidates, read from their tier files, which sit beside
+    # the file index's packs (a state without an index holds its tiers' files itself).
+    side = state.objects.out_dir if isinstance(state.objects, FileIndex) else None
     if typed.extra.drive is None:
         raise FormatError(f"{where}: drive: drive layout is not a JSON object")
     return PreviousUpload(
@@ -114,8 +123,28 @@ def previous_from_state(
         complete=complete,
         full_manifest_id=chain.full_manifest_id,
         deltas=chain.deltas,
-        tiers=chain.tiers,
+        tiers=load_merged_tiers(side, chain.tiers),
     )
+
+
+def with_stored_tiers(state: PublishState, directory: Path, where: str) -> PublishState:
+    """``state`` with every tier whose files it holds (made by this upload, rebuilt from the
+    network, or a state written before tier files) moved to its tier file in ``directory``
+    (:mod:`.tier_files`, written here, before the state naming it is saved)."""
+    typed = parse_arweave_state(state, where)
+    chain = typed.extra.manifests
+    if chain is None or chain.tiers is None or all(t.digest or not t.files for t in chain.tiers):
+        return state
+    directory.mkdir(parents=True, exist_ok=True)
+    stored = replace(chain, tiers=store_tiers(directory, chain.tiers))
+    extra = replace(typed.extra, manifests=stored)
+    return state.evolve(**serialize_arweave_state(ArweaveState(typed.record, extra)))
+
+
+def tier_digests(state: PublishState, where: str) -> set[str]:
+    """The tier files a saved state names (the rest may go: :func:`.tier_files.drop_tier_files`)."""
+    chain = parse_arweave_state(state, where).extra.manifests
+    return {t.digest for t in (chain.tiers or ()) if t.digest} if chain is not None else set()
 
 
 def manifest_chain(prepared: PreparedBundle) -> ManifestChain:

@@ -23,6 +23,7 @@ written with ``recordId`` (null for a first upload), ``keyEnvelope``, written wi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -54,6 +55,9 @@ __all__ = [
     "serialize_arweave_state",
     "serialize_upload_facts",
 ]
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class StateParts(TypedDict):
@@ -164,7 +168,8 @@ class ManifestChain:
     """``fullManifestId`` and ``deltaUploads``: the last full path manifest
     (None: none known, the next manifest is full) and the delta uploads since it; ``tiers``:
     the records' binary counter after the last upload, newest first (None: unknown, state
-    written before tiers or rebuilt from the network; :func:`.bundle_plan.plan_tier`)."""
+    written before tiers or rebuilt from records without them; :func:`.bundle_plan.plan_tier`),
+    each tier's files in its tier file (:mod:`.tier_files`)."""
 
     full_manifest_id: str | None
     deltas: int
@@ -260,8 +265,9 @@ def _manifests(raw: Mapping[str, Any], where: str) -> ManifestChain | None:
 
 
 def _tiers(raw: object, where: str) -> tuple[Tier, ...] | None:
-    """``extra.tiers``: ``[[recordId, head, deltaUploads, spanUploads, {path: added}], ...]``
-    (``added`` as in an upload record's body)."""
+    """``extra.tiers``: ``[[recordId, head, deltaUploads, spanUploads, files], ...]``, where
+    files is the SHA-256 of the tier's file (:mod:`.tier_files`) or, written before tier
+    files and in a state not saved yet, ``{path: added}`` (as in an upload record's body)."""
     if raw is None:
         return None
     what = "a list of [record id, head, delta uploads, span uploads, files]"
@@ -275,19 +281,31 @@ def _tiers(raw: object, where: str) -> tuple[Tier, ...] | None:
             and isinstance(entry[0], str)
             and isinstance(entry[1], str)
             and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[2:4])
-            and isinstance(entry[4], dict)
-            and all(
-                isinstance(v, dict)
-                and all(isinstance(v.get(k), str) for k in ("dataItemId", "metaItemId", "fileId"))
-                for v in entry[4].values()
+            and (
+                (isinstance(entry[4], str) and _DIGEST.fullmatch(entry[4]) is not None)
+                or (
+                    isinstance(entry[4], dict)
+                    and all(
+                        isinstance(v, dict)
+                        and all(
+                            isinstance(v.get(k), str)
+                            for k in ("dataItemId", "metaItemId", "fileId")
+                        )
+                        for v in entry[4].values()
+                    )
+                )
             )
         ):
             raise malformed(where, "extra", "tiers", what)
+        link = SkipLink(entry[0], entry[1], entry[2])
+        if isinstance(entry[4], str):
+            out.append(Tier(link, entry[3], None, entry[4]))
+            continue
         files = tuple(
             (str(path), AddedFile(v["dataItemId"], v["metaItemId"], v["fileId"]))
             for path, v in entry[4].items()
         )
-        out.append(Tier(SkipLink(entry[0], entry[1], entry[2]), entry[3], files))
+        out.append(Tier(link, entry[3], files))
     return tuple(out)
 
 
@@ -301,7 +319,7 @@ def _tiers_json(tiers: tuple[Tier, ...] | None) -> dict[str, Any]:
                 t.link.head,
                 t.link.deltas,
                 t.uploads,
-                {p: a.to_json() for p, a in t.files},
+                t.digest if t.digest is not None else {p: a.to_json() for p, a in t.files or ()},
             ]
             for t in tiers
         ]
