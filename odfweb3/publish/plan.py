@@ -366,6 +366,12 @@ def _plan_verified(
         return plan("new", tuple(o for o in objects if o.path not in known))
     position = chain.find(remote_head)
     relation = _relation(target, remote_head, position, remote_ahead, force)
+    if relation == "same" and remote_holds_head and len(known) == facts.objects:
+        # Nothing new, and the target's checked view lists as many objects as our head has
+        # (the index of what it published for this head): nothing to send, and no block
+        # below our head is read (docs/design.md, "Publish": nothing new costs least). A
+        # view that lost objects lists fewer: they are found below and sent again.
+        return plan(relation, ())
     if relation != "ahead" or position is None or not remote_holds_head:
         # As for a list of entries: only ``remote_has`` is known to be there.
         return plan(relation, tuple(o for o in objects if o.path not in known))

@@ -424,3 +424,43 @@ def test_an_entry_of_the_old_format_is_walked_again(ds, tmp_path):
     append_blocks(ds, 1, data_bytes=100, seed=4)
     chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
     assert chain.complete
+
+
+def test_nothing_new_to_a_target_holding_our_head_reads_only_the_head(ds, tmp_path, monkeypatch):
+    keys = tmp_path / "keys"
+    keys.mkdir(mode=0o700)
+    cache = tmp_path / "verified"
+    out = tmp_path / "car"
+    first = publish_dataset(ds, CarTarget(out, Keystore(keys)), chain_cache=ChainCache(cache))
+    cars = sorted(p.name for p in out.iterdir())
+    read: list[bytes] = []
+    real = DatasetReader.read_block_bytes
+
+    def counting(self, mh):
+        read.append(mh)
+        return real(self, mh)
+
+    monkeypatch.setattr(DatasetReader, "read_block_bytes", counting)
+    again = publish_dataset(ds, CarTarget(out, Keystore(keys)), chain_cache=ChainCache(cache))
+    monkeypatch.undo()
+    assert again.plan.relation == "same" and again.plan.send == () and again.plan.is_noop
+    assert read == [first.plan.head]  # the cached head only: no block below it decoded
+    assert not again.plan.objects.loaded
+    assert sorted(p.name for p in out.iterdir()) == cars  # and nothing written
+    assert again.state.head == first.state.head
+
+
+@pytest.mark.parametrize("lost", [0, 1, "all"])
+def test_same_head_sends_only_what_the_targets_view_lacks(ds, tmp_path, lost):
+    cache_dir = tmp_path / "verified"
+    load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    chain = load_chain(DatasetReader.open(ds), ChainCache(cache_dir))
+    whole = list(walk_chain(DatasetReader.open(ds)))
+    everything = [o.path for o in iter_objects(whole)]
+    has = set() if lost == "all" else set(everything[lost:])
+    kw = {"remote_head": chain.head, "remote_has": has}
+    a = plan_publish(chain, dataset_id=DID, target="t", **kw)
+    assert a.objects.loaded == (lost != 0)  # a whole view: nothing below the head is read
+    b = plan_publish(whole, dataset_id=DID, target="t", **kw)
+    assert a.relation == "same" and a == b
+    assert [o.path for o in a.send] == [p for p in everything if p not in has]
