@@ -378,9 +378,6 @@ class _Links:
         self.new = _PackedLinks()
         self.previous = previous
 
-    def link_at(self, path: str) -> ObjectLink:
-        return self.new[path] if path in self.new else self.previous[path]
-
     def pair_at(self, path: str) -> tuple[bytes, int]:
         pair = self.new.pair(path)
         if pair is None:
