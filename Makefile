@@ -60,7 +60,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy odfweb3 adapters/odfweb3_ipfs adapters/odfweb3_arweave
 
 unit: $(STAMP)
-	$(BIN)/pytest -q -m "not integration" tests/unit tests/contract
+	$(BIN)/pytest -q -m "not integration" tests/unit
 
 test: $(STAMP) $(NODES_STAMP) $(BROWSER_STAMP) nodebuilds
 	$(MAKE) lint typecheck docs

@@ -40,7 +40,8 @@ class Replica(Protocol):
         ...
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
-        """Stream a data file or checkpoint, never more than ``size`` bytes when given."""
+        """Stream a data file or checkpoint, never more than ``size + 1`` bytes when given
+        (one byte over is how a reader learns the object is larger than recorded)."""
         ...
 
 
@@ -142,6 +143,14 @@ class LocalReplica:
         return self.reader.read_block_bytes(mh)
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
+        # As every replica: at most one byte more than recorded, enough for the reader to
+        # refuse a file that grew (Replica.stream_object), never the rest of it.
+        left = None if size is None else size + 1
         with self.reader.open_object(kind, mh) as f:
-            while chunk := f.read(1 << 20):
+            while left is None or left > 0:
+                chunk = f.read(1 << 20 if left is None else min(1 << 20, left))
+                if not chunk:
+                    return
+                if left is not None:
+                    left -= len(chunk)
                 yield chunk

@@ -1,7 +1,5 @@
-"""Storage protocols for datasets: content-addressed objects and named refs.
+"""Where a pulled dataset is written: the local dataset directory (:mod:`.local`).
 
-:class:`~odfweb3.store.protocols.ObjectStore` and
-:class:`~odfweb3.store.protocols.RefStore` are small on purpose; local directory
-and in-memory implementations live here, network ones in the adapters. The same
-contract suite (``tests/contract``) runs against every implementation.
+Reads go through replicas (:mod:`odfweb3.read.replica`), whose one contract suite is
+``tests/integration/test_replica_contract.py``.
 """

@@ -1,4 +1,5 @@
-"""A dataset directory on local disk as an ObjectStore and RefStore.
+"""A dataset directory on local disk as a store: objects verified before they are visible,
+``refs/head`` set by compare-and-set (``pull`` writes here).
 
 The directory is a *destination* (``pull DEST``): odfweb3 follows no symbolic link
 inside it and writes only regular files under real directories. A

@@ -6,7 +6,7 @@ A wall-time upper bound (``assert time.monotonic() - started < 10``) fails on a 
 speed is measured in bench/ (README: "Speed is measured, not asserted"). A lower bound
 (``>= 0.2`` s for a server told to wait 0.2 s) cannot fail because of load and is allowed.
 
-`make unit` runs ``-m "not integration"`` over tests/unit and tests/contract: tests/conftest.py
+`make unit` runs ``-m "not integration"`` over tests/unit: tests/conftest.py
 marks everything under tests/integration and refuses (a collection error) a test elsewhere
 using a node fixture unmarked; a test starting a node or an npm oracle by hand is caught here.
 """
@@ -94,11 +94,11 @@ def test_no_test_bounds_a_wall_time_from_above() -> None:
     )
 
 
-def test_unit_and_contract_tests_start_no_node_by_hand() -> None:
+def test_unit_tests_start_no_node_by_hand() -> None:
     offenders = []
     for path in _test_files():
         rel = path.relative_to(TESTS)
-        if rel.parts[0] not in ("unit", "contract"):
+        if rel.parts[0] != "unit":
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
             if isinstance(node, ast.ImportFrom) and node.module and "tests.support" in node.module:
@@ -110,7 +110,7 @@ def test_unit_and_contract_tests_start_no_node_by_hand() -> None:
 def test_make_unit_selects_no_integration_test() -> None:
     # The collection `make unit` does; conftest.py would fail it on an unmarked node user.
     done = subprocess.run(
-        [*_COLLECT, "-m", "integration", "tests/unit", "tests/contract"],
+        [*_COLLECT, "-m", "integration", "tests/unit"],
         cwd=ROOT,
         capture_output=True,
         text=True,
