@@ -281,6 +281,8 @@ class PreviousUpload:
         tiers: the binary counter after the last upload, newest first (None: unknown, e.g.
             state written before tiers or rebuilt from the network: the next record jumps
             to the previous one only).
+        croissant_id / dcat_id: the Croissant and DCAT documents' items of the last upload
+            that wrote them (None: none yet).
     """
 
     drive: DriveLayout
@@ -291,6 +293,8 @@ class PreviousUpload:
     full_manifest_id: str | None = None
     deltas: int = 0
     tiers: tuple[Tier, ...] | None = None
+    croissant_id: str | None = None
+    dcat_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,11 @@ from odfweb3_arweave.publish.bundle_plan import (
 from odfweb3_arweave.publish.item_spool import ItemSpool
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["SignedBundle", "sign_bundle"]
+__all__ = ["AfterManifest", "SignedBundle", "sign_bundle"]
+
+#: Items placed after the manifest, made once the id a reader opens the upload by and the
+#: files after it (path -> revision) are known.
+AfterManifest = Callable[[str, Mapping[str, FileRef]], Sequence[tuple[bytes, Sequence[Tag]]]]
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ class SignedBundle:
         manifest_id: its item id.
         record: the upload record.
         record_id: its item id.
-        extra_id: the id of the ``after_manifest`` item, if any.
+        extra_ids: the ids of the ``after_manifest`` items, in order.
         key_envelope_id: the id of the key envelope item, if any.
     """
 
@@ -98,7 +102,7 @@ class SignedBundle:
     manifest_id: str
     record: UploadRecord
     record_id: str
-    extra_id: str | None = None
+    extra_ids: tuple[str, ...] = ()
     key_envelope_id: str | None = None
 
 
@@ -282,7 +286,7 @@ def sign_bundle(
     wallet: Wallet,
     open_object: Callable[[DatasetObject], VerifiedStream],
     progress: Callable[[int], None] = lambda n: None,
-    after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None = None,
+    after_manifest: AfterManifest | None = None,
     key_envelope: bytes | None = None,
     drive_key: DriveKey | None = None,
     new_iv: Callable[[], bytes] = lambda: secrets.token_bytes(IV_SIZE),
@@ -294,11 +298,12 @@ def sign_bundle(
         wallet: the signing wallet (RSA-4096).
         open_object: opens a dataset object for a verified read (``open_verified``).
         progress: called with the bytes of each object once it is signed.
-        after_manifest: given the id a reader opens this upload by, the data and tags of one
-            more item, signed and placed between the manifest and the record (its id:
-            ``SignedBundle.extra_id``). That id is the manifest's when it is full (one id
-            serves every path), the record's when it is a delta (a delta manifest maps only
-            what this upload adds and is refused alone, docs/arweave.md section 9):
+        after_manifest: given the id a reader opens this upload by and the files after it
+            (path -> revision), the data and tags of more items, signed and placed between
+            the manifest and the record (their ids: ``SignedBundle.extra_ids``). That id is
+            the manifest's when it is full (one id serves every path), the record's when it
+            is a delta (a delta manifest maps only what this upload adds and is refused
+            alone, docs/arweave.md section 9):
             the record names no such item, so it is signed first.
         key_envelope: an encrypted publish's encoded key envelope: one item before the
             manifest (``Content-Type: application/json``, ``ODF-Key-Envelope: 1``,
@@ -431,7 +436,7 @@ def _sign_rest(
     meta_spooled: list[int],
     added: dict[str, AddedFile],
     new_files: dict[str, FileRef],
-    after_manifest: Callable[[str], tuple[bytes, Sequence[Tag]]] | None,
+    after_manifest: AfterManifest | None,
     key_envelope: bytes | None,
     drive_key: DriveKey | None,
     new_iv: Callable[[], bytes],
@@ -475,13 +480,13 @@ def _sign_rest(
     record = _record(bundle, manifest_item.id_b64, added, envelope_id)
     tags = _record_tags(bundle, manifest_item.id_b64, added)
     record_item = create_data_item(wallet, encode_record(record), tags)
-    extra_id = None
+    extra_ids: list[str] = []
     if after_manifest is not None:
         opened_by = manifest_item.id_b64 if bundle.full_manifest is None else record_item.id_b64
-        extra_data, extra_tags = after_manifest(opened_by)
-        extra_item = create_data_item(wallet, extra_data, list(extra_tags))
-        items.append(extra_item)
-        extra_id = extra_item.id_b64
+        for extra_data, extra_tags in after_manifest(opened_by, files):
+            extra_item = create_data_item(wallet, extra_data, list(extra_tags))
+            items.append(extra_item)
+            extra_ids.append(extra_item.id_b64)
     items.append(record_item)
     order += [spool.add(item) for item in items]
     spool.set_order(order)
@@ -493,6 +498,6 @@ def _sign_rest(
         manifest_id=manifest_item.id_b64,
         record=record,
         record_id=record_item.id_b64,
-        extra_id=extra_id,
+        extra_ids=tuple(extra_ids),
         key_envelope_id=envelope_id,
     )

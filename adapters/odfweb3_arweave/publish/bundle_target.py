@@ -6,18 +6,21 @@
   ArFS metadata, the new ``refs/head`` revision, the drive and folders (first publish
   only), the path manifest, the discovery descriptor (JSON-LD, ``Content-Type:
   application/ld+json``, tagged ``ODF-Dataset-Id``, ``Title``, ``Description``; left out
-  with the reason in the summary when it fails validation) and the upload record (see
+  with the reason in the summary when it fails validation), the Croissant and DCAT
+  documents of the data files this publish added (tagged ``ODF-Discovery``; ids in
+  ``publish.json`` as ``croissantId`` / ``dcatId``; :mod:`odfweb3.descriptor.published`)
+  and the upload record (see
   :mod:`.bundle_plan`). Post it as
   the data of one L1 transaction tagged ``Bundle-Format: binary``, ``Bundle-Version:
   2.0.0``, or hand it to a bundler. Bundles of successive publishes reference each other's
   items: post them all, oldest first;
 - encrypted publishes (``sealer``, docs/design.md, "Encryption"): every data item is ciphertext (see
   :mod:`.bundle_plan`), the key envelope is an item of the bundle named by the record, its id
-  in ``publish.json`` as ``keyEnvelope``; no descriptor;
+  in ``publish.json`` as ``keyEnvelope``; no descriptor, Croissant or DCAT document;
 - ArFS private drives (``drive_password``, :mod:`.arfs_private`): every data and metadata
   item encrypted as ArDrive does (drive key from the wallet and the drive password), so
   ArDrive opens the drive with the same wallet and password; the path manifest and the
-  upload record stay public; no descriptor;
+  upload record stay public; no descriptor, Croissant or DCAT document;
 - ``index-<hash>.pack``: per path the file id, data item, metadata item and size, in the
   packs of :mod:`.file_index` (an update writes one small pack of the parts its paths fall
   in);
@@ -302,6 +305,8 @@ class BundleTarget:
             bundles=tuple(bundles),
             manifests=manifest_chain(prepared),
             descriptor_id=descriptor.get("descriptorId"),
+            croissant_id=descriptor.get("croissantId"),
+            dcat_id=descriptor.get("dcatId"),
             inputs=inputs or None,
             object_index=index.to_json(),
         )

@@ -901,6 +901,8 @@ def checkpoint_doc(
         uploads=(*(prev_uploads or ()), new_upload),
         manifests=manifest_chain(prepared),
         descriptor_id=prepared.descriptor.get("descriptorId"),
+        croissant_id=prepared.descriptor.get("croissantId"),
+        dcat_id=prepared.descriptor.get("dcatId"),
         inputs=dict(inputs) if inputs else None,
         object_index=object_index,
     )

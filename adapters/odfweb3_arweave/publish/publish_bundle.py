@@ -7,12 +7,14 @@ directory, or an L1 transaction through a gateway):
    revision, last record id and head), from publish state that the target has checked;
 2. :func:`sign_publish_bundle`: plan the bundle (:func:`.bundle_plan.plan_bundle`), build
    the discovery descriptor (placed after the manifest, left out with the reason when it
-   fails validation) and sign every item (:func:`.bundle_plan.sign_bundle`); with a
+   fails validation) and the Croissant and DCAT documents of the files this upload adds
+   (:mod:`odfweb3.descriptor.published`, after the descriptor), and sign every item
+   (:func:`.bundle_plan.sign_bundle`); with a
    ``sealer`` every data item is ciphertext, the key envelope is one more item and the
-   descriptor (which would reveal the dataset) is left out;
+   descriptor and the documents (which would reveal the dataset) are left out;
    With a ``drive_password`` the drive is an ArFS private drive (:mod:`.arfs_private`):
    the drive key is derived from the wallet and the password, every data and metadata item
-   is encrypted as ArDrive does, and the descriptor is left out as well;
+   is encrypted as ArDrive does, and the descriptor and documents are left out as well;
 3. :func:`write_bundle_file`: stream the bundle to a temp file in a directory, fsync and
    rename it (public file mode: a bundle is public).
 """
@@ -38,10 +40,20 @@ from odfweb3.descriptor import (
     validate_descriptor,
     with_locators,
 )
+from odfweb3.descriptor.croissant import local_sha256
+from odfweb3.descriptor.discovery_facts import Presentation
+from odfweb3.descriptor.published import (
+    CROISSANT_MEDIA_TYPE,
+    DCAT_MEDIA_TYPE,
+    Earlier,
+    facts_since,
+    published_croissant,
+    published_dcat,
+)
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
 from odfweb3.publish.state import PublishState
@@ -52,13 +64,14 @@ from odfweb3_arweave.formats.arfs_private import derive_drive_key
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
     BundlePlan,
+    FileRef,
     FileRefs,
     ManifestKind,
     PreviousUpload,
     plan_bundle,
     tiers_after,
 )
-from odfweb3_arweave.publish.bundle_sign import SignedBundle, sign_bundle
+from odfweb3_arweave.publish.bundle_sign import AfterManifest, SignedBundle, sign_bundle
 from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.publish.item_spool import ItemSpool
 from odfweb3_arweave.publish.state import (
@@ -124,6 +137,8 @@ def previous_from_state(
         full_manifest_id=chain.full_manifest_id,
         deltas=chain.deltas,
         tiers=load_merged_tiers(side, chain.tiers),
+        croissant_id=typed.extra.croissant_id,
+        dcat_id=typed.extra.dcat_id,
     )
 
 
@@ -183,10 +198,12 @@ class _Descriptor:
         publisher: Mapping[str, Any] | None,
         app_version: str,
         owner_address: str,
+        previous: PreviousUpload | None = None,
     ) -> None:
         self.app_version = app_version
+        self.plan, self.reader, self.publisher = plan, reader, publisher
         # Without publisher.name the creator is the signing wallet.
-        identity = f"Arweave address {owner_address}"
+        self.identity = identity = f"Arweave address {owner_address}"
         if plan.facts is not None:  # the verified chain's facts: no walk
             doc = descriptor_from_facts(plan.facts, publisher, identity=identity)
         else:
@@ -196,12 +213,82 @@ class _Descriptor:
         errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
         self.valid = not errors
         self.skipped = {"descriptorSkipped": "; ".join(p.message for p in errors)}
+        self.earlier = earlier_documents(plan, previous)
+        # Nothing new since the documents of the last upload: they stay the latest.
+        self.kept = (
+            {"croissantId": self.earlier.croissant_item, "dcatId": self.earlier.dcat_item}
+            if self.earlier.head == plan.head and self.earlier.croissant_item
+            else {}
+        )
+        self.kinds: list[str] = []
 
     def item(self, opened_by: str) -> tuple[bytes, list[Tag]]:
         """The item, naming ``ar://`` the full manifest or, for a delta upload, the record."""
         doc = with_locators(self.doc, {"ar": opened_by})  # the chain is walked once
         tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
         return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
+
+    def items(self, opened_by: str, files: Mapping[str, FileRef]) -> list[tuple[bytes, list[Tag]]]:
+        """The descriptor (when valid), then the Croissant and DCAT documents of the files
+        this upload adds, each file's ``contentUrl`` ``ar://`` its own data item (a delta
+        manifest is refused alone, so no path under it is a URL a gateway serves)."""
+        out = [self.item(opened_by)] if self.valid else []
+        self.kinds = ["descriptor"] if self.valid else []
+        if self.kept:
+            return out
+        plan = self.plan
+        facts = facts_since(
+            self.reader, plan.head, self.earlier.head, plan.facts, lambda: list(plan.chain)
+        )
+
+        def url_of(rel: str) -> str:
+            ref = files.get(rel)
+            return f"ar://{ref.data_item_id}" if ref is not None else f"ar://{opened_by}/{rel}"
+
+        shown = Presentation(
+            self.publisher,
+            self.identity,
+            landing=f"ar://{opened_by}",
+            url_of=url_of,
+            sha256_of=local_sha256(self.reader),
+        )
+        earlier = self.earlier
+        links = Earlier(
+            earlier.head,
+            f"ar://{earlier.croissant_item}" if earlier.croissant_item else None,
+            f"ar://{earlier.dcat_item}" if earlier.dcat_item else None,
+        )
+        common = [Tag.of("ODF-Dataset-Id", facts.dataset_id), *app_tags(self.app_version)]
+        for kind, doc, media in (
+            ("croissant", published_croissant(facts, shown, links), CROISSANT_MEDIA_TYPE),
+            ("dcat", published_dcat(facts, shown, links), DCAT_MEDIA_TYPE),
+        ):
+            tags = [Tag.of("Content-Type", media), Tag.of("ODF-Discovery", kind), *common]
+            out.append((encode_descriptor(doc), tags))
+            self.kinds.append(kind)
+        return out
+
+
+@dataclass(frozen=True)
+class _EarlierItems:
+    """The head and document items of the last upload that wrote Croissant and DCAT."""
+
+    head: bytes | None = None
+    croissant_item: str | None = None
+    dcat_item: str | None = None
+
+
+def earlier_documents(plan: PublishPlan, previous: PreviousUpload | None) -> _EarlierItems:
+    """The documents of the last upload, when this publish continues its head; nothing for a
+    first upload, one whose state names none, or a forced publish (every file again)."""
+    if previous is None or previous.head is None or not previous.complete:
+        return _EarlierItems()
+    if plan.forced or plan.relation not in ("ahead", "same"):
+        return _EarlierItems()
+    head = multihash_from_str(previous.head)
+    if head != plan.remote_head or not (previous.croissant_id and previous.dcat_id):
+        return _EarlierItems()
+    return _EarlierItems(head, previous.croissant_id, previous.dcat_id)
 
 
 @dataclass(frozen=True)
@@ -211,8 +298,9 @@ class PreparedBundle:
     Attributes:
         plan: the bundle plan (drive, previous upload, time).
         signed: the signed items and their ids.
-        descriptor: ``{"descriptorId": id}`` or ``{"descriptorSkipped": reason}``; for an
-            encrypted publish also ``{"keyEnvelope": id}``.
+        descriptor: ``{"descriptorId": id}`` or ``{"descriptorSkipped": reason}``, and
+            ``croissantId`` / ``dcatId`` (the documents' items, or the last upload's when
+            nothing is new); for an encrypted publish ``{"keyEnvelope": id}`` instead.
     """
 
     plan: BundlePlan
@@ -266,8 +354,8 @@ def sign_publish_bundle(
     if drive_password is not None:
         drive_key = derive_drive_key(wallet, bundle_plan.drive.drive_id, drive_password)
     if sealer is None and drive_key is None:
-        desc = _Descriptor(plan, reader, publisher, app_version, wallet.address)
-        after = desc.item if desc.valid else None
+        desc = _Descriptor(plan, reader, publisher, app_version, wallet.address, previous)
+        after: AfterManifest | None = desc.items
     else:
         after = None
     # An object is read twice (signed, then written): one salt per object, so both reads
@@ -296,7 +384,10 @@ def sign_publish_bundle(
             "keyEnvelope": signed.key_envelope_id,
         }
     else:
-        descriptor = {"descriptorId": signed.extra_id} if signed.extra_id else desc.skipped
+        ids = dict(zip(desc.kinds, signed.extra_ids, strict=True))
+        descriptor = {"descriptorId": ids["descriptor"]} if "descriptor" in ids else desc.skipped
+        descriptor |= desc.kept
+        descriptor |= {f"{k}Id": ids[k] for k in ("croissant", "dcat") if k in ids}
     return PreparedBundle(bundle_plan, signed, descriptor)
 
 

@@ -194,6 +194,9 @@ class ArweaveExtra:
         key_epoch: ``keyEpoch`` of the sealer.
         key_envelope: ``keyEnvelope``, the key envelope's data item id.
         descriptor_id: ``descriptorId``, the discovery descriptor's data item id.
+        croissant_id / dcat_id: ``croissantId`` / ``dcatId``, the data items of the Croissant
+            and DCAT documents of the last upload that wrote them
+            (:mod:`odfweb3.descriptor.published`).
         inputs: ``inputs``, dataset ID -> ``ar://RECORD``.
         race_check: ``raceCheck``, ``won`` or ``unsettled`` (gateway).
         object_index: ``objectIndex``, where the per-path file revisions are
@@ -222,6 +225,8 @@ class ArweaveExtra:
     object_index: Mapping[str, Any] | None = None
     bundler: str | None = None
     receipts: Mapping[str, Mapping[str, Any]] | None = None
+    croissant_id: str | None = None
+    dcat_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -358,6 +363,8 @@ def parse_arweave_extra(raw: Mapping[str, Any], where: str) -> ArweaveExtra:
         object_index=json_object(raw, "objectIndex", where, p),
         bundler=opt_field(raw, "bundler", str, where, p),
         receipts=_receipts(raw, where),
+        croissant_id=opt_field(raw, "croissantId", str, where, p),
+        dcat_id=opt_field(raw, "dcatId", str, where, p),
     )
 
 
@@ -378,6 +385,8 @@ def serialize_arweave_extra(extra: ArweaveExtra) -> dict[str, Any]:
                 "encrypted": extra.encrypted,
                 "keyEpoch": extra.key_epoch,
                 "descriptorId": extra.descriptor_id,
+                "croissantId": extra.croissant_id,
+                "dcatId": extra.dcat_id,
                 "inputs": dict(extra.inputs) if extra.inputs is not None else None,
                 "raceCheck": extra.race_check,
                 "objectIndex": extra.object_index,

@@ -14,11 +14,15 @@ writes into ``OUT_DIR``:
   its own UnixFS file, outside the dataset root (whose contents are exactly the ODF layout);
   its CID is in ``publish.json`` and in the record's ``_odf`` map as ``descriptor``. Left out,
   with a note, when the descriptor fails validation (e.g. no ``publisher.name`` configured).
+- ``<cid>.car`` of the Croissant and of the DCAT document of the data files this publish
+  added (:mod:`odfweb3.descriptor.published`), their CIDs in ``publish.json``
+  (``extra.croissant`` / ``extra.dcat``) and the record's ``_odf`` map; every such CAR
+  stays (``extra.discoveryCars``, in the import hint: each document names the one before).
 - encrypted publishes (``sealer``, docs/design.md, "Encryption"): every object and
   ``refs/head`` in the CAR is ciphertext (same paths); the key envelope is its own
   ``<cid>.car`` beside the root, its CID in ``publish.json`` and in the record's ``_odf``
-  map as ``keyEnvelope``; the descriptor (which would reveal the dataset's metadata) is
-  left out.
+  map as ``keyEnvelope``; the descriptor and the Croissant and DCAT documents (which would
+  reveal the dataset's metadata) are left out.
 
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the
@@ -85,6 +89,7 @@ from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
 from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
+    DISCOVERY_KINDS,
     BuildSettings,
     DeltaCar,
     SideFile,
@@ -288,8 +293,7 @@ class CarTarget:
         )
 
     def _content_files(self, car: CarState) -> list[str]:
-        side = [car.extra.descriptor_car, car.extra.key_envelope_car]
-        return [*(car.extra.cars or ()), *filter(None, side)]
+        return [*(car.extra.cars or ()), *car.extra.side_cars]
 
     def _trusted(self, car: CarState, state: PublishState, raw: Mapping[str, Any]) -> str | None:
         """None when what the directory holds may be reused: the seal vouches for
@@ -471,9 +475,12 @@ class CarTarget:
         if car_name not in cars:
             cars.append(car_name)
         self._written = [car_name]
-        desc = dict(delta.side.skipped)
+        desc = dict(delta.side.skipped) | dict(delta.side.kept)
+        discovery = list(self._typed(prev).extra.discovery_cars or ()) if prev else []
         for file in delta.side.files:  # each its own CAR beside the root's
             desc |= {file.kind: file.cid.encode(), f"{file.kind}Car": self._write_side_car(file)}
+            if file.kind in DISCOVERY_KINDS and desc[f"{file.kind}Car"] not in discovery:
+                discovery.append(desc[f"{file.kind}Car"])
         index = self._write_index(dag, prev)
         return UploadResult(
             locator=dag.root.cid.encode(),
@@ -490,6 +497,8 @@ class CarTarget:
                         dir_blocks=None,
                         descriptor=desc.get("descriptor"),
                         key_envelope=desc.get("keyEnvelope"),
+                        croissant=desc.get("croissant"),
+                        dcat=desc.get("dcat"),
                     ),
                     cars=tuple(cars),
                     # The HAMT tries of the top directories: the next publish rebuilds
@@ -498,6 +507,7 @@ class CarTarget:
                     descriptor_car=desc.get("descriptorCar"),
                     key_envelope_car=desc.get("keyEnvelopeCar"),
                     object_index=index.to_json(),
+                    discovery_cars=tuple(discovery) or None,
                 )
             ),
             bytes_sent=car_bytes,
@@ -599,8 +609,7 @@ class CarTarget:
             return
         doc = state.to_json()
         car = self._typed(state)
-        side = [car.extra.descriptor_car, car.extra.key_envelope_car]
-        cars = [*(car.extra.cars or ()), *filter(None, side)]
+        cars = [*(car.extra.cars or ()), *car.extra.side_cars]
         doc.update(
             {
                 "root": state.locator,
@@ -746,7 +755,7 @@ def check_file_names(car: CarState, where: str) -> None:
         FormatError: a name that is not ``<cid>.car`` / ``<name>.ipns-record``.
     """
     extra = car.extra
-    names = [*(extra.cars or ()), *filter(None, (extra.descriptor_car, extra.key_envelope_car))]
+    names = [*(extra.cars or ()), *extra.side_cars]
     for name in names:
         stem = name.removesuffix(".car")
         ok = stem != name and stem.isascii() and stem.isalnum()

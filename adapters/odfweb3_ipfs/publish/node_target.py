@@ -40,14 +40,17 @@ Encrypted publishes (``sealer``, docs/design.md, "Encryption") use the scheme of
 object and ``refs/head`` under the root is ciphertext at the same path; the key envelope
 is its own UnixFS file, sent in the same ``dag/import`` and pinned on its own; its CID is
 in the state (``extra.keyEnvelope``) and in the record's ``_odf`` map as ``keyEnvelope``.
-No discovery descriptor is published (it would reveal the dataset's metadata).
+No discovery descriptor, Croissant or DCAT document is published (they would reveal the
+dataset's metadata).
 
 Plain publishes also send the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
 its own UnixFS file in the same ``dag/import``, pinned on its own, never inside the dataset
 root: its CID is in the publish output and state (``descriptor``) and in the
 record's ``_odf`` map as ``descriptor`` (kept on republish). A descriptor that fails
 validation (e.g. no ``publisher.name`` configured) is left out, the reason in the summary
-as ``descriptorSkipped``.
+as ``descriptorSkipped``. So are the Croissant and DCAT documents of the data files the
+publish added (:mod:`odfweb3.descriptor.published`; state and ``_odf``: ``croissant``,
+``dcat``; a publish that adds no block keeps the last ones).
 """
 
 from __future__ import annotations
@@ -623,13 +626,13 @@ class IpfsNodeTarget:
             # Side files (descriptor or key envelope) in the last CAR, outside the root;
             # the same descriptor already pinned (a re-publish with nothing new, a re-run
             # after an interruption) is not sent again.
-            side = side_files(plan, reader, dag.root.cid.encode(), self.build_settings)
+            side = side_files(plan, reader, dag.root.cid.encode(), self.build_settings, view)
             sender.finish(
                 dag.root.cid,
                 (
                     block
                     for file in side.files
-                    if not (file.kind == "descriptor" and self.client.has_pin(file.cid))
+                    if not (file.kind != "keyEnvelope" and self.client.has_pin(file.cid))
                     for block in file.blocks
                 ),
             )
@@ -651,7 +654,11 @@ class IpfsNodeTarget:
             found[file.kind] = file.cid.encode()
         # The key envelope of an encrypted publish (pinned above, as a side file).
         envelope = found.get("keyEnvelope") if self.sealer is not None else None
-        desc = {**side.skipped, **{k: v for k, v in found.items() if k == "descriptor"}}
+        desc = {
+            **side.skipped,
+            **side.kept,
+            **{k: v for k, v in found.items() if k != "keyEnvelope"},
+        }
         index = self._write_index(plan.dataset_id, dag, prev)
         shards = shards_json(dag.shards) if dag.shards else None
         self._checkpoint(plan, root.encode(), index, shards)
@@ -664,6 +671,8 @@ class IpfsNodeTarget:
             # state's list still filters its first update.
             dir_blocks=None,
             descriptor=desc.get("descriptor"),
+            croissant=desc.get("croissant"),
+            dcat=desc.get("dcat"),
             encrypted=True if envelope else None,
             key_epoch=self.sealer.epoch if envelope and self.sealer is not None else None,
             key_envelope=envelope,

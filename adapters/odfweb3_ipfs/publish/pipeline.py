@@ -12,7 +12,9 @@ directory, the node target streams one CAR to ``dag/import`` and pins):
   ``RemoteView.holds_head``), so the plan sends those objects;
 - :func:`side_files`: the UnixFS files published beside the dataset root, never inside
   it: the discovery descriptor (plain publishes; left out with the reason when it fails
-  validation) or the key envelope (encrypted publishes, docs/design.md, "Encryption");
+  validation) and the Croissant and DCAT documents of what this publish adds
+  (:mod:`odfweb3.descriptor.published`), or the key envelope (encrypted publishes, which
+  publish none of them: docs/design.md, "Encryption");
 - :func:`write_delta_car`: both in one CAR stream (the side files' blocks only where the
   target wants them in the same CAR);
 - :func:`record_extension`: the IPNS record's ``_odf`` extension and the state's
@@ -34,6 +36,9 @@ from odfweb3.descriptor import (
     encode_descriptor,
     validate_descriptor,
 )
+from odfweb3.descriptor.croissant import data_file_urls, local_sha256
+from odfweb3.descriptor.discovery_facts import Presentation
+from odfweb3.descriptor.published import Earlier, facts_since, published_croissant, published_dcat
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -54,10 +59,11 @@ from odfweb3_ipfs.publish.dataset_dag import (
     reusable_links,
     reusable_shards,
 )
-from odfweb3_ipfs.publish.state import DagFacts
+from odfweb3_ipfs.publish.state import DagFacts, parse_dag_facts
 from odfweb3_ipfs.publish.unixfs_import import BlockSink
 
 __all__ = [
+    "DISCOVERY_KINDS",
     "ENCRYPTED_NO_DESCRIPTOR",
     "BuildSettings",
     "DeltaCar",
@@ -74,7 +80,9 @@ __all__ = [
 ENCRYPTED_NO_DESCRIPTOR = "encrypted dataset: a descriptor would reveal it"
 
 Block = tuple[Cid, bytes]
-SideKind = Literal["descriptor", "keyEnvelope"]
+SideKind = Literal["descriptor", "keyEnvelope", "croissant", "dcat"]
+#: The discovery documents of one publish (Croissant, DCAT), each naming the one before.
+DISCOVERY_KINDS: tuple[SideKind, ...] = ("croissant", "dcat")
 
 
 def reusable_state(dag: DagFacts, profile: CidProfile, *, encrypted: bool) -> bool:
@@ -250,7 +258,7 @@ def write_delta_car(
     dag = build_delta(
         plan, reader, view, settings, sink=sink or writer, progress=progress, observer=observer
     )
-    side = side_files(plan, reader, dag.root.cid.encode(), settings)
+    side = side_files(plan, reader, dag.root.cid.encode(), settings, view)
     for file in side.files:
         if inline(file):
             for cid, block in file.blocks:
@@ -270,10 +278,13 @@ class SideFile:
 
 @dataclass(frozen=True)
 class SideFiles:
-    """The side files of one publish, and why the descriptor was left out (if it was)."""
+    """The side files of one publish, why the descriptor was left out (if it was), and the
+    discovery documents kept from the last publish (``kept``: kind -> CID) when this one adds
+    no block."""
 
     files: tuple[SideFile, ...]
     skipped: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
 
 
 def _unixfs_file(kind: SideKind, data: bytes, profile: CidProfile) -> SideFile:
@@ -283,13 +294,20 @@ def _unixfs_file(kind: SideKind, data: bytes, profile: CidProfile) -> SideFile:
 
 
 def side_files(
-    plan: PublishPlan, reader: DatasetReader, root: str, settings: BuildSettings
+    plan: PublishPlan,
+    reader: DatasetReader,
+    root: str,
+    settings: BuildSettings,
+    view: RemoteView | None = None,
 ) -> SideFiles:
-    """The descriptor (plain) or the key envelope (encrypted), as UnixFS files.
+    """The descriptor and the discovery documents (plain) or the key envelope (encrypted),
+    as UnixFS files.
 
     The descriptor names the dataset root and its IPNS name (the dataset key's); one that
     fails validation (e.g. no ``publisher.name`` configured) is left out, the reason in
-    ``skipped["descriptorSkipped"]``.
+    ``skipped["descriptorSkipped"]``. The Croissant and DCAT documents list the data files
+    of the blocks above the head ``view``'s state published them with
+    (:func:`discovery_documents`).
     """
     ipns_key, profile, sealer, publisher = (
         settings.ipns_key,
@@ -310,10 +328,60 @@ def side_files(
         # plan.chain is the chain publish_dataset already verified: no second walk.
         entries = list(plan.chain) or list(walk_chain(reader, plan.head))
         doc = build_descriptor(entries, publisher, locators, identity=f"ipns://{name}")
+    files, kept = discovery_documents(plan, reader, root, settings, view, f"ipns://{name}")
     errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
     if errors:
-        return SideFiles((), {"descriptorSkipped": "; ".join(p.message for p in errors)})
-    return SideFiles((_unixfs_file("descriptor", encode_descriptor(doc), profile),))
+        return SideFiles(files, {"descriptorSkipped": "; ".join(p.message for p in errors)}, kept)
+    return SideFiles(
+        (_unixfs_file("descriptor", encode_descriptor(doc), profile), *files), {}, kept
+    )
+
+
+def earlier_documents(plan: PublishPlan, view: RemoteView | None) -> Earlier:
+    """The documents the target's state names, and the head they were published with;
+    nothing when the state has none (a first publish, an older odfweb3's) or when the new
+    head does not descend from the target's (a forced publish: every file again)."""
+    state = view.state if view is not None else None
+    if state is None or state.head is None or plan.relation not in ("ahead", "same"):
+        return Earlier()
+    if plan.forced or state.head != plan.remote_head:
+        return Earlier()
+    dag = parse_dag_facts(state.extra, f"publish state of {state.target}")
+    if not (dag.croissant and dag.dcat) or dag.encrypted:
+        return Earlier()
+    return Earlier(state.head, f"ipfs://{dag.croissant}", f"ipfs://{dag.dcat}")
+
+
+def discovery_documents(
+    plan: PublishPlan,
+    reader: DatasetReader,
+    root: str,
+    settings: BuildSettings,
+    view: RemoteView | None,
+    identity: str,
+) -> tuple[tuple[SideFile, ...], dict[str, str]]:
+    """The Croissant and DCAT documents of the blocks this publish adds, as UnixFS files
+    (each data file's ``contentUrl`` ``ipfs://<root>/data/<hash>``); none and the earlier
+    CIDs kept when it adds no block."""
+    earlier = earlier_documents(plan, view)
+    if earlier.head is not None and earlier.head == plan.head and earlier.croissant:
+        kept = {"croissant": earlier.croissant, "dcat": earlier.dcat or ""}
+        return (), {k: v.removeprefix("ipfs://") for k, v in kept.items()}
+    facts = facts_since(reader, plan.head, earlier.head, plan.facts, lambda: list(plan.chain))
+    shown = Presentation(
+        settings.publisher,
+        identity,
+        landing=identity,
+        url_of=data_file_urls(ipfs=root),
+        sha256_of=local_sha256(reader),
+    )
+    croissant = published_croissant(facts, shown, earlier)
+    dcat = published_dcat(facts, shown, earlier)
+    profile = settings.profile
+    return (
+        _unixfs_file("croissant", encode_descriptor(croissant), profile),
+        _unixfs_file("dcat", encode_descriptor(dcat), profile),
+    ), {}
 
 
 def odf_extra(dag: DagFacts) -> dict[str, Any]:
@@ -324,6 +392,10 @@ def odf_extra(dag: DagFacts) -> dict[str, Any]:
         out["descriptor"] = dag.descriptor
     if dag.key_envelope:
         out["keyEnvelope"] = dag.key_envelope
+    if dag.croissant:
+        out["croissant"] = dag.croissant
+    if dag.dcat:
+        out["dcat"] = dag.dcat
     if dag.inputs:
         out["inputs"] = dict(dag.inputs)
     return out

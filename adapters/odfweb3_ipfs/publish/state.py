@@ -154,6 +154,8 @@ class DagFacts:
             target; ``car:DIR`` wrote them until issue 19 and now reads them only from an
             older ``publish.json``: its builds know which blocks are new from the layout).
         descriptor: ``descriptor``, the discovery descriptor's CID.
+        croissant / dcat: ``croissant`` / ``dcat``, the CIDs of the Croissant and DCAT
+            documents of the last publish that wrote them (:mod:`odfweb3.descriptor.published`).
         key_envelope: ``keyEnvelope``, the key envelope's CID (encrypted publishes).
         inputs: ``inputs``, dataset ID -> where the input lives.
     """
@@ -166,6 +168,8 @@ class DagFacts:
     descriptor: str | None = None
     key_envelope: str | None = None
     inputs: Mapping[str, str] | None = None
+    croissant: str | None = None
+    dcat: str | None = None
 
     @property
     def version(self) -> int:
@@ -226,6 +230,8 @@ def _parse_dag_facts(raw: Mapping[str, Any], where: str) -> DagFacts:
         descriptor=opt_field(raw, "descriptor", str, where, p),
         key_envelope=opt_field(raw, "keyEnvelope", str, where, p),
         inputs=str_map(raw, "inputs", where, p),
+        croissant=opt_field(raw, "croissant", str, where, p),
+        dcat=opt_field(raw, "dcat", str, where, p),
     )
 
 
@@ -241,6 +247,8 @@ def serialize_dag_facts(facts: DagFacts) -> dict[str, Any]:
             "descriptor": facts.descriptor,
             "keyEnvelope": facts.key_envelope,
             "inputs": dict(facts.inputs) if facts.inputs is not None else None,
+            "croissant": facts.croissant,
+            "dcat": facts.dcat,
         }
     )
 
@@ -259,6 +267,8 @@ class CarExtra:
             :func:`.dataset_dag.reusable_shards`; a damaged table costs a rebuild).
         descriptor_car: ``descriptorCar``, the descriptor's CAR file.
         key_envelope_car: ``keyEnvelopeCar``, the key envelope's CAR file.
+        discovery_cars: ``discoveryCars``, the CARs of every Croissant and DCAT document
+            published to the directory, oldest first (each document names the one before).
         object_index: ``objectIndex``, where the per-object links are
             (:class:`.object_index.ObjectIndex`; absent: the core's ``objects`` map).
     """
@@ -269,6 +279,14 @@ class CarExtra:
     descriptor_car: str | None = None
     key_envelope_car: str | None = None
     object_index: Mapping[str, Any] | None = None
+    discovery_cars: tuple[str, ...] | None = None
+
+    @property
+    def side_cars(self) -> list[str]:
+        """The CARs beside the dataset's: the descriptor's, the key envelope's and the
+        discovery documents'."""
+        one = [c for c in (self.descriptor_car, self.key_envelope_car) if c]
+        return [*one, *(self.discovery_cars or ())]
 
 
 @dataclass(frozen=True)
@@ -289,6 +307,7 @@ def parse_car_extra(raw: Mapping[str, Any], where: str) -> CarExtra:
         descriptor_car=opt_field(raw, "descriptorCar", str, where, p),
         key_envelope_car=opt_field(raw, "keyEnvelopeCar", str, where, p),
         object_index=json_object(raw, "objectIndex", where, p),
+        discovery_cars=str_list(raw, "discoveryCars", where, p),
     )
 
 
@@ -301,6 +320,9 @@ def serialize_car_extra(extra: CarExtra) -> dict[str, Any]:
             "descriptorCar": extra.descriptor_car,
             "keyEnvelopeCar": extra.key_envelope_car,
             "objectIndex": extra.object_index,
+            "discoveryCars": list(extra.discovery_cars)
+            if extra.discovery_cars is not None
+            else None,
         }
     )
     _remember(out, extra.dag)  # parse_dag_facts(out) == extra.dag

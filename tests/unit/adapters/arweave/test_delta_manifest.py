@@ -61,11 +61,14 @@ def manifest_and_record(
 
 
 def descriptor_relation(out: Path, outcome: PublishOutcome) -> list[str]:
-    """The discovery descriptor's ``relation`` (the item before the record, the last)."""
+    """The discovery descriptor's ``relation`` (the item before the Croissant and DCAT
+    documents, which precede the record, the last)."""
     items = items_of(out, outcome)
-    assert items[-2].id_b64 == outcome.upload.summary["descriptorId"]
+    summary = outcome.upload.summary
+    ids = [summary["descriptorId"], summary["croissantId"], summary["dcatId"]]
+    assert [i.id_b64 for i in items[-4:-1]] == ids
     assert items[-1].id_b64 == outcome.state.record["recordId"]
-    relation: list[str] = json.loads(items[-2].data)["relation"]
+    relation: list[str] = json.loads(items[-4].data)["relation"]
     return relation
 
 

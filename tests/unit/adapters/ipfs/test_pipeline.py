@@ -56,10 +56,11 @@ def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp
         roots, blocks = iter_car(buf)
         outs[inline] = (delta, [r.encode() for r in roots], {c.raw for c, _ in blocks})
     (plain, roots0, cids0), (with_side, roots1, cids1) = outs[False], outs[True]
-    [desc] = plain.side.files
+    desc, croissant, dcat = plain.side.files
     assert desc.kind == "descriptor" and plain.side.skipped == {}
+    assert (croissant.kind, dcat.kind) == ("croissant", "dcat")
     assert roots0 == roots1 == [plain.dag.root.cid.encode()]  # the dataset root, never a side file
-    assert cids1 - cids0 == {c.raw for c, _ in desc.blocks}
+    assert cids1 - cids0 == {c.raw for f in plain.side.files for c, _ in f.blocks}
     assert plain.blocks == len(cids0) and with_side.blocks == len(cids1)
     doc = decode_descriptor(b"".join(b for _, b in desc.blocks))
     assert plain.dag.root.cid.encode() in str(doc)  # it names the root it travels beside
