@@ -92,14 +92,22 @@ def test_first_then_incremental_publish(tmp_path, env, client, ipfs_node):
     assert second.plan.relation == "ahead" and len(second.plan.send) == 3
     root2 = Cid.decode(second.upload.locator)
     assert root2 == import_tree(ds).cid and root2 != root1
-    # bytes sent ≈ delta: the new files plus the changed directory nodes, no old file again
-    assert second.upload.bytes_sent < second.plan.send_bytes + 20_000
-    assert second.upload.bytes_sent < first.upload.bytes_sent / 50
+    # bytes sent ≈ delta: the new files plus the changed directory nodes, no old file again,
+    # and the Croissant and DCAT documents of the new block (a few KB, one block each)
+    docs = sum(
+        client.block_size(Cid.decode(second.upload.summary[k])) or 0 for k in ("croissant", "dcat")
+    )
+    assert 0 < docs < 20_000
+    assert second.upload.bytes_sent < second.plan.send_bytes + 20_000 + docs
+    assert second.upload.bytes_sent - docs < first.upload.bytes_sent / 50
     calls = target.client.stats.by_endpoint
     # Kubo: pin/update from the previous root walks only the new blocks; the dataset root is
-    # never pin/add-ed again (the one pin/add is the discovery descriptor, its own file).
+    # never pin/add-ed again (the pin/adds are the side files: the discovery descriptor and
+    # the Croissant and DCAT documents, each its own file).
     assert calls["dag/import"] == 1 and calls["pin/update"] == 1
-    assert calls.get("pin/add", 0) == (1 if "descriptor" in second.upload.summary else 0)
+    side = [k for k in ("descriptor", "croissant", "dcat") if k in second.upload.summary]
+    assert {"croissant", "dcat"} <= set(side)
+    assert calls.get("pin/add", 0) == len(side)
     # Both roots are on the node and pinned; unchanged files are shared by CID.
     for root in (root1, root2):
         assert client.block_size(root) is not None and client.has_pin(root)
