@@ -299,6 +299,11 @@ class KeyEnvelopeReader(Protocol):
         """The envelope's bytes (at most ``limit``; verified against the reference)."""
         ...
 
+    def takes_key_envelope(self, ref: str) -> bool:
+        """Whether reading ``ref`` (one of its references) can use a ``--key-envelope``:
+        a reference whose record does not name its envelope (``ipfs://CID``)."""
+        ...
+
 
 class Republisher(Protocol):
     """Re-signs a dataset's name record with a fresh validity (``odfweb3 republish``)."""

@@ -349,6 +349,10 @@ class ArweaveBackend:
 
         return [(ref, opener)], []
 
+    def takes_key_envelope(self, ref: str) -> bool:
+        """An upload record (and ``bundle:DIR``'s) always names its envelope."""
+        return False
+
     def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
         item = src.removeprefix("ar://").strip("/")
         gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)

@@ -240,6 +240,11 @@ class IpfsBackend:
 
         return [(f"ipns://{name}", opener)], []
 
+    def takes_key_envelope(self, ref: str) -> bool:
+        """``ipfs://CID`` has no record to name its envelope; an IPNS record may name none
+        (a publish from before envelopes were recorded). ``car:DIR`` names its own."""
+        return ref.startswith(("ipfs://", "ipns://"))
+
     def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
         if not src.startswith("ipfs://"):
             raise UsageError(f"--key-envelope {src}: give a file, ipfs://CID or ar://ID")

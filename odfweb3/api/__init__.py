@@ -22,7 +22,9 @@ __all__ = [
     "Hooks",
     "PublishOptions",
     "PublishStatus",
+    "PullReport",
     "ReadOptions",
+    "StatusReport",
     "TargetResult",
     "VerifyReport",
     "inspect",
@@ -32,8 +34,10 @@ __all__ = [
     "pull",
     "resolve",
     "status",
+    "status_report",
     "validate",
     "verify",
+    "verify_lineage",
 ]
 
 # name -> the module defining it, loaded on first access.
@@ -45,23 +49,35 @@ _LAZY = {
     "TargetResult": "odfweb3.api.publishing",
     "publish": "odfweb3.api.publishing",
     "publish_everywhere": "odfweb3.api.publishing",
+    "PullReport": "odfweb3.api.reading",
     "ReadOptions": "odfweb3.api.reading",
     "VerifyReport": "odfweb3.api.reading",
     "pull": "odfweb3.api.reading",
     "resolve": "odfweb3.api.reading",
     "verify": "odfweb3.api.reading",
+    "verify_lineage": "odfweb3.api.reading",
     "inspect": "odfweb3.api.local",
     "validate": "odfweb3.api.local",
     "PublishStatus": "odfweb3.api.states",
     "status": "odfweb3.api.states",
+    "StatusReport": "odfweb3.api.states",
+    "status_report": "odfweb3.api.states",
 }
 
 if TYPE_CHECKING:
     from odfweb3.api.hooks import Hooks
     from odfweb3.api.local import inspect, validate
     from odfweb3.api.publishing import PublishOptions, TargetResult, publish, publish_everywhere
-    from odfweb3.api.reading import ReadOptions, VerifyReport, pull, resolve, verify
-    from odfweb3.api.states import PublishStatus, status
+    from odfweb3.api.reading import (
+        PullReport,
+        ReadOptions,
+        VerifyReport,
+        pull,
+        resolve,
+        verify,
+        verify_lineage,
+    )
+    from odfweb3.api.states import PublishStatus, StatusReport, status, status_report
     from odfweb3.config import Config, load_config
 
 

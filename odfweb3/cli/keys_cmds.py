@@ -21,10 +21,8 @@ if TYPE_CHECKING:
     from odfweb3.cli.main import Context
     from odfweb3.crypto.envelope import Envelope
     from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys
-    from odfweb3.read.replica import Replica
 
 __all__ = [
-    "decrypting_replica",
     "read_passphrase",
     "register",
 ]
@@ -517,32 +515,3 @@ def _import_ipns(args: argparse.Namespace, ctx: Context, raw: bytes) -> int:
     what = "imported" if new else "already had"
     ctx.out.result(data, lambda: f"{what} the key of {name} for {did} in {keystore.root}")
     return 0
-
-
-# --- publishing ------------------------------------------------------------------------
-
-
-def decrypting_replica(
-    ctx: Context, replica: Replica, *, passphrase_file: Path | None = None
-) -> Replica:
-    """``replica``, decrypted when it serves an encrypted publish (pull, verify): the
-    library's :func:`odfweb3.read.unseal.decrypting_replica`, with the passphrase from
-    ``passphrase_file``, ``$ODFWEB3_PASSPHRASE`` or a prompt on a terminal."""
-    from odfweb3.crypto.names import PASSPHRASE_ENV
-    from odfweb3.read.unseal import decrypting_replica as unseal
-
-    have_passphrase = (
-        passphrase_file is not None or bool(ctx.env.get(PASSPHRASE_ENV)) or sys.stdin.isatty()
-    )
-    return unseal(
-        replica,
-        ctx.config.keystore_dir,
-        passphrase=(
-            (lambda did: read_passphrase(ctx, passphrase_file, confirm=False, dataset=did))
-            if have_passphrase
-            else None
-        ),
-        debug=ctx.out.debug,
-        tries=TRIES if prompts(ctx, passphrase_file) else 1,
-        retry=ctx.out.warn,
-    )

@@ -397,8 +397,8 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
     (:func:`odfweb3.api.publishing.publish_everywhere`), each reported on its own. Exit
     status: the first failure's, else 0."""
     from odfweb3.api.publishing import TargetResult, publish_everywhere
+    from odfweb3.api.states import remote_names
     from odfweb3.cli.hooks import cli_hooks
-    from odfweb3.cli.remotes_cmds import remote_names
 
     if args.dnslink is not None or args.routing is not None:
         raise UsageError("publish without --to: --dnslink and --routing need one --to TARGET")
@@ -430,7 +430,7 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
             results.append({"to": r.target, "error": str(r.error), "exitCode": r.error.exit_code})
             texts.append(f"{shown_target(r.target)}: FAILED: {r.error}")
         elif r.outcome is not None:
-            names = remote_names(ctx, r.target)
+            names = remote_names(ctx.config, r.target)
             results.append({"to": r.target, "remotes": names, **_to_json(r.outcome)})
             texts.append(_human(r.outcome))
     ctx.out.result({"publishes": results}, lambda: "\n".join(texts))

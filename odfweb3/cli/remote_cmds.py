@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odfweb3.cli.output import format_bytes, format_duration
 from odfweb3.cli.text import plural, shown_path
-from odfweb3.errors import OdfWeb3Error, ReplicaMismatch, UsageError
+from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
+    from odfweb3.api.reading import ReadOptions
     from odfweb3.cli.main import Context
     from odfweb3.read.compare import ReplicaReport
-    from odfweb3.read.replica import RecordSigner, Replica
 
 __all__ = ["register"]
 
@@ -150,22 +149,6 @@ def _key_envelope_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _key_envelope(args: argparse.Namespace, ctx: Context, *refs: str) -> bytes | None:
-    """The ``--key-envelope`` bytes, if given; refused for references that name their own."""
-    from odfweb3.read.resolve import read_key_envelope
-
-    src = getattr(args, "key_envelope", None)
-    if not src:
-        return None
-    if refs and not any(r.startswith(("ipfs://", "ipns://")) for r in refs):
-        raise UsageError(
-            f"--key-envelope is for ipfs:// and ipns:// references; {refs[0]} names its own "
-            "key envelope: drop the option"
-        )
-    data: bytes = read_key_envelope(src, ctx.config)
-    return data
-
-
 def _add_drive_options(p: argparse.ArgumentParser) -> None:
     """``--wallet`` / ``--drive-password-file``: read an ar:// ArFS private drive."""
     from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
@@ -192,15 +175,37 @@ def _add_drive_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _drive_access(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
-    """``open_replica`` keywords for an ArFS private drive: wallet and password, if given.
+def _read_options(args: argparse.Namespace, ctx: Context) -> ReadOptions:
+    """The library's read options from the command line: the key envelope's source, the
+    passphrase (``--passphrase-file``, ``$ODFWEB3_PASSPHRASE`` or a prompt on a terminal,
+    asked again after a wrong one), an ArFS private drive's wallet and password."""
+    from odfweb3.api.reading import ReadOptions
+    from odfweb3.cli.keys_cmds import TRIES, prompts, read_passphrase
+    from odfweb3.crypto.names import PASSPHRASE_ENV
 
-    The password comes from ``--drive-password-file`` (first line) or the environment,
-    never from the command line; it is only used if the ref turns out to be private.
-    """
+    file = args.passphrase_file
+    can_ask = file is not None or bool(ctx.env.get(PASSPHRASE_ENV)) or sys.stdin.isatty()
+    return ReadOptions(
+        owner=getattr(args, "owner", None),
+        trustless=getattr(args, "trustless", False),
+        key_envelope_from=args.key_envelope or None,
+        wallet=args.wallet,
+        drive_password=_drive_password(args, ctx),
+        passphrase=(
+            (lambda did: read_passphrase(ctx, file, confirm=False, dataset=did))
+            if can_ask
+            else None
+        ),
+        passphrase_tries=TRIES if prompts(ctx, file) else 1,
+    )
+
+
+def _drive_password(args: argparse.Namespace, ctx: Context) -> str | None:
+    """An ArFS private drive's password, if given: from ``--drive-password-file`` (first
+    line), the terminal (``-P``) or the environment, never from the command line; it is
+    only used if the ref turns out to be private."""
     from odfweb3.cli.publish_cmds import DRIVE_PASSWORD_ENV
 
-    password: str | None = None
     if args.drive_password_prompt:
         from odfweb3.cli.keys_cmds import prompt_secret
 
@@ -209,8 +214,8 @@ def _drive_access(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         if not sys.stdin.isatty() or ctx.out.json_mode:
             raise UsageError("-P asks the drive password on a terminal: use --drive-password-file")
         what = vars(args).get("ref") or vars(args).get("dataset") or "the drive"
-        password = prompt_secret(ctx, f"drive password of {what}", confirm=False) or None
-    elif args.drive_password_file is not None:
+        return prompt_secret(ctx, f"drive password of {what}", confirm=False) or None
+    if args.drive_password_file is not None:
         try:
             lines = args.drive_password_file.read_text("utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -221,32 +226,17 @@ def _drive_access(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
         password = lines[0] if lines else ""
         if not password:
             raise UsageError(f"--drive-password-file {args.drive_password_file}: empty first line")
-    else:
-        password = str(ctx.env.get(DRIVE_PASSWORD_ENV, "")) or None
-    return {"wallet": args.wallet, "drive_password": password}
+        return password
+    return str(ctx.env.get(DRIVE_PASSWORD_ENV, "")) or None
 
 
 def _resolve(args: argparse.Namespace, ctx: Context) -> int:
-    from odfweb3.cli.keys_cmds import decrypting_replica
-    from odfweb3.read.resolve import resolve_ref
+    from odfweb3 import api
+    from odfweb3.cli.hooks import cli_hooks
 
-    found = resolve_ref(
-        args.ref,
-        ctx.config,
-        owner=args.owner,
-        trustless=args.trustless,
-        unseal=lambda replica: decrypting_replica(
-            ctx, replica, passphrase_file=args.passphrase_file
-        ),
-        key_envelope=_key_envelope(args, ctx, args.ref),
-        key_envelope_source=f"--key-envelope {args.key_envelope}",
-        **_drive_access(args, ctx),
+    results = api.resolve(
+        args.ref, config=ctx.config, options=_read_options(args, ctx), hooks=cli_hooks(ctx)
     )
-    results = [r for _, r in found]
-    for r in results:
-        if not r.content_checked:
-            # Exit status stays 0: the signed record was verified (docs/resolve.md).
-            ctx.out.warn(f"{r.ref}: encrypted and no key here; content not checked")
     ctx.out.result(
         {"ref": args.ref, "results": [r.to_json() for r in results]},
         lambda: "\n".join(r.describe() for r in results),
@@ -254,87 +244,28 @@ def _resolve(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def _local_dataset_id(path: str) -> str:
-    """The dataset ID in a local dataset's Seed."""
-    from odfweb3.odf.chain import walk_chain
-    from odfweb3.odf.identity import DatasetId
-    from odfweb3.odf.layout import DatasetReader
-
-    entries = list(walk_chain(DatasetReader.open(path)))
-    seed = entries[-1].block.event
-    return str(DatasetId.from_bytes(getattr(seed, "dataset_id", None) or b""))
-
-
 def _verify(args: argparse.Namespace, ctx: Context) -> int:
-    from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3 import api
+    from odfweb3.cli.hooks import cli_hooks
     from odfweb3.cli.local_dataset import local_dataset
-    from odfweb3.odf.chain import walk_chain
-    from odfweb3.odf.layout import DatasetReader
-    from odfweb3.odf.multihash import multihash_to_str
-    from odfweb3.read.compare import compare_replica, exit_status, failed
-    from odfweb3.read.replica import LocalReplica
-    from odfweb3.read.resolve import open_replica
 
     if args.lineage:
         return _verify_lineage(args, ctx)
-    if not args.against:
-        raise UsageError("verify: give --against REF (or --lineage to check a dataset's inputs)")
-    from odfweb3.cli.remotes_cmds import replica_ref
-
-    if args.dataset is not None:
-        args.dataset = local_dataset(args.dataset, ctx)
-    local_id = _local_dataset_id(args.dataset) if args.dataset is not None else None
-    args.against = [replica_ref(ctx, ref, local_id) for ref in args.against]
-    refs: list[str] = list(args.against)
-    envelope = _key_envelope(args, ctx, *args.against)
-    reference: Replica
-    if args.dataset is not None:
-        reference = LocalReplica(DatasetReader.open(args.dataset))
-    else:
-        if len(refs) < 2:
-            raise UsageError("verify: give a local DATASET or at least two --against replicas")
-        reference = decrypting_replica(
-            ctx,
-            open_replica(
-                refs.pop(0), ctx.config, key_envelope=envelope, **_drive_access(args, ctx)
-            ),
-            passphrase_file=args.passphrase_file,
-        )
-    entries = list(walk_chain(reference.read_block, reference.head()))
-    reports: list[ReplicaReport] = []
-    for ref in refs:
-        try:
-            replica: Replica = decrypting_replica(
-                ctx,
-                open_replica(ref, ctx.config, key_envelope=envelope, **_drive_access(args, ctx)),
-                passphrase_file=args.passphrase_file,
-            )
-        except UsageError:
-            raise
-        except OdfWeb3Error as exc:
-            reports.append(failed(ref, exc))
-            continue
-        started = time.monotonic()
-        with ctx.out.progress(f"verifying {ref}", None) as bar:
-            report = compare_replica(
-                entries,
-                replica,
-                deep=args.deep,
-                sample=args.sample,
-                progress=bar.advance,
-                on_total=bar.set_total,
-            )
-        reports.append(report)
-        _verify_detail(ctx, ref, report, time.monotonic() - started)
-    code = exit_status(reports)
-    data = {
-        "reference": reference.name,
-        "head": multihash_to_str(entries[0].hash),
-        "replicas": [r.to_json() for r in reports],
-        "ok": code == 0,
-    }
-    ctx.out.result(data, lambda: "\n".join(r.describe() for r in reports))
-    return code
+    dataset = local_dataset(args.dataset, ctx) if args.dataset is not None else None
+    report = api.verify(
+        dataset,
+        args.against or [],
+        config=ctx.config,
+        options=_read_options(args, ctx),
+        hooks=cli_hooks(ctx),
+        deep=args.deep,
+        sample=args.sample,
+    )
+    for ref, replica, seconds in zip(report.refs, report.replicas, report.seconds, strict=True):
+        if seconds is not None:
+            _verify_detail(ctx, ref, replica, seconds)
+    ctx.out.result(report.to_json(), lambda: "\n".join(r.describe() for r in report.replicas))
+    return report.exit_code
 
 
 def _verify_detail(ctx: Context, ref: str, report: ReplicaReport, seconds: float) -> None:
@@ -352,89 +283,54 @@ def _verify_detail(ctx: Context, ref: str, report: ReplicaReport, seconds: float
 
 
 def _verify_lineage(args: argparse.Namespace, ctx: Context) -> int:
-    from odfweb3.cli.keys_cmds import decrypting_replica
-    from odfweb3.odf.identity import DatasetId
-    from odfweb3.read.lineage_check import (
-        chain_resolvers,
-        resolver_from_records,
-        resolver_from_replicas,
-        verify_lineage,
-    )
-    from odfweb3.read.resolve import open_replica
+    from odfweb3 import api
+    from odfweb3.cli.hooks import cli_hooks
 
     if args.dataset is None or args.against:
         raise UsageError("verify --lineage: give one REF and no --against (inputs: --inputs-from)")
-
-    def open_(ref: str, **access: Any) -> Replica:
-        # An encrypted publish is decrypted with this keystore's keys first.
-        replica = open_replica(ref, ctx.config, **access)
-        return decrypting_replica(ctx, replica, passphrase_file=args.passphrase_file)
-
-    explicit: dict[str, Replica] = {}
+    inputs: dict[str, str] = {}
     for item in args.input:
         did, sep, ref = item.partition("=")
         if not sep or not ref:
             raise UsageError(f"--input {item!r}: expected did:odf:…=REF")
-        explicit[str(DatasetId.parse(did))] = open_(ref)
-    given = [open_(ref) for ref in args.inputs_from]
-    replica = open_(args.dataset, **_drive_access(args, ctx))
-    resolve = chain_resolvers(
-        lambda did: explicit.get(str(DatasetId.parse(did))),
-        resolver_from_replicas(given),
-        # The records' inputs maps (_odf.inputs / the upload record's inputs).
-        resolver_from_records(replica, open_),
+        inputs[did] = ref
+    report = api.verify_lineage(
+        args.dataset,
+        config=ctx.config,
+        options=_read_options(args, ctx),
+        hooks=cli_hooks(ctx),
+        inputs=inputs,
+        inputs_from=args.inputs_from,
+        deep=args.deep,
     )
-    report = verify_lineage(replica, resolve, deep=args.deep)
     ctx.out.result(report.to_json(), report.describe)
-    if report.ok:
-        return 0
-    if any(i.status == "corrupt" for i in report.inputs):
-        return 65  # as verify --against and pull exit on corrupt data
-    return 2 if any(i.status == "unreachable" for i in report.inputs) else 1
+    return report.exit_code
 
 
 def _pull(args: argparse.Namespace, ctx: Context) -> int:
-    from odfweb3.backends import target_traits
-    from odfweb3.cli.keys_cmds import decrypting_replica
+    from odfweb3 import api
+    from odfweb3.cli.hooks import cli_hooks
     from odfweb3.odf.multihash import multihash_to_str
-    from odfweb3.publish.remotes import Remotes
-    from odfweb3.read.pull import pull_dataset
-    from odfweb3.read.resolve import open_replica
 
-    remote = Remotes(ctx.config.state_dir).resolve(args.ref)
-    via_remote = remote != args.ref and target_traits(remote).offline
-    if via_remote:
-        args.ref = remote
-    replica: Replica = decrypting_replica(
-        ctx,
-        open_replica(
-            args.ref,
-            ctx.config,
-            key_envelope=_key_envelope(args, ctx, args.ref),
-            **_drive_access(args, ctx),
-        ),
-        passphrase_file=args.passphrase_file,
+    report = api.pull(
+        args.ref,
+        args.dest,
+        config=ctx.config,
+        options=_read_options(args, ctx),
+        hooks=cli_hooks(ctx),
+        parallel=args.parallel,
+        force=args.force,
+        expect_name=args.expect_name,
     )
-    signer = _check_signer(ctx, args.ref, replica, args.expect_name, ours=via_remote)
-    started = time.monotonic()
-    with ctx.out.progress("pulling", None) as bar:
-        result = pull_dataset(
-            replica,
-            args.dest,
-            parallel=args.parallel,
-            force=args.force,
-            progress=bar.advance,
-            on_total=bar.set_total,
-        )
-    up_to_date = result.new_blocks == 0 and result.objects_fetched == 0
+    result = report.result
     previous = multihash_to_str(result.previous_head) if result.previous_head else "nothing"
-    ctx.out.debug(f"{args.ref} -> {shown_path(result.dest)}: was {previous}")
-    ctx.out.debug(f"  in {format_duration(time.monotonic() - started)}")
+    ctx.out.debug(f"{report.ref} -> {shown_path(result.dest)}: was {previous}")
+    ctx.out.debug(f"  in {format_duration(report.seconds)}")
 
     def human() -> str:
         dest = shown_path(result.dest)
         head = multihash_to_str(result.head)
-        if up_to_date:
+        if report.up_to_date:
             return f"{dest}: already up to date (head {head})"
         return (
             f"{dest}: head {head}\n"
@@ -448,66 +344,5 @@ def _pull(args: argparse.Namespace, ctx: Context) -> int:
             )
         )
 
-    signed = {"signedBy": _signer_json(signer)} if signer is not None else {}
-    ctx.out.result(result.to_json() | {"upToDate": up_to_date} | signed, human)
+    ctx.out.result(report.to_json(), human)
     return 0
-
-
-def _signer_of(replica: Replica) -> RecordSigner | None:
-    from odfweb3.read.replica import SignedRecordSource
-    from odfweb3.read.sealed_replica import DecryptingReplica
-
-    if isinstance(replica, SignedRecordSource):
-        return replica.signed_by()
-    if isinstance(replica, DecryptingReplica):
-        return replica.signer()
-    return None
-
-
-def _signer_json(signer: RecordSigner) -> dict[str, Any]:
-    return {"name": signer.name, "datasetKey": signer.dataset_key, "localKey": signer.local_key}
-
-
-def _check_signer(
-    ctx: Context, ref: str, replica: Replica, expected: str | None, *, ours: bool = False
-) -> RecordSigner | None:
-    """Say who signed the record ``ref`` was read through; refuse another than ``expected``,
-    or, for a remote of this machine's (``ours``) without ``expected``, one that is neither
-    the dataset's key nor a key this machine holds.
-
-    A directory anyone may write can hold the dataset's chain under a record signed by any
-    key: the chain checks out (content addressed), the name vouching for it is the signer's.
-
-    Raises:
-        UsageError: ``--expect-name`` for a replica that names no signer.
-        ReplicaMismatch: the record is signed by another name than expected.
-    """
-    signer = _signer_of(replica)
-    if signer is None:
-        if expected is not None:
-            raise UsageError(f"--expect-name: {ref} is not read through an IPNS record (car:DIR)")
-        return None
-    if expected is not None and signer.name != expected.strip().removeprefix("/ipns/"):
-        raise ReplicaMismatch(
-            f"{ref}: the record is signed by {signer.name}, not --expect-name {expected}; "
-            "nothing pulled: get the directory from that name's publisher"
-        )
-    if ours and expected is None and not signer.dataset_key and signer.local_key is None:
-        raise ReplicaMismatch(
-            f"{ref}: the record is signed by {signer.name}, neither the dataset's key nor one "
-            "of this machine's, in a directory this machine publishes to (a remote); nothing "
-            f"pulled: pass --expect-name {signer.name} if that is its publisher"
-        )
-    if signer.dataset_key:
-        ctx.out.debug(f"{ref}: record signed by {signer.name}, the dataset's own key")
-    elif signer.local_key is not None:
-        ctx.out.debug(
-            f"{ref}: record signed by {signer.name}, this machine's key {signer.local_key} "
-            "(not the dataset's own key)"
-        )
-    else:
-        ctx.out.warn(
-            f"{ref}: record signed by {signer.name}: not the dataset's own key, and not a key "
-            "this machine knows; pass --expect-name NAME to accept only its publisher's"
-        )
-    return signer

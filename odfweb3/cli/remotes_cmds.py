@@ -2,8 +2,8 @@
 ``remote`` lists them), like ``git remote``.
 
 The names are used by ``publish --to NAME``, ``verify --against NAME`` and ``status``;
-see :mod:`odfweb3.publish.remotes`. Also the helpers those commands share: what a name
-stands for, and which name a target has.
+see :mod:`odfweb3.publish.remotes` (what a name stands for is the library's:
+:func:`odfweb3.api.reading.replica_ref`, :func:`odfweb3.api.states.remote_names`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
     from odfweb3.cli.main import Context
-    from odfweb3.publish.state import PublishState
 
-__all__ = ["effective_target", "known_states", "register", "remote_names", "replica_ref"]
+__all__ = ["register"]
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -98,55 +97,3 @@ def _list(args: argparse.Namespace, ctx: Context) -> int:
         ),
     )
     return 0
-
-
-def effective_target(spec: str, config: Any) -> str:
-    """The name a target gets once opened: ``ipfs`` -> ``ipfs:<ipfs.api>`` and so on."""
-    from odfweb3.backends import opened_name
-
-    return opened_name(spec, config)
-
-
-def remote_names(ctx: Context, target_name: str) -> list[str]:
-    """The remotes naming the target called ``target_name`` (e.g. ``car:/abs/out``)."""
-    from odfweb3.publish.remotes import Remotes
-
-    remotes = Remotes(ctx.config.state_dir).load()
-    return [n for n, t in remotes.items() if effective_target(t, ctx.config) == target_name]
-
-
-def known_states(ctx: Context, dataset_id: str) -> list[PublishState]:
-    """This machine's publishes of ``dataset_id`` (:func:`odfweb3.publish.offline.known_states`)."""
-    from odfweb3.publish.offline import known_states as known
-
-    return known(ctx.config.state_dir, dataset_id)
-
-
-def replica_ref(ctx: Context, name: str, dataset_id: str | None) -> str:
-    """What ``verify --against NAME`` reads: a remote's directory, or its record locator.
-
-    Raises:
-        UsageError: a node remote without a dataset, or never published to from here.
-    """
-    from odfweb3.backends import target_traits
-    from odfweb3.publish.remotes import Remotes
-
-    target = Remotes(ctx.config.state_dir).resolve(name)
-    if target == name:
-        return name  # not a remote: a reference as given
-    if target_traits(target).offline:
-        return target
-    if dataset_id is None:
-        raise UsageError(f"--against {name}: give the local DATASET, to know which record to read")
-    from odfweb3.backends import backend_for_target
-
-    wanted = effective_target(target, ctx.config)
-    for state in known_states(ctx, dataset_id):
-        backend = backend_for_target(state.target)
-        locator = backend.record_locator(state) if backend is not None else None
-        if state.target == wanted and locator:
-            return locator
-    raise UsageError(
-        f"--against {name}: {dataset_id} was never published to {target} from here; give its "
-        "reference instead (ipns://NAME or ar://ID)"
-    )

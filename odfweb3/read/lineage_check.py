@@ -173,6 +173,16 @@ class LineageReport:
         """The whole lineage is present (and, deep, nothing wrong found)."""
         return not self.problems and all(i.ok for i in self.inputs)
 
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit status: 0 complete; 65 an input served corrupt data (as ``verify
+        --against`` and ``pull`` exit on it), else 2 one unreachable, else 1."""
+        if self.ok:
+            return 0
+        if any(i.status == "corrupt" for i in self.inputs):
+            return 65
+        return 2 if any(i.status == "unreachable" for i in self.inputs) else 1
+
     def to_json(self) -> dict[str, object]:
         """Stable JSON form."""
         return {

@@ -10,7 +10,7 @@ name's record claims is checked here against the data (:mod:`odfweb3.read.claims
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +34,7 @@ from odfweb3.read.sealed_replica import EncryptedReplica
 if TYPE_CHECKING:
     from odfweb3.config import Config
 
-__all__ = ["open_replica", "read_key_envelope", "resolve_ref"]
+__all__ = ["key_envelope_for", "open_replica", "read_key_envelope", "resolve_ref"]
 
 
 def read_key_envelope(src: str, config: Config) -> bytes:
@@ -60,6 +60,27 @@ def read_key_envelope(src: str, config: Config) -> bytes:
             return f.read(MAX_ENVELOPE_SIZE + 1)
     except OSError as exc:
         raise NotFound(f"--key-envelope {src}: cannot read it ({exc.strerror})") from exc
+
+
+def key_envelope_for(src: str, refs: Sequence[str], config: Config) -> bytes:
+    """:func:`read_key_envelope` of ``src`` for reading ``refs``, refused when none of them
+    can use one (their records name their own envelope: the backend says,
+    :meth:`odfweb3.backends.KeyEnvelopeReader.takes_key_envelope`).
+
+    Raises:
+        UsageError: no reference in ``refs`` takes a key envelope.
+    """
+
+    def takes(ref: str) -> bool:
+        backend = backend_for_ref(ref)
+        return isinstance(backend, KeyEnvelopeReader) and backend.takes_key_envelope(ref)
+
+    if refs and not any(takes(r) for r in refs):
+        raise UsageError(
+            f"--key-envelope is for ipfs:// and ipns:// references; {refs[0]} names its own "
+            "key envelope: drop the option"
+        )
+    return read_key_envelope(src, config)
 
 
 def _checked(

@@ -38,10 +38,6 @@ ALLOWED = {
     ("odfweb3/read/lineage_check.py", "ipns://"),
     ("odfweb3/read/lineage_check.py", "ipfs://"),
     ("odfweb3/read/lineage_check.py", "ar://"),
-    # Not yet moved: which references take --key-envelope (those whose record does not
-    # name an envelope) is still decided in the CLI; a backend trait should say it.
-    ("odfweb3/cli/remote_cmds.py", "ipfs://"),
-    ("odfweb3/cli/remote_cmds.py", "ipns://"),
 }
 
 
