@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
-
-import jsonschema
-import yaml
+from typing import TYPE_CHECKING, Any, Final
 
 from odfweb3.errors import ConfigError
 from odfweb3.transport.settings import CommandBudget, NetworkSettings
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "DEFAULT_ARWEAVE_GATEWAY",
@@ -241,7 +241,15 @@ def _key_path(error: jsonschema.ValidationError) -> str:
 
 
 def validate_config(data: Any, source: str) -> None:
-    """Validate settings against the JSON Schema; raise ConfigError naming file and key."""
+    """Validate settings against the JSON Schema; raise ConfigError naming file and key.
+
+    No settings at all (no file, no ``ODFWEB3_*`` variable) are valid (the schema requires
+    no key), so jsonschema is then not even imported: it is most of a publish's start-up
+    (``bench/bench_startup.py``)."""
+    if isinstance(data, Mapping) and not data:
+        return
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
@@ -284,6 +292,8 @@ def load_config(
             raise ConfigError(
                 f"{path}: not UTF-8 text (byte {exc.start}); save the config file as UTF-8"
             ) from None
+        import yaml
+
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:

@@ -76,3 +76,27 @@ def test_bad_network_budgets_are_config_errors(tmp_path, text):
     (tmp_path / "odfweb3.yaml").write_text(text)
     with pytest.raises(ConfigError, match="network"):
         load_config(cwd=tmp_path)
+
+
+def test_no_settings_are_valid_without_loading_jsonschema(tmp_path):
+    # The shortcut in validate_config is only right while the schema requires no key.
+    import jsonschema
+
+    from odfweb3.config import _schema
+
+    assert jsonschema.Draft202012Validator(_schema()).is_valid({})
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from odfweb3.config import load_config; "
+        f"load_config(cwd=Path({str(tmp_path)!r}), env={{'HOME': {str(tmp_path)!r}}}); "
+        "print('jsonschema' in sys.modules, 'yaml' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+    # A setting is still checked against the schema.
+    from odfweb3.config import validate_config
+
+    with pytest.raises(ConfigError, match="unknown key 'nope'"):
+        validate_config({"nope": 1}, "x")
