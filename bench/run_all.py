@@ -30,6 +30,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "bench_unixfs": (["--mb", "50", "--files", "8", "--repeat", "2"], []),
     "bench_pull_car": (["--blocks", "300", "--rounds", "1"], ["--blocks", "10000"]),
+    "bench_pull_gateway": (["--blocks", "200", "--rounds", "1"], ["--blocks", "10000"]),
     "bench_cluster": (["--blocks", "50", "--data-bytes", "20000000"], []),
     "bench_scale": (["--sizes", "200,2000"], ["--svg", str(HERE / "scale.svg")]),
     "bench_arweave_updates": (["--sizes", "200", "--updates", "5", "--full-updates", "2"], []),
