@@ -7,7 +7,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from odfweb3.cli.output import format_bytes
-from odfweb3.cli.text import key_values, plural, shown_path
+from odfweb3.cli.text import key_values, objects_text, plural, shown_path
 from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
@@ -282,8 +282,7 @@ def _validate(args: argparse.Namespace, ctx: Context) -> int:
         lines = [f"{shown_path(report.path)}: head {head}, {plural(report.blocks, 'block')}"]
         if report.deep:
             lines.append(
-                f"checked {plural(report.objects_checked, 'object')} (data files, checkpoints, "
-                "linked objects), "
+                f"checked {objects_text(report.objects)}, "
                 f"{format_bytes(report.bytes_hashed)} ({report.bytes_hashed} bytes) hashed"
             )
         if report.ok:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odfweb3.cli.output import format_bytes, format_duration
-from odfweb3.cli.text import plural, shown_path
+from odfweb3.cli.text import objects_text, plural, shown_path
 from odfweb3.errors import UsageError
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ def _verify_detail(ctx: Context, ref: str, report: ReplicaReport, seconds: float
     ctx.out.debug(f"{ref}: head {head} ({report.status})")
     if report.objects_checked or report.bytes_checked:
         ctx.out.debug(
-            f"  re-hashed {plural(report.objects_checked, 'object')}, "
+            f"  re-hashed {objects_text(report.objects)}, "
             f"{format_bytes(report.bytes_checked)}, and every block against the chain rules"
         )
     ctx.out.debug(f"  in {format_duration(seconds)}")
@@ -334,9 +334,9 @@ def _pull(args: argparse.Namespace, ctx: Context) -> int:
             return f"{dest}: already up to date (head {head})"
         return (
             f"{dest}: head {head}\n"
-            f"  {plural(result.new_blocks, 'new block')}, "
-            f"{plural(result.objects_fetched, 'object')} fetched "
-            f"({format_bytes(result.bytes_fetched)}), {result.objects_present} already present"
+            f"  {plural(result.new_blocks, 'new block')}, {objects_text(result.objects)}\n"
+            f"  {result.objects_fetched} fetched ({format_bytes(result.bytes_fetched)}), "
+            f"{result.objects_present} already present"
             + (
                 f"\n  --force: {plural(result.files_removed, 'file')} of the replaced chain removed"
                 if result.files_removed

@@ -1,6 +1,7 @@
 """Small pieces of human output shared by the commands.
 
 - :func:`plural`: ``1 block``, ``2 blocks`` (never ``1 blocks`` or ``block(s)``);
+- :func:`objects_text`: the glossary's one count of objects, with its parts;
 - :func:`shown_path`: one path style everywhere: relative to the working directory
   when under it, else absolute;
 - :func:`key_values`: aligned ``key  value`` lines that skip empty values (no ``None``)
@@ -14,10 +15,14 @@ import os
 from collections.abc import Iterable
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odfweb3.cli.output import format_bytes
 
-__all__ = ["format_winston", "key_values", "plural", "shown_path", "shown_target"]
+if TYPE_CHECKING:  # the parser loads no core module
+    from odfweb3.odf.chain import ObjectCount
+
+__all__ = ["format_winston", "key_values", "objects_text", "plural", "shown_path", "shown_target"]
 
 _IRREGULAR = {"entry": "entries", "copy": "copies"}
 
@@ -29,6 +34,22 @@ def plural(n: int, noun: str) -> str:
     head, _, last = noun.rpartition(" ")
     many = _IRREGULAR.get(last, last + "s")
     return f"{n} {head + ' ' if head else ''}{many}"
+
+
+def objects_text(count: ObjectCount) -> str:
+    """``19 objects (7 blocks, 3 data files, 3 checkpoints, 6 linked objects)``: the count
+    every command says (docs/concepts.md, "Words"), its parts that are not 0 after it."""
+    parts = [
+        plural(n, noun)
+        for n, noun in (
+            (count.blocks, "block"),
+            (count.data_files, "data file"),
+            (count.checkpoints, "checkpoint"),
+            (count.linked, "linked object"),
+        )
+        if n
+    ]
+    return plural(count.total, "object") + (f" ({', '.join(parts)})" if parts else "")
 
 
 def shown_path(path: str | os.PathLike[str], cwd: Path | None = None) -> str:

@@ -35,7 +35,9 @@ __all__ = [
     "DatasetObject",
     "LinkSource",
     "LinkingBlock",
+    "ObjectCount",
     "columns_at",
+    "count_objects",
     "iter_objects",
     "walk_chain",
 ]
@@ -77,6 +79,50 @@ class DatasetObject:
 
 
 BlockSource = Callable[[bytes], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectCount:
+    """The dataset's objects as ``docs/concepts.md`` ("Words") counts them: its blocks,
+    data files, checkpoints and linked objects, each distinct object once. ``validate``,
+    ``publish``, ``pull``, ``verify`` and ``status`` all say this number (their JSON too),
+    so one dataset has one object count whichever command is asked."""
+
+    blocks: int = 0
+    data_files: int = 0
+    checkpoints: int = 0
+    linked: int = 0
+
+    @property
+    def total(self) -> int:
+        """Every object: what the messages call "N objects"."""
+        return self.blocks + self.data_files + self.checkpoints + self.linked
+
+    def __add__(self, other: ObjectCount) -> ObjectCount:
+        return ObjectCount(
+            self.blocks + other.blocks,
+            self.data_files + other.data_files,
+            self.checkpoints + other.checkpoints,
+            self.linked + other.linked,
+        )
+
+    def to_json(self) -> dict[str, int]:
+        """JSON form (``total`` is the number the text says)."""
+        return {
+            "total": self.total,
+            "blocks": self.blocks,
+            "dataFiles": self.data_files,
+            "checkpoints": self.checkpoints,
+            "linked": self.linked,
+        }
+
+
+def count_objects(objects: Iterable[DatasetObject]) -> ObjectCount:
+    """The one count of ``objects`` (distinct objects, as :func:`iter_objects` yields them)."""
+    n = {"block": 0, "data": 0, "checkpoint": 0, "linked": 0}
+    for obj in objects:
+        n[obj.kind] += 1
+    return ObjectCount(n["block"], n["data"], n["checkpoint"], n["linked"])
 
 
 def walk_chain(

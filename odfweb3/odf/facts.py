@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects
+from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, count_objects, iter_objects
 from odfweb3.odf.chain_rules import RuleState, RuleStateBuilder, RuleStateWalk
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
@@ -189,6 +189,7 @@ def _advanced(
     data = [o for o in new_objs if o.kind == "data"]
     cps = [o for o in new_objs if o.kind == "checkpoint"]
     linked = [o for o in new_objs if o.kind == "linked"]
+    count = count_objects(new_objs)  # the glossary's one count (odf.chain)
     return replace(
         facts,
         head=tip.hash,
@@ -198,13 +199,13 @@ def _advanced(
         info=latest.info,
         license=latest.license,
         attachments=latest.attachments,
-        objects=facts.objects + len(new_objs),
+        objects=facts.objects + count.total,
         object_bytes=facts.object_bytes + sum(o.size or 0 for o in new_objs),
-        data_files=facts.data_files + len(data),
+        data_files=facts.data_files + count.data_files,
         data_bytes=facts.data_bytes + sum(o.size or 0 for o in data),
-        checkpoints=facts.checkpoints + len(cps),
+        checkpoints=facts.checkpoints + count.checkpoints,
         checkpoint_bytes=facts.checkpoint_bytes + sum(o.size or 0 for o in cps),
-        linked=facts.linked + len(linked),
+        linked=facts.linked + count.linked,
         linked_bytes=facts.linked_bytes + sum(o.size or 0 for o in linked),
         link_columns=latest.columns,
         records=latest.records,

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
 from odfweb3.odf import lineage
-from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.chain import (
+    ChainEntry,
+    DatasetObject,
+    ObjectCount,
+    count_objects,
+    iter_objects,
+    walk_chain,
+)
 from odfweb3.odf.chain_rules import (
     RULES,
     ChainRulesBackwards,
@@ -58,7 +65,10 @@ ProgressFn = Callable[[int], None]
 
 @dataclass(frozen=True)
 class ValidationReport:
-    """What validation found."""
+    """What validation found. ``objects_checked`` (deep only) is the glossary's count
+    (``docs/concepts.md``, "Words"): the blocks, whose hashes every validation checks,
+    and the data files, checkpoints and linked objects a deep one hashes; ``objects`` the
+    same per kind."""
 
     path: str
     head: bytes | None
@@ -70,6 +80,7 @@ class ValidationReport:
     violations: tuple[Violation, ...] = field(default=())
     # deep only: paths in data/ that no block and no ObjectLink names (never published)
     orphans: tuple[str, ...] = field(default=())
+    objects: ObjectCount = field(default=ObjectCount())
 
     @property
     def ok(self) -> bool:
@@ -86,6 +97,7 @@ class ValidationReport:
             "blocks": self.blocks,
             "deep": self.deep,
             "objectsChecked": self.objects_checked,
+            "objects": self.objects.to_json() if self.deep else None,
             "bytesHashed": self.bytes_hashed,
             "violations": [v.to_json() for v in self.violations],
             "orphans": list(self.orphans),
@@ -290,17 +302,20 @@ def validate_dataset(
         checked = 0
         hashed = 0
         orphans: tuple[str, ...] = ()
+        count = ObjectCount()
         if checks is not None:
             objs = _deep_objects(reader, entries, violations)
             orphans = data_orphans(reader, {o.hash for o in objs if o.kind in ("data", "linked")})
             if on_total is not None:
                 on_total(sum(o.size or 0 for o in objs))
             for problems, nbytes in checks.results(objs, progress):
-                checked += 1
                 hashed += nbytes
                 for p in problems:
                     rule, msg = p.split("|", 1)
                     violations.append(Violation(rule, msg))
+            # the blocks walked (each hash checked) and the objects hashed: one count
+            count = ObjectCount(blocks=len(entries)) + count_objects(objs)
+            checked = count.total
     finally:
         if checks is not None:
             checks.close()
@@ -314,6 +329,7 @@ def validate_dataset(
         deep,
         tuple(violations),
         orphans,
+        count,
     )
 
 

@@ -37,7 +37,14 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
 from odfweb3.errors import HashMismatch, IntegrityError, OdfWeb3Error, ReadRefused, is_corruption
-from odfweb3.odf.chain import ChainEntry, DatasetObject, iter_objects, walk_chain
+from odfweb3.odf.chain import (
+    ChainEntry,
+    DatasetObject,
+    ObjectCount,
+    count_objects,
+    iter_objects,
+    walk_chain,
+)
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import check_chain_rules
@@ -77,6 +84,9 @@ class ReplicaReport:
     bytes_checked: int = 0
     error: str | None = None
     problems: tuple[str, ...] = field(default=())
+    # deep: the glossary's count (docs/concepts.md, "Words") of what was re-hashed, the
+    # blocks walked included; ``objects_checked`` is its total
+    objects: ObjectCount = field(default=ObjectCount())
 
     @property
     def ok(self) -> bool:
@@ -92,6 +102,7 @@ class ReplicaReport:
             "blocks": self.blocks,
             "commonAncestor": self.common_ancestor,
             "objectsChecked": self.objects_checked,
+            "objects": self.objects.to_json(),
             "bytesChecked": self.bytes_checked,
             "error": self.error,
             "problems": list(self.problems),
@@ -113,7 +124,8 @@ class ReplicaReport:
             "unverified": "UNVERIFIED: same head, but read by path with nothing tying it to its "
             "name (ipfs.insecure_unverified_paths / arweave.insecure_unverified_manifests)",
         }[self.status]
-        deep = f", {self.objects_checked} objects re-hashed" if self.objects_checked else ""
+        n = self.objects_checked
+        deep = f", {n} object{'' if n == 1 else 's'} re-hashed" if n else ""
         problems = "".join(f"\n    problem: {p}" for p in self.problems)
         return f"{self.name}: {text} ({head}{deep}){problems}"
 
@@ -223,7 +235,7 @@ def compare_replica(
         return failed(replica.name, exc, head)
     problems: list[str] = []
     corrupt: list[str] = []
-    checked = 0
+    checked: list[DatasetObject] = []
     nbytes = 0
     if deep and walked:
         violations = [str(v) for v in check_chain_rules(list(reversed(walked)))]
@@ -250,19 +262,22 @@ def compare_replica(
         for obj in objs:
             try:
                 nbytes += read_object_verified(replica, obj, progress)
-                checked += 1
+                checked.append(obj)
             except OdfWeb3Error as exc:
                 problems.append(str(exc))
                 if is_corruption(exc):
                     corrupt.append(str(exc))
+    # every block walked was re-hashed (walk_chain), then the objects read back
+    count = ObjectCount(blocks=len(walked)) + count_objects(checked) if deep else ObjectCount()
     return ReplicaReport(
         replica.name,
         "corrupt" if corrupt else status,
         head,
         blocks,
         ancestor,
-        checked,
+        count.total,
         nbytes,
         corrupt[0] if corrupt else None,
         tuple(problems),
+        count,
     )

@@ -20,7 +20,13 @@ which then removes the files of the layout (``blocks/``, ``data/``, ``checkpoint
 anything outside the layout. A replica caught lying leaves DEST exactly as it was; an
 interrupted pull leaves complete, verified objects in the staging area and the old
 head, and re-running fetches only what is still missing (and counts what it found staged
-as already present).
+as already present). The blocks are read from the replica again: the chain is walked
+(and checked) before anything else, which a name's record needs anyway.
+
+The counts are the glossary's (docs/concepts.md, "Words"): objects are the blocks, data
+files, checkpoints and linked objects the new blocks name, each once
+(:func:`odfweb3.odf.chain.count_objects`); a first pull's is the dataset's, the number
+``validate --deep``, ``publish`` and ``verify --deep`` say.
 """
 
 from __future__ import annotations
@@ -31,13 +37,20 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from odfweb3.errors import ConflictError, FormatError, IntegrityError, NotFound, UsageError
-from odfweb3.odf.chain import ChainEntry, DatasetObject, columns_at, iter_objects, walk_chain
+from odfweb3.odf.chain import (
+    ChainEntry,
+    DatasetObject,
+    ObjectCount,
+    columns_at,
+    count_objects,
+    iter_objects,
+    walk_chain,
+)
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import HEAD_REF, LAYOUT_DIRS, DatasetReader, object_relpath
 from odfweb3.odf.model_gen import Seed
@@ -54,7 +67,8 @@ ProgressFn = Callable[[int], None]
 
 @dataclass(frozen=True)
 class PullResult:
-    """What a pull did."""
+    """What a pull did: ``objects`` the objects the new blocks name (blocks included),
+    ``objects_fetched`` + ``objects_present`` their total."""
 
     dest: Path
     head: bytes
@@ -64,6 +78,7 @@ class PullResult:
     bytes_fetched: int
     objects_present: int
     files_removed: int = 0
+    objects: ObjectCount = field(default=ObjectCount())
 
     def to_json(self) -> dict[str, object]:
         """JSON form."""
@@ -75,6 +90,7 @@ class PullResult:
             "objectsFetched": self.objects_fetched,
             "bytesFetched": self.bytes_fetched,
             "objectsAlreadyPresent": self.objects_present,
+            "objects": self.objects.to_json(),
             "filesRemoved": self.files_removed,
         }
 
@@ -189,12 +205,12 @@ def pull_dataset(
         raw_blocks[mh] = data
         return data
 
-    reached_old = False
-    for entry in walk_chain(read_block, head):
-        if old_head is not None and entry.hash == old_head:
-            reached_old = True
-            break
-        entries.append(entry)
+    # Down to DEST's head, which is not read again (walk_chain's stop_at): reached when the
+    # last new block names it, or the replica's head is it.
+    entries.extend(walk_chain(read_block, head, stop_at=old_head))
+    reached_old = old_head is not None and (
+        head == old_head or (bool(entries) and entries[-1].block.prev_block_hash == old_head)
+    )
     replaced = old_head is not None and not reached_old
     if replaced and not force:
         assert old_head is not None
@@ -292,7 +308,8 @@ def _fetch_and_place(
     on_total: Callable[[int], None] | None,
 ) -> PullResult:
     """Steps 3 and 4 of the module docstring, the replica's chain already checked."""
-    objects = [o for o in iter_objects(entries) if o.kind != "block"]
+    named = list(iter_objects(entries))
+    objects = [o for o in named if o.kind != "block"]
     missing = [o for o in objects if not store.has(o.kind, o.hash)]
     if on_total is not None:
         on_total(sum(o.size or 0 for o in missing))
@@ -304,7 +321,8 @@ def _fetch_and_place(
     # holds durable bytes, and refs/head moves last.
     staging_root = dest_path / WORK_DIR / "incoming"
     staging = LocalStore(staging_root, fsync=False, in_place=True)
-    fetched_bytes = 0
+    # the blocks were read from the replica to walk the chain: fetched too
+    fetched_bytes = sum(len(b) for b in raw_blocks.values())
     # Verified and staged by an interrupted run: already present, not fetched now. Read
     # back and hashed again: a crash may have left a staged file short of its bytes.
     staged = {o.hash for o in missing if staging.has_intact(o.kind, o.hash)}
@@ -313,18 +331,6 @@ def _fetch_and_place(
     # The first failed fetch stops the others (those queued return at once): an interrupted
     # pull stops fetching, and what it staged does not depend on thread timing.
     failed = threading.Event()
-
-    def stopping(fn: Callable[[DatasetObject], int]) -> Callable[[DatasetObject], int]:
-        def run(obj: DatasetObject) -> int:
-            if failed.is_set():
-                return 0
-            try:
-                return fn(obj)
-            except BaseException:
-                failed.set()
-                raise
-
-        return run
 
     def fetch(obj: DatasetObject) -> int:
         if obj.hash in staged:
@@ -348,16 +354,13 @@ def _fetch_and_place(
     # A linked object's size is known only once fetched (no block records it).
     links = ParquetLinks(open_data, lambda mh: None, replica.name)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            for n in pool.map(stopping(fetch), missing):
-                fetched_bytes += n
-            linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
-            new_linked = [o for o in linked if not store.has(o.kind, o.hash)]
-            again = {o.hash for o in new_linked if staging.has_intact(o.kind, o.hash)}
-            staged_before += len(again)
-            staged |= again
-            for n in pool.map(stopping(fetch_linked), new_linked):
-                fetched_bytes += n
+        fetched_bytes += _fetch_all(fetch, missing, parallel, failed)
+        linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
+        new_linked = [o for o in linked if not store.has(o.kind, o.hash)]
+        again = {o.hash for o in new_linked if staging.has_intact(o.kind, o.hash)}
+        staged_before += len(again)
+        staged |= again
+        fetched_bytes += _fetch_all(fetch_linked, new_linked, parallel, failed)
         objects += linked
         missing += new_linked
     except (IntegrityError, FormatError):
@@ -388,16 +391,76 @@ def _fetch_and_place(
         keep = {HEAD_REF, *(o.path for o in objects)}
         keep |= {object_relpath("block", e.hash) for e in entries}
         removed = _prune(dest_path, keep)
+    count = count_objects(named) + ObjectCount(linked=len(linked))
+    # fetched now: the new blocks and the missing objects not found staged by an earlier run
+    fetched = len(new_blocks) + len(missing) - staged_before
     return PullResult(
         dest=dest_path,
         head=head,
         previous_head=old_head,
         new_blocks=len(entries),
-        objects_fetched=len(missing) - staged_before,
+        objects_fetched=fetched,
         bytes_fetched=fetched_bytes,
-        objects_present=len(objects) - len(missing) + staged_before,
+        objects_present=count.total - fetched,
         files_removed=removed,
+        objects=count,
     )
+
+
+def _fetch_all(
+    fetch: Callable[[DatasetObject], int],
+    objs: list[DatasetObject],
+    parallel: int,
+    failed: threading.Event,
+) -> int:
+    """``fetch`` each object on ``parallel`` threads; the sum of what it returns.
+
+    The first failure sets ``failed`` (the other threads take no new object), the threads
+    finish the object in hand and the failure is raised. Ctrl-C (KeyboardInterrupt in the
+    calling thread) sets ``failed`` and is raised at once, without waiting for a fetch in
+    hand (a stalled request would hold it until its read timeout): the threads are daemons,
+    so a CLI that then exits is not held by them either, and what they were writing is a
+    temp file of the staging area, as after a kill (the store renames an object into place
+    only once its hash matches).
+    """
+    if not objs:
+        return 0
+    queue = iter(list(objs))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    total = [0]
+
+    def work() -> None:
+        while not failed.is_set():
+            with lock:
+                obj = next(queue, None)
+            if obj is None:
+                return
+            try:
+                n = fetch(obj)
+            except BaseException as exc:
+                with lock:
+                    errors.append(exc)
+                failed.set()
+                return
+            with lock:
+                total[0] += n
+
+    threads = [
+        threading.Thread(target=work, name=f"pull-{i}", daemon=True)
+        for i in range(max(1, min(parallel, len(objs))))
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    except BaseException:
+        failed.set()
+        raise
+    if errors:
+        raise errors[0]
+    return total[0]
 
 
 def _dest_id(dest: Path, head: bytes) -> str | None:

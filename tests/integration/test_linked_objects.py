@@ -105,15 +105,16 @@ def test_linked_objects_on_kubo_and_arweave(tmp_path, ipfs_node, arlocal, capsys
     refs = (f"ipns://{name}", f"ar://{record_id}")
     for ref, dest in zip(refs, ("from-ipfs", "from-ar"), strict=True):
         result = pull_dataset(open_replica(ref, cfg), tmp_path / dest)
-        assert result.objects_fetched == 3 + 3
+        blocks = result.new_blocks
+        assert result.objects_fetched == blocks + 3 + 3  # the blocks, data files, linked
         assert tree(tmp_path / dest) == tree(ds.path)
         assert validate_dataset(tmp_path / dest, deep=True).ok
     argv = ["verify", str(ds.path), "--against", refs[0], "--against", refs[1]]
     assert main([*argv, "--deep", "--json", "--config", str(cfg_path)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(r["status"], r["objectsChecked"]) for r in report["replicas"]] == [
-        ("identical", 6),
-        ("identical", 6),
+        ("identical", blocks + 6),
+        ("identical", blocks + 6),
     ]
 
     # --- one new version: only its linked object goes, on both; incremental pulls ----------
@@ -126,12 +127,12 @@ def test_linked_objects_on_kubo_and_arweave(tmp_path, ipfs_node, arlocal, capsys
     refs = (f"ipns://{name}", f"ar://{ar2.state.record['recordId']}")
     for ref, dest in zip(refs, ("from-ipfs", "from-ar"), strict=True):
         result = pull_dataset(open_replica(ref, cfg), tmp_path / dest)
-        assert (result.new_blocks, result.objects_fetched) == (1, 2)
+        assert (result.new_blocks, result.objects_fetched) == (1, 1 + 2)
         assert tree(tmp_path / dest) == tree(ds.path)
     argv = ["verify", str(ds.path), "--against", refs[0], "--against", refs[1]]
     assert main([*argv, "--deep", "--json", "--config", str(cfg_path)]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [r["objectsChecked"] for r in report["replicas"]] == [8, 8]
+    assert [r["objectsChecked"] for r in report["replicas"]] == [blocks + 1 + 8] * 2
 
 
 def test_missing_linked_object_publishes_nothing_to_kubo(tmp_path, ipfs_node, capsys):

@@ -25,7 +25,10 @@ kept, redirects followed upstream so the client never bypasses the proxy). Fault
   item's own data, a path manifest's JSON; arlocal has none), genuine or forged;
 - ``edit``: ``(method, path, answer bytes) -> answer bytes``, applied to every forwarded
   answer (a service that lies in one field, or echoes what it was sent);
-- ``delay_s``: seconds each request waits before it is forwarded (a slow link).
+- ``delay_s``: seconds each request waits before it is forwarded (a slow link);
+- ``hold_after``: ``(substring, n)``; after ``n`` matching requests, each further one waits
+  unanswered until :meth:`LyingProxy.honest` (or :meth:`release`), then is forwarded: a
+  transfer stalled mid-way, for killing the client while it waits (``held`` counts them).
 
 ``requests`` lists the paths asked (for counting what a resumed pull fetched again).
 """
@@ -62,8 +65,12 @@ class LyingProxy:
         self.raw: dict[str, bytes] = {}
         self.edit: Callable[[str, str, bytes], bytes] | None = None
         self.delay_s = 0.0
+        self.hold_after: tuple[str, int] | None = None
+        self.held = 0
+        self._released = threading.Event()
         self.requests: list[str] = []
         self._matched = 0
+        self._hold_matched = 0
         self._lock = threading.Lock()
         self._client = httpx.Client(timeout=60.0, follow_redirects=True)
         self._server: ThreadingHTTPServer | None = None
@@ -79,6 +86,12 @@ class LyingProxy:
         self.edit = None
         self.delay_s = 0.0
         self._matched = 0
+        self.release()
+
+    def release(self) -> None:
+        """Let the held requests (and any later one) through."""
+        self.hold_after = None
+        self._released.set()
 
     def count(self, part: str) -> int:
         """How many requests asked a path containing ``part``."""
@@ -93,6 +106,14 @@ class LyingProxy:
                 if self._matched > self.fail_after[1]:
                     h.close_connection = True
                     return  # no answer at all: the client sees a dropped connection
+            hold = False
+            if self.hold_after is not None and self.hold_after[0] in path:
+                self._hold_matched += 1
+                hold = self._hold_matched > self.hold_after[1]
+                if hold:
+                    self.held += 1
+        if hold:
+            self._released.wait(timeout=600)
         if self.delay_s:
             time.sleep(self.delay_s)
         if self.rewrite is not None:
@@ -175,6 +196,7 @@ class LyingProxy:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
+        self._released.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -58,7 +58,8 @@ def test_validate_deep_hashes_linked_objects_and_inspect_counts_them(tmp_path, c
     append_linked(ds, [twice, None, twice])
     report = validate_dataset(ds.path, deep=True)
     assert report.ok, report.violations
-    assert report.objects_checked == 4 + 4  # data files + distinct linked objects
+    # blocks, data files, distinct linked objects (docs/concepts.md, "Words")
+    assert report.objects_checked == report.blocks + 4 + 4
     assert report.orphans == ()
     code, out, _ = cli(capsys, tmp_path, "inspect", str(ds.path), "--json")
     assert code == 0
@@ -141,7 +142,8 @@ def test_car_publish_pull_verify_round_trip_and_delta(tmp_path, capsys):
     dest = tmp_path / "copy"
     code, text, err = cli(capsys, tmp_path, "pull", f"car:{out}", str(dest), "--json")
     assert code == 0, err
-    assert json.loads(text)["objectsFetched"] == 3 + 3
+    pulled = json.loads(text)
+    assert pulled["objectsFetched"] == pulled["newBlocks"] + 3 + 3
     assert tree(dest) == tree(ds.path)
     assert validate_dataset(dest, deep=True).ok
     code, text, err = cli(
@@ -149,7 +151,8 @@ def test_car_publish_pull_verify_round_trip_and_delta(tmp_path, capsys):
     )
     assert code == 0, err
     (rep,) = json.loads(text)["replicas"]
-    assert (rep["status"], rep["objectsChecked"]) == ("identical", 6)
+    # the one count: the objects pull fetched, re-hashed
+    assert (rep["status"], rep["objectsChecked"]) == ("identical", pulled["objectsFetched"])
 
     # one new version: the delta is its block, its data file and its one new linked object
     new_data, (new_link,) = append_linked(ds, [content(1, 1, 700)])
@@ -177,7 +180,8 @@ def test_car_publish_pull_verify_round_trip_and_delta(tmp_path, capsys):
     assert code == 0, err
     code, text, err = cli(capsys, tmp_path, "pull", f"car:{out}", str(dest), "--json")
     assert code == 0, err
-    assert json.loads(text)["objectsFetched"] == 3  # two data files, one new linked object
+    # two blocks, two data files, one new linked object
+    assert json.loads(text)["objectsFetched"] == 2 + 3
     assert tree(dest) == tree(ds.path)
     assert validate_dataset(dest, deep=True).ok
 
@@ -223,7 +227,8 @@ def test_bundle_publish_pull_verify_round_trip(tmp_path, capsys):
     )
     assert code == 0, err
     (rep,) = json.loads(text)["replicas"]
-    assert (rep["status"], rep["objectsChecked"]) == ("identical", 8)
+    # the one count: what the publish counted (blocks, data files, linked objects)
+    assert (rep["status"], rep["objectsChecked"]) == ("identical", len(second.plan.objects))
 
 
 def test_encrypted_car_publish_and_pull_carry_linked_objects(tmp_path, capsys):
@@ -325,8 +330,12 @@ def test_interrupted_pull_resumes_and_fetches_only_what_is_missing(tmp_path):
     # linked objects' bytes are (the first failed fetch stopped the others, so none was
     # staged) and they are counted as already present (6 objects: the 3 data files staged,
     # the 3 linked ones fetched)
-    assert again.objects_fetched == 3 and again.objects_present == 3
-    assert 0 < again.bytes_fetched <= sum(ds.linked_path(h).stat().st_size for h in ds.linked)
+    # (the blocks are read again: the chain is walked first)
+    assert again.objects_present == 3
+    assert again.objects_fetched == again.objects.blocks + 3 == again.objects.total - 3
+    blocks = sum(p.stat().st_size for p in (ds.path / "blocks").iterdir())
+    linked = sum(ds.linked_path(h).stat().st_size for h in ds.linked)
+    assert blocks < again.bytes_fetched <= blocks + linked
     assert validate_dataset(dest, deep=True).ok
 
 
@@ -380,5 +389,5 @@ def test_example_linked_objects_round_trip_on_car_and_bundle(tmp_path, capsys):
         )
         assert code == 0, err
         (rep,) = json.loads(text)["replicas"]
-        # + a data file, a checkpoint, a linked object
-        assert rep["objectsChecked"] == report.objects_checked + 3
+        # + a block, a data file, a checkpoint, a linked object
+        assert rep["objectsChecked"] == report.objects_checked + 4

@@ -40,7 +40,7 @@ def test_pull_from_car_then_incremental(capsys, tmp_path):
     code, text, _ = cli(capsys, tmp_path, "pull", f"car:{out}", str(dest), "--json")
     assert code == 0, text
     first = json.loads(text)
-    assert first["newBlocks"] == 7 and first["objectsFetched"] == 6
+    assert first["newBlocks"] == 7 and first["objectsFetched"] == 7 + 6  # blocks, files
     assert validate_dataset(dest, deep=True).ok
     assert tree(dest) == tree(ds)
 
@@ -48,7 +48,7 @@ def test_pull_from_car_then_incremental(capsys, tmp_path):
     cli(capsys, tmp_path, "publish", str(ds), "--to", f"car:{out}", "-q")
     code, text, _ = cli(capsys, tmp_path, "pull", f"car:{out}", str(dest), "--json")
     second = json.loads(text)
-    assert second["newBlocks"] == 2 and second["objectsFetched"] == 4
+    assert second["newBlocks"] == 2 and second["objectsFetched"] == 2 + 4
     assert second["previousHead"] == first["head"]
     assert validate_dataset(dest, deep=True).ok
 

@@ -487,7 +487,7 @@ def test_a_zero_byte_data_file_validates_deep(tmp_path) -> None:
     entries = chain(*ACCEPTS["a 0-byte data file"])
     _write(tmp_path / "ds", entries, {EMPTY: b""})
     report = validate_dataset(tmp_path / "ds", deep=True)
-    assert report.ok and report.objects_checked == 1 and report.bytes_hashed == 0
+    assert report.ok and report.objects.data_files == 1 and report.bytes_hashed == 0
 
 
 def test_extremes_survive_the_codec() -> None:

@@ -47,7 +47,7 @@ def test_good_dataset_is_valid(ds):
     before = snapshot(ds)
     r = validate_dataset(ds, deep=True)
     assert r.ok, r.violations
-    assert r.blocks == 8 and r.objects_checked == 8
+    assert r.blocks == 8 and r.objects_checked == 8 + 8  # the blocks, data files, checkpoints
     assert r.bytes_hashed == 8000 + 4 * 1024
     assert snapshot(ds) == before  # read-only
     require_valid(r)
