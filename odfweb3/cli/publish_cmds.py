@@ -481,19 +481,14 @@ def _approver(args: argparse.Namespace, ctx: Context) -> Callable[[Price | None]
     terminal (stdin and stderr, not ``--json``) it asks, unless ``--yes``; otherwise it
     says the price (stderr) and goes on (``--max-cost`` is the cap for scripts)."""
 
+    from odfweb3.cli.confirm import ask_yes_no, interactive
+
     def approve(price: Price | None) -> bool:
         line = f"price: {price_text(price)}"
-        interactive = not ctx.out.json_mode and sys.stdin.isatty() and sys.stderr.isatty()
-        if args.yes or not interactive:
+        if args.yes or not interactive(ctx):
             ctx.out.info(f"{line}; sending")
             return True
-        bar = ctx.out.bar
-        if bar is not None:  # the question gets the bar's line, never written over it
-            bar.clear()
-        sys.stderr.write(f"{terminal_text(line, one_line=True)}: pay and send? [y/N] ")
-        sys.stderr.flush()
-        answer = sys.stdin.readline().strip().lower()
-        return answer in ("y", "yes")
+        return ask_yes_no(ctx, f"{terminal_text(line, one_line=True)}: pay and send? [y/N] ")
 
     return approve
 
