@@ -35,6 +35,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
     "bench_scale": (["--sizes", "200,2000"], ["--svg", str(HERE / "scale.svg")]),
     "bench_arweave_updates": (["--sizes", "200", "--updates", "5", "--full-updates", "2"], []),
     "bench_arweave_reads": (["--sizes", "10,100", "--cache", "/tmp/bench-arweave-reads"], []),
+    "bench_arweave_rebuild": (["--sizes", "30"], ["--sizes", "300,1000"]),
     "bench_arweave_state": (["--sizes", "10,200"], ["--sizes", "10,1000,9998"]),
     "bench_arweave_tier_bytes": (["--updates", "1000"], []),
     "bench_turbo": (["--blocks", "5", "--data-bytes", "500000", "--rounds", "1"], []),
