@@ -25,7 +25,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -34,6 +34,8 @@ from odfweb3.errors import ConflictError, LocalIOError, UsageError
 __all__ = [
     "PARTIAL_SUFFIX",
     "TEMP_PREFIX",
+    "PartialFile",
+    "open_atomic",
     "open_partial",
     "remove_partials",
     "write_chunks_atomic",
@@ -165,6 +167,89 @@ def _check_regular(path: Path) -> None:
         )
 
 
+class PartialFile:
+    """A new file being written in ``directory`` under a temp name (:func:`open_partial`),
+    made visible by :meth:`commit`; the streaming form of the atomic writer (CARs and
+    bundles are written by writers that want a file, not a list of chunks)."""
+
+    def __init__(self, directory: Path, suffix: str, public: bool) -> None:
+        fd, self.tmp = open_partial(directory, suffix)
+        self.directory = directory
+        self.committed = False
+        try:
+            if public:
+                # mkstemp creates 0600; a published artifact honours the umask instead.
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(fd, 0o666 & ~umask)
+            self.file = os.fdopen(fd, "w+b")
+        except BaseException:
+            os.close(fd)
+            self.discard()
+            raise
+
+    def commit(self, name: str, *, replace: bool = True, keep_existing: bool = False) -> bool:
+        """Flush, fsync and rename the file to ``directory/name``, then fsync the directory.
+
+        Args:
+            name: the file's name.
+            replace: False: a hard link that fails when ``name`` exists (never replaced).
+            keep_existing: a file already there is kept and ours dropped (content-named
+                files: the same name holds the same bytes).
+
+        Returns:
+            False when ``keep_existing`` kept the file already there.
+
+        Raises:
+            ConflictError: ``name`` exists and ``replace`` is false.
+            UsageError: ``name`` is not a regular file.
+        """
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        path = self.directory / name
+        _check_regular(path)
+        if keep_existing and path.exists():
+            self.discard()
+            return False
+        if replace:
+            os.replace(self.tmp, path)
+        else:
+            try:
+                os.link(self.tmp, path)  # fails instead of replacing
+            except FileExistsError:
+                raise ConflictError(f"{path} already exists; it is never replaced") from None
+            os.unlink(self.tmp)
+        self.committed = True
+        _fsync_dir(self.directory)
+        return True
+
+    def discard(self) -> None:
+        """Close and remove the temp file (nothing was made visible)."""
+        with contextlib.suppress(AttributeError):
+            self.file.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
+@contextlib.contextmanager
+def open_atomic(
+    directory: Path, *, suffix: str = "", public: bool = False
+) -> Iterator[PartialFile]:
+    """A :class:`PartialFile` in ``directory`` (created), removed on leaving unless
+    committed: an error or an interruption leaves no half file under a result's name.
+
+    ``suffix`` goes before ``.partial`` (``.car``, ``.bundle``: what it will be).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    out = PartialFile(directory, suffix, public)
+    try:
+        yield out
+    finally:
+        if not out.committed:
+            out.discard()
+
+
 def _write(
     directory: Path,
     chunks: Iterable[bytes],
@@ -173,45 +258,18 @@ def _write(
     where: Path | None = None,
     replace: bool = True,
 ) -> Path:
-    tmp = ""
     path = where or directory
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = open_partial(directory)
-        if public:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
+        with open_atomic(directory, public=public) as out:
             for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        path = directory / name()
-        _check_regular(path)
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # fails instead of replacing
-            except FileExistsError:
-                raise ConflictError(f"{path} already exists; it is never replaced") from None
-            os.unlink(tmp)
-        tmp = ""
-        _fsync_dir(directory)
+                out.file.write(chunk)
+            path = directory / name()
+            out.commit(path.name, replace=replace)
     except OSError as exc:
-        if tmp:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
         raise LocalIOError(
             f"{path}: cannot write ({exc.strerror or exc}); free space or fix permissions "
             "and run again: the previous file is unchanged"
         ) from None
-    except BaseException:
-        if tmp:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        raise
     return path
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
+from odfweb3.atomic_file import open_atomic, open_partial, remove_partials, write_file_atomic
+from odfweb3.errors import UsageError
 
 
 def test_a_partial_car_matches_no_result_glob(tmp_path: Path) -> None:
@@ -96,3 +97,45 @@ def test_a_secret_is_private_from_the_start_and_never_replaced_unless_asked(tmp_
     with pytest.raises(UsageError, match="is a directory"):
         write_secret_atomic(tmp_path / "dir", b"x", replace=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "key"]  # no temp file left
+
+
+# The streaming form (open_atomic), which the CAR and bundle writers use.
+
+
+def test_open_atomic_commits_by_name_with_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        with open_atomic(tmp_path / "out", suffix=".car", public=True) as out:
+            out.file.write(b"a whole CAR")
+            assert Path(out.tmp).name.endswith(".car.partial")
+            assert out.commit("bafyroot.car")
+    finally:
+        os.umask(old)
+    path = tmp_path / "out" / "bafyroot.car"
+    assert path.read_bytes() == b"a whole CAR"
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert os.listdir(tmp_path / "out") == ["bafyroot.car"]
+
+
+def test_open_atomic_leaves_nothing_when_interrupted(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt), open_atomic(tmp_path, suffix=".bundle") as out:
+        out.file.write(b"half a bundle")
+        raise KeyboardInterrupt
+    assert os.listdir(tmp_path) == []
+
+
+def test_open_atomic_keeps_a_content_named_file_already_there(tmp_path: Path) -> None:
+    (tmp_path / "bafyroot.car").write_bytes(b"the earlier CAR")
+    with open_atomic(tmp_path, suffix=".car") as out:
+        out.file.write(b"the same blocks again")
+        assert not out.commit("bafyroot.car", keep_existing=True)
+    assert (tmp_path / "bafyroot.car").read_bytes() == b"the earlier CAR"
+    assert os.listdir(tmp_path) == ["bafyroot.car"]
+
+
+def test_open_atomic_refuses_a_directory_in_the_files_place(tmp_path: Path) -> None:
+    (tmp_path / "x.bundle").mkdir()
+    with pytest.raises(UsageError, match="is a directory"), open_atomic(tmp_path) as out:
+        out.file.write(b"bytes")
+        out.commit("x.bundle")
+    assert sorted(os.listdir(tmp_path)) == ["x.bundle"]

@@ -21,8 +21,6 @@ directory, or an L1 transaction through a gateway):
 
 from __future__ import annotations
 
-import contextlib
-import os
 import secrets
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from odfweb3.atomic_file import open_partial, remove_partials
+from odfweb3.atomic_file import open_atomic, remove_partials
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.descriptor import (
     build_descriptor,
@@ -391,13 +389,6 @@ def sign_publish_bundle(
     return PreparedBundle(bundle_plan, signed, descriptor)
 
 
-def _public_mode(fd: int) -> None:
-    # mkstemp creates 0600; a bundle is public: honour the umask instead.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
-
-
 def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Path, int]:
     """Stream the bundle to ``directory/name`` (temp file, fsync, rename); return path, size.
 
@@ -407,19 +398,11 @@ def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Pat
     # What an interrupted writer left (its lock gone with it), then ours as
     # .tmp-XXXX.bundle.partial: no *.bundle glob reads it half written (atomic_file).
     remove_partials(directory)
-    fd, tmp = open_partial(directory, ".bundle")
-    _public_mode(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            # written back while it is written: the fsync below waits for little
-            size = items.write(cast(BinaryIO, WritebackFile(f)))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, directory / name)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        with open_atomic(directory, suffix=".bundle", public=True) as out:
+            # written back while it is written: the fsync in commit waits for little
+            size = items.write(cast(BinaryIO, WritebackFile(out.file)))
+            out.commit(name)
     finally:
         items.close()
     return directory / name, size

@@ -61,7 +61,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
+from odfweb3.atomic_file import open_atomic, remove_partials, write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError, FormatError, NotFound, OdfWeb3Error
@@ -117,13 +117,6 @@ LOCK_NAME = ".publish.lock"
 _MAX_SUMMARY_SIZE = 64 << 20  # publish.json, read bounded as car:DIR readers do
 
 Clock = Callable[[], datetime]
-
-
-def _public_mode(fd: int) -> None:
-    # mkstemp creates 0600; published artifacts are public: honour the umask instead.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -435,42 +428,34 @@ class CarTarget:
     ) -> UploadResult:
         prev = view.state
         first = prev is None or (self._resume is not None and self._resume[1] is not None)
-        tmp = ""
-        try:
-            if first:
-                delta, tmp, car_bytes = self._write_resumable(plan, reader, view, progress)
-            else:
-                # .tmp-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
-                fd, tmp = open_partial(self.out_dir, ".car")
-                _public_mode(fd)
-                with os.fdopen(fd, "w+b") as f:
-                    delta = write_delta_car(
-                        # written back while it is written: the fsync below waits for little
-                        cast(BinaryIO, WritebackFile(f)),
-                        plan,
-                        reader,
-                        view,
-                        self.build_settings,
-                        progress=progress,
-                    )
-                    f.flush()
-                    os.fsync(f.fileno())
-                    car_bytes = delta.bytes
-            dag = delta.dag
-            car_name = f"{dag.root.cid.encode()}.car"
-            if (self.out_dir / car_name).exists():
+        if first:
+            # Resumable: its partial and log stay after an interruption, for the next run.
+            delta, tmp, car_bytes = self._write_resumable(plan, reader, view, progress)
+            if (self.out_dir / f"{delta.dag.root.cid.encode()}.car").exists():
                 # Same root as an earlier publish: that CAR already holds these blocks.
                 os.unlink(tmp)
                 car_bytes = 0
             else:
-                os.replace(tmp, self.out_dir / car_name)
-            if first:
-                self._resume_files(plan.dataset_id).discard()  # the log, and any stale one
-        except BaseException:
-            if tmp and not first:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-            raise
+                os.replace(tmp, self.out_dir / f"{delta.dag.root.cid.encode()}.car")
+            self._resume_files(plan.dataset_id).discard()  # the log, and any stale one
+        else:
+            # .tmp-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
+            with open_atomic(self.out_dir, suffix=".car", public=True) as out:
+                delta = write_delta_car(
+                    # written back while it is written: the fsync in commit waits for little
+                    cast(BinaryIO, WritebackFile(out.file)),
+                    plan,
+                    reader,
+                    view,
+                    self.build_settings,
+                    progress=progress,
+                )
+                car_bytes = delta.bytes
+                # Same root as an earlier publish: that CAR already holds these blocks.
+                if not out.commit(f"{delta.dag.root.cid.encode()}.car", keep_existing=True):
+                    car_bytes = 0
+        dag = delta.dag
+        car_name = f"{dag.root.cid.encode()}.car"
         cars = list(self._typed(prev).extra.cars or ()) if prev else []
         if car_name not in cars:
             cars.append(car_name)
