@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from odfweb3.backends import (
     Backend,
@@ -37,23 +37,13 @@ from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
-from odfweb3_arweave.client.gateway import ArweaveGateway
-from odfweb3_arweave.client.turbo import TurboClient, TurboPayment
-from odfweb3_arweave.formats.arfs import DriveLayout
-from odfweb3_arweave.publish.bundle_plan import ManifestKind
-from odfweb3_arweave.publish.bundle_target import BundleTarget
-from odfweb3_arweave.publish.gateway_target import GatewayTarget, upload_statuses
-from odfweb3_arweave.publish.state import (
-    parse_arweave_extra,
-    parse_arweave_state,
-    parse_upload_facts,
-)
-from odfweb3_arweave.publish.turbo_target import TurboTarget, turbo_statuses
-from odfweb3_arweave.read.bundle_replica import open_bundle_dir
-from odfweb3_arweave.read.lookup import find_latest_upload
-from odfweb3_arweave.read.private_replica import open_private_replica
-from odfweb3_arweave.read.replica import ArweaveReplica, open_ar_replica
-from odfweb3_arweave.wallet import generate_wallet, load_wallet, save_wallet
+
+if TYPE_CHECKING:
+    from odfweb3_arweave.formats.arfs import DriveLayout
+    from odfweb3_arweave.publish.bundle_plan import ManifestKind
+    from odfweb3_arweave.publish.gateway_target import GatewayTarget
+    from odfweb3_arweave.publish.turbo_target import TurboTarget
+    from odfweb3_arweave.read.replica import ArweaveReplica
 
 __all__ = ["ArweaveBackend", "open_arweave_target"]
 
@@ -69,6 +59,10 @@ def open_arweave_target(
     Raises:
         UsageError: no wallet, or a gateway that is not an http(s) URL.
     """
+    from odfweb3_arweave.client.gateway import ArweaveGateway
+    from odfweb3_arweave.publish.gateway_target import GatewayTarget
+    from odfweb3_arweave.wallet import load_wallet
+
     options = options or TargetOptions()
     url = gateway or config.arweave_gateway
     if not url.startswith(("http://", "https://")):
@@ -110,6 +104,11 @@ def open_turbo_target(
         UsageError: no wallet, no bundler URL, one that is not http(s), or ``--max-cost``
             without ``arweave.turbo_payment`` (the price could not be known).
     """
+    from odfweb3_arweave.client.gateway import ArweaveGateway
+    from odfweb3_arweave.client.turbo import TurboClient, TurboPayment
+    from odfweb3_arweave.publish.turbo_target import TurboTarget
+    from odfweb3_arweave.wallet import load_wallet
+
     options = options or TargetOptions()
     url = url or config.get("arweave", "turbo")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -195,6 +194,9 @@ def _trust_note(replica: ArweaveReplica) -> str:
 def _arweave_claims(
     ref: str, config: Config, owner: str | None = None
 ) -> tuple[ArweaveReplica, NameClaims]:
+    from odfweb3_arweave.client.gateway import ArweaveGateway
+    from odfweb3_arweave.read.replica import open_ar_replica
+
     gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
     # The record's signature is checked there: its dataset ID and head are the signer's.
     replica = open_ar_replica(
@@ -216,6 +218,9 @@ def _open_private_drive(
     replica: ArweaveReplica, config: Config, wallet: Path | None, password: str | None
 ) -> Replica:
     """An ArFS private drive's replica, or a UsageError naming what to pass."""
+    from odfweb3_arweave.read.private_replica import open_private_replica
+    from odfweb3_arweave.wallet import load_wallet
+
     wallet = wallet or config.arweave_wallet
     if wallet is None or not password:
         raise UsageError(
@@ -256,6 +261,9 @@ class ArweaveBackend:
         return spec.rstrip("/")
 
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
+        from odfweb3_arweave.publish.bundle_target import BundleTarget
+        from odfweb3_arweave.wallet import load_wallet
+
         kind, _, arg = spec.partition(":")
         if kind == "bundle":
             if not arg:
@@ -280,6 +288,10 @@ class ArweaveBackend:
         return open_arweave_target(config, options, gateway=arg or None)
 
     def open_replica(self, ref: str, config: Config, access: ReadAccess) -> Replica:
+        from odfweb3_arweave.client.gateway import ArweaveGateway
+        from odfweb3_arweave.read.bundle_replica import open_bundle_dir
+        from odfweb3_arweave.read.replica import open_ar_replica
+
         if ref.startswith("bundle:"):  # the offline output, checked like car:DIR
             return open_bundle_dir(ref)
         replica = open_ar_replica(
@@ -292,6 +304,8 @@ class ArweaveBackend:
         return replica
 
     def resolve(self, ref: str, config: Config, access: ReadAccess) -> tuple[Replica, NameClaims]:
+        from odfweb3_arweave.read.bundle_replica import open_bundle_dir
+
         if ref.startswith("bundle:"):
             bundle = open_bundle_dir(ref)
             claims = NameClaims(
@@ -312,6 +326,10 @@ class ArweaveBackend:
         self, did: str, config: Config, access: ReadAccess
     ) -> tuple[list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]], list[str]]:
         """The latest upload of ``did`` by its known owner (publish state or ``--owner``)."""
+        from odfweb3_arweave.client.gateway import ArweaveGateway
+        from odfweb3_arweave.publish.state import parse_arweave_extra
+        from odfweb3_arweave.read.lookup import find_latest_upload
+
         gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
         owner = access.owner
         if owner is None:
@@ -354,6 +372,8 @@ class ArweaveBackend:
         return False
 
     def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
+        from odfweb3_arweave.client.gateway import ArweaveGateway
+
         item = src.removeprefix("ar://").strip("/")
         gateway = ArweaveGateway(config.arweave_gateway, settings=config.network)
         return gateway.get_data(item, limit=limit)
@@ -362,6 +382,11 @@ class ArweaveBackend:
         self, states: Sequence[PublishState], config: Config
     ) -> list[TargetStatus | None]:
         """Per gateway upload: pending / confirmed (block height) and confirmations."""
+        from odfweb3_arweave.client.gateway import ArweaveGateway
+        from odfweb3_arweave.client.turbo import TurboClient
+        from odfweb3_arweave.publish.gateway_target import upload_statuses
+        from odfweb3_arweave.publish.turbo_target import turbo_statuses
+
         out: list[TargetStatus | None] = []
         for state in states:
             if state.target.startswith("turbo:"):
@@ -386,6 +411,8 @@ class ArweaveBackend:
 
     def state_facts(self, state: PublishState) -> StateFacts:
         """The shown facts of an ``arweave:`` or ``bundle:`` state, from its typed form."""
+        from odfweb3_arweave.publish.state import parse_arweave_state
+
         typed = parse_arweave_state(state, f"publish state of {state.target}")
         record_id = typed.record.record_id if typed.record is not None else None
         return StateFacts(
@@ -395,21 +422,29 @@ class ArweaveBackend:
         )
 
     def record_locator(self, state: PublishState) -> str | None:
+        from odfweb3_arweave.publish.state import parse_upload_facts
+
         record = parse_upload_facts(state.record, f"publish state of {state.target}", "record")
         return f"ar://{record.record_id}" if record is not None and record.record_id else None
 
     def new_wallet(self, path: Path) -> str:
         """An RSA-4096 wallet written as a JWK file with mode 0600 (``odfweb3 wallet new``)."""
+        from odfweb3_arweave.wallet import generate_wallet, save_wallet
+
         wallet = generate_wallet()
         save_wallet(wallet, path)
         return wallet.address
 
     def wallet_address(self, path: Path) -> str:
+        from odfweb3_arweave.wallet import load_wallet
+
         address: str = load_wallet(path).address
         return address
 
     def balance(self, address: str, gateway: str) -> int:
         """Winston held by ``address`` (``odfweb3 wallet balance``)."""
+        from odfweb3_arweave.client.gateway import ArweaveGateway
+
         with ArweaveGateway(gateway, timeout=30.0) as client:
             return int(client.balance(address))
 
