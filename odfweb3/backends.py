@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from odfweb3.config import Config
     from odfweb3.crypto.sealer import Sealer
     from odfweb3.publish.state import PublishState
-    from odfweb3.publish.target import Price, PublishTarget
+    from odfweb3.publish.target import Phases, Price, PublishTarget
     from odfweb3.read.claims import NameClaims
     from odfweb3.read.replica import Replica
 
@@ -94,6 +94,9 @@ class TargetOptions:
     notify: Callable[[str], None] | None = None  # pinning: status changes, one line each
     # a signing key created for a dataset's first publish: said once, with how to back it up
     announce: Callable[[str], None] | None = None
+    # arweave/turbo: the publish's progress display, phase by phase (signing, sending,
+    # confirming); None: nothing shown
+    progress: Phases | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ classes, the CLI's table and docs/security.md)::
     ├── NotFound                         object, ref, key or record missing   exit 66
     ├── ResolutionError                  a name did not resolve to a head     exit 2
     ├── ConflictError                    target head does not descend         exit 75
+    ├── NotYetConfirmed                  sent, not confirmed by the deadline  exit 75
     ├── LocalIOError                     local disk: full, read-only, denied  exit 74
     ├── CryptoError                                                           exit 2
     │   ├── DecryptionError              wrong key, or ciphertext altered     exit 2
@@ -59,6 +60,7 @@ __all__ = [
     "IntegrityError",
     "LocalIOError",
     "NotFound",
+    "NotYetConfirmed",
     "OdfWeb3Error",
     "ReplicaMismatch",
     "ResolutionError",
@@ -144,6 +146,14 @@ class ResolutionError(OdfWeb3Error):
 
 class ConflictError(OdfWeb3Error):
     """The target holds a head this publish does not descend from, or lost a race."""
+
+    exit_code = 75
+
+
+class NotYetConfirmed(OdfWeb3Error):
+    """An upload was sent and its receipt kept, but the service did not confirm it (an
+    Arweave bundler's FINALIZED) within the configured deadline: try again later
+    (EX_TEMPFAIL). Nothing is lost: state records it as sent, never as confirmed."""
 
     exit_code = 75
 

@@ -90,6 +90,7 @@ def open_arweave_target(
         confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
         race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
         manifest=_manifest_kind(config),
+        progress=options.progress,
     )
 
 
@@ -152,7 +153,16 @@ def open_turbo_target(
         confirm_timeout=float(config.get("arweave", "confirm_timeout_s", default=0)),
         race_timeout=float(config.get("arweave", "race_timeout_s", default=1800)),
         manifest=_manifest_kind(config),
+        progress=options.progress,
+        finalize_timeout=_finalize_timeout(config),
     )
+
+
+def _finalize_timeout(config: Config) -> float:
+    """``arweave.finalize_timeout_s``: how long ``publish --to turbo`` and ``status`` wait
+    for the bundler's FINALIZED of the upload record (default 0: one look, no wait); at the
+    deadline both say so in one line and exit 75 (try again later)."""
+    return float(config.get("arweave", "finalize_timeout_s", default=0))
 
 
 def _manifest_kind(config: Config) -> ManifestKind:
@@ -393,7 +403,12 @@ class ArweaveBackend:
                 try:
                     url = state.target[len("turbo:") :]
                     with TurboClient(url, settings=config.network) as turbo:
-                        rows = turbo_statuses(turbo, state, StateStore(config.state_dir))
+                        rows = turbo_statuses(
+                            turbo,
+                            state,
+                            StateStore(config.state_dir),
+                            wait=_finalize_timeout(config),
+                        )
                         out.append(TargetStatus(uploads=rows))
                 except OdfWeb3Error as exc:
                     out.append(TargetStatus(node={"error": str(exc)}))

@@ -28,9 +28,17 @@ class Progress(Protocol):
         """``n`` more done."""
         ...
 
+    def phase(self, label: str, total: int | None, *, unit: str = "bytes", done: int = 0) -> None:
+        """A new phase of the operation replaces the current one (an Arweave upload: signing,
+        sending, confirming; :class:`odfweb3.publish.target.Phases`)."""
+        ...
+
 
 class _NoProgress:
     def set_total(self, total: int) -> None:
+        return None
+
+    def phase(self, label: str, total: int | None, *, unit: str = "bytes", done: int = 0) -> None:
         return None
 
     def advance(self, n: int) -> None:

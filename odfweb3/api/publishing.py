@@ -140,31 +140,35 @@ def publish(
     sealer, new_keys = (
         sealer_for(config, facts.dataset_id, hooks) if decided.encrypt else (None, None)
     )
-    target = open_target(
-        to,
-        config,
-        TargetOptions(
-            cid_version=checked.cid_version,
-            cid_profile=checked.cid_profile,
-            wallet=options.wallet or config.arweave_wallet,
-            unpin_previous=options.unpin_previous,
-            sealer=sealer,
-            drive_password=password,
-            max_cost=options.max_cost,
-            env=options.env,
-            notify=hooks.info,
-            announce=hooks.warn,
-            on_price=on_price,
-            approve=approve,
-        ),
-    )
-    # A queued update (--batch) is planned like a dry run, but its encryption decision is
-    # recorded: the later flush must encrypt as this publish would have.
-    plan_only = options.dry_run or options.queue
-    # Not for encrypted publishes: the cache holds the chain's metadata in the clear
-    # (docs/design.md, "State files").
-    cache = None if sealer is not None or password is not None else chain_cache(config.state_dir)
+    # The bar is open before the target: an Arweave target draws its phases on it.
     with hooks.progress("publishing") as bar:
+        target = open_target(
+            to,
+            config,
+            TargetOptions(
+                cid_version=checked.cid_version,
+                cid_profile=checked.cid_profile,
+                wallet=options.wallet or config.arweave_wallet,
+                unpin_previous=options.unpin_previous,
+                sealer=sealer,
+                drive_password=password,
+                max_cost=options.max_cost,
+                env=options.env,
+                notify=hooks.info,
+                announce=hooks.warn,
+                progress=bar,
+                on_price=on_price,
+                approve=approve,
+            ),
+        )
+        # A queued update (--batch) is planned like a dry run, but its encryption decision is
+        # recorded: the later flush must encrypt as this publish would have.
+        plan_only = options.dry_run or options.queue
+        # Not for encrypted publishes: the cache holds the chain's metadata in the clear
+        # (docs/design.md, "State files").
+        cache = (
+            None if sealer is not None or password is not None else chain_cache(config.state_dir)
+        )
 
         def planned(plan: PublishPlan) -> None:
             # The target was inspected and the decision stands: record it (a dry run of a

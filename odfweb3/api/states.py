@@ -202,6 +202,18 @@ class StatusReport:
         """``status --strict``'s exit status: the first damaged entry's, else 0."""
         return self.damaged[0][1].exit_code if self.damaged else 0
 
+    @property
+    def unconfirmed(self) -> tuple[str, ...]:
+        """One line per upload waited for past its deadline and still not confirmed (a
+        bundler that has not finalized it: ``arweave.finalize_timeout_s``); the command
+        then exits :attr:`odfweb3.errors.NotYetConfirmed.exit_code` (75, try again later)."""
+        return tuple(
+            str(u["unconfirmed"])
+            for r in self.targets
+            for u in r.uploads or ()
+            if u.get("unconfirmed")
+        )
+
 
 def expiry_text(validity: str | None, now: datetime) -> tuple[str, bool]:
     """A record's expiry as shown (``… (in 3.0 h)``, ``… (EXPIRED)``), and whether it is soon."""

@@ -25,7 +25,7 @@ Exit codes:
 69    backend unavailable or rejected the request (node, gateway)
 70    internal error: a bug in odfweb3 (one line; ``-vv`` shows the traceback)
 74    local I/O error (disk full, read-only file system, permission denied)
-75    conflict: target head does not descend from ours, or a concurrent publish won
+75    try again later: head does not descend, a concurrent publish won, upload not confirmed yet
 77    permission denied: a pinning service refused the token; a published name's key is missing
 78    configuration error (odfweb3.yaml, ODFWEB3_*)
 130   interrupted (Ctrl-C)
@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Publish ODF datasets to IPFS and Arweave; resolve, pull and verify them.",
         parents=[common],
         epilog="Exit codes: 0 ok, 1 check found differences, 2 error, 64 usage, 65 bad or "
-        "corrupt data, 66 not found, 69 backend, 70 bug, 74 local I/O, 75 conflict, 77 token "
+        "corrupt data, 66 not found, 69 backend, 70 bug, 74 local I/O, 75 conflict or not "
+        "confirmed yet (try again later), 77 token "
         "refused or a name's key missing, 78 config, 130 interrupted. Without a command, "
         "odfweb3 prints this help and exits 0 (as ipfs does).",
     )

@@ -66,16 +66,26 @@ class Progress:
     """A one-line progress bar: total, percent, bytes, rate and ETA once the total is known.
 
     Drawn on ``stream`` only when ``enabled`` (a terminal, not ``--json``, not ``-q``);
-    otherwise it only counts, so callers never check.
+    otherwise it only counts, so callers never check. An operation in phases
+    (:meth:`phase`: an Arweave upload signs, sends, then waits) reuses the bar: a phase
+    that moved ends its line with its final state, the next starts where it really is (a
+    resumed upload at the bytes sent before). With ``lines`` (``-v`` when stderr is no
+    terminal) each phase is told in plain lines instead: when it starts, at most every
+    ``LINE_EVERY`` seconds, and its final state; no ``\r``, no escape.
     """
+
+    LINE_EVERY = 10.0
 
     label: str
     total: int | None
     stream: TextIO
     enabled: bool
-    unit: str = "bytes"  # or a word counted as is ("blocks")
+    unit: str = "bytes"  # or a word counted as is ("blocks"), or "time" (a wait)
     done: int = 0
     clock: Callable[[], float] = time.monotonic
+    lines: bool = False  # phases as plain lines (-v on a pipe)
+    _base: int = 0  # where the phase started (a resumed upload): not counted in the rate
+    _phased: bool = False  # phase() was called: lines mode speaks
     _start: float = -1.0
     _last_draw: float = 0.0
     _drawn: bool = False
@@ -92,11 +102,45 @@ class Progress:
         if self.enabled and now - self._last_draw >= 0.1:
             self._last_draw = now
             self._draw(now)
+        elif self._speaks_lines() and now - self._last_draw >= self.LINE_EVERY:
+            self._last_draw = now
+            self._write_line(now)
+
+    def _speaks_lines(self) -> bool:
+        return self.lines and not self.enabled and self._phased and not self._closed
+
+    def _write_line(self, now: float) -> None:
+        self.stream.write(self.line(now) + "\n")
+        self.stream.flush()
+
+    def phase(self, label: str, total: int | None, *, unit: str = "bytes", done: int = 0) -> None:
+        """Start the phase ``label``: the bar now counts ``unit`` towards ``total`` from
+        ``done``. The phase before keeps its own line when it moved (its final state);
+        one that never moved is replaced on its line."""
+        now = self.clock()
+        moved = self.done > self._base or self.unit == "time"
+        if self.enabled and self._drawn and not self._closed and moved:
+            self._draw(now)
+            self.stream.write("\n")
+            self.stream.flush()
+        elif self._speaks_lines() and moved:
+            self._write_line(now)
+        self.label, self.total, self.unit = label, total, unit
+        self.done = self._base = done
+        self._start = self._last_draw = now
+        self._drawn = False
+        self._phased = True
+        if self.enabled and not self._closed:
+            self._draw(now)
+        elif self._speaks_lines():
+            self._write_line(now)
 
     def line(self, now: float) -> str:
         """The bar's text at time ``now`` (no control characters)."""
         elapsed = max(now - self._start, 1e-9)
-        rate = self.done / elapsed
+        if self.unit == "time":
+            return f"{self.label} ({format_duration(elapsed)})"
+        rate = (self.done - self._base) / elapsed
         if self.total:
             frac = min(1.0, self.done / self.total)
             width = 24
@@ -153,6 +197,8 @@ class Progress:
             self._draw(self.clock())
             self.stream.write("\n")
             self.stream.flush()
+        elif self._speaks_lines():
+            self._write_line(self.clock())
         self._closed = True
 
     def __enter__(self) -> Progress:
@@ -229,5 +275,6 @@ class Output:
             and hasattr(self.err, "isatty")
             and self.err.isatty()
         )
-        self.bar = Progress(label, total, self.err, enabled, unit)
+        lines = not enabled and not self.json_mode and self.verbosity >= 1
+        self.bar = Progress(label, total, self.err, enabled, unit, lines=lines)
         return self.bar

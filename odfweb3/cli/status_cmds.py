@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from odfweb3.cli.text import key_values, shown_path, shown_target
-from odfweb3.errors import NotFound, OdfWeb3Error, UsageError
+from odfweb3.errors import NotFound, NotYetConfirmed, OdfWeb3Error, UsageError
 
 if TYPE_CHECKING:
     from odfweb3.api.states import StatusReport, TargetRow
@@ -126,6 +126,15 @@ def _status(args: argparse.Namespace, ctx: Context) -> int:
         hooks=cli_hooks(ctx),
     )
     ctx.out.result(report.to_json(), lambda: _status_text(report))
+    # An upload waited for past its deadline: one error line each (as an error is shown;
+    # --json rows carry it as "unconfirmed"), exit 75 (try again later) once all is shown.
+    late = report.unconfirmed
+    if late:
+        from odfweb3.cli.output import terminal_text
+
+        for line in late:
+            ctx.out.err.write(f"odfweb3: error: {terminal_text(line, one_line=True)}\n")
+        return NotYetConfirmed.exit_code
     return report.exit_code if args.strict else 0
 
 
@@ -189,12 +198,14 @@ def _status_text(report: StatusReport) -> str:
         for u in row.uploads or ():
             # "confirmed" is mined into a block; confirmations are the blocks mined on
             # top of it, as the gateway counts them (0 right after: docs/concepts.md).
-            n = u["confirmations"]
-            where = f"mined in block {u['height']}, {n} block{'' if n == 1 else 's'} on top"
-            lines.append(
-                f"  upload     {u.get('recordId')}  {u['state']}"
-                + (f" ({where})" if u["state"] == "confirmed" else "")
-            )
+            # A bundler's row (CONFIRMED, FINALIZED...) has no block of its own.
+            where = ""
+            if u["state"] == "confirmed":
+                n = u["confirmations"]
+                where = f" (mined in block {u['height']}, {n} block{'' if n == 1 else 's'} on top)"
+            elif u.get("saved"):
+                where = f" (saved: {u['saved']})"
+            lines.append(f"  upload     {u.get('recordId')}  {u['state']}{where}")
     return "\n".join(lines)
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from odfweb3.crypto.sealer import Sealer
 
 __all__ = [
+    "NoPhases",
+    "Phases",
     "Price",
     "PricingTarget",
     "PublishTarget",
@@ -31,6 +33,35 @@ __all__ = [
 ]
 
 ProgressFn = Callable[[int], None]
+
+
+class Phases(Protocol):
+    """A publish's progress in phases (an Arweave upload signs, then sends, then waits for
+    confirmation): each :meth:`phase` replaces the one before on the caller's display.
+
+    ``done`` is where the phase starts (a resumed upload starts at the bytes already sent,
+    not at 0 %); ``unit`` is ``"bytes"``, a word counted as is (``"items"``), or
+    ``"time"``: a wait with no total, shown with its elapsed time, redrawn by
+    ``advance(0)``.
+    """
+
+    def phase(self, label: str, total: int | None, *, unit: str = "bytes", done: int = 0) -> None:
+        """Start the phase ``label`` (``total`` None: not known)."""
+        ...
+
+    def advance(self, n: int) -> None:
+        """``n`` more of the current phase done."""
+        ...
+
+
+class NoPhases:
+    """:class:`Phases` that show nothing (a library caller without a display)."""
+
+    def phase(self, label: str, total: int | None, *, unit: str = "bytes", done: int = 0) -> None:
+        return None
+
+    def advance(self, n: int) -> None:
+        return None
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,8 @@ is for exactly the bytes the publish then sends.
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -23,6 +20,7 @@ from odfweb3.cli.main import main
 from odfweb3.odf.builder import create_root_dataset
 from odfweb3.publish.state import StateStore
 from odfweb3_arweave.wallet import generate_wallet, save_wallet
+from tests.support.pty_cli import answer_once, run_in_pty
 from tests.support.turbo import TurboNode
 
 QUESTION = b"pay and send? [y/N] "
@@ -99,35 +97,8 @@ def test_dry_run_prices_l1_with_the_gateway(turbo: TurboNode, tmp_path, capsys) 
 
 def _in_pty(argv: list[str], cwd: Path, answer: bytes | None) -> tuple[int, str, bool]:
     """The CLI on a fresh pseudo-terminal; ``answer`` typed once the question shows."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ODFWEB3_")}
-    env["TERM"] = "xterm"
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "odfweb3.cli.main", *argv],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=cwd,
-        env=env,
-        close_fds=True,
-    )
-    os.close(slave)
-    seen, asked = b"", False
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        seen += data
-        if not asked and QUESTION in seen:
-            asked = True
-            if answer is not None:
-                os.write(master, answer + b"\n")
-    os.close(master)
-    return proc.wait(timeout=60), seen.decode("utf-8", "replace"), asked
+    run = run_in_pty(argv, cwd, react=answer_once(QUESTION, answer))
+    return run.code, run.text, bool(run.reacted)
 
 
 def test_a_terminal_is_asked_before_paying(turbo: TurboNode, tmp_path) -> None:

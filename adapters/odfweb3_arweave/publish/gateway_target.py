@@ -70,7 +70,7 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.pack_index import drop_packs, write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import Price, RemoteView, UploadResult
+from odfweb3.publish.target import NoPhases, Phases, Price, RemoteView, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
@@ -175,6 +175,9 @@ class GatewayTarget:
         monotonic: a monotonic clock in seconds (injected for tests).
         manifest: ``"delta"``: each upload's path manifest maps the paths it adds;
             ``"full"``: every path (``arweave.manifest: full``, a consolidation).
+        progress: the publish's display, told each phase: signing (the objects' bytes),
+            sending (the bytes of the transaction or items, from where a resumed upload
+            stands), confirming (what is waited for).
     """
 
     def __init__(
@@ -198,8 +201,10 @@ class GatewayTarget:
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         manifest: ManifestKind = "delta",
+        progress: Phases | None = None,
     ) -> None:
         self.gateway = gateway
+        self.progress: Phases = progress if progress is not None else NoPhases()
         self.manifest = manifest
         self.sealer = sealer
         # ArFS private drive (arfs_private): only used to derive the drive key; never
@@ -444,10 +449,12 @@ class GatewayTarget:
         """Sign, price, check the balance, post (see the module docstring).
 
         The steps, in order: decide the record's inputs map and whether anything is new
-        (:meth:`_record_inputs`, :meth:`_unchanged`), resume a checkpointed transaction,
-        sign and spool the bundle (:meth:`_sign_bundle`), price it and check the balance
-        (:meth:`_price`), sign the L1 transaction (:meth:`_sign_transaction`), checkpoint
-        (:func:`checkpoint_doc`, pure) and post (:meth:`_post`).
+        (:meth:`_record_inputs`, :meth:`_unchanged`), resume a checkpointed upload, pin
+        what must not change before signing (:meth:`_before_signing`), sign and spool the
+        bundle (:meth:`_sign_bundle`), pay for it (:meth:`_pay`: price it, check the
+        balance, sign the L1 transaction), checkpoint (:func:`checkpoint_doc`, pure) and
+        send (:meth:`_send`). ``--to turbo`` is this with its own ``_before_signing``,
+        ``_pay`` and ``_send``.
         """
         self._unchanged = False
         where = str(self.states.path_for(plan.dataset_id, self.name))
@@ -461,21 +468,22 @@ class GatewayTarget:
                 locator=str(view.state.locator),
                 objects=view.state.objects,
                 extra=dict(view.state.extra),
-                summary={"note": "nothing new: no transaction posted"},
+                summary={"note": self.nothing_sent},
             )
         checkpoint = self._load_checkpoint(plan, prev_id)
         if checkpoint is not None:
-            return self._post(plan.dataset_id, checkpoint, resumed=True)
+            return self._send(plan.dataset_id, checkpoint, resumed=True)
         if inputs and not plan.record_extra.get("inputs"):
             inputs = self._latest_inputs(inputs)
             plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
+        pinned = self._before_signing(view)  # a changed key sends nothing
         prepared = self._sign_bundle(plan, reader, previous, progress)
         signed = prepared.signed
+        sizes = signed.items.sizes()
         spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
         try:
             self._check_latest(plan.dataset_id, prev_id, view)
-            reward = self._price(size, len(signed.items))
-            tx = self._sign_transaction(spool, size, reward, signed.record_id)
+            tx, reward = self._pay(spool, sizes, size, signed.record_id)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 spool.unlink()
@@ -493,8 +501,28 @@ class GatewayTarget:
             inputs=inputs,
             object_index=index.to_json(),
         )
+        checkpoint.update(pinned)
         self._save_checkpoint(plan.dataset_id, checkpoint)
-        return self._post(plan.dataset_id, checkpoint, resumed=False)
+        return self._send(plan.dataset_id, checkpoint, resumed=False)
+
+    #: The summary's note when nothing new was sent.
+    nothing_sent: ClassVar[str] = "nothing new: no transaction posted"
+
+    def _before_signing(self, view: RemoteView) -> dict[str, Any]:
+        """What must be fixed before anything is signed, as checkpoint fields (none here)."""
+        return {}
+
+    def _pay(
+        self, spool: Path, sizes: list[int], size: int, record_id: str
+    ) -> tuple[Transaction | None, int]:
+        """Price the spooled bundle, hold it to the limits and the balance, sign the L1
+        transaction carrying it: ``(transaction, fee in winston)``."""
+        reward = self._price(size, len(sizes))
+        return self._sign_transaction(spool, size, reward, record_id), reward
+
+    def _send(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+        """Post what the checkpoint holds (:meth:`_post`: the transaction and its chunks)."""
+        return self._post(dataset_id, checkpoint, resumed=resumed)
 
     def _last_inputs(self, view: RemoteView) -> dict[str, str] | None:
         """The inputs map the last upload recorded (None: none)."""
@@ -524,6 +552,7 @@ class GatewayTarget:
         progress: Callable[[int], None],
     ) -> PreparedBundle:
         """Plan and sign the bundle (:mod:`.publish_bundle`, shared with ``bundle:DIR``)."""
+        self.progress.phase(f"signing {_count(len(plan.send), 'object')}", plan.send_bytes)
         return sign_publish_bundle(
             plan,
             reader,
@@ -680,7 +709,9 @@ class GatewayTarget:
 
         start = int(checkpoint.get("nextChunk", 0))
         progress = ChunkProgress(tx.id_b64, start, save)
-        self.gateway.upload_data(tx, tree, open_spool, progress)
+        sent = sum(c.size for c in tree.upload_chunks[:start])
+        self.progress.phase(f"sending transaction {tx.id_b64}", tx.data_size, done=sent)
+        self.gateway.upload_data(tx, tree, open_spool, progress, self.progress.advance)
         result = checkpoint["result"]
         summary = dict(result["summary"])
         if resumed:
@@ -779,7 +810,15 @@ class GatewayTarget:
         start = self.monotonic()
         deadline = start + self.confirm_timeout
         last: tuple[str | None] | None = None
+        if self.confirm_timeout > 0:
+            self.progress.phase(
+                f"confirming: waiting for record {record_id} to be in a block on "
+                f"{self.gateway.url}",
+                None,
+                unit="time",
+            )
         while True:
+            self.progress.advance(0)
             try:
                 uploads = collect_uploads(self.gateway, self.wallet.address, dataset_id)
             except BackendError:
@@ -844,6 +883,10 @@ class GatewayTarget:
         if isinstance(state.objects, FileIndex):
             drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
         drop_tier_files(side, tier_digests(state, where), older_than=self._started)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _manifest_chain(pairs: list[tuple[Upload, UploadRecord]]) -> ManifestChain:

@@ -24,22 +24,23 @@ the key (``extra.bundler``); nothing without a verified receipt is recorded as u
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
-from typing import Any, BinaryIO
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar
 
-from odfweb3.errors import FormatError, UsageError
+from odfweb3.errors import BackendError, FormatError, NotYetConfirmed, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import Price, RemoteView, UploadResult
+from odfweb3.publish.target import Phases, Price, RemoteView, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.client.turbo import TurboClient, TurboPayment, TurboStatus
 from odfweb3_arweave.formats.b64 import b64url_encode
 from odfweb3_arweave.formats.receipt import decode_receipt, encode_receipt, verify_receipt
-from odfweb3_arweave.publish.gateway_target import GatewayTarget, checkpoint_doc
-from odfweb3_arweave.publish.publish_bundle import previous_from_state, write_bundle_file
+from odfweb3_arweave.formats.tx import Transaction
+from odfweb3_arweave.publish.gateway_target import GatewayTarget
 from odfweb3_arweave.publish.state import (
     parse_arweave_extra,
     parse_arweave_state,
@@ -48,7 +49,15 @@ from odfweb3_arweave.publish.state import (
 from odfweb3_arweave.read.lookup import Upload
 from odfweb3_arweave.wallet import Wallet
 
-__all__ = ["TurboTarget", "bundle_index", "record_finalized", "turbo_price", "turbo_statuses"]
+__all__ = [
+    "TurboTarget",
+    "bundle_index",
+    "not_finalized",
+    "record_finalized",
+    "turbo_price",
+    "turbo_statuses",
+    "wait_finalized",
+]
 
 _MAX_ITEMS = 1 << 20
 # Distinct item sizes priced one by one; beyond, sizes are rounded up to Arweave's 256 KiB
@@ -121,11 +130,13 @@ class TurboTarget(GatewayTarget):
         states: StateStore,
         *,
         payment: TurboPayment | None = None,
+        finalize_timeout: float = 0.0,
         **kw: Any,
     ) -> None:
         super().__init__(gateway, wallet, states, **kw)
         self.turbo = turbo
         self.payment = payment
+        self.finalize_timeout = finalize_timeout
         self.name = f"turbo:{turbo.url}"
 
     def __repr__(self) -> str:
@@ -197,63 +208,22 @@ class TurboTarget(GatewayTarget):
             self.turbo.signer = parse_arweave_extra(view.state.extra, where).bundler
         return self.turbo.pinned_signer()
 
-    def upload(
-        self,
-        plan: PublishPlan,
-        reader: DatasetReader,
-        view: RemoteView,
-        progress: Callable[[int], None],
-    ) -> UploadResult:
-        """Sign and spool the items (as ``--to arweave``), then post each (module docstring)."""
-        self._unchanged = False
-        where = str(self.states.path_for(plan.dataset_id, self.name))
-        previous = previous_from_state(view.state, where)
-        prev_id = previous.record_id if previous else None
-        inputs = self._record_inputs(plan, view, where)
-        if previous is not None and self._nothing_new(plan, view, inputs):
-            assert view.state is not None
-            self._unchanged = True
-            return UploadResult(
-                locator=str(view.state.locator),
-                objects=view.state.objects,
-                extra=dict(view.state.extra),
-                summary={"note": "nothing new: nothing sent to the bundler"},
-            )
-        checkpoint = self._load_checkpoint(plan, prev_id)
-        if checkpoint is not None:
-            return self._post_items(plan.dataset_id, checkpoint, resumed=True)
-        if inputs and not plan.record_extra.get("inputs"):
-            inputs = self._latest_inputs(inputs)
-            plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
-        signer = self._pin(view)  # before signing: a changed key sends nothing
-        prepared = self._sign_bundle(plan, reader, previous, progress)
-        signed = prepared.signed
-        sizes = signed.items.sizes()
-        spool, size = write_bundle_file(signed.items, self.spool_dir, f"{signed.record_id}.bundle")
-        try:
-            self._check_latest(plan.dataset_id, prev_id, view)
-            self._charge(sizes, size)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                spool.unlink()
-            raise
-        index = self._write_index(plan.dataset_id, view, prepared)
-        checkpoint = checkpoint_doc(
-            prepared,
-            view,
-            None,
-            spool=spool.name,
-            size=size,
-            reward=0,
-            owner=self.wallet.address,
-            sealer=self.sealer,
-            inputs=inputs,
-            object_index=index.to_json(),
-        )
-        checkpoint["bundler"] = signer
-        checkpoint["receipts"] = {}
-        self._save_checkpoint(plan.dataset_id, checkpoint)
-        return self._post_items(plan.dataset_id, checkpoint, resumed=False)
+    nothing_sent: ClassVar[str] = "nothing new: nothing sent to the bundler"
+
+    def _before_signing(self, view: RemoteView) -> dict[str, Any]:
+        """The bundler's key, pinned before signing (:meth:`_pin`), and no receipt yet."""
+        return {"bundler": self._pin(view), "receipts": {}}
+
+    def _pay(
+        self, spool: Path, sizes: list[int], size: int, record_id: str
+    ) -> tuple[Transaction | None, int]:
+        """The items' price, held to the limits (:meth:`_charge`); no L1 transaction."""
+        self._charge(sizes, size)
+        return None, 0
+
+    def _send(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+        """Post each item without a receipt (:meth:`_post_items`)."""
+        return self._post_items(dataset_id, checkpoint, resumed=resumed)
 
     def _post_items(
         self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool
@@ -273,6 +243,12 @@ class TurboTarget(GatewayTarget):
             entries = bundle_index(f)
             # Bundle order is the record last already; keep it so whatever the order.
             entries.sort(key=lambda e: e[0] == record_id)
+            sent_before = sum(size for item_id, _, size in entries if item_id in receipts)
+            self.progress.phase(
+                f"sending {len(entries)} items to {self.turbo.url}",
+                sum(size for _, _, size in entries),
+                done=sent_before,
+            )
             skipped = 0
             for item_id, offset, size in entries:
                 if item_id in receipts:
@@ -285,6 +261,7 @@ class TurboTarget(GatewayTarget):
                 receipt = self.turbo.post_item(item_id, body)
                 receipts[item_id] = encode_receipt(receipt)
                 self._save_checkpoint(dataset_id, checkpoint)
+                self.progress.advance(size)
         extra = dataclasses.replace(sent, bundler=signer, receipts=dict(receipts))
         summary = dict(result["summary"])
         summary["bundler"] = self.turbo.url
@@ -303,24 +280,118 @@ class TurboTarget(GatewayTarget):
             summary=summary,
         )
 
+    # -- after the save: the bundler's FINALIZED, within the deadline ----------------------
+
+    def save(self, state: PublishState) -> None:
+        """Save the state (the upload is sent: its receipts prove it), then, with
+        ``finalize_timeout``, wait that long for the bundler's FINALIZED of the record and
+        record it (:func:`record_finalized`).
+
+        Raises:
+            NotYetConfirmed: not FINALIZED by the deadline (exit 75); the state saved says
+                pending, never finalized.
+        """
+        super().save(state)
+        if self.finalize_timeout <= 0 or state.record.get("status") == "finalized":
+            return
+        record_id = str(state.record.get("recordId"))
+        status = wait_finalized(
+            self.turbo,
+            record_id,
+            self.finalize_timeout,
+            sleep=self.sleep,
+            monotonic=self.monotonic,
+            poll_interval=self.poll_interval,
+            progress=self.progress,
+        )
+        line = not_finalized(self.turbo.url, record_id, status, self.finalize_timeout)
+        if status.state == "FAILED":
+            raise BackendError(line)
+        if status.state != "FINALIZED":
+            raise NotYetConfirmed(line)
+        record_finalized(self.states, state)
+
+
+def wait_finalized(
+    turbo: TurboClient,
+    record_id: str,
+    timeout: float,
+    *,
+    sleep: Callable[[float], None],
+    monotonic: Callable[[], float],
+    poll_interval: float = 2.0,
+    progress: Phases | None = None,
+) -> TurboStatus:
+    """Ask ``GET /v1/tx/{record_id}/status`` until FINALIZED or FAILED, or until
+    ``timeout`` seconds passed (then the last answer: CONFIRMED, NOT_FOUND). The status is
+    unsigned: it only says whether to keep waiting."""
+    deadline = monotonic() + timeout
+    if progress is not None:
+        progress.phase(
+            f"confirming: waiting for {turbo.url} to finalize record {record_id}",
+            None,
+            unit="time",
+        )
+    while True:
+        status = turbo.status(record_id)
+        if progress is not None:
+            progress.advance(0)
+        if status.state in ("FINALIZED", "FAILED") or monotonic() >= deadline:
+            return status
+        sleep(min(poll_interval, max(deadline - monotonic(), 0.0)))
+
+
+def not_finalized(url: str, record_id: str, status: TurboStatus, timeout: float) -> str:
+    """The one line for a record the bundler did not finalize in time."""
+    if status.state == "FAILED":
+        return (
+            f"Turbo bundler {url} says upload record {record_id} FAILED; the receipts prove "
+            "it was taken: publish again (items without a receipt are sent) or ask the bundler"
+        )
+    return (
+        f"Turbo bundler {url} did not finalize upload record {record_id} within {timeout:g} s "
+        f"(arweave.finalize_timeout_s; it says {status.state}): the upload is sent and its "
+        "receipts are kept; run `odfweb3 status` later"
+    )
+
 
 _REMEDY = "delete it and publish again (the items are re-sent; the bundler keeps one copy)"
 
 
 def turbo_statuses(
-    turbo: TurboClient, state: PublishState, states: StateStore | None = None
+    turbo: TurboClient,
+    state: PublishState,
+    states: StateStore | None = None,
+    *,
+    wait: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+    poll_interval: float = 2.0,
 ) -> list[dict[str, Any]]:
     """The last upload's record as the bundler reports it (``GET /v1/tx/{id}/status``:
     CONFIRMED, FINALIZED, FAILED or NOT_FOUND; unsigned, a hint of where it is).
 
     With ``states``, a FINALIZED record is recorded in the saved state (``record.status:
     finalized``, :func:`record_finalized`); ``saved`` says what the state says after.
+    With ``wait`` (``arweave.finalize_timeout_s``), a record not finalized yet is asked
+    again until it is or ``wait`` seconds passed; then the row's ``unconfirmed`` is the
+    one line saying so (the command exits 75).
     """
     typed = parse_arweave_state(state, f"publish state of {state.target}")
     record = typed.record
     if record is None:
         return []
-    status: TurboStatus = turbo.status(record.record_id)
+    if wait > 0 and record.status != "finalized":
+        status: TurboStatus = wait_finalized(
+            turbo,
+            record.record_id,
+            wait,
+            sleep=sleep,
+            monotonic=monotonic,
+            poll_interval=poll_interval,
+        )
+    else:
+        status = turbo.status(record.record_id)
     receipts = typed.extra.receipts or {}
     saved = record.status
     if states is not None and status.state == "FINALIZED" and record_finalized(states, state):
@@ -332,6 +403,11 @@ def turbo_statuses(
             "receipts": len(receipts),
             **status.to_json(),
             "saved": saved,
+            **(
+                {"unconfirmed": not_finalized(turbo.url, record.record_id, status, wait)}
+                if wait > 0 and saved != "finalized"
+                else {}
+            ),
         }
     ]
 

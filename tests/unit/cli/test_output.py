@@ -204,3 +204,50 @@ def test_a_message_is_never_written_over_the_bar() -> None:
     assert text.rstrip("\n").rsplit("\n", 1)[-1].startswith("\rpublishing [")
     bar.clear()  # after close: nothing more is written
     assert err.getvalue() == text
+
+
+def test_phases_reuse_the_bar_and_start_where_they_really_are() -> None:
+    now = [0.0]
+    stream = io.StringIO()
+    bar = Progress("publishing", None, stream, True, clock=lambda: now[0])
+    bar.set_total(100)  # drawn, never moved: the first phase takes its line
+    bar.phase("signing 2 objects", 100)
+    now[0] = 1.0
+    bar.advance(100)
+    # A resumed send starts at what was sent before: 40 %, and the rate counts only the new.
+    bar.phase("sending transaction X", 1000, done=400)
+    assert "40.0%" in bar.line(now[0])
+    now[0] = 3.0
+    bar.advance(600)
+    assert "300 B/s" in bar.line(now[0]) and "100.0%" in bar.line(now[0])
+    bar.phase("confirming: waiting for record R to be in a block on G", None, unit="time")
+    now[0] = 65.0
+    assert bar.line(now[0]) == "confirming: waiting for record R to be in a block on G (1:02)"
+    bar.close()
+    lines = [ln.split("\r")[-1].replace("\x1b[K", "") for ln in stream.getvalue().split("\n")]
+    # One line per phase that moved, in order; the untouched "publishing" bar was replaced.
+    assert [ln.split(" [")[0].split(" (")[0] for ln in lines if ln] == [
+        "signing 2 objects",
+        "sending transaction X",
+        "confirming: waiting for record R to be in a block on G",
+    ]
+
+
+def test_phases_as_plain_lines_with_v_on_a_pipe() -> None:
+    stream = io.StringIO()
+    bar = Progress("publishing", None, stream, False, clock=lambda: 0.0, lines=True)
+    bar.set_total(10)
+    bar.advance(5)
+    assert stream.getvalue() == ""  # a bar that is not phased says nothing on a pipe
+    bar.phase("sending 3 items to T", 30, done=10)
+    bar.advance(20)
+    bar.close()
+    out = stream.getvalue()
+    assert "\r" not in out and "\x1b" not in out
+    assert out.splitlines()[0].startswith("sending 3 items to T [")
+    assert "100.0%" in out.splitlines()[-1]
+    quiet = io.StringIO()
+    off = Progress("publishing", None, quiet, False, clock=lambda: 0.0)
+    off.phase("signing 1 object", 5)
+    off.close()
+    assert quiet.getvalue() == ""  # no -v: nothing at all

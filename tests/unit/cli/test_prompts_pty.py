@@ -8,19 +8,16 @@ publish whose key envelope has a passphrase recipient.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
 import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
 import pytest
 
 from odfweb3.odf.builder import create_root_dataset
+from tests.support.pty_cli import answer_each, run_in_pty
 
 PASSPHRASE = "correct horse battery staple 3141"
 
@@ -43,20 +40,6 @@ def _cli(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
     )
 
 
-def _count(seen: bytes, prompts: tuple[bytes, ...]) -> int:
-    """How many prompts ``seen`` holds: the longest first, each counted once."""
-    total = 0
-    for p in sorted(prompts, key=len, reverse=True):
-        total += seen.count(p)
-        seen = seen.replace(p, b"")
-    return total
-
-
-def _controlling_tty() -> None:
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
 def _type_at_prompts(
     argv: list[str], cwd: Path, env: dict[str, str], prompt: bytes, answers: list[bytes]
 ) -> tuple[int, str, int]:
@@ -73,32 +56,10 @@ def _type_at_prompts_any(
 ) -> tuple[int, str, int]:
     """Run the CLI on a pty; type the next answer each time one of ``prompts`` shows
     (counted apart: a prompt that contains another is not counted twice)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "odfweb3.cli.main", *argv],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=cwd,
-        env=env,
-        preexec_fn=_controlling_tty,
+    run = run_in_pty(
+        argv, cwd, env, react=answer_each(prompts, answers), timeout=180, controlling_tty=True
     )
-    os.close(slave)
-    seen, asked = b"", 0
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        seen += data
-        while _count(seen, prompts) > asked:
-            os.write(master, (answers[asked] if asked < len(answers) else b"") + b"\n")
-            asked += 1
-    os.close(master)
-    return proc.wait(timeout=60), seen.decode("utf-8", "replace"), asked
+    return run.code, run.text, run.reacted
 
 
 @pytest.fixture(scope="module")

@@ -7,53 +7,23 @@ On a terminal every long operation draws a bar with total, percent and ETA on st
 
 from __future__ import annotations
 
-import os
-import pty
-import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from odfweb3.odf.builder import create_root_dataset
-
-BAR = re.compile(r"\[[#-]{24}\] +\d+\.\d% .+/s (ETA \d+:\d\d|in \d+:\d\d)")
+from tests.support.pty_cli import BAR, cli_env, run_in_pty
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ODFWEB3_")}
-    env.update(HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "cfg"), TERM="xterm")
-    return env
+    return cli_env(tmp_path)
 
 
 def _in_pty(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    """Run the CLI with stdin, stdout and stderr on a fresh pseudo-terminal."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "odfweb3.cli.main", *argv],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=cwd,
-        env=env,
-        close_fds=True,
-    )
-    os.close(slave)
-    chunks = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    code = proc.wait(timeout=30)
-    return code, b"".join(chunks).decode("utf-8", "replace")
+    run = run_in_pty(argv, cwd, env, timeout=120)
+    return run.code, run.text
 
 
 def _on_pipe(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

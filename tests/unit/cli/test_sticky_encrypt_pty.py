@@ -7,12 +7,11 @@ refuses with exit 64 and writes nothing, "y" publishes plaintext.
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from tests.support.pty_cli import answer_once, run_in_pty
 from tests.support.sticky import home_env, leaks, make_marked_dataset, snapshot
 
 QUESTION = b"[y/N] "
@@ -20,33 +19,8 @@ QUESTION = b"[y/N] "
 
 def _answer_in_pty(argv: list[str], cwd: Path, env: dict[str, str], answer: bytes):
     """Run the CLI on a fresh pseudo-terminal; type ``answer`` once the question shows."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "odfweb3.cli.main", *argv],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=cwd,
-        env=env,
-        close_fds=True,
-    )
-    os.close(slave)
-    seen = b""
-    answered = False
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        seen += data
-        if not answered and QUESTION in seen:
-            os.write(master, answer + b"\n")
-            answered = True
-    os.close(master)
-    return proc.wait(timeout=60), seen.decode("utf-8", "replace"), answered
+    run = run_in_pty(argv, cwd, env, react=answer_once(QUESTION, answer), timeout=120)
+    return run.code, run.text, bool(run.reacted)
 
 
 def test_no_encrypt_asks_on_a_terminal(tmp_path, monkeypatch):
