@@ -285,8 +285,10 @@ class ArlocalNode:
             raise RuntimeError(f"arlocal /mint: HTTP {r.status_code}: {r.text[:300]}")
 
     def mine(self, blocks: int = 1) -> None:
-        """Mine `blocks` blocks, confirming pending transactions (`/mine/{n}`)."""
-        r = self.get(f"/mine/{int(blocks)}")
+        """Mine `blocks` blocks, confirming pending transactions (`/mine/{n}`). The first
+        mine after a bundle was seeded unbundles all of it (hundreds of items after a big
+        turbo publish): a generous deadline, as on a loaded machine."""
+        r = self.get(f"/mine/{int(blocks)}", timeout=300.0)
         if r.status_code != 200:
             raise RuntimeError(f"arlocal /mine: HTTP {r.status_code}: {r.text[:300]}")
 
