@@ -16,7 +16,7 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
 from odfweb3_arweave.client.gateway import ArweaveGateway
-from odfweb3_arweave.publish import gateway_target
+from odfweb3_arweave.publish import file_index
 from odfweb3_arweave.publish.file_index import FileIndex, partition_of
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
 from odfweb3_arweave.wallet import Wallet, generate_wallet
@@ -145,13 +145,13 @@ def test_a_crash_between_pack_and_state_loses_nothing(
     before = state_doc(t, did)
     append_blocks(ds, 1, data_bytes=100, seed=179)
     if point == "pack":  # the new pack written, no checkpoint, nothing posted
-        real_pack = gateway_target.write_pack
+        real_pack = file_index.write_pack  # file_index.index_after writes the pack
 
         def die_after_pack(*a, **k):
             real_pack(*a, **k)
             raise Crash
 
-        monkeypatch.setattr(gateway_target, "write_pack", die_after_pack)
+        monkeypatch.setattr(file_index, "write_pack", die_after_pack)
     else:  # posted, the checkpoint names the pack, the state not written
 
         def die(*a, **k):

@@ -45,6 +45,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,7 +55,7 @@ from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError, IntegrityError, OdfWeb3Error
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.outdir_seal import OutDirSeal
-from odfweb3.publish.pack_index import drop_packs, write_pack
+from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 from odfweb3.publish.target import RemoteView, UploadResult
@@ -63,12 +64,11 @@ from odfweb3_arweave.formats.arfs import app_tags
 from odfweb3_arweave.formats.record import inputs_to_record
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
-    FileRefs,
-    KeptFiles,
+    FileRef,
     ManifestKind,
     PreviousUpload,
 )
-from odfweb3_arweave.publish.file_index import FileIndex
+from odfweb3_arweave.publish.file_index import FileIndex, index_after
 from odfweb3_arweave.publish.publish_bundle import (
     encryption_view,
     manifest_chain,
@@ -330,31 +330,13 @@ class BundleTarget:
         self,
         view: RemoteView,
         keep: Mapping[str, Any],
-        files: Mapping[str, Any],
+        files: Mapping[str, FileRef],
         added: Mapping[str, Any],
     ) -> FileIndex:
-        """The file index after this bundle, its new pack written (after the bundle, before
-        ``publish.json``, named by its content: a crash leaves only an unreferenced pack).
-
-        When the bundle keeps the state's other paths as they are (a view over the state's
-        index), the index is the state's with this bundle's paths replaced: one small pack
-        of the parts they fall in. Otherwise (a first upload, a state written before the
-        index, kept paths that are a subset of the state's) one pack of every path.
-        """
+        """The file index after this bundle, its pack written after the bundle, before
+        ``publish.json`` (:func:`.file_index.index_after`)."""
         old = view.state.objects if view.state is not None else None
-        if (
-            isinstance(old, FileIndex)
-            and isinstance(keep, KeptFiles)
-            and isinstance(keep.known, FileRefs)
-            and keep.known.raw is old
-        ):
-            index, pack = old.updated({p: files[p].to_json() for p in added})
-        else:
-            every = {p: ref.to_json() for p, ref in files.items()}
-            index, pack = FileIndex.of_objects(self.out_dir, every)
-        if pack:
-            write_pack(self.out_dir, pack)
-        return index
+        return index_after(old, keep, files, added, partial(FileIndex.of_objects, self.out_dir))
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """The record travels inside the bundle; here only the state is assembled."""

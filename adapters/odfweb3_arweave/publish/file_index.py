@@ -17,13 +17,14 @@ whatever the dataset's size). An entry reads back as the JSON
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final
 
 from odfweb3.errors import FormatError
-from odfweb3.publish.pack_index import IndexLayout, PackIndex
+from odfweb3.publish.pack_index import IndexLayout, PackIndex, write_pack
+from odfweb3_arweave.publish.bundle_plan import FileRef, FileRefs, KeptFiles
 
-__all__ = ["FileIndex", "partition_of"]
+__all__ = ["FileIndex", "index_after", "partition_of"]
 
 _FOLDERS: Final = ("blocks", "checkpoints", "data", "refs")
 
@@ -52,3 +53,34 @@ class FileIndex(PackIndex):
     """Path -> the JSON of its :class:`.bundle_plan.FileRef`, read part by part when asked."""
 
     layout: ClassVar[IndexLayout] = IndexLayout(_FOLDERS, partition_of, _encode, _decode)
+
+
+def index_after(
+    old: object,
+    keep: Mapping[str, Any],
+    files: Mapping[str, FileRef],
+    added: Iterable[str],
+    of_objects: Callable[[dict[str, Any]], tuple[FileIndex, bytes]],
+) -> FileIndex:
+    """The file index after a bundle, its new pack written (before the state or checkpoint
+    naming it, content-named: a crash leaves only an unreferenced pack).
+
+    When the bundle keeps the state's other paths as they are (``keep`` a view over the
+    state's index ``old``), the index is ``old`` with the bundle's ``added`` paths replaced:
+    one small pack of the parts they fall in. Otherwise (a first upload, a rebuilt state,
+    a state written before the index, kept paths a subset of the state's) one pack of every
+    path in ``files`` (``of_objects``).
+    """
+    if (
+        isinstance(old, FileIndex)
+        and isinstance(keep, KeptFiles)
+        and isinstance(keep.known, FileRefs)
+        and keep.known.raw is old
+    ):
+        index, pack = old.updated({p: files[p].to_json() for p in added})
+    else:
+        index, pack = of_objects({p: ref.to_json() for p, ref in files.items()})
+    if pack:
+        index.out_dir.mkdir(parents=True, exist_ok=True)
+        write_pack(index.out_dir, pack)
+    return index

@@ -50,6 +50,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -86,13 +87,11 @@ from odfweb3_arweave.formats.tx import (
 )
 from odfweb3_arweave.publish.bundle_plan import (
     FileRef,
-    FileRefs,
-    KeptFiles,
     ManifestKind,
     PreviousUpload,
     rebuilt_tiers,
 )
-from odfweb3_arweave.publish.file_index import FileIndex
+from odfweb3_arweave.publish.file_index import FileIndex, index_after
 from odfweb3_arweave.publish.publish_bundle import (
     PreparedBundle,
     encryption_view,
@@ -311,30 +310,12 @@ class GatewayTarget:
     def _write_index(
         self, dataset_id: str, view: RemoteView, prepared: PreparedBundle
     ) -> FileIndex:
-        """The file index after this bundle, its new pack written (temp file, fsync,
-        rename) before the checkpoint naming it: a crash leaves an unreferenced pack.
-
-        When the bundle keeps the state's other paths as they are (a view over the state's
-        index), the index is the state's with this bundle's paths replaced: one small pack
-        of the parts they fall in. Otherwise (a first upload, a rebuilt state, a state
-        written before the index) one pack of every path.
-        """
-        keep, files, added = prepared.plan.keep, prepared.signed.files, prepared.signed.added
+        """The file index after this bundle, its pack written before the checkpoint naming
+        it (:func:`.file_index.index_after`)."""
+        signed = prepared.signed
         old = view.state.objects if view.state is not None else None
-        if (
-            isinstance(old, FileIndex)
-            and isinstance(keep, KeptFiles)
-            and isinstance(keep.known, FileRefs)
-            and keep.known.raw is old
-        ):
-            index, pack = old.updated({p: files[p].to_json() for p in added})
-        else:
-            every = {p: ref.to_json() for p, ref in files.items()}
-            index, pack = GatewayFileIndex.of_objects(self.index_dir(dataset_id), every)
-        if pack:
-            index.out_dir.mkdir(parents=True, exist_ok=True)
-            write_pack(index.out_dir, pack)
-        return index
+        fresh = partial(GatewayFileIndex.of_objects, self.index_dir(dataset_id))
+        return index_after(old, prepared.plan.keep, signed.files, signed.added, fresh)
 
     def _indexed(self, state: PublishState) -> PublishState:
         """A state listing every path (rebuilt from the network, or an unchanged publish

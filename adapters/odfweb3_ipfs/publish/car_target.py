@@ -58,6 +58,7 @@ import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -86,7 +87,7 @@ from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_k
 from odfweb3_ipfs.formats.unixfs_reader import list_directory, resolve_path
 from odfweb3_ipfs.publish.car_resume import CarResume, Resumed, ResumingWriter
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
+from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json, write_dag_index
 from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
     DISCOVERY_KINDS,
@@ -500,26 +501,10 @@ class CarTarget:
         )
 
     def _write_index(self, dag: DatasetDag, prev: PublishState | None) -> ObjectIndex:
-        """The object index of the new layout, its new pack written (before publish.json,
-        named by its content: a crash leaves only an unreferenced pack)."""
-        if dag.indexed and prev is not None and isinstance(prev.objects, ObjectIndex):
-            index, pack = prev.objects.updated({p: link.to_json() for p, link in dag.added.items()})
-            if pack:
-                write_atomic(self.out_dir / ObjectIndex.pack_name(pack), pack)
-            return index
-        # Every object: the pack streamed part by part from the links, reused entries
-        # as the previous state wrote them (no JSON dict per object).
-        previous = prev.objects if prev else {}
-        links, reused = dag.objects, dag.reused
-
-        def value(path: str) -> list[Any]:
-            if path in reused and path in previous:
-                e = previous[path]
-                return [e["cid"], e["tsize"], e["size"]]
-            link = links[path]
-            return [link.cid.encode(), link.tsize, link.size]
-
-        return ObjectIndex.write_fresh(self.out_dir, links, value)
+        """The object index of the new layout, its new pack written before publish.json."""
+        return write_dag_index(
+            dag, prev, partial(ObjectIndex.write_fresh, self.out_dir), public=True
+        )
 
     def _write_side_car(self, file: SideFile) -> str:
         """Write a side file (descriptor, key envelope) as its own CAR; the CAR's name."""

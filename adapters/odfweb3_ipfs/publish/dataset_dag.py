@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject
@@ -60,6 +61,7 @@ __all__ = [
     "reusable_links",
     "reusable_shards",
     "shards_json",
+    "write_dag_index",
 ]
 
 _TOP_DIRS: Final = ("blocks", "checkpoints", "data")
@@ -826,3 +828,37 @@ def _size_of(sealer: Sealer | None) -> Callable[[DatasetObject], int | None] | N
 
 def _recorded_size(obj: DatasetObject) -> int | None:
     return obj.size
+
+
+def write_dag_index(
+    dag: DatasetDag,
+    prev: PublishState | None,
+    write_fresh: Callable[[Mapping[str, ObjectLink], Callable[[str], list[Any]]], ObjectIndex],
+    *,
+    public: bool,
+) -> ObjectIndex:
+    """The object index of ``dag``'s layout, its new pack written (temp file, fsync, rename)
+    before any state names it: content-named, so a crash leaves only an unreferenced pack.
+
+    An update over an index (``dag.indexed``) writes only the parts its new objects fall
+    in; a first publish, or one from a state listing every object (written by older
+    versions: migrated here), streams the whole pack part by part from the links
+    (``write_fresh(links, value)``), reused entries as the previous state wrote them.
+    ``public``: the pack's mode per the umask (``car:DIR``) instead of 0600 (private state).
+    """
+    if dag.indexed and prev is not None and isinstance(prev.objects, ObjectIndex):
+        index, pack = prev.objects.updated({p: link.to_json() for p, link in dag.added.items()})
+        if pack:
+            write_file_atomic(index.out_dir / ObjectIndex.pack_name(pack), pack, public=public)
+        return index
+    previous = prev.objects if prev else {}
+    links, reused = dag.objects, dag.reused
+
+    def value(path: str) -> list[Any]:
+        if path in reused and path in previous:
+            e = previous[path]
+            return [e["cid"], e["tsize"], e["size"]]
+        link = links[path]
+        return [link.cid.encode(), link.tsize, link.size]
+
+    return write_fresh(links, value)

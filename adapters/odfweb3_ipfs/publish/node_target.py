@@ -60,12 +60,12 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.crypto.segments import MAGIC
@@ -91,7 +91,7 @@ from odfweb3_ipfs.formats.ipns import (
 )
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json
+from odfweb3_ipfs.publish.dataset_dag import DatasetDag, shards_json, write_dag_index
 from odfweb3_ipfs.publish.node_batches import BATCH_BYTES, BATCH_OBJECTS, BatchLog, BatchSender
 from odfweb3_ipfs.publish.object_index import ObjectIndex
 from odfweb3_ipfs.publish.pipeline import (
@@ -722,30 +722,10 @@ class IpfsNodeTarget:
     def _write_index(
         self, dataset_id: str, dag: DatasetDag, prev: PublishState | None
     ) -> ObjectIndex:
-        """The object index of the new root, its new pack written (temp file, fsync,
-        rename) before any state names it: content-named, so a crash leaves only an
-        unreferenced pack. An update writes only the parts its new objects fall in; a
-        first publish, or one from a state written by older versions (every object in
-        ``objects``: migrated here), writes the whole index."""
-        if dag.indexed and prev is not None and isinstance(prev.objects, ObjectIndex):
-            new = {path: link.to_json() for path, link in dag.added.items()}
-            index, pack = prev.objects.updated(new)
-            if pack:
-                write_file_atomic(index.out_dir / ObjectIndex.pack_name(pack), pack)
-            return index
-        # Every object, the pack streamed part by part from the links (as car:DIR), reused
-        # entries as the previous state wrote them.
-        previous = prev.objects if prev else {}
-        links, reused = dag.objects, dag.reused
-
-        def value(path: str) -> list[Any]:
-            if path in reused and path in previous:
-                e = previous[path]
-                return [e["cid"], e["tsize"], e["size"]]
-            link = links[path]
-            return [link.cid.encode(), link.tsize, link.size]
-
-        return NodeObjectIndex.write_fresh(self.index_dir(dataset_id), links, value)
+        """The object index of the new root, its new pack written before any state names
+        it (:func:`.dataset_dag.write_dag_index`)."""
+        fresh = partial(NodeObjectIndex.write_fresh, self.index_dir(dataset_id))
+        return write_dag_index(dag, prev, fresh, public=False)
 
     def _checkpoint(
         self,

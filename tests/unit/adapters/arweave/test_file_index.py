@@ -116,7 +116,7 @@ _CHILD = """
 import os, signal, sys
 from pathlib import Path
 from odfweb3.publish.execute import publish_dataset
-from odfweb3_arweave.publish import bundle_target
+from odfweb3_arweave.publish import bundle_target, file_index
 from odfweb3_arweave.wallet import load_wallet
 
 point = sys.argv[3]
@@ -128,8 +128,8 @@ if point == "bundle":  # the bundle renamed into place, nothing else
     real = bundle_target.write_bundle_file
     bundle_target.write_bundle_file = lambda *a, **k: (real(*a, **k), die())[0]
 elif point == "pack":  # the pack written, publish.json not
-    real_pack = bundle_target.write_pack
-    bundle_target.write_pack = lambda *a, **k: (real_pack(*a, **k), die())[0]
+    real_pack = file_index.write_pack  # file_index.index_after writes the pack
+    file_index.write_pack = lambda *a, **k: (real_pack(*a, **k), die())[0]
 else:  # publish.json written, the old packs not dropped yet
     bundle_target.drop_packs = die
 target = bundle_target.BundleTarget(Path(sys.argv[2]), load_wallet(sys.argv[4]))
