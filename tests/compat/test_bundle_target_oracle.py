@@ -12,6 +12,7 @@ import pytest
 
 from odfweb3.backends import TargetOptions, open_target
 from odfweb3.config import load_config
+from odfweb3.descriptor.published import CROISSANT_MEDIA_TYPE, DCAT_MEDIA_TYPE
 from odfweb3.errors import ConfigError, ConflictError, FormatError, IntegrityError, UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import hash_bytes, multihash_from_str, multihash_to_str
@@ -61,8 +62,9 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     bundle1 = out / f"{record1}.bundle"
     items1 = read_bundle(bundle1)
     # objects' data, their metadata, refs/head data + metadata, drive + 5 folders, manifest,
-    # descriptor (its creator the wallet: no publisher configured), record
-    assert len(items1) == 2 * n_objects + 2 + 6 + 3
+    # descriptor (its creator the wallet: no publisher configured), the Croissant and DCAT
+    # documents, record
+    assert len(items1) == 2 * n_objects + 2 + 6 + 5
     assert kinds(items1)[2 * n_objects :] == [
         "text/plain",
         "file",
@@ -70,14 +72,16 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
         *["folder"] * 5,
         "application/x.arweave-manifest+json",
         "application/ld+json",
+        CROISSANT_MEDIA_TYPE,
+        DCAT_MEDIA_TYPE,
         "application/json",
     ]
     assert items1[-1].id_b64 == record1
     record = decode_record(items1[-1].tags, items1[-1].data)
     assert record.prev_upload is None and record.prev_head is None
     assert record.head == multihash_to_str(first.plan.head)
-    assert items1[-3].id_b64 == record.manifest_id == first.upload.locator
-    manifest = decode_manifest(items1[-3].data)
+    assert items1[-5].id_b64 == record.manifest_id == first.upload.locator
+    manifest = decode_manifest(items1[-5].data)
     by_id = {i.id_b64: i.data for i in items1}
     check_manifest_covers_dataset(ds, dict(manifest.paths), by_id)
     assert all(pid in by_id for pid in manifest.paths.values())
@@ -116,6 +120,8 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
         "file",
         "application/x.arweave-manifest+json",
         "application/ld+json",
+        CROISSANT_MEDIA_TYPE,
+        DCAT_MEDIA_TYPE,
         "application/json",
     ]
     record2 = decode_record(items2[-1].tags, items2[-1].data)
@@ -125,8 +131,8 @@ def test_full_then_incremental(tmp_path: Path, fixed_wallet: Wallet) -> None:
     assert set(record2.added) == {o.path for o in second.plan.send} | {"refs/head"}
     assert record2.added["refs/head"].file_id == record.added["refs/head"].file_id  # revision
     # A delta manifest, the paths this upload added only, naming the full one
-    manifest2 = decode_manifest(items2[-3].data)
-    assert tags_of(items2[-3])["ODF-Full-Manifest"] == record.manifest_id
+    manifest2 = decode_manifest(items2[-5].data)
+    assert tags_of(items2[-5])["ODF-Full-Manifest"] == record.manifest_id
     assert record2.full_manifest == record.manifest_id
     assert dict(manifest2.paths) == {p: a.data_item_id for p, a in record2.added.items()}
     all_items = by_id | {i.id_b64: i.data for i in items2}
@@ -298,7 +304,13 @@ def test_descriptor_item_between_manifest_and_record(tmp_path: Path, fixed_walle
     bundle = out / f"{outcome.state.record['recordId']}.bundle"
     items = read_bundle(bundle)
     assert oracle("verify-bundle", bundle)["valid"] is True  # arbundles accepts it
-    manifest, desc, record = items[-3:]
+    manifest, desc, croissant, dcat, record = items[-5:]
+    assert (croissant.id_b64, dcat.id_b64) == (
+        outcome.upload.summary["croissantId"],
+        outcome.upload.summary["dcatId"],
+    )
+    assert tags_of(croissant)["ODF-Discovery"] == "croissant"
+    assert tags_of(dcat)["ODF-Discovery"] == "dcat"
     assert tags_of(manifest)["Content-Type"] == "application/x.arweave-manifest+json"
     assert desc.id_b64 == outcome.upload.summary["descriptorId"]
     assert outcome.state.extra["descriptorId"] == desc.id_b64
@@ -317,6 +329,6 @@ def test_descriptor_item_between_manifest_and_record(tmp_path: Path, fixed_walle
     outcome = publish_dataset(ds, BundleTarget(out2, fixed_wallet))
     items = read_bundle(out2 / f"{outcome.state.record['recordId']}.bundle")
     assert "descriptorSkipped" not in outcome.upload.summary
-    [plain] = [i for i in items if tags_of(i).get("Content-Type") == "application/ld+json"]
+    [plain] = [i for i in items if i.id_b64 == outcome.upload.summary["descriptorId"]]
     creator = decode_descriptor(plain.data)["creator"]
     assert creator == {"type": "foaf:Agent", "name": f"Arweave address {fixed_wallet.address}"}
