@@ -120,13 +120,15 @@ def _huge_record(out: Path, keys: Keystore, world: dict[str, object]) -> None:
 
 def _visible(root: Path) -> dict[str, str]:
     """Everything under ``root`` but pull's empty housekeeping folders (``DEST/.odfweb3``:
-    its lock and staging area, emptied again on failure) and the replay memory (a record
+    its staging area, emptied again on failure, and its empty lock file) and the replay memory (a record
     whose signature checked out is remembered even when the content then fails)."""
     snap = tree_snapshot(root)
     return {
         k: v
         for k, v in snap.items()
         if not (".odfweb3" in k.split("/") and v == "dir")
+        # the pull lock stays (unlinking a flock file lets a later pull lock a stale inode)
+        and not k.endswith(".odfweb3/incoming.lock")
         and k not in ("state", "state/ipns-seen.json")  # a validly signed record is remembered
     }
 

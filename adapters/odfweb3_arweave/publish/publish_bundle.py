@@ -428,7 +428,9 @@ def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
         return view
     now = "encrypted" if sealer is not None else "plain"
     note = f"the earlier uploads are not {now}: uploading every object again ({now})"
-    return replace(view, has=frozenset(), notes=(*view.notes, note))
+    # holds_head off as well: an "ahead" plan would otherwise skip every object the target's
+    # head covers, and the new manifest would mix the earlier revisions with the new ones.
+    return replace(view, has=frozenset(), holds_head=False, notes=(*view.notes, note))
 
 
 def sealed_extra(

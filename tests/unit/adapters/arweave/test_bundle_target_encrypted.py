@@ -140,6 +140,24 @@ def test_switching_to_encrypted_resends_everything(tmp_path, fixed_wallet, world
         assert item_id in by_id, path
 
 
+def test_switching_to_encrypted_with_new_blocks_resends_everything(tmp_path, fixed_wallet, world):
+    """The target holds an ancestor of our head in plaintext: the encrypted publish is
+    "ahead", and must still send every object, not only the new ones (an ahead plan skips
+    what the target's head covers only when the target holds those objects as we would)."""
+    out = tmp_path / "out"
+    publish_dataset(world.ds, BundleTarget(out, fixed_wallet))
+    append_blocks(world.ds, 1, data_bytes=2000, seed=9)
+    enc = publish_dataset(
+        world.ds, BundleTarget(out, fixed_wallet, sealer=world.sealer), sealer=world.sealer
+    )
+    assert enc.plan.relation == "ahead" and any("not encrypted" in n for n in enc.notes)
+    assert {o.path for o in enc.plan.send} == {o.path for o in enc.plan.objects}
+    _items, by_id, record = _open_bundle(out, enc.state.record["recordId"])
+    manifest = decode_manifest(by_id[record.manifest_id].data)
+    for path, item_id in manifest.paths.items():  # every path a ciphertext item of this bundle
+        assert item_id in by_id, path
+
+
 def test_cli_publish_encrypt_to_bundle(tmp_path, capsys, world):
     env = {
         "ODFWEB3_KEYSTORE": str(world.keys_dir),
