@@ -15,8 +15,8 @@ published beside the data.
 Decrypting (pull, verify, resolve, :func:`unlock_envelope`), in this order:
 
 1. the dataset's own content keys, if this keystore holds them;
-2. each local identity the envelope lists as an x25519 recipient (and only those: issue 16
-   item 6, an envelope cannot make us try every key we hold);
+2. each local identity the envelope lists as an x25519 recipient (and only those:
+   an envelope cannot make us try every key we hold);
 3. a passphrase, when the envelope has passphrase recipients and the caller can supply one.
 
 docs/design.md, "Encryption". The CLI supplies the I/O: warnings, the passphrase prompt.

@@ -1,7 +1,7 @@
 """``publish --with-inputs``: a derivative and the inputs it consumed, published together.
 
 Each input is published first (to the same target; one-dataset directory targets get
-``OUT/inputs/NAME``), then the derivative with the inputs map in its record (issue 11:
+``OUT/inputs/NAME``), then the derivative with the inputs map in its record (the lineage map:
 dataset ID -> ``ipns://NAME`` or ``ar://RECORD``), so a reader can verify the lineage from
 signed records alone. :func:`plan_inputs` checks everything before anything is sent;
 :func:`publish_with_inputs` runs the publishes through the function the caller passes (the

@@ -119,8 +119,8 @@ def _huge_record(out: Path, keys: Keystore, world: dict[str, object]) -> None:
 
 
 def _visible(root: Path) -> dict[str, str]:
-    """Everything under ``root`` but pull's empty housekeeping folders (``DEST/.odfweb3``:
-    its staging area, emptied again on failure, and its empty lock file) and the replay memory (a record
+    """Everything under ``root`` but pull's housekeeping (``DEST/.odfweb3``: its staging
+    area, emptied again on failure, and its empty lock file) and the replay memory (a record
     whose signature checked out is remembered even when the content then fails)."""
     snap = tree_snapshot(root)
     return {

@@ -11,7 +11,7 @@ small), ``POST /chunk`` (larger data, one chunk at a time with its Merkle proof)
   a transaction's id is fixed by its signature, so posting it twice is harmless) on
   connection errors, timeouts, 429 and 5xx answers, with exponential backoff and full jitter;
 - bounds every answer in size (each read names its limit; bodies gathered in a
-  ``bytearray``, not ``bytes +=``: issue 16 item 7) and in time (``network.deadline_s``);
+  ``bytearray``, not ``bytes +=``, which is quadratic) and in time (``network.deadline_s``);
 - translates failures once: :class:`~odfweb3.errors.BackendUnavailable` when the
   gateway cannot be reached, :class:`~odfweb3.errors.BackendRejected` naming the gateway,
   the endpoint, the HTTP status and the gateway's own message otherwise. HTTP 410 on

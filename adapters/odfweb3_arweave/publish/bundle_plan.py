@@ -342,7 +342,7 @@ class BundlePlan:
         unix_time: ``Unix-Time`` of every item.
         app_version: ``App-Version``.
         record_extra_tags: extra tags for the record item (checked against the limits).
-        inputs: dataset ID -> ``ar://RECORD`` of each input, for the record body (issue 11;
+        inputs: dataset ID -> ``ar://RECORD`` of each input, for the record body (lineage;
             from ``plan.record_extra["inputs"]``), or None.
         full_manifest: the last full manifest's id when this bundle's manifest is a delta
             (the paths of ``add`` only); None: a full manifest (``add`` and ``keep``).

@@ -900,7 +900,7 @@ def checkpoint_doc(
     """The upload checkpoint (pure): saved before the first byte is posted, so a resumed
     publish posts the same transaction; its ``result`` is the :class:`UploadResult`.
 
-    With ``object_index`` (the file index's refs, its packs written already: issue 19) the
+    With ``object_index`` (the file index's refs, its packs written already) the
     paths are not listed (``objects`` empty) and ``extra.objectIndex`` names the parts.
     ``tx`` is None when no L1 transaction carries the items (a bundler posts them:
     :mod:`.turbo_target`)."""

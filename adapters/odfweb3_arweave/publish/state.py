@@ -7,8 +7,8 @@ keep one kind of state, since both publish through :mod:`.publish_bundle`:
   upload, time; the bundle file or the L1 transaction); ``extra`` repeats the upload part
   under the same keys (:attr:`ArweaveExtra.upload`);
 - :class:`ArweaveExtra`: the drive ids, the owner, the bundles written (``bundle:``) or the
-  uploads posted (gateway, :class:`UploadEntry`), the manifest chain (:class:`ManifestChain`,
-  issue 19), encryption, the descriptor item and the inputs map;
+  uploads posted (gateway, :class:`UploadEntry`), the manifest chain (:class:`ManifestChain`),
+  encryption, the descriptor item and the inputs map;
 - :class:`ArweaveState`: both, read from one file.
 
 A field of the wrong type is one :class:`~odfweb3.errors.FormatError` naming the file; a
@@ -201,7 +201,7 @@ class ArweaveExtra:
         race_check: ``raceCheck``, ``won`` or ``unsettled`` (gateway).
         object_index: ``objectIndex``, where the per-path file revisions are
             (``bundle:``, :class:`.file_index.FileIndex`; absent: the core's ``objects``
-            map, as written before issue 19's index and by the gateway target).
+            map, as written before the file index and by the gateway target).
         bundler: ``bundler``, the Arweave address a Turbo bundler signed the receipts with
             (``turbo:``; pinned: the next upload refuses another key).
         receipts: ``receipts``, data item id -> the bundler's signed receipt of the last

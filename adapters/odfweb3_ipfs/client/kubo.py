@@ -22,7 +22,7 @@ HTTP layer (:mod:`odfweb3.transport.http`), which:
   in its query on js-ipfs).
 
 Node differences handled here (Kubo v0.43.1 is the suite's node, docs/kubo-notes.md; js-ipfs
-0.66.1 was until issue 17, docs/jsipfs-notes.md, and is now covered by unit tests only):
+0.66.1 was before Kubo, docs/jsipfs-notes.md, and is now covered by unit tests only):
 
 =========================  ===========================  ==============================
 need                       Kubo                         js-ipfs 0.66.1

@@ -53,7 +53,7 @@ FILE_BLOCK_SLACK: Final = 64
 #: Blocks a file of unknown size may have (4 Mi: 1 TiB in Kubo's 256 KiB chunks).
 MAX_FILE_BLOCKS: Final = 1 << 22
 #: Entries a directory listing may hold (ODF folders: one per block, file or checkpoint;
-#: issue 19 aims at 100,000 blocks). About 300 bytes each once listed: 80 MB at most per
+#: datasets of 100,000 blocks are expected). About 300 bytes each once listed: 80 MB at most per
 #: folder, so the three folders of a replica stay within the 256 MB a read may take.
 MAX_DIR_ENTRIES: Final = 1 << 18
 _HOSTILE: Final = "; the DAG is corrupt or hostile: use another replica"

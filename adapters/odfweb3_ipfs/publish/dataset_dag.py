@@ -217,7 +217,7 @@ class IndexLinks(Mapping[str, ObjectLink]):
 
 class _PackedLinks(Mapping[str, ObjectLink]):
     """New objects' links, each kept as one ``bytes`` (CID bytes, then tsize and size, 8
-    bytes each) instead of an :class:`ObjectLink`, a :class:`Cid` and two ints (issue 19:
+    bytes each) instead of an :class:`ObjectLink`, a :class:`Cid` and two ints (memory:
     300,000 of them at 100,000 blocks); an :class:`ObjectLink` is made when one is asked."""
 
     def __init__(self) -> None:

@@ -386,7 +386,7 @@ def discovery_documents(
 
 def odf_extra(dag: DagFacts) -> dict[str, Any]:
     """The ``_odf`` map's optional entries from a state's DAG facts (descriptor, key
-    envelope, and the lineage ``inputs`` map of issue 11)."""
+    envelope, and the lineage ``inputs`` map)."""
     out: dict[str, Any] = {}
     if dag.descriptor:
         out["descriptor"] = dag.descriptor

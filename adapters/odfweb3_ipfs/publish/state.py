@@ -151,7 +151,7 @@ class DagFacts:
         encrypted: ``encrypted`` (written only as true).
         key_epoch: ``keyEpoch`` of the sealer (encrypted publishes).
         dir_blocks: ``dirBlocks``, hex CIDs of the directory blocks sent before (the node
-            target; ``car:DIR`` wrote them until issue 19 and now reads them only from an
+            target; ``car:DIR`` wrote them before its object index and now reads them only from an
             older ``publish.json``: its builds know which blocks are new from the layout).
         descriptor: ``descriptor``, the discovery descriptor's CID.
         croissant / dcat: ``croissant`` / ``dcat``, the CIDs of the Croissant and DCAT
@@ -347,7 +347,7 @@ class NodePending:
     """``extra.pending``: a publish whose root is on the node but whose name may not have
     moved yet (written before the record is put; resumes an interruption).
 
-    Since issue 19 the checkpoint names the root's object index (its packs are written
+    Since the object index, the checkpoint names the root's object index (its packs are written
     before it) and shard tables instead of listing every object and directory block; a
     checkpoint written by older versions (``objects``, ``dirBlocks``) is still read.
 

@@ -8,8 +8,8 @@ against what:
   them, js-ipfs 0.66.1's does not, see docs/jsipfs-notes.md), else its one-block CARs
   (``?format=car&dag-scope=block``, each block verified against its CID), else the RPC
   ``block/get`` — the path ``<root>/refs/head`` is read block by block, each block checked
-  against its CID (:mod:`.unixfs_reader`). With none of these the read is refused (issue 16
-  item 1: a gateway's deserialized answer is not tied to the CID, so a hostile one could
+  against its CID (:mod:`.unixfs_reader`). With none of these the read is refused (a
+  gateway's deserialized answer is not tied to the CID, so a hostile one could
   serve any dataset under any CID), unless the loudly named opt-in
   ``ipfs.insecure_unverified_paths`` is set: then the replica is marked ``unverified`` and
   no command reports it ``identical``.
