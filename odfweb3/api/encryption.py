@@ -16,7 +16,7 @@ from odfweb3.api.hooks import Hooks
 from odfweb3.config import Config
 from odfweb3.crypto.keyfiles import ContentKeyStore, DatasetKeys
 from odfweb3.crypto.policy import EncryptionDecision, EncryptionFacts, publish_sealer
-from odfweb3.crypto.sealer import Sealer, sensitive_setting
+from odfweb3.crypto.sealer import Discovery, Sealer, discovery_setting, sensitive_setting
 from odfweb3.errors import ConflictError
 from odfweb3.odf.kamu_workspace import kamu_alias_of
 from odfweb3.publish.dataset_id import chain_cache, dataset_id_of
@@ -79,6 +79,7 @@ def encryption_facts(
         no_encrypt=no_encrypt,
         confirmed=confirmed,
         sensitive=sensitive_setting(settings, dataset),
+        discovery=discovery_setting(settings, dataset),
         recorded=local.encrypted or has_key,
         recorded_private=local.private_drive,
         new_key=not has_key,
@@ -95,11 +96,18 @@ def kamu_names(directory: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys((alias, alias.rpartition("/")[2])))
 
 
-def sealer_for(config: Config, dataset_id: str, hooks: Hooks) -> tuple[Sealer, DatasetKeys | None]:
+def sealer_for(
+    config: Config, dataset_id: str, hooks: Hooks, *, discovery: Discovery = "none"
+) -> tuple[Sealer, DatasetKeys | None]:
     """The sealer of an encrypted publish, and the new content keys to store before the
-    first object is sent (its first encrypted publish from this keystore), or None."""
+    first object is sent (its first encrypted publish from this keystore), or None.
+    ``discovery``: the dataset's ``encryptedDiscovery`` (what it may say in plaintext)."""
     return publish_sealer(
-        ContentKeyStore(config.keystore_dir), dataset_id, warn=hooks.warn, debug=hooks.debug
+        ContentKeyStore(config.keystore_dir),
+        dataset_id,
+        warn=hooks.warn,
+        debug=hooks.debug,
+        discovery=discovery,
     )
 
 

@@ -138,7 +138,9 @@ def publish(
     if decided.note is not None:
         hooks.debug(decided.note)
     sealer, new_keys = (
-        sealer_for(config, facts.dataset_id, hooks) if decided.encrypt else (None, None)
+        sealer_for(config, facts.dataset_id, hooks, discovery=facts.discovery)
+        if decided.encrypt
+        else (None, None)
     )
     # The bar is open before the target: an Arweave target draws its phases on it.
     with hooks.progress("publishing") as bar:

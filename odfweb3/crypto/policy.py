@@ -36,7 +36,7 @@ from odfweb3.crypto.keyfiles import (
     new_dataset_keys,
 )
 from odfweb3.crypto.keys import KeyRing
-from odfweb3.crypto.sealer import Sealer
+from odfweb3.crypto.sealer import Discovery, Sealer
 from odfweb3.errors import DecryptionError, UsageError
 
 __all__ = [
@@ -74,6 +74,8 @@ class EncryptionFacts:
         target: the target's name, once known.
         target_encrypted: the target holds ciphertext of the dataset (the
             :class:`~odfweb3.publish.target.RemoteView` of its inspection); False before.
+        discovery: ``encryptedDiscovery`` in the configuration: what an encrypted publish
+            says in plaintext (not part of the decision; the sealer carries it).
     """
 
     dataset: str
@@ -88,6 +90,7 @@ class EncryptionFacts:
     other_scheme: bool = False
     target: str | None = None
     target_encrypted: bool = False
+    discovery: Discovery = "none"
 
 
 @dataclass(frozen=True)
@@ -214,11 +217,13 @@ def publish_sealer(
     *,
     warn: Note,
     debug: Note,
+    discovery: Discovery = "none",
 ) -> tuple[Sealer, DatasetKeys | None]:
     """The sealer for an encrypted publish of ``dataset_id`` (:func:`decide_encryption`
     said it is one): its content key, and the keys to store (``store.create``) before the
     first object is sent when this is its first encrypted publish (epoch 1, in memory until
-    the target was inspected; None when the keystore has them)."""
+    the target was inspected; None when the keystore has them). ``discovery``: what the
+    publish may say in plaintext (:data:`~odfweb3.crypto.sealer.Discovery`)."""
     created = None if store.has(dataset_id) else new_dataset_keys(dataset_id)
     keys = created if created is not None else store.load(dataset_id)
     # A new key has no recipients: said when it is stored (before anything is sent).
@@ -228,7 +233,8 @@ def publish_sealer(
             "odfweb3 keys recipients add"
         )
     debug(f"encrypting {dataset_id} with content key epoch {keys.ring.current}")
-    return Sealer(keys.ring.current_key(), encode_envelope(keys.envelope)), created
+    sealer = Sealer(keys.ring.current_key(), encode_envelope(keys.envelope), discovery=discovery)
+    return sealer, created
 
 
 def unlock_envelope(

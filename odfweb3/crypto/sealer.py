@@ -8,12 +8,15 @@ the envelope is published beside the dataset, never inside its root.
 
 :func:`sensitive_setting` reads the ``sensitive: true`` setting: a sensitive dataset may
 only be published encrypted (the decision is :func:`odfweb3.crypto.policy.decide_encryption`).
+:func:`discovery_setting` reads ``encryptedDiscovery``: what an encrypted publish may say in
+plaintext beside the ciphertext (``none``, the default, or ``summary``:
+:mod:`odfweb3.descriptor.summary`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Literal, cast
 
 from odfweb3.crypto.keys import ContentKey
 from odfweb3.crypto.segments import (
@@ -24,9 +27,12 @@ from odfweb3.crypto.segments import (
 )
 from odfweb3.errors import UsageError
 
-__all__ = ["ENVELOPE_FILE", "Sealer", "sensitive_setting"]
+__all__ = ["ENVELOPE_FILE", "Discovery", "Sealer", "discovery_setting", "sensitive_setting"]
 
 ENVELOPE_FILE: Final = "key-envelope.json"
+#: What an encrypted publish puts in plaintext beside the dataset: nothing, or the summary
+#: descriptor of the catalogue facts (:mod:`odfweb3.descriptor.summary`).
+Discovery = Literal["none", "summary"]
 
 
 class Sealer:
@@ -36,6 +42,8 @@ class Sealer:
         key: the content key new objects are encrypted with (the ring's current epoch).
         envelope: the encoded key envelope to publish beside the dataset.
         segment_size: plaintext bytes per AEAD segment.
+        discovery: what the publish may say in plaintext beside the ciphertext
+            (:data:`Discovery`; ``none`` unless the user allowed the summary).
     """
 
     def __init__(
@@ -44,10 +52,12 @@ class Sealer:
         envelope: bytes,
         *,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
+        discovery: Discovery = "none",
     ) -> None:
         self._key = key
         self.envelope = envelope
         self.segment_size = segment_size
+        self.discovery: Discovery = discovery
 
     @property
     def dataset_id(self) -> str:
@@ -99,3 +109,19 @@ def sensitive_setting(settings: Mapping[str, Any], where: str) -> bool:
     if not isinstance(sensitive, bool):
         raise UsageError(f"{where}: datasets.<id>.sensitive must be true or false")
     return sensitive
+
+
+def discovery_setting(settings: Mapping[str, Any], where: str) -> Discovery:
+    """The dataset's ``encryptedDiscovery`` setting (``config.dataset_settings_for``):
+    ``none`` (the default: an encrypted publish says nothing readable) or ``summary``.
+
+    Raises:
+        UsageError: the setting is another value.
+    """
+    value = settings.get("encryptedDiscovery", "none")
+    if value == "none" or value == "summary":
+        return cast(Discovery, value)
+    raise UsageError(
+        f"{where}: datasets.<id>.encryptedDiscovery must be none or summary, "
+        f"not {str(value)[:40]!r}"
+    )

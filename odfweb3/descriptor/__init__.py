@@ -2,7 +2,8 @@
 
 Built from the chain (:mod:`.build`), checked like a SHACL shape (:mod:`.validate`), written
 and read as bytes (:mod:`.codec`), summarised as Arweave tags (:mod:`.arweave_tags`) and as
-Turtle (:mod:`.turtle`). The choices the document makes are told in :mod:`.build`.
+Turtle (:mod:`.turtle`), and cut down to the summary an encrypted publish may carry
+(:mod:`.summary`). The choices the document makes are told in :mod:`.build`.
 """
 
 from odfweb3.descriptor.arweave_tags import descriptor_tags

@@ -16,7 +16,8 @@
   items: post them all, oldest first;
 - encrypted publishes (``sealer``, docs/design.md, "Encryption"): every data item is ciphertext (see
   :mod:`.bundle_plan`), the key envelope is an item of the bundle named by the record, its id
-  in ``publish.json`` as ``keyEnvelope``; no descriptor, Croissant or DCAT document;
+  in ``publish.json`` as ``keyEnvelope``; no Croissant or DCAT document, and no descriptor
+  but the summary the owner may allow (:mod:`odfweb3.descriptor.summary`, ``descriptorId``);
 - ArFS private drives (``drive_password``, :mod:`.arfs_private`): every data and metadata
   item encrypted as ArDrive does (drive key from the wallet and the drive password), so
   ArDrive opens the drive with the same wallet and password; the path manifest and the

@@ -11,7 +11,8 @@ directory, or an L1 transaction through a gateway):
    (:mod:`odfweb3.descriptor.published`, after the descriptor), and sign every item
    (:func:`.bundle_plan.sign_bundle`); with a
    ``sealer`` every data item is ciphertext, the key envelope is one more item and the
-   descriptor and the documents (which would reveal the dataset) are left out;
+   descriptor and the documents (which would reveal the dataset) are left out, but for the
+   summary descriptor when the owner allowed it (:mod:`odfweb3.descriptor.summary`);
    With a ``drive_password`` the drive is an ArFS private drive (:mod:`.arfs_private`):
    the drive key is derived from the wallet and the password, every data and metadata item
    is encrypted as ArDrive does, and the descriptor and documents are left out as well;
@@ -26,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Final, cast
 
 from odfweb3.atomic_file import open_atomic, remove_partials
 from odfweb3.crypto.sealer import Sealer
@@ -48,6 +49,7 @@ from odfweb3.descriptor.published import (
     published_croissant,
     published_dcat,
 )
+from odfweb3.descriptor.summary import summary_descriptor, validate_summary
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -267,6 +269,38 @@ class _Descriptor:
         return out
 
 
+ENCRYPTED_NO_DESCRIPTOR: Final = "encrypted dataset: a descriptor would reveal it"
+
+
+class _Summary:
+    """The summary descriptor of an encrypted publish whose owner allowed it
+    (:mod:`odfweb3.descriptor.summary`): a plain data item after the manifest with the
+    descriptor's ``Content-Type`` and tags (the dataset ID, head, title and description),
+    naming no item (an ``ar://`` id would point into the ciphertext); left out, with the
+    reason, when it fails its shape (no ``publisher.name``)."""
+
+    def __init__(
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        publisher: Mapping[str, Any] | None,
+        app_version: str,
+    ) -> None:
+        chain: list[ChainEntry] = list(plan.chain) or list(walk_chain(reader, plan.head))
+        self.doc = summary_descriptor(chain, publisher)
+        self.app_version = app_version
+        errors = [p for p in validate_summary(self.doc) if p.severity == "error"]
+        self.valid = not errors
+        self.skipped = "; ".join(p.message for p in errors)
+
+    def items(self, opened_by: str, files: Mapping[str, FileRef]) -> list[tuple[bytes, list[Tag]]]:
+        """The summary item (when valid); ``opened_by`` and ``files`` are not shown."""
+        if not self.valid:
+            return []
+        tags = [Tag.of(n, v) for n, v in descriptor_tags(self.doc)]
+        return [(encode_descriptor(self.doc), [*tags, *app_tags(self.app_version)])]
+
+
 @dataclass(frozen=True)
 class _EarlierItems:
     """The head and document items of the last upload that wrote Croissant and DCAT."""
@@ -351,9 +385,13 @@ def sign_publish_bundle(
     drive_key = None
     if drive_password is not None:
         drive_key = derive_drive_key(wallet, bundle_plan.drive.drive_id, drive_password)
+    summary: _Summary | None = None
     if sealer is None and drive_key is None:
         desc = _Descriptor(plan, reader, publisher, app_version, wallet.address, previous)
         after: AfterManifest | None = desc.items
+    elif drive_key is None and sealer is not None and sealer.discovery == "summary":
+        summary = _Summary(plan, reader, publisher, app_version)
+        after = summary.items
     else:
         after = None
     # An object is read twice (signed, then written): one salt per object, so both reads
@@ -377,10 +415,13 @@ def sign_publish_bundle(
     if drive_key is not None:
         descriptor = {"descriptorSkipped": "ArFS private drive: a descriptor would reveal it"}
     elif sealer is not None:
-        descriptor = {
-            "descriptorSkipped": "encrypted dataset: a descriptor would reveal it",
-            "keyEnvelope": signed.key_envelope_id,
-        }
+        descriptor = {"keyEnvelope": signed.key_envelope_id}
+        if summary is not None and summary.valid:
+            descriptor["descriptorId"] = signed.extra_ids[0]
+        else:
+            descriptor["descriptorSkipped"] = (
+                summary.skipped if summary is not None else ENCRYPTED_NO_DESCRIPTOR
+            )
     else:
         ids = dict(zip(desc.kinds, signed.extra_ids, strict=True))
         descriptor = {"descriptorId": ids["descriptor"]} if "descriptor" in ids else desc.skipped

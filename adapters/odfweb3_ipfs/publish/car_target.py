@@ -22,7 +22,9 @@ writes into ``OUT_DIR``:
   ``refs/head`` in the CAR is ciphertext (same paths); the key envelope is its own
   ``<cid>.car`` beside the root, its CID in ``publish.json`` and in the record's ``_odf``
   map as ``keyEnvelope``; the descriptor and the Croissant and DCAT documents (which would
-  reveal the dataset's metadata) are left out.
+  reveal the dataset's metadata) are left out, but for the summary descriptor the owner
+  may allow (``encryptedDiscovery: summary``, :mod:`odfweb3.descriptor.summary`), written
+  as the descriptor is.
 
 Commit order holds here too: the CAR is written to a temp file and renamed,
 then the record, then ``publish.json`` last. An interrupted publish leaves the

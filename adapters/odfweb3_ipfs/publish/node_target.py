@@ -41,7 +41,8 @@ object and ``refs/head`` under the root is ciphertext at the same path; the key 
 is its own UnixFS file, sent in the same ``dag/import`` and pinned on its own; its CID is
 in the state (``extra.keyEnvelope``) and in the record's ``_odf`` map as ``keyEnvelope``.
 No discovery descriptor, Croissant or DCAT document is published (they would reveal the
-dataset's metadata).
+dataset's metadata), but for the summary descriptor the owner may allow
+(:mod:`odfweb3.descriptor.summary`), sent and pinned as the descriptor is.
 
 Plain publishes also send the discovery descriptor (JSON-LD, :mod:`odfweb3.descriptor`) as
 its own UnixFS file in the same ``dag/import``, pinned on its own, never inside the dataset

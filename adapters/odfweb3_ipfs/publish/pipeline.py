@@ -39,6 +39,7 @@ from odfweb3.descriptor import (
 from odfweb3.descriptor.croissant import data_file_urls, local_sha256
 from odfweb3.descriptor.discovery_facts import Presentation
 from odfweb3.descriptor.published import Earlier, facts_since, published_croissant, published_dcat
+from odfweb3.descriptor.summary import summary_descriptor, validate_summary
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -300,8 +301,9 @@ def side_files(
     settings: BuildSettings,
     view: RemoteView | None = None,
 ) -> SideFiles:
-    """The descriptor and the discovery documents (plain) or the key envelope (encrypted),
-    as UnixFS files.
+    """The descriptor and the discovery documents (plain) or the key envelope (encrypted,
+    with the summary descriptor when the owner allowed it: ``sealer.discovery``), as UnixFS
+    files.
 
     The descriptor names the dataset root and its IPNS name (the dataset key's); one that
     fails validation (e.g. no ``publisher.name`` configured) is left out, the reason in
@@ -316,9 +318,21 @@ def side_files(
         settings.publisher,
     )
     if sealer is not None:
+        envelope = _unixfs_file("keyEnvelope", sealer.envelope, profile)
+        if sealer.discovery != "summary":
+            return SideFiles((envelope,), {"descriptorSkipped": ENCRYPTED_NO_DESCRIPTOR})
+        # Allowed by the owner: the catalogue facts only (odfweb3.descriptor.summary), no
+        # locator (an ipfs:// or ipns:// URL would point into the ciphertext).
+        summary = summary_descriptor(
+            list(plan.chain) or list(walk_chain(reader, plan.head)), publisher
+        )
+        errors = [p for p in validate_summary(summary) if p.severity == "error"]
+        if errors:
+            return SideFiles(
+                (envelope,), {"descriptorSkipped": "; ".join(p.message for p in errors)}
+            )
         return SideFiles(
-            (_unixfs_file("keyEnvelope", sealer.envelope, profile),),
-            {"descriptorSkipped": ENCRYPTED_NO_DESCRIPTOR},
+            (envelope, _unixfs_file("descriptor", encode_descriptor(summary), profile))
         )
     name = IpnsName.from_public_key(public_key_bytes(ipns_key(plan.dataset_id)))
     locators = {"ipfs": root, "ipns": str(name)}
