@@ -116,6 +116,7 @@ from odfweb3_ipfs.publish.state import (
     serialize_node_extra,
     serialize_node_state,
 )
+from odfweb3_ipfs.read.replay_memory import sequence_floor
 
 __all__ = [
     "IpfsNodeTarget",
@@ -789,6 +790,12 @@ class IpfsNodeTarget:
         sequences = [-1 if last is None else last]
         if now_seen is not None:
             sequences.append(now_seen.record.sequence)
+        # Above all this key signed for the name on any target (a car:DIR publish signs with
+        # the same key): a second record at a sequence already signed is an equivocation
+        # (IPNS spec "Record Verification") that resolvers refuse.
+        floor = sequence_floor(name, self.keystore, None, plan.dataset_id)
+        if floor is not None:
+            sequences.append(floor)
         sequence = max(sequences) + 1
         value = f"/ipfs/{upload.locator}"
         # The inputs map is kept in the state too, so republish re-signs the same
