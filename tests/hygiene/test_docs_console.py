@@ -4,8 +4,9 @@ the quickstart that needs no network is run, in the page's order, in a fresh dir
 ``DS=my-dataset``, is left out: it needs that workspace),
 and must exit 0 unless the line itself says otherwise with a trailing ``# exit N`` comment
 (the visible convention for a command shown failing). Lines that need a node, a gateway
-or a value only a real run prints (``<record-id>``, ``k51…``) are left to the integration
-tests, which run those journeys against real Kubo and arlocal."""
+or a value only a real run prints (``<record-id>``, ``k51…``) run, with every other line of
+the same pages, in ``tests/integration/test_docs_console_network.py`` against the suite's
+own Kubo and arlocal."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.docs_console import EXIT, commands
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/quickstart.md", "docs/operations.md", "docs/discovery.md")
 
-_FENCE = re.compile(r"^\s*```(sh|bash|console|shell)\s*$")
-_EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
+_EXIT = EXIT
 # Needs a node, a gateway or a placeholder a real run fills in.
 _NETWORK = re.compile(
     r"<|…|\.\.\.|k51|ipns://|ipfs://|ar://|did:odf|--to (ipfs|arweave|turbo|pinning)\b"
@@ -31,32 +33,9 @@ _NETWORK = re.compile(
 )
 
 
-def commands(page: Path) -> list[tuple[int, str]]:
-    """``(line number, command)`` of each ``odfweb3`` line in the page's shell blocks."""
-    found: list[tuple[int, str]] = []
-    block: list[tuple[int, str]] = []
-    kamu = inside = False
-    for n, raw in enumerate(page.read_text("utf-8").splitlines(), 1):
-        line = raw.strip()
-        if _FENCE.match(raw):
-            inside, kamu, block = True, False, []
-            continue
-        if inside and line.startswith("```"):
-            inside = False
-            if not kamu:  # a kamu workspace's block: the dataset is kamu's, not made here
-                found += block
-            continue
-        if inside:
-            kamu = kamu or (line.startswith("DS=") and "/" not in line.split("#")[0])
-            line = line.removeprefix("$ ").strip()
-            if line.startswith("odfweb3 "):
-                block.append((n, line))
-    return found
-
-
 def _runnable(line: str) -> bool:
     code = line.split("#", 1)[0].strip()
-    return not _NETWORK.search(code)
+    return code.startswith("odfweb3 ") and not _NETWORK.search(code)
 
 
 @pytest.mark.parametrize("page", PAGES)
