@@ -195,6 +195,25 @@ def _state_key(
     return target.keys.key(dataset_id)
 
 
+def _side_files_of(seen: NodeRecord) -> dict[str, str]:
+    """The side files our own record names (descriptor, Croissant, DCAT CIDs), for the
+    state of an interrupted publish whose record was put: the checkpoint does not name
+    them, and without them the re-run would publish whole-chain documents again."""
+    odf = seen.record.odf
+    extra = odf.extra if odf is not None else {}
+    out: dict[str, str] = {}
+    for key in ("descriptor", "croissant", "dcat"):
+        value = extra.get(key)
+        if not isinstance(value, str):
+            continue
+        try:
+            Cid.decode(value, where=f"the record's _odf {key}")
+        except FormatError:
+            continue
+        out[key] = value
+    return out
+
+
 def _head_of(client: KuboClient, node_record: NodeRecord, root: Cid) -> bytes:
     """The head a record points at: ``_odf.head``, checked against ``refs/head`` on the node."""
     served = client.cat(f"/ipfs/{root.encode()}/refs/head", max_size=256)
@@ -572,7 +591,7 @@ class IpfsNodeTarget:
                 objects = self._index(dataset_id, pending.object_index)
             else:
                 objects = dict(pending.objects or {})
-            dag = replace(pending.profile, dir_blocks=pending.dir_blocks)
+            dag = replace(pending.profile, dir_blocks=pending.dir_blocks, **_side_files_of(seen))
             extra = NodeExtra(
                 dag=dag, hamt_shards=pending.hamt_shards, object_index=pending.object_index
             )
