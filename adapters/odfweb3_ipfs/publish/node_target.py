@@ -591,7 +591,14 @@ class IpfsNodeTarget:
                 objects = self._index(dataset_id, pending.object_index)
             else:
                 objects = dict(pending.objects or {})
-            dag = replace(pending.profile, dir_blocks=pending.dir_blocks, **_side_files_of(seen))
+            named = _side_files_of(seen)
+            dag = replace(
+                pending.profile,
+                dir_blocks=pending.dir_blocks,
+                descriptor=named.get("descriptor"),
+                croissant=named.get("croissant"),
+                dcat=named.get("dcat"),
+            )
             extra = NodeExtra(
                 dag=dag, hamt_shards=pending.hamt_shards, object_index=pending.object_index
             )
