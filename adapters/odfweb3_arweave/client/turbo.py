@@ -178,7 +178,10 @@ class TurboClient:
             "/v1/tx",
             content=body,
             headers={"content-type": "application/octet-stream"},
-            idempotent=False,
+            # A signed data item is named by its signature: posting the same bytes again is
+            # the same upload (the bundler keys items by id), so a connection the service
+            # reset (Node closes idle keep-alive sockets as we reuse them) is retried.
+            idempotent=True,
             on_sent=on_sent,
         ) as answer:
             got = (answer.status, answer.read(_MAX_JSON + 1))
