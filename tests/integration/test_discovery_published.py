@@ -16,6 +16,7 @@ import io
 import json
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -134,17 +135,76 @@ def _read_records(doc: dict, tmp_path: Path, rewrite: Callable[[str], str]) -> l
     ]
 
 
-def _two_publishes(tmp_path: Path, seed: int) -> tuple[Path, list[str], list[str], bytes]:
-    """A dataset of its own (a fresh seed: the session's nodes are shared, so no other
-    test's dataset key or IPNS name), its data files and head."""
+@dataclass(frozen=True)
+class Published:
+    """One publish as a target shows it: its two documents (Croissant, DCAT), the URLs the
+    next publish's documents name them by, where the documents say each data file is, and
+    the target's own view of the publish (its JSON summary, state or record)."""
+
+    docs: tuple[dict, dict]
+    refs: tuple[str, str]
+    url_of: Callable[[str], str]
+    seen: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TwoPublishes:
+    ds: Path
+    one: Published
+    two: Published
+    first_files: list[str]
+    new_files: list[str]
+
+
+def _two_publishes(tmp_path: Path, shapes: rdflib.Graph, publish: Callable[[Path], Published]):
+    """A dataset of its own (a fresh seed: the session's nodes are shared, so no other test's
+    dataset key or IPNS name) published by ``publish``, then one more block published: each
+    publish's documents list exactly the files it added and the second names the first."""
     seed = secrets.randbelow(1 << 31)
     ds = create_root_dataset(tmp_path / "ds", blocks=3, data_bytes=6000, seed=seed, fsync=False)
-    return ds.path, _data_files(ds.path), [], DatasetReader.open(ds.path).head()
+    ds_path = ds.path
+    first_files = _data_files(ds_path)
+    head1 = DatasetReader.open(ds_path).head()
+    one = publish(ds_path)
+    _check_pair(
+        *one.docs,
+        files=first_files,
+        ds=ds_path,
+        earlier=None,
+        earlier_head=None,
+        url_of=one.url_of,
+        shapes=shapes,
+    )
+    append_blocks(ds_path, 1, data_bytes=2000, seed=seed + 1, fsync=False)
+    new_files = [p for p in _data_files(ds_path) if p not in first_files]
+    two = publish(ds_path)
+    _check_pair(
+        *two.docs,
+        files=new_files,
+        ds=ds_path,
+        earlier=one.refs,
+        earlier_head=head1,
+        url_of=two.url_of,
+        shapes=shapes,
+    )
+    return TwoPublishes(ds_path, one, two, first_files, new_files)
 
 
-def _grow(ds: Path, seed: int, before: list[str]) -> list[str]:
-    append_blocks(ds, 1, data_bytes=2000, seed=seed, fsync=False)
-    return [p for p in _data_files(ds) if p not in before]
+def _served_by_gateway(base: str, summary: dict) -> Published:
+    """An Arweave publish as the gateway at ``base`` serves it: the documents its summary
+    names, and the record's added paths -> data item id."""
+    ids = (summary["croissantId"], summary["dcatId"])
+    record = httpx.get(f"{base}/{summary['recordId']}", timeout=60).json()
+    added = {p: f["dataItemId"] for p, f in record["added"].items()}
+    return Published(
+        docs=(
+            httpx.get(f"{base}/{ids[0]}", timeout=60).json(),
+            httpx.get(f"{base}/{ids[1]}", timeout=60).json(),
+        ),
+        refs=(f"ar://{ids[0]}", f"ar://{ids[1]}"),
+        url_of=lambda rel: f"ar://{added[rel]}",
+        seen={"ids": ids, "added": added},
+    )
 
 
 def _car_file(out: Path, name: str) -> bytes:
@@ -156,157 +216,109 @@ def _car_file(out: Path, name: str) -> bytes:
 
 
 def test_car_dir_documents_beside_the_dataset(tmp_path, capsys, shapes):
-    ds, first_files, _, head1 = _two_publishes(tmp_path, 3301)
     out = tmp_path / "out"
     cfg = _config(tmp_path)
-    one = _publish(capsys, ds, f"car:{out}", cfg)
-    pub = json.loads((out / "publish.json").read_text())
-    cid1 = (pub["extra"]["croissant"], pub["extra"]["dcat"])
-    root1 = pub["root"]
-    assert one["croissant"] == cid1[0] and one["dcat"] == cid1[1]
-    docs1 = [json.loads(_car_file(out, f"{c}.car")) for c in cid1]
-    _check_pair(
-        *docs1,
-        files=first_files,
-        ds=ds,
-        earlier=None,
-        earlier_head=None,
-        url_of=lambda rel: f"ipfs://{root1}/{rel}",
-        shapes=shapes,
-    )
-    new = _grow(ds, 3302, first_files)
-    _publish(capsys, ds, f"car:{out}", cfg)
-    pub = json.loads((out / "publish.json").read_text())
-    cid2 = (pub["extra"]["croissant"], pub["extra"]["dcat"])
-    assert cid2 != cid1
-    docs2 = [json.loads(_car_file(out, f"{c}.car")) for c in cid2]
-    _check_pair(
-        *docs2,
-        files=new,
-        ds=ds,
-        earlier=(f"ipfs://{cid1[0]}", f"ipfs://{cid1[1]}"),
-        earlier_head=head1,
-        url_of=lambda rel: f"ipfs://{pub['root']}/{rel}",
-        shapes=shapes,
-    )
+    to = f"car:{out}"
+
+    def publish(ds: Path) -> Published:
+        summary = _publish(capsys, ds, to, cfg)
+        pub = json.loads((out / "publish.json").read_text())
+        cids = (pub["extra"]["croissant"], pub["extra"]["dcat"])
+        assert (summary["croissant"], summary["dcat"]) == cids
+        root = pub["root"]
+        return Published(
+            docs=(
+                json.loads(_car_file(out, f"{cids[0]}.car")),
+                json.loads(_car_file(out, f"{cids[1]}.car")),
+            ),
+            refs=(f"ipfs://{cids[0]}", f"ipfs://{cids[1]}"),
+            url_of=lambda rel: f"ipfs://{root}/{rel}",
+            seen={"cids": cids},
+        )
+
+    run = _two_publishes(tmp_path, shapes, publish)
+    cids = (*run.one.seen["cids"], *run.two.seen["cids"])
+    assert run.two.seen["cids"] != run.one.seen["cids"]
     # every document stays in the directory and in the import hint, the record names the
     # newest (its signed _odf map), and a rerun with nothing new writes nothing
-    assert pub["extra"]["discoveryCars"] == [f"{c}.car" for c in (*cid1, *cid2)]
-    assert all(f"{c}.car" in pub["import"][0] for c in (*cid1, *cid2))
+    pub = json.loads((out / "publish.json").read_text())
+    assert pub["extra"]["discoveryCars"] == [f"{c}.car" for c in cids]
+    assert all(f"{c}.car" in pub["import"][0] for c in cids)
     before = (out / "publish.json").read_bytes()
-    _publish(capsys, ds, f"car:{out}", cfg)
+    _publish(capsys, run.ds, to, cfg)
     assert (out / "publish.json").read_bytes() == before
     # a reader of the directory: verify still passes (side CARs are not dataset objects)
-    assert main(["verify", str(ds), "--against", f"car:{out}", "--config", str(cfg)]) == 0
+    assert main(["verify", str(run.ds), "--against", to, "--config", str(cfg)]) == 0
 
 
 def test_kubo_node_pins_the_documents_and_mlcroissant_reads_through_the_gateway(
     tmp_path, capsys, shapes, ipfs_node
 ):
-    ds, first_files, _, head1 = _two_publishes(tmp_path, 3311)
     cfg = _config(tmp_path, ipfs={"api": ipfs_node.api_url, "gateway": ipfs_node.gateway_url})
     gateway = ipfs_node.gateway_url.rstrip("/")
 
     def fetch(cid: str) -> dict:
-        body = httpx.get(f"{gateway}/ipfs/{cid}", timeout=60).content
-        return json.loads(body)
+        return json.loads(httpx.get(f"{gateway}/ipfs/{cid}", timeout=60).content)
 
     def through_gateway(url: str) -> str:
         return f"{gateway}/ipfs/{url.removeprefix('ipfs://')}"
 
-    _publish(capsys, ds, "ipfs", cfg)
-    (state,) = StateStore(tmp_path / "state").scan().states
-    cid1 = (state.extra["croissant"], state.extra["dcat"])
-    root1 = state.locator
-    docs1 = [fetch(c) for c in cid1]
-    _check_pair(
-        *docs1,
-        files=first_files,
-        ds=ds,
-        earlier=None,
-        earlier_head=None,
-        url_of=lambda rel: f"ipfs://{root1}/{rel}",
-        shapes=shapes,
-    )
-    offsets = _read_records(docs1[0], tmp_path, through_gateway)
+    def publish(ds: Path) -> Published:
+        _publish(capsys, ds, "ipfs", cfg)
+        (state,) = StateStore(tmp_path / "state").scan().states
+        cids = (state.extra["croissant"], state.extra["dcat"])
+        root = state.locator
+        return Published(
+            docs=(fetch(cids[0]), fetch(cids[1])),
+            refs=(f"ipfs://{cids[0]}", f"ipfs://{cids[1]}"),
+            url_of=lambda rel: f"ipfs://{root}/{rel}",
+            seen={"cids": cids},
+        )
+
+    run = _two_publishes(tmp_path, shapes, publish)
+    offsets = _read_records(run.one.docs[0], tmp_path, through_gateway)
     assert offsets == list(range(len(offsets))) and offsets
-    new = _grow(ds, 3312, first_files)
-    _publish(capsys, ds, "ipfs", cfg)
-    (state,) = StateStore(tmp_path / "state").scan().states
-    cid2 = (state.extra["croissant"], state.extra["dcat"])
-    docs2 = [fetch(c) for c in cid2]
-    _check_pair(
-        *docs2,
-        files=new,
-        ds=ds,
-        earlier=(f"ipfs://{cid1[0]}", f"ipfs://{cid1[1]}"),
-        earlier_head=head1,
-        url_of=lambda rel: f"ipfs://{state.locator}/{rel}",
-        shapes=shapes,
-    )
-    more = _read_records(docs2[0], tmp_path, through_gateway)
-    assert more and min(more) == max(offsets) + 1  # the records this publish added
+    more = _read_records(run.two.docs[0], tmp_path, through_gateway)
+    assert more and min(more) == max(offsets) + 1  # the records the second publish added
     pins = httpx.post(f"{ipfs_node.api_url}/api/v0/pin/ls", params={"type": "recursive"})
     pinned = set(pins.json()["Keys"])
-    assert {Cid.decode(c).encode() for c in (*cid1, *cid2)} <= pinned
+    cids = (*run.one.seen["cids"], *run.two.seen["cids"])
+    assert {Cid.decode(c).encode() for c in cids} <= pinned
 
 
 def test_bundle_dir_documents_are_items_naming_each_files_data_item(tmp_path, capsys, shapes):
-    ds, first_files, _, head1 = _two_publishes(tmp_path, 3321)
     wallet = tmp_path / "wallet.json"
     save_wallet(generate_wallet(), wallet)
     out = tmp_path / "out"
     cfg = _config(tmp_path)
     to = f"bundle:{out}"
 
-    def items(summary: dict) -> tuple[dict[str, bytes], dict[str, str]]:
-        """The bundle's items by id, and the record's added paths -> data item id."""
-        data = (out / f"{summary['recordId']}.bundle").read_bytes()
-        all_items = decode_bundle(data)
+    def publish(ds: Path) -> Published:
+        summary = _publish(capsys, ds, to, cfg, "--wallet", str(wallet))
+        all_items = decode_bundle((out / f"{summary['recordId']}.bundle").read_bytes())
         record = decode_record(all_items[-1].tags, all_items[-1].data)
         added = {p: f.data_item_id for p, f in record.added.items()}
-        return {i.id_b64: i.data for i in all_items}, added
+        by_id = {i.id_b64: i.data for i in all_items}
+        ids = (summary["croissantId"], summary["dcatId"])
+        return Published(
+            docs=(json.loads(by_id[ids[0]]), json.loads(by_id[ids[1]])),
+            refs=(f"ar://{ids[0]}", f"ar://{ids[1]}"),
+            url_of=lambda rel: f"ar://{added[rel]}",
+            seen={"ids": ids, "added": added, "by_id": by_id},
+        )
 
-    one = _publish(capsys, ds, to, cfg, "--wallet", str(wallet))
-    by_id, added = items(one)
-    ids1 = (one["croissantId"], one["dcatId"])
-    docs1 = [json.loads(by_id[i]) for i in ids1]
-    _check_pair(
-        *docs1,
-        files=first_files,
-        ds=ds,
-        earlier=None,
-        earlier_head=None,
-        url_of=lambda rel: f"ar://{added[rel]}",
-        shapes=shapes,
-    )
-    for rel in first_files:  # each contentUrl's item holds that file's bytes
-        assert by_id[added[rel]] == (ds / rel).read_bytes()
-    new = _grow(ds, 3322, first_files)
-    two = _publish(capsys, ds, to, cfg, "--wallet", str(wallet))
-    by_id, added = items(two)
-    docs2 = [json.loads(by_id[i]) for i in (two["croissantId"], two["dcatId"])]
-    _check_pair(
-        *docs2,
-        files=new,
-        ds=ds,
-        earlier=(f"ar://{ids1[0]}", f"ar://{ids1[1]}"),
-        earlier_head=head1,
-        url_of=lambda rel: f"ar://{added[rel]}",
-        shapes=shapes,
-    )
+    run = _two_publishes(tmp_path, shapes, publish)
+    for rel in run.first_files:  # each contentUrl's item holds that file's bytes
+        item = run.one.seen["by_id"][run.one.seen["added"][rel]]
+        assert item == (run.ds / rel).read_bytes()
     pub = json.loads((out / "publish.json").read_text())
-    assert (pub["extra"]["croissantId"], pub["extra"]["dcatId"]) == (
-        two["croissantId"],
-        two["dcatId"],
-    )
-    assert main(["verify", str(ds), "--against", to, "--config", str(cfg)]) == 0
+    assert (pub["extra"]["croissantId"], pub["extra"]["dcatId"]) == run.two.seen["ids"]
+    assert main(["verify", str(run.ds), "--against", to, "--config", str(cfg)]) == 0
 
 
 def test_arweave_gateway_serves_the_documents_and_mlcroissant_reads_through_it(
     tmp_path, capsys, shapes, arlocal
 ):
-    ds, first_files, _, head1 = _two_publishes(tmp_path, 3331)
     w = generate_wallet()
     arlocal.mint(w.address, 10**15)
     wallet = tmp_path / "wallet.json"
@@ -317,96 +329,41 @@ def test_arweave_gateway_serves_the_documents_and_mlcroissant_reads_through_it(
     def through_gateway(url: str) -> str:
         return f"{base}/{url.removeprefix('ar://')}"
 
-    def added(summary: dict) -> dict[str, str]:
-        """The record's added paths -> data item id, as the gateway serves the record."""
-        record = httpx.get(f"{base}/{summary['recordId']}", timeout=60).json()
-        return {p: f["dataItemId"] for p, f in record["added"].items()}
+    def publish(ds: Path) -> Published:
+        summary = _publish(capsys, ds, "arweave", cfg, "--wallet", str(wallet))
+        return _served_by_gateway(base, summary)
 
-    one = _publish(capsys, ds, "arweave", cfg, "--wallet", str(wallet))
-    ids1 = (one["croissantId"], one["dcatId"])
-    docs1 = [httpx.get(f"{base}/{i}", timeout=60).json() for i in ids1]
-    items1 = added(one)
-    _check_pair(
-        *docs1,
-        files=first_files,
-        ds=ds,
-        earlier=None,
-        earlier_head=None,
-        url_of=lambda rel: f"ar://{items1[rel]}",
-        shapes=shapes,
-    )
-    offsets = _read_records(docs1[0], tmp_path, through_gateway)
-    assert offsets == list(range(len(offsets))) and offsets
-    new = _grow(ds, 3332, first_files)
-    two = _publish(capsys, ds, "arweave", cfg, "--wallet", str(wallet))
-    docs2 = [
-        httpx.get(f"{base}/{i}", timeout=60).json() for i in (two["croissantId"], two["dcatId"])
-    ]
-    items2 = added(two)
+    run = _two_publishes(tmp_path, shapes, publish)
     (state,) = StateStore(tmp_path / "state").scan().states
-    assert (state.extra["croissantId"], state.extra["dcatId"]) == (
-        two["croissantId"],
-        two["dcatId"],
-    )
-    _check_pair(
-        *docs2,
-        files=new,
-        ds=ds,
-        earlier=(f"ar://{ids1[0]}", f"ar://{ids1[1]}"),
-        earlier_head=head1,
-        url_of=lambda rel: f"ar://{items2[rel]}",
-        shapes=shapes,
-    )
-    more = _read_records(docs2[0], tmp_path, through_gateway)
+    assert (state.extra["croissantId"], state.extra["dcatId"]) == run.two.seen["ids"]
+    offsets = _read_records(run.one.docs[0], tmp_path, through_gateway)
+    assert offsets == list(range(len(offsets))) and offsets
+    more = _read_records(run.two.docs[0], tmp_path, through_gateway)
     assert more and min(more) == max(offsets) + 1
 
 
 def test_turbo_items_carry_the_documents(tmp_path, capsys, shapes, turbo):
     """Turbo posts the same signed items one by one: the documents are among them, with a
     signed receipt each, and the bundler's gateway serves them once seeded and mined."""
-    ds, first_files, _, head1 = _two_publishes(tmp_path, 3351)
     w = generate_wallet()
     wallet = tmp_path / "wallet.json"
     save_wallet(w, wallet)
     cfg = _config(tmp_path, arweave={"gateway": turbo.arlocal.url, "turbo": turbo.url})
     base = turbo.arlocal.url.rstrip("/")
 
-    def served(summary: dict) -> tuple[list[dict], dict[str, str]]:
+    def publish(ds: Path) -> Published:
+        summary = _publish(capsys, ds, "turbo", cfg, "--wallet", str(wallet))
+        ids = (summary["croissantId"], summary["dcatId"])
+        (state,) = StateStore(tmp_path / "state").scan().states
+        assert set(ids) <= set(state.extra["receipts"])
         turbo.wait_seeded(summary["recordId"])
         turbo.arlocal.mine(20)
-        docs = [
-            httpx.get(f"{base}/{summary[k]}", timeout=60).json() for k in ("croissantId", "dcatId")
-        ]
-        record = httpx.get(f"{base}/{summary['recordId']}", timeout=60).json()
-        return docs, {p: f["dataItemId"] for p, f in record["added"].items()}
+        return _served_by_gateway(base, summary)
 
-    one = _publish(capsys, ds, "turbo", cfg, "--wallet", str(wallet))
-    (state,) = StateStore(tmp_path / "state").scan().states
-    assert {one["croissantId"], one["dcatId"]} <= set(state.extra["receipts"])
-    docs1, items1 = served(one)
-    _check_pair(
-        *docs1,
-        files=first_files,
-        ds=ds,
-        earlier=None,
-        earlier_head=None,
-        url_of=lambda rel: f"ar://{items1[rel]}",
-        shapes=shapes,
-    )
-    new = _grow(ds, 3352, first_files)
-    two = _publish(capsys, ds, "turbo", cfg, "--wallet", str(wallet))
-    docs2, items2 = served(two)
-    _check_pair(
-        *docs2,
-        files=new,
-        ds=ds,
-        earlier=(f"ar://{one['croissantId']}", f"ar://{one['dcatId']}"),
-        earlier_head=head1,
-        url_of=lambda rel: f"ar://{items2[rel]}",
-        shapes=shapes,
-    )
-    for rel in new:  # each contentUrl's item serves that file's bytes
-        assert httpx.get(f"{base}/{items2[rel]}", timeout=60).content == (ds / rel).read_bytes()
+    run = _two_publishes(tmp_path, shapes, publish)
+    for rel in run.new_files:  # each contentUrl's item serves that file's bytes
+        served = httpx.get(f"{base}/{run.two.seen['added'][rel]}", timeout=60).content
+        assert served == (run.ds / rel).read_bytes()
 
 
 @pytest.mark.parametrize("kind", ["car", "bundle"])
