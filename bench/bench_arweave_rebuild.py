@@ -18,25 +18,16 @@ indicative (a shared machine).
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from types import ModuleType
 
+from _before_after import measure_before, parse_args, use_code_root
+
 HERE = Path(__file__).resolve().parent
-
-
-def _code_path() -> None:
-    # The checkout's library first (``--code-root``, for --before-root's subprocess).
-    root = HERE.parent
-    if "--code-root" in sys.argv:
-        root = Path(sys.argv[sys.argv.index("--code-root") + 1])
-    sys.path[:0] = [str(root), str(root / "adapters"), str(HERE)]
 
 
 def _support(name: str) -> ModuleType:
@@ -52,7 +43,7 @@ def _support(name: str) -> ModuleType:
     return module
 
 
-_code_path()
+use_code_root()
 
 from _common import machine, print_table  # noqa: E402
 
@@ -87,37 +78,19 @@ def measure(sizes: list[int], scratch: Path, label: str) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="300")
-    ap.add_argument("--before-root", type=Path)
-    ap.add_argument("--code-root", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--label", default="after", help=argparse.SUPPRESS)
-    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--scratch", type=Path, default=Path("/tmp/odfweb3-bench-arweave-rebuild"))
-    args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    scratch = Path("/tmp/odfweb3-bench-arweave-rebuild")
+    args = parse_args(__doc__, argv, sizes="300", scratch=scratch)
     if args.json:  # the --before-root subprocess
-        print(json.dumps(measure(sizes, args.scratch, args.label)))
+        print(json.dumps(measure(args.size_list, args.scratch, args.label)))
         return 0
     print(machine())
     rows: list[tuple[str, ...]] = [("updates", "code", "requests", "seconds", "ratio")]
     before: dict[str, int] = {}
     if args.before_root is not None:
-        got = subprocess.run(
-            [
-                *(sys.executable, __file__, "--code-root", str(args.before_root)),
-                *("--label", "before", "--json", "--sizes", args.sizes),
-                *("--scratch", str(args.scratch)),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, PYTHONPATH=""),
-        )
-        for row in json.loads(got.stdout.splitlines()[-1]):
+        for row in measure_before(__file__, args):
             before[row[0]] = int(row[2])
             rows.append((*row, "1"))
-    for row in measure(sizes, args.scratch, "after"):
+    for row in measure(args.size_list, args.scratch, "after"):
         ref = before.get(row[0])
         rows.append((*row, f"{ref / int(row[2]):.0f}x fewer" if ref else "-"))
     print_table(rows)

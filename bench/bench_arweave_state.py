@@ -23,28 +23,13 @@ ratio; the seconds are for information (a shared machine), the bytes are exact.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from _before_after import measure_before, parse_args, use_code_root
 
-
-def _code_path() -> None:
-    # A checkout's code (``--code-root``, for --before-root's subprocess) before ours.
-    if "--code-root" in sys.argv:
-        root = Path(sys.argv[sys.argv.index("--code-root") + 1])
-        sys.path[:0] = [str(root), str(root / "adapters")]
-    else:
-        sys.path[:0] = [str(HERE.parent), str(HERE.parent / "adapters")]
-    sys.path.insert(0, str(HERE))
-
-
-_code_path()
+use_code_root()
 
 import uuid  # noqa: E402
 
@@ -172,43 +157,18 @@ def measure(sizes: list[int], scratch: Path, label: str) -> list[tuple[str, ...]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10,1000,10000")
-    ap.add_argument("--before-root", type=Path)
-    ap.add_argument("--code-root", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--label", default="after", help=argparse.SUPPRESS)
-    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--scratch", type=Path, default=Path("/tmp/odfweb3-bench-arweave-state"))
-    args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    args = parse_args(
+        __doc__, argv, sizes="10,1000,10000", scratch=Path("/tmp/odfweb3-bench-arweave-state")
+    )
     if args.json:  # the --before-root subprocess
-        print(json.dumps(measure(sizes, args.scratch, args.label)))
+        print(json.dumps(measure(args.size_list, args.scratch, args.label)))
         return 0
     print(machine())
     header = ("updates", "code", "state B", "+1 s", "state B after", "+1 s again")
     rows: list[tuple[str, ...]] = [(*header, "B written", "tier files B")]
     if args.before_root is not None:
-        got = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--code-root",
-                str(args.before_root),
-                "--label",
-                "before",
-                "--json",
-                "--sizes",
-                args.sizes,
-                "--scratch",
-                str(args.scratch),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, PYTHONPATH=""),
-        )
-        rows += [tuple(r) for r in json.loads(got.stdout.splitlines()[-1])]
-    rows += measure(sizes, args.scratch, "after")
+        rows += [tuple(r) for r in measure_before(__file__, args)]
+    rows += measure(args.size_list, args.scratch, "after")
     print_table(rows)
     return 0
 
