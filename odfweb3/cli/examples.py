@@ -62,7 +62,7 @@ EXAMPLES: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
         "odfweb3 keys recipients add ./ds alice",
         "odfweb3 keys recipients add ./ds --passphrase --passphrase-file pass.txt",
     ),
-    ("keys", "recipients", "remove"): ("odfweb3 keys recipients remove ./ds x25519:abcd",),
+    ("keys", "recipients", "remove"): ("odfweb3 keys recipients remove ./ds x25519:…",),
     ("keys", "recipients", "list"): ("odfweb3 keys recipients list ./ds",),
     ("keys", "rotate"): ("odfweb3 keys rotate ./ds",),
     ("keys", "export"): ("odfweb3 keys export ./ds --out keys.env --passphrase-file pass.txt",),
