@@ -29,6 +29,10 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
         [],
     ),
     "bench_unixfs": (["--mb", "50", "--files", "8", "--repeat", "2"], []),
+    "bench_import_kubo": (
+        ["--big-files", "16", "--small-files", "300", "--rounds", "1"],
+        ["--rounds", "3"],
+    ),
     "bench_pull_car": (["--blocks", "300", "--rounds", "1"], ["--blocks", "10000"]),
     "bench_pull_gateway": (["--blocks", "200", "--rounds", "1"], ["--blocks", "10000"]),
     "bench_cluster": (["--blocks", "50", "--data-bytes", "20000000"], []),

@@ -50,12 +50,14 @@ from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid, encode_uvarin
 from odfweb3_ipfs.formats.dagpb import encode_link
 from odfweb3_ipfs.formats.hamt import DEFAULT_FANOUT, build_hamt
 from odfweb3_ipfs.formats.unixfs_data import DataType, UnixFSData, encode_unixfs_data
+from odfweb3_ipfs.publish.leaf_reader import UNIT_BYTES, UNIT_FILES, LeafReader, Unit
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_HASH_THREADS",
     "DEFAULT_MAX_LINKS",
     "HAMT_SHARDING_THRESHOLD",
+    "TREE_WINDOW",
     "BlockSink",
     "DirNode",
     "Entry",
@@ -1037,6 +1039,11 @@ def directory_shards(
     return hamt_threshold > 0 and estimate > hamt_threshold
 
 
+# Bytes of chunks import_tree reads ahead of the blocks it handed to the sink: the bound of
+# its memory with a sink (16 units; two workers keep busy with far fewer).
+TREE_WINDOW: Final = 16 << 20
+
+
 def import_tree(
     path: str | os.PathLike[str],
     *,
@@ -1050,61 +1057,205 @@ def import_tree(
     fanout: int = DEFAULT_FANOUT,
     on_entry: Callable[[str, Entry], object] | None = None,
     threads: int | None = None,
+    window: int = TREE_WINDOW,
 ) -> DirNode:
     """Import a directory tree as ``ipfs add -r --hidden`` does.
 
     Everything is included (Kubo skips dot-files unless ``--hidden``); symlinks
     are stored as symlink nodes and never followed; empty directories are kept
     (Kubo ``Import.UnixFSIncludeEmptyDirs`` default). Other file types (sockets,
-    devices, FIFOs) are refused.
+    devices, FIFOs) are refused, and so is a file that changes size while it is read.
+
+    Files are read and their leaves hashed on ``threads`` workers
+    (:mod:`.leaf_reader`), ahead of this thread by at most ``window`` bytes; this thread
+    hands the blocks to ``sink`` in exactly the order a one-file-at-a-time walk gives
+    (children before their directory, a file's leaves and internal nodes in file order):
+    same CIDs, same CAR bytes, whatever ``threads``.
 
     Args:
         path: the directory to import.
         on_entry: called with ``(relative posix path, entry)`` for every file,
             symlink and directory below ``path`` (the root itself is returned),
             e.g. to record per-object CIDs for incremental publishing.
+        threads: reading and hashing workers (0: all on this thread; None: two on two
+            cores or more, else none).
+        window: bytes of chunks read ahead at most (the memory bound with a sink).
         Other arguments: as for :func:`import_file` and :func:`build_directory`.
     """
     raw = _resolve_leaves(cid_version, raw_leaves)
     if chunk_size <= 0 or max_links < 2:
         raise ValueError("chunk_size must be positive and max_links at least 2")
+    if threads is None:
+        threads = 2 if auto_hash_threads() else 0
+    if threads < 0:
+        raise ValueError(f"threads must be 0 or more, not {threads}")
+    root = os.fspath(path)
+    if not os.path.isdir(root):
+        raise FormatError(f"{root}: not a directory; import_tree needs a directory")
+    leaf_version = 1 if raw else cid_version  # raw leaves are CIDv1 even under CIDv0
+    leaf_codec = CODEC_RAW if raw else CODEC_DAG_PB
+    reader = LeafReader(threads, chunk_size, None if raw else _dag_pb_leaf, sink is not None)
+    frames: list[_Frame] = []
+    result: list[DirNode] = []
 
-    def walk(directory: str, rel: str) -> DirNode:
-        children: dict[str, Entry] = {}
+    def attach(name: str, rel: str, entry: Entry) -> None:
+        frames[-1].children[name] = entry
+        if on_entry is not None:
+            on_entry(rel, entry)
+
+    def leaf_cid(digest: bytes, block: bytes | None) -> Cid:
+        cid = Cid.sha256(digest, version=leaf_version, codec=leaf_codec)
+        if sink is not None:
+            sink(cid, cast(bytes, block))
+        return cid
+
+    def take(step: _Step) -> None:
+        # Steps are taken in walk order: the sink sees what a sequential walk gives it.
+        if isinstance(step, Unit):
+            leaves = step.wait()
+            if step.first < 0:  # whole one-chunk files: each leaf is its file's root
+                for (_, _, tag), (digest, block, block_len, n) in zip(
+                    step.files, leaves, strict=True
+                ):
+                    name, rel = cast(tuple[str, str], tag)
+                    attach(
+                        name, rel, FileNode(cid=leaf_cid(digest, block), tsize=block_len, size=n)
+                    )
+                return
+            builder = cast(_TreeFile, step.files[0][2]).builder
+            for digest, block, block_len, n in leaves:
+                builder.push(0, (leaf_cid(digest, block).raw, block_len, n))
+        elif isinstance(step, _TreeFile):
+            cid_raw, tsize, size = step.builder.finish()
+            attach(
+                step.name, step.rel, FileNode(cid=Cid.from_bytes(cid_raw), tsize=tsize, size=size)
+            )
+        elif isinstance(step, _Frame):
+            frames.append(step)
+        elif isinstance(step, _Leave):
+            frame = frames.pop()
+            node = build_directory(
+                frame.children,
+                cid_version=cid_version,
+                sink=sink,
+                hamt_threshold=hamt_threshold,
+                estimation=estimation,
+                fanout=fanout,
+            )
+            if frames:
+                attach(frame.name, frame.rel, node)
+            else:
+                result.append(node)
+        else:
+            name, rel, target = step
+            attach(name, rel, import_symlink(target, cid_version=cid_version, sink=sink))
+
+    pending: deque[_Step] = deque()
+    in_flight = 0
+    try:
+        steps = _tree_steps(root, reader, lambda: _Balanced(cid_version, max_links, sink))
+        for step in steps:
+            if isinstance(step, Unit):
+                while pending and in_flight + step.nbytes > window:
+                    in_flight -= _unit_bytes(done := pending.popleft())
+                    take(done)
+                reader.submit(step)
+                in_flight += step.nbytes
+            pending.append(step)
+            while len(pending) > _MAX_PENDING:  # e.g. a folder of a million symlinks
+                in_flight -= _unit_bytes(done := pending.popleft())
+                take(done)
+        while pending:
+            take(pending.popleft())
+    finally:
+        reader.close()
+    return result[0]
+
+
+_MAX_PENDING: Final = 4096
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A directory being walked: its name, path below the root, and its children so far."""
+
+    name: str
+    rel: str
+    children: dict[str, Entry]
+
+
+class _Leave:
+    """The walk left the directory on top of the stack: build it."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class _TreeFile:
+    """A multi-chunk file: its units came before this step; when taken, it is complete."""
+
+    name: str
+    rel: str
+    builder: _Balanced
+
+
+_LEAVE: Final = _Leave()
+_Step = Unit | _TreeFile | _Frame | _Leave | tuple[str, str, bytes]
+
+
+def _unit_bytes(step: _Step) -> int:
+    return step.nbytes if isinstance(step, Unit) else 0
+
+
+def _tree_steps(
+    root: str, reader: LeafReader, new_builder: Callable[[], _Balanced]
+) -> Iterator[_Step]:
+    """The import's steps in walk order (a directory's entries sorted by name bytes):
+    one-chunk files gathered into units of up to :data:`.leaf_reader.UNIT_BYTES`, larger
+    files as their units then a :class:`_TreeFile`, symlinks as ``(name, rel, target)``,
+    directories as a :class:`_Frame`, their entries, then :data:`_LEAVE`."""
+    chunk_size = reader.chunk_size
+    small: list[tuple[str, int, object]] = []
+    small_bytes = 0
+
+    def flush() -> Iterator[Unit]:
+        nonlocal small, small_bytes
+        if small:
+            unit = Unit(small, -1, len(small), True)
+            unit.nbytes = small_bytes
+            small, small_bytes = [], 0
+            yield unit
+
+    def walk(directory: str, name: str, rel: str) -> Iterator[_Step]:
+        nonlocal small_bytes
+        yield _Frame(name, rel, {})
         with os.scandir(directory) as it:
             listing = sorted(it, key=lambda e: os.fsencode(e.name))
         for item in listing:
             child_rel = f"{rel}/{item.name}" if rel else item.name
-            mode = item.stat(follow_symlinks=False).st_mode
-            entry: Entry
-            if stat.S_ISLNK(mode):
-                entry = import_symlink(os.readlink(item.path), cid_version=cid_version, sink=sink)
+            info = item.stat(follow_symlinks=False)
+            mode = info.st_mode
+            if stat.S_ISREG(mode) and info.st_size <= chunk_size:
+                small.append((item.path, info.st_size, (item.name, child_rel)))
+                small_bytes += info.st_size
+                if small_bytes >= UNIT_BYTES or len(small) >= UNIT_FILES:
+                    yield from flush()
+                continue
+            yield from flush()
+            if stat.S_ISREG(mode):
+                file = _TreeFile(item.name, child_rel, new_builder())
+                yield from reader.file_units(item.path, info.st_size, file)
+                yield file
+            elif stat.S_ISLNK(mode):
+                yield (item.name, child_rel, os.fsencode(os.readlink(item.path)))
             elif stat.S_ISDIR(mode):
-                entry = walk(item.path, child_rel)
-            elif stat.S_ISREG(mode):
-                with open(item.path, "rb", buffering=0) as stream:
-                    entry = _import_stream(
-                        stream, cid_version, raw, sink, chunk_size, max_links, pool
-                    )
+                yield from walk(item.path, item.name, child_rel)
             else:
                 raise FormatError(
                     f"{item.path}: not a regular file, directory or symlink; remove it or "
                     "publish a directory without special files"
                 )
-            children[item.name] = entry
-            if on_entry is not None:
-                on_entry(child_rel, entry)
-        return build_directory(
-            children,
-            cid_version=cid_version,
-            sink=sink,
-            hamt_threshold=hamt_threshold,
-            estimation=estimation,
-            fanout=fanout,
-        )
+        yield from flush()
+        yield _LEAVE
 
-    root = os.fspath(path)
-    if not os.path.isdir(root):
-        raise FormatError(f"{root}: not a directory; import_tree needs a directory")
-    with _HashPool(threads) as pool:  # one set of workers for every file of the tree
-        return walk(root, "")
+    return walk(root, "", "")
