@@ -21,6 +21,7 @@ the previous publish already sent (``previous_dir_blocks``) are not emitted agai
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
@@ -33,7 +34,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
 from odfweb3.publish.state import PublishState
-from odfweb3_ipfs.formats.cid import Cid
+from odfweb3_ipfs.formats.cid import CODEC_RAW, Cid
 from odfweb3_ipfs.formats.hamt import (
     DEFAULT_FANOUT,
     ShardTable,
@@ -133,11 +134,49 @@ class _Observed:
         self._source.close()
 
 
+class _Sha256Tap:
+    """An import source that also SHA-256es a data file's bytes as its own check hashes
+    them (the same chunks, in order, on the worker), for the discovery documents'
+    checksums (Croissant ``sha256``, DCAT ``spdx:checksum``): no second read of the file.
+    The digest is recorded only once the file's check passed."""
+
+    __slots__ = ("_key", "_out", "_sha", "_source")
+
+    def __init__(self, source: ImportSource, key: bytes, out: dict[bytes, str]) -> None:
+        self._source = source
+        self._key = key
+        self._out = out
+        self._sha = hashlib.sha256()
+
+    def read(self, n: int, /) -> bytes:
+        return self._source.read(n)
+
+    def absorb(self, chunk: bytes, /) -> None:
+        self._source.absorb(chunk)
+        self._sha.update(chunk)
+
+    def end(self) -> None:
+        self._source.end()
+
+    def check(self) -> None:
+        self._source.check()
+        self._out[self._key] = self._sha.hexdigest()  # one key per file: safe from any thread
+
+    def close(self) -> None:
+        self._source.close()
+
+
 def _opener(
-    reader: DatasetReader, sealer: Sealer | None, observer: ObjectObserver | None
+    reader: DatasetReader,
+    sealer: Sealer | None,
+    observer: ObjectObserver | None,
+    tap: Callable[[DatasetObject], bool] = lambda obj: False,
+    sha256: dict[bytes, str] | None = None,
 ) -> Callable[[DatasetObject], ImportSource]:
     def open_new(obj: DatasetObject) -> ImportSource:
-        source = open_for_publish(reader, obj, sealer, defer_hashing=True)
+        source: ImportSource = open_for_publish(reader, obj, sealer, defer_hashing=True)
+        if sha256 is not None and tap(obj):
+            source = _Sha256Tap(source, obj.hash, sha256)
         return source if observer is None else _Observed(source, obj.path, observer)
 
     return open_new
@@ -157,6 +196,8 @@ class DatasetDag:
     shards: dict[str, ShardTable] = field(default_factory=dict)
     added: Mapping[str, ObjectLink] = field(default_factory=dict)
     indexed: bool = False
+    # Hex SHA-256 of the plain data files this build imported, by physical hash (multihash).
+    data_sha256: Mapping[bytes, str] = field(default_factory=dict)
 
 
 class _LazyLinks(Mapping[str, ObjectLink]):
@@ -552,6 +593,7 @@ class _Built:
     root: DirNode
     dirs: dict[str, DirNode]
     shards: dict[str, ShardTable]
+    data_sha256: dict[bytes, str]
 
 
 def _build(
@@ -569,13 +611,24 @@ def _build(
 ) -> _Built:
     """The one DAG build: import ``new``, write ``refs/head``, build the top directories
     as ``layout`` says, then the root."""
-    open_new = _opener(reader, sealer, observer)
+    # A plain data file's SHA-256 for the discovery documents: a one-chunk raw-leaf file is
+    # its own leaf (the CID's digest is the file's SHA-256); any other is hashed as it is
+    # checked.
+    sha256: dict[bytes, str] = {}
+
+    def tap(obj: DatasetObject) -> bool:
+        one_leaf = prof.raw_leaves and obj.size is not None and obj.size <= prof.chunk_size
+        return obj.kind == "data" and not one_leaf
+
+    open_new = _opener(reader, sealer, observer, tap, sha256 if sealer is None else None)
     # Read in order, hashed (SHA-256 for CIDs, each file's own SHA3-256 check) on workers;
     # every check has passed once the loop ends, before any directory is built.
     node: FileNode
     for obj, node in prof.import_files(new, open_new, sinks.file, _size_of(sealer)):
         if progress is not None:
             progress(node.size)
+        if sealer is None and obj.kind == "data" and node.cid.codec == CODEC_RAW:
+            sha256[obj.hash] = node.cid.digest.hex()
         links.new.add(obj.path, node.cid, node.tsize, node.size)
         if observer is not None:
             observer.imported(obj.path, ObjectLink(node.cid, node.tsize, node.size))
@@ -596,7 +649,7 @@ def _build(
     root = prof.build_directory(
         {name: Entry(d.cid, d.tsize) for name, d in dirs.items()}, sinks.dir
     )
-    return _Built(root, dirs, shards)
+    return _Built(root, dirs, shards, sha256)
 
 
 def build_dataset_dag(
@@ -686,6 +739,7 @@ def build_dataset_dag(
         built.dirs,
         frozenset(reused),
         built.shards,
+        data_sha256=built.data_sha256,
     )
 
 
@@ -778,6 +832,7 @@ def build_dataset_dag_indexed(
         built.shards,
         added=links.new,
         indexed=True,
+        data_sha256=built.data_sha256,
     )
 
 

@@ -654,7 +654,9 @@ class IpfsNodeTarget:
             # Side files (descriptor or key envelope) in the last CAR, outside the root;
             # the same descriptor already pinned (a re-publish with nothing new, a re-run
             # after an interruption) is not sent again.
-            side = side_files(plan, reader, dag.root.cid.encode(), self.build_settings, view)
+            side = side_files(
+                plan, reader, dag.root.cid.encode(), self.build_settings, view, dag.data_sha256
+            )
             sender.finish(
                 dag.root.cid,
                 (

@@ -259,7 +259,7 @@ def write_delta_car(
     dag = build_delta(
         plan, reader, view, settings, sink=sink or writer, progress=progress, observer=observer
     )
-    side = side_files(plan, reader, dag.root.cid.encode(), settings, view)
+    side = side_files(plan, reader, dag.root.cid.encode(), settings, view, dag.data_sha256)
     for file in side.files:
         if inline(file):
             for cid, block in file.blocks:
@@ -300,6 +300,7 @@ def side_files(
     root: str,
     settings: BuildSettings,
     view: RemoteView | None = None,
+    known_sha256: Mapping[bytes, str] | None = None,
 ) -> SideFiles:
     """The descriptor and the discovery documents (plain) or the key envelope (encrypted,
     with the summary descriptor when the owner allowed it: ``sealer.discovery``), as UnixFS
@@ -309,7 +310,8 @@ def side_files(
     fails validation (e.g. no ``publisher.name`` configured) is left out, the reason in
     ``skipped["descriptorSkipped"]``. The Croissant and DCAT documents list the data files
     of the blocks above the head ``view``'s state published them with
-    (:func:`discovery_documents`).
+    (:func:`discovery_documents`); ``known_sha256``: the data files' SHA-256 the DAG build
+    computed as it imported them (``DatasetDag.data_sha256``), by physical hash.
     """
     ipns_key, profile, sealer, publisher = (
         settings.ipns_key,
@@ -342,7 +344,9 @@ def side_files(
         # plan.chain is the chain publish_dataset already verified: no second walk.
         entries = list(plan.chain) or list(walk_chain(reader, plan.head))
         doc = build_descriptor(entries, publisher, locators, identity=f"ipns://{name}")
-    files, kept = discovery_documents(plan, reader, root, settings, view, f"ipns://{name}")
+    files, kept = discovery_documents(
+        plan, reader, root, settings, view, f"ipns://{name}", known_sha256
+    )
     errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
     if errors:
         return SideFiles(files, {"descriptorSkipped": "; ".join(p.message for p in errors)}, kept)
@@ -373,10 +377,12 @@ def discovery_documents(
     settings: BuildSettings,
     view: RemoteView | None,
     identity: str,
+    known_sha256: Mapping[bytes, str] | None = None,
 ) -> tuple[tuple[SideFile, ...], dict[str, str]]:
     """The Croissant and DCAT documents of the blocks this publish adds, as UnixFS files
     (each data file's ``contentUrl`` ``ipfs://<root>/data/<hash>``); none and the earlier
-    CIDs kept when it adds no block."""
+    CIDs kept when it adds no block. A data file's SHA-256 is taken from ``known_sha256``
+    (computed by the import), else read from the dataset once for both documents."""
     earlier = earlier_documents(plan, view)
     if earlier.head is not None and earlier.head == plan.head and earlier.croissant:
         kept = {"croissant": earlier.croissant, "dcat": earlier.dcat or ""}
@@ -387,7 +393,7 @@ def discovery_documents(
         identity,
         landing=identity,
         url_of=data_file_urls(ipfs=root),
-        sha256_of=local_sha256(reader),
+        sha256_of=_sha256_once(known_sha256 or {}, local_sha256(reader)),
     )
     croissant = published_croissant(facts, shown, earlier)
     dcat = published_dcat(facts, shown, earlier)
@@ -396,6 +402,24 @@ def discovery_documents(
         _unixfs_file("croissant", encode_descriptor(croissant), profile),
         _unixfs_file("dcat", encode_descriptor(dcat), profile),
     ), {}
+
+
+def _sha256_once(
+    known: Mapping[bytes, str], read: Callable[[bytes], str | None]
+) -> Callable[[bytes], str | None]:
+    """``known``'s digest of a data file, else ``read``'s, each file read at most once (the
+    Croissant and the DCAT document both list it)."""
+    seen: dict[bytes, str | None] = {}
+
+    def sha256_of(mh: bytes) -> str | None:
+        hit = known.get(mh)
+        if hit is not None:
+            return hit
+        if mh not in seen:
+            seen[mh] = read(mh)
+        return seen[mh]
+
+    return sha256_of
 
 
 def odf_extra(dag: DagFacts) -> dict[str, Any]:

@@ -1,0 +1,69 @@
+"""The DAG build gives each plain data file's SHA-256 (the discovery documents' checksum)
+from the import itself: a one-chunk raw-leaf file from its CID, any other hashed as it is
+checked; the documents read a file only when the build did not import it, once for both."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from odfweb3.errors import HashMismatch
+from odfweb3.odf.builder import append_blocks, create_root_dataset
+from odfweb3.odf.chain import iter_objects, walk_chain
+from odfweb3.odf.layout import DatasetReader
+from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE, UNIXFS_V0_2015, UNIXFS_V1_2025
+from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag
+from odfweb3_ipfs.publish.pipeline import _sha256_once
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sha") / "ds"
+    # 3 data files of ~400 KB (more than one 256 KiB chunk), then 4 small ones
+    create_root_dataset(root, blocks=3, data_bytes=1_200_000, seed=41, fsync=False)
+    append_blocks(root, 4, data_bytes=8000, seed=42, fsync=False)
+    return root
+
+
+@pytest.mark.parametrize("profile", [DEFAULT_PROFILE, UNIXFS_V0_2015, UNIXFS_V1_2025])
+def test_every_data_file_sha256_from_the_import(dataset: Path, profile: object) -> None:
+    reader = DatasetReader.open(dataset)
+    head = reader.head()
+    objects = list(iter_objects(walk_chain(reader, head)))
+    data = [o for o in objects if o.kind == "data"]
+    sizes = sorted(o.size or 0 for o in data)
+    assert sizes[0] < 262144 < sizes[-1]  # both paths: the CID's digest and the tap
+    dag = build_dataset_dag(reader, head, objects, {}, profile=profile)  # type: ignore[arg-type]
+    expected = {o.hash: hashlib.sha256((dataset / o.path).read_bytes()).hexdigest() for o in data}
+    assert dict(dag.data_sha256) == expected
+
+
+def test_a_corrupt_data_file_records_no_digest(tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    create_root_dataset(root, blocks=1, data_bytes=600_000, seed=43, fsync=False)
+    reader = DatasetReader.open(root)
+    head = reader.head()
+    objects = list(iter_objects(walk_chain(reader, head)))
+    (victim,) = [o for o in objects if o.kind == "data"]
+    raw = bytearray((root / victim.path).read_bytes())
+    raw[-1] ^= 1  # same size, other bytes: its SHA3-256 check fails
+    (root / victim.path).write_bytes(bytes(raw))
+    with pytest.raises(HashMismatch):
+        build_dataset_dag(reader, head, objects, {})
+
+
+def test_documents_read_a_file_once_and_only_when_not_known() -> None:
+    reads: list[bytes] = []
+
+    def read(mh: bytes) -> str | None:
+        reads.append(mh)
+        return None if mh == b"gone" else f"read-{mh.hex()}"
+
+    sha256_of = _sha256_once({b"known": "k"}, read)
+    for _ in range(2):  # the Croissant document, then the DCAT one
+        assert sha256_of(b"known") == "k"
+        assert sha256_of(b"other") == f"read-{b'other'.hex()}"
+        assert sha256_of(b"gone") is None
+    assert reads == [b"other", b"gone"]
