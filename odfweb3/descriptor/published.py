@@ -85,6 +85,9 @@ def facts_since(
     when ``since`` is not met, the whole chain is read (``chain``: the entries the caller
     has verified already, head first).
     """
+    if since is None:  # every file: the verified entries when given, no walk of our own
+        entries = (chain() if chain is not None else None) or list(walk_chain(reader, head))
+        return discovery_facts(entries)
     above: list[ChainEntry] = []
     below: list[ChainEntry] = []  # ``since`` and what was read under it
     walk = walk_chain(reader, head)
