@@ -139,6 +139,7 @@ def open_turbo_target(
             "payment service (e.g. https://payment.ardrive.io), or use --to arweave"
         )
     signer = config.get("arweave", "turbo_address")
+    chunked_above, chunk_bytes, chunked_timeout = _turbo_chunking(config)
     return TurboTarget(
         ArweaveGateway(config.arweave_gateway, settings=config.network),
         TurboClient(url, settings=config.network, signer=signer if signer else None),
@@ -155,7 +156,46 @@ def open_turbo_target(
         manifest=_manifest_kind(config),
         progress=options.progress,
         finalize_timeout=_finalize_timeout(config),
+        chunked_above=chunked_above,
+        chunk_bytes=chunk_bytes,
+        chunked_timeout=chunked_timeout,
     )
+
+
+def _turbo_chunking(config: Config) -> tuple[int, int, float]:
+    """``arweave.turbo_chunked_above`` (bytes; items from this size go through the
+    bundler's multipart upload, default 10 MiB), ``arweave.turbo_chunk_bytes`` (the chunk
+    size, 5 MiB to 500 MiB, default 5 MiB: one chunk is in memory at a time) and
+    ``arweave.turbo_chunked_timeout_s`` (how long to wait for the bundler to assemble a
+    chunked item and answer its receipt, default 600).
+
+    Raises:
+        ConfigError: not a number, or a chunk size the bundler does not take.
+    """
+    from odfweb3_arweave.publish.turbo_chunks import (
+        DEFAULT_CHUNK_BYTES,
+        DEFAULT_CHUNKED_ABOVE,
+        MAX_CHUNK_BYTES,
+        MIN_CHUNK_BYTES,
+    )
+
+    values: list[float] = []
+    for key, default in (
+        ("turbo_chunked_above", DEFAULT_CHUNKED_ABOVE),
+        ("turbo_chunk_bytes", DEFAULT_CHUNK_BYTES),
+        ("turbo_chunked_timeout_s", 600),
+    ):
+        value = config.get("arweave", key, default=default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"arweave.{key} is {str(value)[:40]!r}; give a number >= 0")
+        values.append(value)
+    above, chunk, timeout = int(values[0]), int(values[1]), float(values[2])
+    if not MIN_CHUNK_BYTES <= chunk <= MAX_CHUNK_BYTES:
+        raise ConfigError(
+            f"arweave.turbo_chunk_bytes is {chunk}; the bundler takes chunks of "
+            f"{MIN_CHUNK_BYTES} to {MAX_CHUNK_BYTES} bytes"
+        )
+    return above, chunk, timeout
 
 
 def _finalize_timeout(config: Config) -> float:

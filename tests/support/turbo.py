@@ -23,6 +23,10 @@ directory, on free ports, no Docker, no cloud:
   arlocal's own `/price/N` in winston plus the payment service's 23.4 % fee, so the
   number moves with the bytes as the real one does); balances are not checked
   (`SKIP_BALANCE_CHECKS=true`);
+- tests/support/chunk_order_proxy.py between the bundler and arlocal: the bundler seeds a
+  bundle's chunks many at a time, arlocal reassembles them in arrival order, so the proxy
+  passes each transaction's chunks in offset order (a bundle carrying a multipart upload's
+  large item is tens of chunks);
 - the upload API (`lib/index.js`) and the fulfillment pipeline (`ecs/fulfillment-pipeline/
   dist/app.js`: plan, prepare, post, seed, verify), each through `node --require` of a
   preload that binds every `listen()` to 127.0.0.1 (both call `listen(port)`: all
@@ -51,6 +55,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.chunk_order_proxy import chunk_order_proxy
 from tests.support.nodes import (
     ArlocalNode,
     NodeProcess,
@@ -378,6 +383,9 @@ def start_turbo(work: Path) -> Iterator[TurboNode]:
         moto_url = f"http://127.0.0.1:{moto_port}"
 
         arlocal = stack.enter_context(start_arlocal(work / "arlocal"))
+        # The bundler seeds a bundle's chunks many at a time; arlocal reassembles them in
+        # arrival order (a real node places them by offset): the proxy passes them in order.
+        ordered = stack.enter_context(chunk_order_proxy(arlocal.url))
 
         _Rates.arlocal_url = arlocal.url
         rates = ThreadingHTTPServer(("127.0.0.1", 0), _Rates)
@@ -418,8 +426,8 @@ def start_turbo(work: Path) -> Iterator[TurboNode]:
             "ELASTICACHE_PORT": str(redis_port),
             "ELASTICACHE_NO_CLUSTERING": "true",
             **queues,
-            "ARWEAVE_GATEWAY": arlocal.url,
-            "PUBLIC_ACCESS_GATEWAY": arlocal.url,
+            "ARWEAVE_GATEWAY": ordered.url,
+            "PUBLIC_ACCESS_GATEWAY": ordered.url,
             "TURBO_JWK_FILE": str(jwk_path),
             "PAYMENT_SERVICE_BASE_URL": f"127.0.0.1:{rates.server_address[1]}",
             "PAYMENT_SERVICE_PROTOCOL": "http",

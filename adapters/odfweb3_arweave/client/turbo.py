@@ -9,7 +9,18 @@ them into Arweave inside its own bundle transactions. Only what odfweb3 needs:
   receipt (:mod:`odfweb3_arweave.formats.receipt`), 402 when the owner has no credits, 400
   for an item the bundler refuses, 202 (no receipt) for an item it is receiving already;
 - ``GET /v1/tx/{id}/status``: ``CONFIRMED`` (taken, not yet in a block), ``FINALIZED``
-  (its bundle is in a block and verified), ``FAILED``; 404 unknown.
+  (its bundle is in a block and verified), ``FAILED``; 404 unknown;
+- the multipart upload of one large item (turbo-upload-service ``src/routes/
+  multiPartUploads.ts``): ``GET /v1/chunks/arweave/-1/-1?chunkSize=N`` creates an upload
+  (``{"id", "min", "max", "chunkSize"}``; sizes 5 MiB to 500 MiB, S3's part limits),
+  ``POST /v1/chunks/arweave/{upload}/{offset}`` stores one chunk (200; every chunk but the
+  last exactly ``chunkSize`` bytes, its part number ``offset / chunkSize + 1``),
+  ``GET .../{upload}/-1`` lists the chunks held (``chunks: [[offset, size], ...]``, 404 for
+  an upload it does not know), ``POST .../{upload}/finalize`` assembles them in the
+  background (202; 200/201 with the receipt when it was done already) and
+  ``GET .../{upload}/status`` says ``ASSEMBLING``, ``VALIDATING``, ``FINALIZING``, then
+  ``FINALIZED`` with the receipt (signed as ``POST /v1/tx``'s), or a failure
+  (``INVALID``, ``UNDERFUNDED``, ...).
 
 Every answer is hostile (:mod:`odfweb3.transport.http`: bounded size and time); a receipt is
 returned only once it verifies, for the item sent, by the pinned key. ``POST /v1/tx`` is not
@@ -19,6 +30,7 @@ receipt, so a retry would turn a slow success into "no proof".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -29,11 +41,25 @@ from odfweb3.transport.http import HttpClient, one_line
 from odfweb3.transport.settings import NetworkSettings
 from odfweb3_arweave.formats.receipt import Receipt, decode_receipt, verify_receipt
 
-__all__ = ["TurboClient", "TurboInfo", "TurboPayment", "TurboStatus"]
+__all__ = [
+    "ChunkedStatus",
+    "ChunkedUpload",
+    "TurboClient",
+    "TurboInfo",
+    "TurboPayment",
+    "TurboStatus",
+]
 
 _MAX_JSON: Final = 1 << 20
 _STATES: Final = frozenset({"CONFIRMED", "FINALIZED", "FAILED"})
 _MAX_WINC_DIGITS: Final = 30  # 10^30 winc = 10^18 credits: anything longer is not a price
+# The token naming the signature type in /chunks paths: our items are Arweave (RSA) signed.
+_TOKEN: Final = "arweave"
+# An upload id is S3's multipart upload id (letters, digits, '.', '_', '-'); it goes into
+# request paths, so anything else is refused, not quoted.
+_UPLOAD_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,512}")
+_MAX_CHUNKS_LISTED: Final = 10_000  # S3's part-number limit
+_CHUNK_STATES: Final = frozenset({"ASSEMBLING", "VALIDATING", "FINALIZING", "FINALIZED"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +82,27 @@ class TurboStatus:
     def to_json(self) -> dict[str, Any]:
         """JSON form (status output)."""
         return {"state": self.state, "bundleId": self.bundle_id}
+
+
+@dataclass(frozen=True)
+class ChunkedUpload:
+    """A multipart upload the bundler holds: its ``upload_id``, the ``chunk_size`` every
+    chunk but the last has, and the ``chunks`` it says it has (``(offset, size)``,
+    unsigned: what to send again, never a proof; the receipt at the end is)."""
+
+    upload_id: str
+    chunk_size: int
+    chunks: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ChunkedStatus:
+    """``GET /v1/chunks/.../status``: ``state`` (ASSEMBLING, VALIDATING, FINALIZING,
+    FINALIZED, NOT_FOUND or the bundler's failure word) and, once FINALIZED, the receipt,
+    verified (for the item, by the pinned key)."""
+
+    state: str
+    receipt: Receipt | None = None
 
 
 class TurboClient:
@@ -103,6 +150,11 @@ class TurboClient:
             hint = "the bundler refused the data item (nothing was kept)"
         elif status == 413:
             hint = "the data item is larger than the bundler takes"
+        elif status == 404 and "/chunks/" in endpoint:
+            hint = (
+                "the bundler does not know that upload (expired, or not ours): run publish "
+                "again, it starts a new one"
+            )
         else:
             hint = "see the bundler's log"
         return BackendRejected(
@@ -217,6 +269,195 @@ class TurboClient:
             )
         bundle = doc.get("bundleId")
         return TurboStatus(str(state), bundle if isinstance(bundle, str) else None)
+
+    # -- the multipart upload of one large item ------------------------------------------
+
+    def _upload_path(self, upload_id: str, tail: str) -> str:
+        if not _UPLOAD_ID.fullmatch(upload_id):
+            raise BackendRejected(
+                f"Turbo bundler {self.url}: upload id {one_line(upload_id[:80])!r} is not an "
+                "upload id (letters, digits, '.', '_', '-')",
+                200,
+                "bad upload id",
+            )
+        return f"/v1/chunks/{_TOKEN}/{upload_id}/{tail}"
+
+    def create_upload(self, chunk_size: int) -> ChunkedUpload:
+        """``GET /v1/chunks/arweave/-1/-1?chunkSize=N``: a new multipart upload.
+
+        Raises:
+            BackendRejected: 400 (a chunk size outside the bundler's limits), or an answer
+                without an upload id, or one naming another chunk size.
+        """
+        endpoint = "GET /v1/chunks/{token}/-1/-1"
+        with self._http.request(
+            "GET",
+            f"/v1/chunks/{_TOKEN}/-1/-1",
+            endpoint="/v1/chunks/{token}/-1/-1",
+            params=[("chunkSize", str(int(chunk_size)))],
+            # Each attempt creates another upload; one that is never used costs nothing.
+            idempotent=True,
+        ) as answer:
+            got = (answer.status, answer.read(_MAX_JSON + 1))
+        doc = self._json(got, endpoint)
+        upload_id = doc.get("id") if isinstance(doc, dict) else None
+        size = doc.get("chunkSize") if isinstance(doc, dict) else None
+        if not isinstance(upload_id, str) or not _UPLOAD_ID.fullmatch(upload_id):
+            raise BackendRejected(
+                f"Turbo bundler {self.url} {endpoint} answered no upload id; is this a Turbo "
+                "upload service?",
+                got[0],
+                "no upload id",
+            )
+        if size is not None and size != chunk_size:
+            raise BackendRejected(
+                f"Turbo bundler {self.url} {endpoint} created upload {upload_id} with chunk "
+                f"size {one_line(str(size)[:40])}, not the {chunk_size} asked",
+                got[0],
+                "chunk size",
+            )
+        return ChunkedUpload(upload_id, chunk_size)
+
+    def upload_chunks(self, upload_id: str) -> ChunkedUpload | None:
+        """``GET /v1/chunks/arweave/{upload}/-1``: the chunks the bundler holds of
+        ``upload_id`` (None: it knows no such upload, or no longer: finalized or expired).
+
+        Raises:
+            BackendRejected: an answer for another upload, or chunks of the wrong shape.
+        """
+        endpoint = "GET /v1/chunks/{token}/{upload}/-1"
+        with self._http.request(
+            "GET",
+            self._upload_path(upload_id, "-1"),
+            endpoint="/v1/chunks/{token}/{upload}/-1",
+            ok=frozenset({404}),
+        ) as answer:
+            got = (answer.status, answer.read(_MAX_JSON + 1))
+        if got[0] == 404:
+            return None
+        doc = self._json(got, endpoint)
+        if not isinstance(doc, dict) or doc.get("id") != upload_id:
+            named = doc.get("id") if isinstance(doc, dict) else None
+            raise BackendRejected(
+                f"Turbo bundler {self.url} {endpoint} answered for upload "
+                f"{one_line(str(named)[:80])!r}, not ours ({upload_id})",
+                got[0],
+                "another upload",
+            )
+        size, chunks = doc.get("size"), doc.get("chunks")
+        ok = (
+            isinstance(size, int)
+            and not isinstance(size, bool)
+            and size > 0
+            and isinstance(chunks, list)
+            and len(chunks) <= _MAX_CHUNKS_LISTED
+            and all(
+                isinstance(c, list)
+                and len(c) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in c)
+                for c in chunks
+            )
+        )
+        if not ok:
+            raise BackendRejected(
+                f"Turbo bundler {self.url} {endpoint} listed upload {upload_id}'s chunks in a "
+                "form that is not [[offset, size], ...]",
+                got[0],
+                "bad chunks",
+            )
+        assert isinstance(size, int) and isinstance(chunks, list)
+        return ChunkedUpload(upload_id, size, tuple((int(o), int(n)) for o, n in chunks))
+
+    def post_chunk(
+        self,
+        upload_id: str,
+        offset: int,
+        body: bytes,
+        on_sent: Callable[[int], None] | None = None,
+    ) -> None:
+        """``POST /v1/chunks/arweave/{upload}/{offset}``: one chunk (retried: the same bytes
+        at the same offset are the same part).
+
+        Raises:
+            BackendRejected: 404 (the bundler knows no such upload), 400 (a chunk it
+                refuses) and other errors.
+        """
+        with self._http.request(
+            "POST",
+            self._upload_path(upload_id, str(int(offset))),
+            endpoint="/v1/chunks/{token}/{upload}/{offset}",
+            content=body,
+            headers={"content-type": "application/octet-stream"},
+            idempotent=True,
+            on_sent=on_sent,
+        ) as answer:
+            answer.read(_MAX_JSON + 1)
+
+    def finalize_upload(self, upload_id: str, item_id: str) -> Receipt | None:
+        """``POST /v1/chunks/arweave/{upload}/finalize``: assemble the chunks (in the
+        background: None, ask :meth:`upload_status`); the receipt, verified, when the
+        bundler had finished already.
+
+        Raises:
+            BackendRejected: 404 (no such upload), 400 (the item is invalid), 402 (no
+                credits) and other errors.
+            SignatureError: a receipt for another item, by another key, or not verifying.
+        """
+        signer = self.signer or self.pinned_signer()
+        endpoint = "POST /v1/chunks/{token}/{upload}/finalize"
+        with self._http.request(
+            "POST",
+            self._upload_path(upload_id, "finalize"),
+            endpoint="/v1/chunks/{token}/{upload}/finalize",
+            # Finalizing twice is asking twice: the bundler answers what it has done.
+            idempotent=True,
+        ) as answer:
+            got = (answer.status, answer.read(_MAX_JSON + 1))
+        if got[0] == 202 or not got[1].strip():
+            return None
+        where = f"Turbo bundler {self.url} receipt for item {item_id} (upload {upload_id})"
+        receipt = decode_receipt(self._json(got, endpoint), where)
+        verify_receipt(receipt, item_id=item_id, signer=signer, where=where)
+        return receipt
+
+    def upload_status(self, upload_id: str, item_id: str) -> ChunkedStatus:
+        """``GET /v1/chunks/arweave/{upload}/status``; a FINALIZED answer's receipt is
+        verified (for ``item_id``, by the pinned key) before it is returned.
+
+        Raises:
+            BackendRejected: FINALIZED without a receipt, or a status of the wrong shape.
+            SignatureError: a receipt for another item, by another key, or not verifying.
+        """
+        signer = self.signer or self.pinned_signer()
+        endpoint = "GET /v1/chunks/{token}/{upload}/status"
+        with self._http.request(
+            "GET",
+            self._upload_path(upload_id, "status"),
+            endpoint="/v1/chunks/{token}/{upload}/status",
+            ok=frozenset({404}),
+        ) as answer:
+            got = (answer.status, answer.read(_MAX_JSON + 1))
+        if got[0] == 404:
+            return ChunkedStatus("NOT_FOUND")
+        doc = self._json(got, endpoint)
+        state = doc.get("status") if isinstance(doc, dict) else None
+        if not isinstance(state, str) or not state.isascii() or not 0 < len(state) <= 40:
+            raise BackendRejected(
+                f"Turbo bundler {self.url} {endpoint} answered no status for upload {upload_id}",
+                got[0],
+                "bad status",
+            )
+        if state != "FINALIZED":
+            return ChunkedStatus(state if state in _CHUNK_STATES else one_line(state))
+        assert isinstance(doc, dict)
+        if doc.get("receipt") is None:
+            # The service re-signs the receipt when it answers; FINALIZED without one is
+            # "not yet" (its signing failed, or the item is not recorded yet): ask again.
+            return ChunkedStatus("FINALIZING")
+        where = f"Turbo bundler {self.url} receipt for item {item_id} (upload {upload_id})"
+        receipt = decode_receipt(doc.get("receipt"), where)
+        verify_receipt(receipt, item_id=item_id, signer=signer, where=where)
+        return ChunkedStatus(state, receipt)
 
 
 class TurboPayment:

@@ -3,7 +3,9 @@
 The upload is what ``--to arweave`` signs (:mod:`.publish_bundle`: files, metadata, path
 manifest, descriptor, record last; spooled as one ANS-104 bundle file), but instead of one
 L1 transaction paid by the wallet, each data item goes to the bundler's ``POST /v1/tx``
-(:class:`~odfweb3_arweave.client.turbo.TurboClient`), in bundle order, the record last. The
+(:class:`~odfweb3_arweave.client.turbo.TurboClient`; an item of ``chunked_above`` bytes or
+more through its multipart ``/chunks`` upload, :mod:`.turbo_chunks`, resumable chunk by
+chunk), in bundle order, the record last. The
 bundler answers each with a receipt it signs; the receipt is verified (for that item, by the
 bundler's pinned key) and saved in the checkpoint before the next item is sent, so an
 interrupted publish resumes with the first item that has no receipt, and the record is sent
@@ -45,6 +47,12 @@ from odfweb3_arweave.publish.state import (
     parse_arweave_extra,
     parse_arweave_state,
     serialize_arweave_extra,
+)
+from odfweb3_arweave.publish.turbo_chunks import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_CHUNKED_ABOVE,
+    resumed_bytes,
+    send_chunked,
 )
 from odfweb3_arweave.read.lookup import Upload
 from odfweb3_arweave.wallet import Wallet
@@ -120,7 +128,9 @@ class TurboTarget(GatewayTarget):
     look. Arguments as :class:`GatewayTarget`, plus ``turbo`` (the bundler client, its
     ``signer`` the configured key or None) and ``payment`` (Turbo's payment service, which
     prices the items in winc; None: the price is not known, ``max_cost`` is refused).
-    ``max_cost`` is in winc here."""
+    ``max_cost`` is in winc here. Items of ``chunked_above`` bytes or more go through the
+    bundler's multipart upload in chunks of ``chunk_bytes`` (:mod:`.turbo_chunks`), its
+    receipt awaited up to ``chunked_timeout`` seconds."""
 
     def __init__(
         self,
@@ -131,12 +141,18 @@ class TurboTarget(GatewayTarget):
         *,
         payment: TurboPayment | None = None,
         finalize_timeout: float = 0.0,
+        chunked_above: int = DEFAULT_CHUNKED_ABOVE,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        chunked_timeout: float = 600.0,
         **kw: Any,
     ) -> None:
         super().__init__(gateway, wallet, states, **kw)
         self.turbo = turbo
         self.payment = payment
         self.finalize_timeout = finalize_timeout
+        self.chunked_above = chunked_above
+        self.chunk_bytes = chunk_bytes
+        self.chunked_timeout = chunked_timeout
         self.name = f"turbo:{turbo.url}"
 
     def __repr__(self) -> str:
@@ -244,11 +260,23 @@ class TurboTarget(GatewayTarget):
             # Bundle order is the record last already; keep it so whatever the order.
             entries.sort(key=lambda e: e[0] == record_id)
             sent_before = sum(size for item_id, _, size in entries if item_id in receipts)
+            partial = checkpoint.get("chunked")
+            part_id = str(partial.get("itemId")) if isinstance(partial, dict) else ""
+            in_part = resumed_bytes(partial, part_id) if part_id not in receipts else 0
+            label = f"sending {len(entries)} items to {self.turbo.url}"
+            if in_part:
+                label += f" (item {part_id} resumed at byte {in_part})"
             self.progress.phase(
-                f"sending {len(entries)} items to {self.turbo.url}",
-                sum(size for _, _, size in entries),
-                done=sent_before,
+                label, sum(size for _, _, size in entries), done=sent_before + in_part
             )
+
+            def keep_chunked(entry: dict[str, Any] | None) -> None:
+                if entry is None:
+                    checkpoint.pop("chunked", None)
+                else:
+                    checkpoint["chunked"] = entry
+                self._save_checkpoint(dataset_id, checkpoint)
+
             skipped = 0
             for item_id, offset, size in entries:
                 if item_id in receipts:
@@ -256,12 +284,37 @@ class TurboTarget(GatewayTarget):
                     verify_receipt(kept, item_id=item_id, signer=signer, where=where)
                     skipped += 1
                     continue
-                f.seek(offset)
-                body = f.read(size)
-                receipt = self.turbo.post_item(item_id, body)
+                if size >= self.chunked_above:
+                    # The bar counts the chunks held already (at its start) and each sent.
+                    counted = [resumed_bytes(checkpoint.get("chunked"), item_id)]
+
+                    def step(n: int, counted: list[int] = counted) -> None:
+                        counted[0] += n
+                        self.progress.advance(n)
+
+                    receipt = send_chunked(
+                        self.turbo,
+                        f,
+                        (item_id, offset, size),
+                        checkpoint.get("chunked"),
+                        keep_chunked,
+                        chunk_size=self.chunk_bytes,
+                        timeout=self.chunked_timeout,
+                        sleep=self.sleep,
+                        monotonic=self.monotonic,
+                        poll_interval=self.poll_interval,
+                        advance=step,
+                    )
+                    checkpoint.pop("chunked", None)
+                    self.progress.advance(max(size - counted[0], 0))
+                else:
+                    f.seek(offset)
+                    body = f.read(size)
+                    receipt = self.turbo.post_item(item_id, body)
                 receipts[item_id] = encode_receipt(receipt)
                 self._save_checkpoint(dataset_id, checkpoint)
-                self.progress.advance(size)
+                if size < self.chunked_above:
+                    self.progress.advance(size)
         extra = dataclasses.replace(sent, bundler=signer, receipts=dict(receipts))
         summary = dict(result["summary"])
         summary["bundler"] = self.turbo.url
