@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.errors import BackendRejected, ConflictError, ResolutionError, UsageError
+from odfweb3.errors import BackendRejected, ConflictError, NotFound, ResolutionError, UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -288,12 +288,17 @@ def test_chunked_upload_and_resume(arlocal, wallet, tmp_path) -> None:
     assert out.upload.summary["resumed"].endswith("from chunk 1")  # chunk 0 was accepted
     assert not list(state_dir.rglob("*.upload.json"))
     # arlocal reassembles a chunked bundle in the background after the last chunk; wait for
-    # the record item to appear (bounded), then every byte must read back.
+    # the record item to be served (bounded), then every byte must read back. (Polled by its
+    # data: arlocal's /tx/{id}/status knows the bundle, never an item inside it, so a loop on
+    # the item's status only ever ran out its whole deadline.)
     gw = ArweaveGateway(arlocal.url)
-    for _ in range(600):
-        if gw.tx_status(out.state.record["recordId"]).state != "not_found":
+    deadline = time.monotonic() + 300.0
+    while time.monotonic() < deadline:
+        try:
+            gw.get_data(out.state.record["recordId"])
             break
-        time.sleep(0.1)
+        except NotFound:
+            time.sleep(0.2)
     check_read_back(arlocal, out.state, ds, set(dataset_files(ds)))
     assert (
         find_latest_upload(gw, wallet.address, out.state.dataset_id).id
