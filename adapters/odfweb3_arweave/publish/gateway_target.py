@@ -226,6 +226,7 @@ class GatewayTarget:
         self.monotonic = monotonic
         self._unchanged = False  # upload found nothing new: commit returns the saved state
         self._started = 0.0  # when inspect began: older unreferenced packs go after save
+        self._final: frozenset[str] = frozenset()  # listed uploads inspect saw final: folded
 
     def __repr__(self) -> str:
         return f"GatewayTarget({self.gateway.url}, owner={self.wallet.address})"
@@ -247,7 +248,9 @@ class GatewayTarget:
         # The publisher's own look (verify=False): a pending record of ours may not be served
         # yet; a forged one can only make it rebuild (walk_records verifies) or refuse.
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
+        self._final = frozenset()
         if state is not None and self._state_is_current(state, latest):
+            self._final = self._final_uploads(state, latest)
             assert state.head is not None
             # With the file index a membership test reads one part; refs/head
             # among the paths is no dataset object.
@@ -354,6 +357,36 @@ class GatewayTarget:
             if tx_id and self.gateway.tx_status(tx_id).state != "not_found":
                 return True
         return False
+
+    def _final_uploads(self, state: PublishState, latest: Upload | None) -> frozenset[str]:
+        """The uploads the saved state lists that are final: the last one when the gateway's
+        latest is it, in a block, or the state says confirmed/finalized (the bundler's
+        FINALIZED); any other listed one when GraphQL shows it in a block (one request per
+        100, asked only when the list holds more than the last upload)."""
+        typed = self._typed(state)
+        record = typed.record
+        final: set[str] = set()
+        if record is not None and (
+            record.status in ("confirmed", "finalized")
+            or (latest is not None and latest.id == record.record_id and not latest.pending)
+        ):
+            final.add(record.record_id)
+        others = [
+            u.record_id
+            for u in typed.extra.uploads or ()
+            if record is None or u.record_id != record.record_id
+        ]
+        if others:
+            try:
+                nodes = lookup_items(self.gateway, others)
+            except BackendError:
+                nodes = {}  # not known final: kept listed, asked again next time
+            final |= {
+                i
+                for i, node in nodes.items()
+                if isinstance(node.get("block"), dict) and node["block"].get("height") is not None
+            }
+        return frozenset(final)
 
     def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[PublishState, frozenset[str]]:
         """The state the network's records give (and every path they name): the tiered
@@ -481,6 +514,7 @@ class GatewayTarget:
             sealer=self.sealer,
             inputs=inputs,
             object_index=index.to_json(),
+            fold=self._final,
         )
         checkpoint.update(pinned)
         self._save_checkpoint(plan.dataset_id, checkpoint)
@@ -896,9 +930,16 @@ def checkpoint_doc(
     sealer: Sealer | None,
     inputs: Mapping[str, str] | None,
     object_index: Mapping[str, Any] | None = None,
+    fold: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The upload checkpoint (pure): saved before the first byte is posted, so a resumed
     publish posts the same transaction; its ``result`` is the :class:`UploadResult`.
+
+    ``extra.uploads`` is the previous state's plus this upload, less the uploads in ``fold``
+    (seen final: in a block, or FINALIZED by the bundler), which ``extra.folded`` counts:
+    nothing later needs them (the records' tiers name them, a second machine's rebuild walks
+    those), so the state stays the same size however many uploads there were, and ``status``
+    asks only about uploads not known final.
 
     With ``object_index`` (the file index's refs, its packs written already) the
     paths are not listed (``objects`` empty) and ``extra.objectIndex`` names the parts.
@@ -908,8 +949,13 @@ def checkpoint_doc(
     tx_id = tx.id_b64 if tx is not None else None
     state = view.state
     where = f"publish state of {state.target}" if state is not None else ""
-    prev_uploads = parse_arweave_extra(state.extra, where).uploads if state is not None else None
+    prev = parse_arweave_extra(state.extra, where) if state is not None else None
+    prev_uploads = prev.uploads if prev is not None else None
     new_upload = UploadEntry(signed.record_id, bplan.head, signed.manifest_id, tx_id)
+    folded = prev.folded if prev is not None else None
+    if fold and prev_uploads:
+        kept = tuple(u for u in prev_uploads if u.record_id not in fold)
+        folded, prev_uploads = (folded or 0) + len(prev_uploads) - len(kept), kept
     extra = ArweaveExtra(
         upload=UploadFacts(
             record_id=signed.record_id,
@@ -923,6 +969,7 @@ def checkpoint_doc(
         drive=bplan.drive,
         owner=owner,
         uploads=(*(prev_uploads or ()), new_upload),
+        folded=folded,
         manifests=manifest_chain(prepared),
         descriptor_id=prepared.descriptor.get("descriptorId"),
         croissant_id=prepared.descriptor.get("croissantId"),

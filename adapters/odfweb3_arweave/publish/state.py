@@ -186,7 +186,10 @@ class ArweaveExtra:
         drive: ``drive``, the drive's stable ids.
         owner: ``owner``, the wallet address that signed the uploads.
         bundles: ``bundles``, the bundle files in ``OUT_DIR``, oldest first (``bundle:``).
-        uploads: ``uploads``, every upload known, oldest first (gateway).
+        uploads: ``uploads``, the uploads not known final yet, oldest first (gateway): an
+            upload is folded away once the gateway shows the last one in a block or the
+            bundler said FINALIZED (the tiered records name every earlier one).
+        folded: ``folded``, how many uploads were folded away so far.
         rebuilt: ``rebuilt``, true when the state was rebuilt from the network.
         manifests: the manifest chain (None in state written before delta manifests: the
             locator is then a full manifest).
@@ -214,6 +217,7 @@ class ArweaveExtra:
     owner: str | None = None
     bundles: tuple[str, ...] | None = None
     uploads: tuple[UploadEntry, ...] | None = None
+    folded: int | None = None
     rebuilt: bool | None = None
     manifests: ManifestChain | None = None
     encrypted: bool | None = None
@@ -352,6 +356,7 @@ def parse_arweave_extra(raw: Mapping[str, Any], where: str) -> ArweaveExtra:
         owner=opt_field(raw, "owner", str, where, p),
         bundles=str_list(raw, "bundles", where, p),
         uploads=_uploads(raw, where),
+        folded=opt_field(raw, "folded", int, where, p),
         rebuilt=opt_field(raw, "rebuilt", bool, where, p),
         manifests=_manifests(raw, where),
         encrypted=opt_field(raw, "encrypted", bool, where, p),
@@ -381,6 +386,7 @@ def serialize_arweave_extra(extra: ArweaveExtra) -> dict[str, Any]:
                 "uploads": [u.to_json() for u in extra.uploads]
                 if extra.uploads is not None
                 else None,
+                "folded": extra.folded,
                 "rebuilt": extra.rebuilt,
                 "encrypted": extra.encrypted,
                 "keyEpoch": extra.key_epoch,
