@@ -1,26 +1,33 @@
 """The backend registry: which network package handles a target name or a reference.
 
 Each network (IPFS, Arweave) is an ordinary package under ``adapters/`` (``odfweb3_ipfs``,
-``odfweb3_arweave``) that declares one :class:`Backend` under the Python entry point group
-``odfweb3.backends`` (pyproject ``[project.entry-points."odfweb3.backends"]``). The core
-never imports an adapter: it asks this registry, which loads the entry points once, and
-dispatches on the scheme (the text before the first ``:``) of a target name (``car:DIR``,
-``ipfs``, ``bundle:DIR``, ``arweave``) or a reference (``car:DIR``, ``ipfs://``,
-``ipns://``, ``ar://``). A backend's optional abilities are Protocols checked with
-``isinstance`` (:class:`DatasetFinder`, :class:`KeyEnvelopeReader`,
-:class:`RepublishingBackend`, :class:`WalletMaker`, :class:`OptionsChecker`,
-:class:`DnsLinker`, :class:`PinReporter`, :class:`NamePusher`, :class:`SigningIdentity`),
-never probed by attribute name.
+``odfweb3_arweave``) with a small declaration module (``odfweb3_ipfs.declaration``) listed in
+:data:`DECLARATIONS`. A :class:`Declaration` says, without importing any network code, what
+the backend is: its target schemes and reference prefixes, what each scheme is
+(:class:`TargetTraits`), its ``publish`` command-line options (:class:`CliOption`), how it
+completes publish options, and where its :class:`Backend` lives; that module (and with it
+httpx, cryptography and the formats) is imported the first time a target or reference of the
+backend is used. So building the command line (every ``--help``) reads only the
+declarations, and a ``car:`` publish loads no Arweave code. The list is here, not in Python
+entry points: reading the installed distributions' metadata costs about 50 ms on every start.
+
+The core never imports an adapter: it asks this registry and dispatches on the scheme (the
+text before the first ``:``) of a target name (``car:DIR``, ``ipfs``, ``bundle:DIR``,
+``arweave``) or a reference (``car:DIR``, ``ipfs://``, ``ipns://``, ``ar://``). A backend's
+optional abilities are Protocols checked with ``isinstance`` (:class:`DatasetFinder`,
+:class:`KeyEnvelopeReader`, :class:`RepublishingBackend`, :class:`WalletMaker`,
+:class:`DnsLinker`, :class:`PinReporter`, :class:`NamePusher`, :class:`SigningIdentity`), never
+probed by attribute name.
 
 The layers and this registry are described in docs/design.md ("Layers", "Backends").
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -35,15 +42,16 @@ if TYPE_CHECKING:
     from odfweb3.read.replica import Replica
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
+    "DECLARATIONS",
     "Backend",
+    "CliOption",
     "DatasetFinder",
+    "Declaration",
     "DnsLinker",
     "DnsTxtLookup",
     "KeyEnvelopeReader",
     "KeyNamer",
     "NamePusher",
-    "OptionsChecker",
     "PinReporter",
     "ReadAccess",
     "Republisher",
@@ -54,12 +62,12 @@ __all__ = [
     "TargetOptions",
     "TargetStatus",
     "TargetTraits",
-    "TraitsDescriber",
     "WalletMaker",
     "all_backends",
     "backend_for_ref",
     "backend_for_target",
     "checked_options",
+    "declarations",
     "key_namer",
     "open_target",
     "opened_name",
@@ -68,7 +76,9 @@ __all__ = [
     "target_traits",
 ]
 
-ENTRY_POINT_GROUP = "odfweb3.backends"
+#: The declaration module of every backend, one per network package (each defines
+#: ``DECLARATION``); backends are ranked by :attr:`Declaration.rank`, not by this order.
+DECLARATIONS: tuple[str, ...] = ("odfweb3_ipfs.declaration", "odfweb3_arweave.declaration")
 
 #: The TXT strings of a DNS name (``_dnslink.example.org``); tests pass their own answers.
 DnsTxtLookup = Callable[[str], Sequence[str]]
@@ -184,34 +194,80 @@ class TargetTraits:
     combines: bool = False
 
 
-@runtime_checkable
-class TraitsDescriber(Protocol):
-    """A backend that says what its target schemes are (:class:`TargetTraits`)."""
+def _own_name(spec: str, config: Config) -> str:
+    return spec.rstrip("/")
 
-    def target_traits(self, scheme: str) -> TargetTraits:
-        """The traits of ``scheme`` (one of its :attr:`Backend.target_schemes`)."""
-        ...
 
-    def opened_name(self, spec: str, config: Config) -> str:
-        """The name the target ``spec`` gets once opened (``ipfs`` -> ``ipfs:<ipfs.api>``):
-        the name its publish state is saved under."""
-        ...
+@dataclass(frozen=True)
+class CliOption:
+    """One ``publish`` command-line option a backend adds: ``argparse`` arguments as data.
+
+    Its value sets the field of the same name as its destination (``--max-cost`` ->
+    ``max_cost``) in the library's publish options (:class:`odfweb3.api.PublishOptions`).
+
+    Attributes:
+        flags: the option strings (``("--wallet",)``).
+        kwargs: the keyword arguments of ``add_argument`` (``help``, ``type``, ``choices``…).
+        order: where it sits among the command's options in ``--help`` (the command's own
+            are numbered 10, 20, 30…), so the help reads in the order users learn the options
+            rather than grouped by network.
+    """
+
+    flags: tuple[str, ...]
+    kwargs: Mapping[str, Any]
+    order: int
+
+    @property
+    def dest(self) -> str:
+        """The attribute the parsed value lands in (argparse's rule: the first long flag)."""
+        long = next(f for f in self.flags if f.startswith("--"))
+        return long.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a backend is, said without importing its network code: the ``DECLARATION`` of
+    each module in :data:`DECLARATIONS` (such a module imports nothing heavy).
+
+    Attributes:
+        name: short name (``ipfs``, ``arweave``).
+        rank: order where several backends are tried (``did:odf`` lookups): low first.
+        target_schemes: the target schemes it publishes to (``car``, ``ipfs``).
+        ref_prefixes: how the references it reads begin (``car:``, ``ipfs://``).
+        backend: ``module:attribute`` of the factory of its :class:`Backend`, imported when
+            the backend is first used.
+        traits: what each of its target schemes is (a scheme not listed: nothing special).
+        opened_name: the name the target ``spec`` gets once opened (``ipfs`` ->
+            ``ipfs:<ipfs.api>``): the name its publish state is saved under.
+        publish_options: the options it adds to ``odfweb3 publish``.
+        check_options: ``options`` made consistent before any target is opened (the CID
+            version a profile implies), whatever the target; UsageError for options that
+            contradict each other.
+    """
+
+    name: str
+    rank: int
+    target_schemes: tuple[str, ...]
+    ref_prefixes: tuple[str, ...]
+    backend: str
+    traits: Mapping[str, TargetTraits] = field(default_factory=dict)
+    opened_name: Callable[[str, Config], str] = _own_name
+    publish_options: tuple[CliOption, ...] = ()
+    check_options: Callable[[TargetOptions], TargetOptions] | None = None
 
 
 def opened_name(spec: str, config: Config) -> str:
     """The name the target ``spec`` gets once opened (its backend's, else ``spec``)."""
-    backend = backend_for_target(spec)
-    if isinstance(backend, TraitsDescriber):
-        return backend.opened_name(spec, config)
-    return spec.rstrip("/")
+    declared = _declaration_for_target(spec)
+    return (declared.opened_name if declared is not None else _own_name)(spec, config)
 
 
 def target_traits(spec: str) -> TargetTraits:
     """:class:`TargetTraits` of the target named ``spec`` (unknown, or not said: none)."""
-    backend = backend_for_target(spec)
-    if isinstance(backend, TraitsDescriber):
-        return backend.target_traits(_scheme(spec))
-    return TargetTraits()
+    declared = _declaration_for_target(spec)
+    if declared is None:
+        return TargetTraits()
+    return declared.traits.get(_scheme(spec), TargetTraits())
 
 
 class Backend(Protocol):
@@ -219,7 +275,7 @@ class Backend(Protocol):
 
     @property
     def name(self) -> str:
-        """Short name (``ipfs``, ``arweave``); the entry point's name."""
+        """Short name (``ipfs``, ``arweave``), its declaration's."""
         ...
 
     @property
@@ -418,71 +474,80 @@ def key_namer() -> KeyNamer | None:
     return None
 
 
-@runtime_checkable
-class OptionsChecker(Protocol):
-    """A backend that checks (and completes) publish options before any target is opened."""
-
-    def check_options(self, options: TargetOptions) -> TargetOptions:
-        """``options`` made consistent (e.g. the CID version a profile implies).
-
-        Raises:
-            UsageError: options that contradict each other.
-        """
-        ...
-
-
 def checked_options(options: TargetOptions) -> TargetOptions:
     """``options`` as every backend that checks options leaves them (whatever the target)."""
-    for backend in all_backends():
-        if isinstance(backend, OptionsChecker):
-            options = backend.check_options(options)
+    for declared in declarations():
+        if declared.check_options is not None:
+            options = declared.check_options(options)
     return options
 
 
-_loaded: list[Backend] | None = None
+_declared: list[Declaration] | None = None
+_backends: dict[str, Backend] = {}
+
+
+def declarations() -> list[Declaration]:
+    """Every backend's :class:`Declaration`, by rank (imports the declaration modules only)."""
+    global _declared
+    if _declared is None:
+        found = []
+        for module in DECLARATIONS:
+            try:
+                found.append(importlib.import_module(module).DECLARATION)
+            except (ImportError, AttributeError) as exc:
+                raise OdfWeb3Error(
+                    f"backend declaration {module} does not load: {exc}; reinstall odfweb3 "
+                    "(make install, or pip install -e .)"
+                ) from exc
+        _declared = sorted(found, key=lambda d: (d.rank, d.name))
+    return list(_declared)
+
+
+def _backend(declared: Declaration) -> Backend:
+    """The declared backend, imported and made on first use."""
+    backend = _backends.get(declared.name)
+    if backend is None:
+        module, _, attr = declared.backend.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise OdfWeb3Error(
+                f"backend {declared.name} ({declared.backend}) does not load: {exc}; "
+                "reinstall odfweb3"
+            ) from exc
+        backend = _backends[declared.name] = factory()
+    return backend
 
 
 def all_backends() -> list[Backend]:
-    """Every registered backend (the ``odfweb3.backends`` entry points), by rank."""
-    global _loaded
-    if _loaded is None:
-        found: list[Backend] = []
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                factory = ep.load()
-            except (ImportError, AttributeError) as exc:
-                raise OdfWeb3Error(
-                    f"backend {ep.name} ({ep.value}) does not load: {exc}; reinstall odfweb3"
-                ) from exc
-            found.append(factory())
-        if not found:
-            # An install from before the registry (or a copied tree): no entry points at all.
-            raise OdfWeb3Error(
-                f"no network backends registered (entry point group {ENTRY_POINT_GROUP}): "
-                "reinstall odfweb3 (make install, or pip install -e .)"
-            )
-        _loaded = sorted(found, key=lambda b: (b.rank, b.name))
-    return list(_loaded)
+    """Every registered backend, by rank, each imported (to find an ability only some have)."""
+    return [_backend(d) for d in declarations()]
 
 
 def _scheme(text: str) -> str:
     return text.partition(":")[0]
 
 
+def _declaration_for_target(spec: str) -> Declaration | None:
+    kind = _scheme(spec)
+    return next((d for d in declarations() if kind in d.target_schemes), None)
+
+
 def backend_for_target(spec: str) -> Backend | None:
     """The backend publishing to target name ``spec``, or None."""
-    kind = _scheme(spec)
-    return next((b for b in all_backends() if kind in b.target_schemes), None)
+    declared = _declaration_for_target(spec)
+    return _backend(declared) if declared is not None else None
 
 
 def target_kinds() -> list[str]:
     """Every target scheme the registered backends publish to, by backend rank."""
-    return [kind for b in all_backends() for kind in b.target_schemes]
+    return [kind for d in declarations() for kind in d.target_schemes]
 
 
 def backend_for_ref(ref: str) -> Backend | None:
     """The backend reading reference ``ref`` (by how it begins), or None."""
-    return next((b for b in all_backends() if ref.startswith(tuple(b.ref_prefixes))), None)
+    declared = next((d for d in declarations() if ref.startswith(d.ref_prefixes)), None)
+    return _backend(declared) if declared is not None else None
 
 
 def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:

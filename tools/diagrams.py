@@ -476,7 +476,7 @@ def _box(
 def layers() -> Svg:
     """The packages, bottom (depends on nothing) to top (chooses implementations)."""
     svg = Svg(
-        1040, 600, "odfweb3's layers: every import points down; adapters only via entry points"
+        1040, 600, "odfweb3's layers: every import points down; adapters only via the registry"
     )
     # Row 1: the CLI (composition root).
     _box(svg, 300, 20, 440, 50, NEUTRAL, "odfweb3.cli", "commands; output; exit codes")
@@ -492,7 +492,7 @@ def layers() -> Svg:
     # Row 4: pure formats and errors.
     _box(svg, 160, 360, 420, 56, ODF, "odfweb3.odf", "ODF formats: codec, chain, layout (pure)")
     _box(svg, 620, 360, 260, 56, NEUTRAL, "odfweb3.errors", "the one exception tree")
-    # The adapters, at the side: found through entry points, importing the core.
+    # The adapters, at the side: named by the registry's declarations, importing the core.
     _box(svg, 40, 480, 460, 80, IPFS, "adapters/odfweb3_ipfs", "formats | client | publish | read")
     _box(
         svg,
@@ -507,8 +507,8 @@ def layers() -> Svg:
     svg.text(
         520,
         590,
-        "entry points odfweb3.backends: ipfs, arweave (adapters never import each "
-        "other; formats/ never import client/)",
+        "declarations odfweb3_ipfs.declaration, odfweb3_arweave.declaration (adapters "
+        "never import each other; formats/ never import client/)",
         size=11.5,
         anchor="middle",
         color=MUTED,
@@ -522,11 +522,17 @@ def layers() -> Svg:
         svg.line(x, 296, 370, 358)
     svg.line(880, 296, 750, 358)
     svg.line(580, 388, 618, 388)
-    # Registry -> adapters: loaded through entry points, never imported by the core.
+    # Registry -> adapters: imported by name on first use, never imported by the core.
     svg.path("M1000,148 H1025 V458 H270 V478", color=VISIBLE[1], dash=True)
     svg.line(770, 458, 770, 478, color=VISIBLE[1], dash=True)
     svg.text(
-        1018, 330, "loads (entry points)", size=11.5, anchor="end", color=VISIBLE[1], italic=True
+        1018,
+        330,
+        "loads (by name, on first use)",
+        size=11.5,
+        anchor="end",
+        color=VISIBLE[1],
+        italic=True,
     )
     # Adapters -> core (they import odf, publish, read, transport, errors).
     svg.line(300, 480, 340, 418, color=IPFS[1])

@@ -434,13 +434,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
-
-from flatbuffers.builder import Builder
+from typing import TYPE_CHECKING, Any
 
 from odfweb3.errors import FormatError
 from odfweb3.odf import model_gen as m
 from odfweb3.odf.timestamp import Timestamp
+
+if TYPE_CHECKING:
+    # Annotations only: flatbuffers imports numpy when it is installed (a reader of blocks
+    # never builds one, and its start-up should not pay for numpy).
+    from flatbuffers.builder import Builder
 
 __all__ = [
     "DECODERS",

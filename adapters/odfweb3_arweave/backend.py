@@ -1,7 +1,7 @@
 """The Arweave backend: ``bundle:DIR`` and ``arweave[:URL]`` targets; ``ar://`` references.
 
-Registered with the core under the entry point ``odfweb3.backends`` / ``arweave``
-(:mod:`odfweb3.backends`). Targets:
+Declared to the core's registry by :mod:`odfweb3_arweave.declaration` (schemes, traits,
+options), which imports this module on first use. Targets:
 
 - ``bundle:DIR``: offline publish (a signed ANS-104 bundle);
 - ``arweave`` or ``arweave:http(s)://HOST``: an Arweave gateway (config /
@@ -27,7 +27,6 @@ from odfweb3.backends import (
     StateFacts,
     TargetOptions,
     TargetStatus,
-    TargetTraits,
 )
 from odfweb3.config import Config
 from odfweb3.errors import BackendError, ConfigError, OdfWeb3Error, ResolutionError, UsageError
@@ -37,6 +36,7 @@ from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
+from odfweb3_arweave.declaration import DECLARATION
 
 if TYPE_CHECKING:
     from odfweb3_arweave.formats.arfs import DriveLayout
@@ -292,23 +292,10 @@ def _open_private_drive(
 class ArweaveBackend:
     """Arweave for the core's registry (:class:`odfweb3.backends.Backend`)."""
 
-    name: Final = "arweave"
-    rank: Final = 1  # a did:odf is looked up on Arweave after its IPNS name
-    target_schemes: Final = ("bundle", "arweave", "turbo")
-    ref_prefixes: Final = ("ar://", "bundle:")
-
-    def target_traits(self, scheme: str) -> TargetTraits:
-        """``bundle:DIR`` is a local directory; it and the gateway can hold an ArFS private
-        drive (Turbo's uploads are not signed as drive entities here: public only)."""
-        return TargetTraits(
-            offline=scheme == "bundle", private_drives=scheme in ("bundle", "arweave")
-        )
-
-    def opened_name(self, spec: str, config: Config) -> str:
-        """``arweave`` is the gateway of ``arweave.gateway``; every other name is its own."""
-        if spec == "arweave":
-            return f"arweave:{str(config.arweave_gateway).rstrip('/')}"
-        return spec.rstrip("/")
+    name: Final = DECLARATION.name
+    rank: Final = DECLARATION.rank
+    target_schemes: Final = DECLARATION.target_schemes
+    ref_prefixes: Final = DECLARATION.ref_prefixes
 
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
         from odfweb3_arweave.publish.bundle_target import BundleTarget

@@ -1,7 +1,7 @@
 """The IPFS backend: ``car:DIR`` and ``ipfs[:URL]`` targets; ``car:``, ``ipfs://``, ``ipns://``.
 
-Registered with the core under the entry point ``odfweb3.backends`` / ``ipfs``
-(:mod:`odfweb3.backends`). Targets:
+Declared to the core's registry by :mod:`odfweb3_ipfs.declaration` (schemes, traits,
+options), which imports this module on first use. Targets:
 
 - ``car:DIR``: offline publish (CAR files + IPNS record), the embedded default;
 - ``ipfs`` or ``ipfs:http://HOST:PORT``: a live Kubo/js-ipfs node (API from config /
@@ -17,10 +17,9 @@ looked up as the IPNS name derived from the dataset key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from odfweb3.backends import (
     Backend,
@@ -29,7 +28,6 @@ from odfweb3.backends import (
     StateFacts,
     TargetOptions,
     TargetStatus,
-    TargetTraits,
 )
 from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
@@ -40,16 +38,11 @@ from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims, resolve_dataset
 from odfweb3.read.replica import Replica
-from odfweb3_ipfs.client.gateway import IpfsGateway
-from odfweb3_ipfs.client.kubo import KuboClient
+from odfweb3_ipfs.declaration import DECLARATION
 from odfweb3_ipfs.formats.cid import Cid
-from odfweb3_ipfs.formats.dnslink import DnsLinkRecord, check_domain, dnslink_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.name_push import push_record_file, record_file
-from odfweb3_ipfs.publish.node_target import IpfsNodeTarget, read_node_record
-from odfweb3_ipfs.publish.pinning_config import load_service, open_pinning_target
 from odfweb3_ipfs.publish.signing_key import KnownName, other_names
 from odfweb3_ipfs.publish.state import (
     DagFacts,
@@ -58,14 +51,15 @@ from odfweb3_ipfs.publish.state import (
     parse_node_extra,
     parse_pin_state,
 )
-from odfweb3_ipfs.read.access import IpfsAccess
 from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
-from odfweb3_ipfs.read.names import open_ipfs_ref, open_ipns_name, read_ipfs_file
 from odfweb3_ipfs.read.replay_memory import SEEN_FILE, SequenceMemory
 
-__all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
+if TYPE_CHECKING:
+    from odfweb3_ipfs.formats.dnslink import DnsLinkRecord
+    from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+    from odfweb3_ipfs.read.access import IpfsAccess
 
-_REFS: Final = ("car:", "ipfs://", "ipns://")
+__all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
 
 
 def _record_ttl_ns(config: Config) -> int:
@@ -89,6 +83,9 @@ def open_ipfs_target(
     config: Config, options: TargetOptions | None = None, *, api: str | None = None
 ) -> IpfsNodeTarget:
     """The live IPFS target: the node at ``api`` (default ``config.ipfs_api``)."""
+    from odfweb3_ipfs.client.kubo import KuboClient
+    from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+
     options = options or TargetOptions()
     url = api or config.ipfs_api
     if not url.startswith(("http://", "https://")):
@@ -124,6 +121,10 @@ def ipfs_access(
     trustless: bool = False,
 ) -> IpfsAccess:
     """How IPFS names are read: the configured gateway and RPC API, and the replay memory."""
+    from odfweb3_ipfs.client.gateway import IpfsGateway
+    from odfweb3_ipfs.client.kubo import KuboClient
+    from odfweb3_ipfs.read.access import IpfsAccess
+
     access = IpfsAccess(
         IpfsGateway(config.ipfs_gateway, settings=config.network),
         KuboClient(config.ipfs_api, settings=config.network, retries=1),
@@ -152,25 +153,10 @@ def _local_key(config: Config) -> Callable[[str], str | None]:
 class IpfsBackend:
     """IPFS for the core's registry (:class:`odfweb3.backends.Backend`)."""
 
-    name: Final = "ipfs"
-    rank: Final = 0  # a did:odf is looked up as its IPNS name first
-    target_schemes: Final = ("car", "ipfs", "pinning")
-    ref_prefixes: Final = _REFS
-
-    def target_traits(self, scheme: str) -> TargetTraits:
-        """``car:DIR`` is a local directory; the node and pinning services are not."""
-        return TargetTraits(offline=scheme == "car", combines=scheme == "pinning")
-
-    def opened_name(self, spec: str, config: Config) -> str:
-        """``ipfs`` is the node of ``ipfs.api``; every other name is its own."""
-        if spec == "ipfs":
-            return f"ipfs:{str(config.ipfs_api).rstrip('/')}"
-        return spec.rstrip("/")
-
-    def check_options(self, options: TargetOptions) -> TargetOptions:
-        """The CID version and profile name the profile implies (refused if contradictory)."""
-        profile = _cid_profile(options)
-        return replace(options, cid_version=profile.cid_version, cid_profile=profile.name)
+    name: Final = DECLARATION.name
+    rank: Final = DECLARATION.rank
+    target_schemes: Final = DECLARATION.target_schemes
+    ref_prefixes: Final = DECLARATION.ref_prefixes
 
     def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
         kind, _, arg = spec.partition(":")
@@ -192,6 +178,8 @@ class IpfsBackend:
                 other_names=_names_outside(config, f"car:{out}"),
             )
         if kind == "pinning":
+            from odfweb3_ipfs.publish.pinning_config import open_pinning_target
+
             via_car = config.get("pinning", "via") == "car"
             node = None if via_car else open_ipfs_target(config, options)
             return open_pinning_target(config, options, arg, node)
@@ -205,6 +193,8 @@ class IpfsBackend:
             memory = SequenceMemory(config.state_dir / "ipns-seen.json")
             check = check_car_dir(out_dir, memory=memory)
             return CarDirReplica(check, ref, out_dir, _local_key(config))
+        from odfweb3_ipfs.read.names import open_ipfs_ref
+
         replica, claims = open_ipfs_ref(ref, ipfs_access(config, dns=access.dns, now=access.now))
         if access.key_envelope is not None:
             replica.use_envelope(access.key_envelope, "--key-envelope")
@@ -218,6 +208,8 @@ class IpfsBackend:
     def resolve(self, ref: str, config: Config, access: ReadAccess) -> tuple[Replica, NameClaims]:
         if not ref.startswith(("ipfs://", "ipns://")):
             raise UsageError(f"cannot resolve {ref!r}: use ipns://, ipfs://, ar:// or did:odf:")
+        from odfweb3_ipfs.read.names import open_ipfs_ref
+
         replica, claims = open_ipfs_ref(
             ref, ipfs_access(config, dns=access.dns, now=access.now, trustless=access.trustless)
         )
@@ -229,6 +221,8 @@ class IpfsBackend:
         self, did: str, config: Config, access: ReadAccess
     ) -> tuple[list[tuple[str, Callable[[], tuple[Replica, NameClaims]]]], list[str]]:
         """The dataset's own IPNS name (derived from its key)."""
+        from odfweb3_ipfs.read.names import open_ipns_name
+
         ipfs = ipfs_access(config, dns=access.dns, now=access.now, trustless=access.trustless)
         name = IpnsName.from_public_key(DatasetId.parse(did).public_key)
 
@@ -248,6 +242,8 @@ class IpfsBackend:
     def read_key_envelope(self, src: str, config: Config, limit: int) -> bytes:
         if not src.startswith("ipfs://"):
             raise UsageError(f"--key-envelope {src}: give a file, ipfs://CID or ar://ID")
+        from odfweb3_ipfs.read.names import read_ipfs_file
+
         cid = Cid.decode(src.removeprefix("ipfs://").strip("/"), where=f"--key-envelope {src}")
         return read_ipfs_file(ipfs_access(config), cid, limit=limit, what="key envelope")
 
@@ -261,6 +257,8 @@ class IpfsBackend:
         self, states: Sequence[PublishState], config: Config
     ) -> list[TargetStatus | None]:
         """Per live-node state: the record the node holds for the name (car: has no node)."""
+        from odfweb3_ipfs.publish.node_target import read_node_record
+
         opened: dict[str, IpfsNodeTarget] = {}
         out: list[TargetStatus | None] = []
         for state in states:
@@ -296,10 +294,14 @@ class IpfsBackend:
         return out
 
     def check_dnslink_domain(self, domain: str) -> str:
+        from odfweb3_ipfs.formats.dnslink import check_domain
+
         return check_domain(domain)
 
     def dnslink_record(self, domain: str, state: PublishState) -> DnsLinkRecord | None:
         """``_dnslink.DOMAIN TXT "dnslink=/ipns/NAME"`` for the publish's IPNS name."""
+        from odfweb3_ipfs.formats.dnslink import dnslink_record
+
         name = _ipns_name(state)
         if not name:
             return None
@@ -333,11 +335,15 @@ class IpfsBackend:
         return f"ipns://{name}" if name else None
 
     def record_file(self, source: str) -> tuple[Path, str]:
+        from odfweb3_ipfs.publish.name_push import record_file
+
         return record_file(source)
 
     def push_record(
         self, config: Config, path: Path, name: str, url: str, *, check: bool = True
     ) -> dict[str, Any]:
+        from odfweb3_ipfs.publish.name_push import push_record_file
+
         return push_record_file(config, path, name, url, check=check)
 
     def key_name(self, public_key: bytes) -> str:
@@ -400,6 +406,8 @@ def _pin_status(
         if service not in (config.get("pinning", "services", default={}) or {}):
             pin["error"] = f"service {service} is no longer in the configuration"
             return pin
+        from odfweb3_ipfs.publish.pinning_config import load_service
+
         svc = load_service(config, service, env)
         with svc.client:
             # The pin is for the root this machine asked for: an answer about another CID

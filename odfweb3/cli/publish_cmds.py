@@ -7,7 +7,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,10 +24,7 @@ if TYPE_CHECKING:
     from odfweb3.publish.target import Price
 
 
-__all__ = ["CID_PROFILE_NAMES", "DRIVE_PASSWORD_ENV", "register"]
-
-# Kubo's UnixFS import profiles (odfweb3_ipfs.publish.cid_profile.PROFILES; a test checks).
-CID_PROFILE_NAMES = ("unixfs-v0-2015", "legacy-cid-v0", "unixfs-v1-2025")
+__all__ = ["DRIVE_PASSWORD_ENV", "register"]
 
 DRIVE_PASSWORD_ENV = "ODFWEB3_DRIVE_PASSWORD"  # --arfs-private: the drive password
 
@@ -51,7 +47,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="dataset directory, or its kamu name inside a kamu workspace (optional with "
         "--flush: every queued one)",
     )
-    p.add_argument(
+    # The command's own options with their place in --help; each backend's (its declaration,
+    # odfweb3.backends.CliOption) go between them by their order.
+    options: list[tuple[int, tuple[str, ...], dict[str, Any]]] = []
+
+    def option(order: int, *flags: str, **kwargs: Any) -> None:
+        options.append((order, flags, kwargs))
+
+    option(
+        10,
         "--to",
         action="append",
         default=None,
@@ -62,28 +66,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "services (each reported separately); without --to: every target DATASET was published "
         "to from here",
     )
-    p.add_argument(
-        "--force", action="store_true", help="publish even if the target is not an ancestor"
-    )
-    p.add_argument(
+    option(20, "--force", action="store_true", help="publish even if the target is not an ancestor")
+    option(
+        30,
         "--dry-run",
         action="store_true",
         help="print the plan and, for arweave/turbo, the price of what would be sent; send nothing",
     )
-    p.add_argument(
-        "--cid-version", type=int, choices=(0, 1), default=None, help="IPFS CID version (default 1)"
-    )
-    p.add_argument(
-        "--cid-profile",
-        choices=CID_PROFILE_NAMES,
-        default=None,
-        metavar="NAME",
-        help="ipfs/car: Kubo's UnixFS import profile, so `ipfs add -r` under the same profile "
-        "gives the same CIDs: unixfs-v1-2025 (CIDv1, raw leaves, 1 MiB chunks, 1024 links) or "
-        "unixfs-v0-2015 (= --cid-version 0); default: config ipfs.cid_profile, else CIDv1 with "
-        "Kubo's default 256 KiB chunks and 174 links",
-    )
-    p.add_argument(
+    option(
+        60,
         "--dnslink",
         default=None,
         metavar="DOMAIN",
@@ -91,76 +82,72 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "dataset's IPNS name (_dnslink.DOMAIN TXT \"dnslink=/ipns/NAME\"); the domain's owner "
         "sets it",
     )
-    p.add_argument(
+    option(
+        70,
         "--routing",
         default=None,
         metavar="URL",
         help="car: then push the signed IPNS record to this delegated routing endpoint "
         "(PUT /routing/v1/ipns/NAME, as odfweb3 name push does)",
     )
-    p.add_argument("--wallet", type=Path, default=None, help="Arweave JWK wallet file")
-    p.add_argument(
-        "--unpin-previous",
-        action="store_true",
-        help="ipfs: unpin the previous root once the name moved (shared blocks stay pinned)",
-    )
-    p.add_argument(
+    option(
+        100,
         "--encrypt",
         action="store_true",
         help="encrypt every object (required for datasets marked sensitive: true); after "
         "the first encrypted publish every publish of the dataset is encrypted",
     )
-    p.add_argument(
+    option(
+        110,
         "--no-encrypt",
         action="store_true",
         help="publish plaintext although the dataset was published encrypted before (or the "
         "target holds its ciphertext): asks for a confirmation on a terminal; --yes in scripts",
     )
-    p.add_argument(
+    option(
+        120,
         "--yes",
         action="store_true",
         help="confirm without asking: --no-encrypt (plaintext can never be taken back) and "
         "the price of an arweave/turbo upload (asked on a terminal before paying)",
     )
-    p.add_argument(
+    option(
+        130,
         "--arfs-private",
         action="store_true",
         help="bundle/arweave: an ArFS private drive that ArDrive opens with the same wallet "
         f"and drive password (from --drive-password-file or {DRIVE_PASSWORD_ENV})",
     )
-    p.add_argument(
+    option(
+        140,
         "--drive-password-file",
         type=Path,
         default=None,
         metavar="FILE",
         help="--arfs-private: file holding the drive password (first line)",
     )
-    p.add_argument(
+    option(
+        150,
         "-P",
         "--drive-password-prompt",
         action="store_true",
         help="--arfs-private: type the drive password (twice) on the terminal, as ArDrive's "
         "-P; asked anyway on a terminal when neither the file nor the variable gives it",
     )
-    p.add_argument(
-        "--max-cost",
-        type=_winston,
-        default=None,
-        metavar="COST",
-        help="arweave: refuse an upload costing more (winston, or AR with a suffix: 0.5AR); "
-        "turbo: winc (credits with the suffix: 0.5AR = 0.5 credits)",
-    )
-    p.add_argument(
+    option(
+        170,
         "--batch",
         action="store_true",
         help="validate and plan now, send nothing: queue the update to post with later ones",
     )
-    p.add_argument(
+    option(
+        180,
         "--flush",
         action="store_true",
         help="publish every queued update of the target (all deltas in one upload each)",
     )
-    p.add_argument(
+    option(
+        190,
         "--with-inputs",
         nargs="+",
         default=None,
@@ -170,6 +157,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "a record naming where each input lives (_odf.inputs / the Arweave record's inputs); "
         "car:OUT and bundle:OUT put each input in OUT/inputs/<input directory name>",
     )
+    from odfweb3.backends import declarations
+
+    for d in declarations():
+        options += [(o.order, o.flags, dict(o.kwargs)) for o in d.publish_options]
+    for _, flags, kwargs in sorted(options, key=lambda o: o[0]):
+        p.add_argument(*flags, **kwargs)
     p.set_defaults(handler=_publish)
 
     from odfweb3.cli import status_cmds
@@ -223,19 +216,6 @@ def _drive_password(args: argparse.Namespace, ctx: Context) -> str | None:
             f"{DRIVE_PASSWORD_ENV} or -P (typed on the terminal)"
         )
     return password
-
-
-def _winston(text: str) -> int:
-    """``--max-cost``: winston (an integer) or AR (``0.5AR``; 1 AR = 10^12 winston)."""
-    t = text.strip()
-    try:
-        if t.upper().endswith("AR"):
-            return int(Decimal(t[:-2].strip()) * 10**12)
-        return int(t)
-    except (ValueError, ArithmeticError):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not winston or an amount like 0.5AR"
-        ) from None
 
 
 def _combine_to(targets: Sequence[str]) -> str:
@@ -440,21 +420,20 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
 def _options(args: argparse.Namespace, ctx: Context) -> PublishOptions:
     """The library's publish options from the command line."""
     from odfweb3.api.publishing import PublishOptions
+    from odfweb3.backends import declarations
 
+    # Each backend's option sets the field it is named after (odfweb3.backends.CliOption).
+    declared = {o.dest: getattr(args, o.dest) for d in declarations() for o in d.publish_options}
     return PublishOptions(
         force=args.force,
         dry_run=args.dry_run,
         queue=args.batch,
-        cid_version=args.cid_version,
-        cid_profile=args.cid_profile,
-        wallet=args.wallet,
-        unpin_previous=args.unpin_previous,
         encrypt=bool(args.encrypt),
         no_encrypt=bool(args.no_encrypt),
         confirm_plaintext=bool(args.yes),
         drive_password=_drive_password(args, ctx),
-        max_cost=args.max_cost,
         env=ctx.env,
+        **declared,
     )
 
 

@@ -16,8 +16,6 @@ import hashlib
 import struct
 from typing import Any, TypeVar
 
-from flatbuffers.builder import Builder
-
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf import _codec_gen as _gen
 from odfweb3.odf.model_gen import Manifest, MetadataBlock, MetadataEvent
@@ -74,6 +72,9 @@ def _finish(table: Any) -> bytes:
     encoder = _gen.ENCODERS.get(type(table))
     if encoder is None:
         raise TypeError(f"not an ODF table: {type(table).__name__}")
+    # Imported here: flatbuffers imports numpy when it is installed, and decoding needs neither.
+    from flatbuffers.builder import Builder
+
     b = Builder(1024)
     try:
         root = encoder(b, table)
@@ -111,6 +112,8 @@ def encode_block(block: MetadataBlock) -> bytes:
     Raises:
         FormatError: a value does not fit its schema type.
     """
+    from flatbuffers.builder import Builder
+
     content = _finish(block)
     b = Builder(len(content) + 64)
     # Manifest slots in schema order: kind, version, content (reference: write_manifest).

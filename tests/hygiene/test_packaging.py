@@ -1,12 +1,12 @@
-"""The package list matches the tree; adapters install as top-level packages with entry points."""
+"""The package list matches the tree; adapters install as top-level packages the registry lists."""
 
+import importlib
 import tomllib
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import odfweb3_arweave
 import odfweb3_ipfs
-from odfweb3.backends import ENTRY_POINT_GROUP, all_backends
+from odfweb3.backends import DECLARATIONS, all_backends, declarations
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -33,12 +33,25 @@ def test_adapters_are_top_level_packages_under_adapters():
         assert (ROOT / "adapters" / folder / "py.typed").is_file()  # typed for users too
 
 
-def test_each_adapter_registers_its_backend():
-    declared = PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
-    installed = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    assert installed == declared  # `make install` again after changing the entry points
-    assert [b.name for b in all_backends()] == ["ipfs", "arweave"]  # rank order
-    schemes = [s for b in all_backends() for s in b.target_schemes]
+def test_each_adapter_declares_its_backend():
+    # One declaration module per adapter package, each naming its own package's backend.
+    adapters = sorted(p.name for p in (ROOT / "adapters").iterdir() if (p / "__init__.py").exists())
+    assert sorted(m.partition(".")[0] for m in DECLARATIONS) == adapters
+    for module in DECLARATIONS:
+        declared = importlib.import_module(module).DECLARATION
+        assert declared.backend.partition(":")[0].partition(".")[0] == module.partition(".")[0]
+    # Python entry points are not how backends are found (reading them costs every start).
+    assert "entry-points" not in PYPROJECT["project"]
+    assert [d.name for d in declarations()] == ["ipfs", "arweave"]  # rank order
+    backends = all_backends()
+    assert [b.name for b in backends] == ["ipfs", "arweave"]
+    for d, b in zip(declarations(), backends, strict=True):  # the backend says what it declared
+        assert (b.rank, tuple(b.target_schemes), tuple(b.ref_prefixes)) == (
+            d.rank,
+            d.target_schemes,
+            d.ref_prefixes,
+        )
+    schemes = [s for b in backends for s in b.target_schemes]
     assert sorted(schemes) == ["arweave", "bundle", "car", "ipfs", "pinning", "turbo"]
     assert len(set(schemes)) == len(schemes)  # one backend per scheme
 

@@ -1,10 +1,12 @@
 """Start-up: ``--version`` and ``--help`` load the parser, not the machinery behind it.
 
 Every command a user types pays for the modules the CLI imports before it parses its
-arguments. The command modules import the core (the ODF codec with flatbuffers and numpy,
-pyarrow, jsonschema, cryptography) and the backends (the adapters, httpx) inside the handlers
-that use them, so printing the version or the help loads none of it. Timing is measured in
-``bench/bench_startup.py``; this checks which modules a fresh interpreter holds afterwards.
+arguments. The command modules import the core (the ODF codec, pyarrow, jsonschema,
+cryptography) and the backends (the adapters, httpx) inside the handlers that use them, so
+printing the version or the help loads none of it: the parser reads the registry's
+declarations (odfweb3.backends.Declaration, each backend's ``publish`` options) only.
+Timing is measured in ``bench/bench_startup.py``; this checks which modules a fresh
+interpreter holds afterwards.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import sys
 
 import pytest
 
-# What a parse must not load: the heavy third-party libraries, the adapters, and the core
-# modules that bring them (configuration: jsonschema + yaml; the registry: entry points).
+# What a parse must not load: the heavy third-party libraries, the adapters (but their
+# declarations), and the core modules that bring them (configuration: jsonschema + yaml).
 HEAVY = (
     "jsonschema",
     "yaml",
@@ -29,7 +31,7 @@ HEAVY = (
     "odfweb3_ipfs",
     "odfweb3_arweave",
     "odfweb3.config",
-    "odfweb3.backends",
+    "importlib.metadata",  # entry points: tens of milliseconds of distribution metadata
     "odfweb3.odf.codec",
     "odfweb3.publish.execute",
     "odfweb3.read.pull",
@@ -54,8 +56,14 @@ def _loaded(*argv: str) -> tuple[int, set[str]]:
     return int(last["code"] or 0), set(last["modules"])
 
 
+# The registry's declarations are imported for every parse (and their packages' __init__).
+LIGHT = frozenset(
+    {"odfweb3_ipfs", "odfweb3_ipfs.declaration", "odfweb3_arweave", "odfweb3_arweave.declaration"}
+)
+
+
 def _heavy(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    return sorted(m for m in modules - LIGHT if any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
 @pytest.mark.parametrize(
@@ -74,6 +82,7 @@ def test_parsing_loads_no_machinery(argv: tuple[str, ...]) -> None:
     code, modules = _loaded(*argv)
     assert code == 0
     assert "odfweb3.cli.publish_cmds" in modules  # the whole parser was built
+    assert "odfweb3_ipfs.declaration" in modules  # with the backends' options
     assert _heavy(modules) == []
 
 
@@ -82,6 +91,34 @@ def test_the_probe_sees_what_a_command_loads() -> None:
     code, modules = _loaded("validate", "--json", "/nonexistent-odfweb3-dataset")
     assert code != 0
     assert "odfweb3.config" in modules
-    assert "odfweb3.odf.codec" in modules and "flatbuffers" in modules
+    assert "odfweb3.odf.codec" in modules
     # With no settings (env={}, no file) the configuration needs no schema check.
     assert "jsonschema" not in modules
+
+
+def test_an_offline_publish_loads_one_backend_and_no_http(tmp_path) -> None:
+    """A ``car:`` dry run opens the IPFS backend only: no Arweave code and no httpx. Once the
+    chain is in the verified-chain cache (the first run writes it, encoding its events), no
+    flatbuffers either (a reader of blocks builds none; flatbuffers brings numpy)."""
+    from odfweb3.odf.builder import create_root_dataset
+
+    dataset = tmp_path / "ds"
+    create_root_dataset(dataset, blocks=1, data_bytes=100, seed=3, fsync=False)
+    home = str(tmp_path / "home")
+    env = {"HOME": home, "XDG_CONFIG_HOME": home, "XDG_STATE_HOME": home}
+    probe = _PROBE.replace("env={}", f"env={env!r}")
+    argv = ("publish", "--dry-run", str(dataset), "--to", f"car:{tmp_path}/out")
+    seen = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True
+        )
+        last = json.loads(done.stdout.strip().splitlines()[-1])
+        assert last["code"] == 0, done.stderr
+        seen.append(set(last["modules"]) - LIGHT)
+    assert not (tmp_path / "out").exists()  # dry runs
+    for modules in seen:
+        assert "odfweb3_ipfs.publish.car_target" in modules  # the target was opened
+        assert [m for m in modules if m.split(".")[0] in {"odfweb3_arweave", "httpx"}] == []
+    assert "flatbuffers" in seen[0]  # the check can see it
+    assert [m for m in seen[1] if m.split(".")[0] in {"flatbuffers", "numpy", "pyarrow"}] == []

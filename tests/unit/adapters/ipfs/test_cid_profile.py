@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from odfweb3.cli.main import main
-from odfweb3.cli.publish_cmds import CID_PROFILE_NAMES
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import PublishState
+from odfweb3_ipfs.declaration import CID_PROFILE_NAMES
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import (
