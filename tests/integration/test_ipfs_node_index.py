@@ -12,6 +12,7 @@ hostile index is one error naming the file and what to do.
 import dataclasses
 import json
 import os
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -42,7 +43,7 @@ class Env:
         self.ds = create_root_dataset(tmp_path / "ds", blocks=60, data_bytes=6000, seed=5).path
         self.fresh = 0
 
-    def target(self):
+    def target(self, **kwargs):
         return IpfsNodeTarget(
             KuboClient(self.api_url),
             self.keystore,
@@ -50,10 +51,11 @@ class Env:
             profile=SMALL_SHARDS,
             tmp_dir=self.tmp,
             settle=0,
+            **kwargs,
         )
 
-    def publish(self):
-        return publish_dataset(self.ds, self.target(), chain_cache=self.cache)
+    def publish(self, **kwargs):
+        return publish_dataset(self.ds, self.target(**kwargs), chain_cache=self.cache)
 
     def fresh_root(self):
         """The root of an independent full build of the local head (same profile)."""
@@ -133,9 +135,15 @@ def test_updates_use_the_index_and_build_the_same_root(env, indexed, monkeypatch
         assert "pending" not in doc["extra"] and doc["objects"] == {}
         assert _named(doc["extra"]["objectIndex"]) == env.packs_on_disk(did)
     assert indexed == [1, 1, 1]
-    # Nothing new: the same root from the index; only refs/ and the root block are sent.
-    again = env.publish()
-    assert again.plan.relation == "same" and again.upload.locator == out.upload.locator
+    # Nothing new: the node serves our record, the plan keeps it: nothing built or sent.
+    kept = env.publish()
+    assert kept.plan.keep_record and kept.upload.bytes_sent == 0 and indexed == [1, 1, 1]
+    # Nothing new with the record due for renewal (the clock 47 h on, of a 48 h lifetime):
+    # the same root from the index; only refs/ and the root block are sent.
+    later = datetime.now(UTC) + timedelta(hours=47)
+    again = env.publish(clock=lambda: later)
+    assert again.plan.relation == "same" and not again.plan.keep_record
+    assert again.upload.locator == out.upload.locator
     assert again.upload.bytes_sent < 2048 and indexed == [1, 1, 1, 1]
 
 

@@ -346,21 +346,22 @@ def test_cli_publish_status_republish(tmp_path, ipfs_node, capsys):
 def test_a_pinned_descriptor_is_not_sent_again_and_the_plan_is_the_same_either_way(
     tmp_path, env, client
 ):
-    # "the node has this descriptor pinned"
-    # is asked when its CID exists (it names the new root); skipping its blocks saves
-    # bytes only. Whatever the node answers, the plan is the same and the node ends
-    # with the descriptor pinned.
+    # Nothing new with the descriptor still pinned: the record is kept, nothing sent. The
+    # node lost the descriptor's pin: the same objects plan (none), the descriptor is sent
+    # again and the record re-signed; the node ends with the descriptor pinned.
     ds = make_dataset(tmp_path, blocks=2, data_bytes=20_000, seed=29)
     publisher = {"type": "Organization", "name": "Example Lab"}
     done = publish_dataset(ds, env.target(publisher=publisher))
     desc = Cid.decode(done.upload.summary["descriptor"])
     kept = publish_dataset(ds, env.target(publisher=publisher))
-    assert kept.plan.is_noop
+    assert kept.plan.is_noop and kept.plan.keep_record and "carBlocks" not in kept.upload.summary
+    assert kept.state.record["sequence"] == done.state.record["sequence"]
     client.pin_rm(desc)
     resent = publish_dataset(ds, env.target(publisher=publisher))
-    assert resent.plan == kept.plan
-    assert resent.upload.summary["carBlocks"] > kept.upload.summary["carBlocks"]
+    assert resent.plan.send == kept.plan.send == () and not resent.plan.keep_record
+    assert resent.upload.summary["carBlocks"] > 0
     assert resent.upload.summary["descriptor"] == str(desc) and client.has_pin(desc)
+    assert resent.state.record["sequence"] == done.state.record["sequence"] + 1
 
 
 def test_descriptor_published_beside_the_dataset_and_named_in_the_record(tmp_path, env, client):

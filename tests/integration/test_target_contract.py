@@ -18,8 +18,8 @@ The contract:
 - compare-and-set: a rival that publishes after we planned and before we upload wins, and
   our publish is a ``ConflictError`` (exit 75); the target then names the rival's head.
 
-Where a target does not meet the contract yet, the tables below say exactly how
-(``WRITES_WHEN_NOTHING_NEW``, ``COMPARE_AND_SET``). The crash and the rival are the one seam
+Where a target does not meet the contract yet, the table below says exactly how
+(``COMPARE_AND_SET``). The crash and the rival are the one seam
 the suite steps into, a method of our target instance (a process killed or outrun at that
 point; the nodes are real).
 """
@@ -58,19 +58,8 @@ KINDS = ["car", "bundle", "ipfs", "arweave"]
 # reach yet); Arweave's upload posts one bundle that holds the record too.
 COMMIT_MAKES_VISIBLE = {"car", "bundle", "ipfs"}
 
-# Where a target still writes on a publish with nothing new, and why (what one state home
-# and RemoteView.record from every target, docs/design.md "Publish", are to remove); every
-# other target writes nothing at all. The lists are exact: a target that starts writing
-# more, or stops, fails here.
-WRITES_WHEN_NOTHING_NEW: dict[str, list[str]] = {
-    # bundle:DIR rewrites publish.json with an empty summary of the last publish
-    # (filesWritten [], itemsAdded {}); no bundle is written.
-    "bundle": ["publish.json"],
-    # The Kubo node target reports no record in its view, so the plan cannot keep it: the
-    # record is signed again (a new sequence) and put, the side files imported and the
-    # root and descriptor pinned again; no object is sent.
-    "ipfs": ["/api/v0/dag/import", "/api/v0/pin/add", "/api/v0/pin/add", "/api/v0/name/put"],
-}
+# Targets that serve a signed name record the plan can keep (RemoteView.record).
+KEEP_RECORD = {"car", "ipfs"}
 # Which targets refuse a publish planned on a view a rival then moved (compare-and-set).
 # bundle:DIR does not: its session lock keeps two publishers from writing at once, but a
 # rival that commits between our inspect and our session is overwritten (publish.json
@@ -205,10 +194,11 @@ def test_nothing_new_sends_nothing(env: Env) -> None:
             writes = sorted(
                 k for k in before.keys() | after.keys() if before.get(k) != after.get(k)
             )
-    assert writes == WRITES_WHEN_NOTHING_NEW.get(env.kind, [])
-    if again.view.record is not None:
-        # A target that reports its record lets the plan keep it (same sequence).
-        assert again.plan.keep_record
+    assert writes == []
+    # The IPNS targets report the record they serve, so the plan keeps it (no new sequence);
+    # an Arweave record is an item of its upload, never re-signed alone: bundle:DIR and the
+    # gateway see nothing new themselves (same head, every object there) and report none.
+    assert (again.view.record is not None and again.plan.keep_record) == (env.kind in KEEP_RECORD)
     assert env.named_head() == DatasetReader.open(env.ds).head()
 
 

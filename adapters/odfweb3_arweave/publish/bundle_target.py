@@ -366,7 +366,14 @@ class BundleTarget:
         )
 
     def save(self, state: PublishState) -> None:
-        """Write ``publish.json`` last: the state plus what to do with the bundle."""
+        """Write ``publish.json`` last: the state plus what to do with the bundle.
+
+        Nothing new (no bundle written, the state :meth:`inspect` read kept): nothing is
+        written, so ``publish.json`` still names the last bundle and the paths it added,
+        and a nothing-new publish leaves OUT_DIR byte for byte as it was.
+        """
+        if self._unchanged:
+            return
         where = str(self.summary_path)
         state = with_stored_tiers(state, self.out_dir, where)  # tier files before the state
         typed = self._typed(state)

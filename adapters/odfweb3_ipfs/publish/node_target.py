@@ -74,7 +74,7 @@ from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.pack_index import drop_packs
-from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.client.kubo import KuboClient
@@ -303,6 +303,7 @@ class IpfsNodeTarget:
         self.tmp_dir = tmp_dir
         self.clock = clock
         self._seen: NodeRecord | None = None  # the node's record at inspect time
+        self._unchanged = False  # upload found nothing new: commit and save do nothing
         self._previous_root: str | None = None
         # The state file as inspect read it (on-disk form) and its identity, so the
         # checkpoint does not read it again; when inspect started (pack cleanup).
@@ -446,6 +447,7 @@ class IpfsNodeTarget:
         if seen is None and state.head is not None:
             notes.append("the node has no record for the name; this publish puts it back")
         checked = state.evolve(objects=objects, **serialize_node_state(replace(typed, extra=extra)))
+        whole = holds_head and bool(has) and pending is None
         view = RemoteView(
             head=state.head,
             has=has,
@@ -453,10 +455,34 @@ class IpfsNodeTarget:
             notes=tuple(notes),
             holds_head=holds_head,
             encrypted=bool(dag.encrypted or dag.key_envelope) or _names_envelope(seen),
+            record=self._served(seen, typed, state.locator) if whole else None,
         )
         if usable and not has:  # the node lost the root: everything is sent, resumably
             return self._resumed(dataset_id, view)
         return view
+
+    def _served(
+        self, seen: NodeRecord | None, typed: NodeState, root: str | None
+    ) -> RemoteRecord | None:
+        """The node's record as facts for the plan (:func:`.plan_record`), when it is the one
+        our state names (same sequence, same root) and could be kept; None otherwise: no
+        record, another one, expired, or an encrypted publish (its key envelope is not
+        compared, so it is always re-signed)."""
+        if seen is None or seen.expired or self.sealer is not None or root is None:
+            return None
+        if seen.record.sequence != typed.record.sequence:
+            return None
+        if seen.record.value_text != f"/ipfs/{root}":
+            return None
+        dag = typed.extra.dag
+        # The side files the record names (descriptor, discovery documents) still pinned:
+        # one the node lost is sent again under a new record, as before.
+        for side in (dag.descriptor, dag.croissant, dag.dcat):
+            if side is not None and not self.client.has_pin(Cid.decode(side)):
+                return None
+        # A record past half its lifetime is renewed (sequence + 1), as car:DIR's is.
+        due = seen.record.expires_at - self.clock() < self.lifetime / 2
+        return RemoteRecord(renewal_due=due, inputs=dag.inputs)
 
     def _batches(self, dataset_id: str) -> BatchLog:
         """The batch records of an unfinished upload (:mod:`.node_batches`)."""
@@ -627,6 +653,17 @@ class IpfsNodeTarget:
     ) -> UploadResult:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing sent
+        self._unchanged = False
+        if plan.keep_record and view.state is not None:
+            # The plan keeps the record (same head, the node serves our record, not due for
+            # renewal): nothing to send, pin or sign, and no state to write.
+            self._unchanged = True
+            return UploadResult(
+                locator=str(view.state.locator),
+                objects=view.state.objects,
+                extra=dict(view.state.extra),
+                summary={"note": "nothing new: nothing sent, record unchanged"},
+            )
         prev = view.state
         sent_before = self.client.stats.bytes_sent
         # Sent in batches of whole, checked objects, each recorded and pinned once the node
@@ -801,6 +838,8 @@ class IpfsNodeTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Put the signed record (sequence + 1) for the new root; detect a lost race."""
+        if self._unchanged and view.state is not None:
+            return view.state
         key = self.keys.key(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
         now_seen = read_node_record(self.client, name)
@@ -931,7 +970,9 @@ class IpfsNodeTarget:
 
     def save(self, state: PublishState) -> None:
         """Save the state; then drop the index packs it no longer names, and unpin the
-        previous root if asked (the name has moved)."""
+        previous root if asked (the name has moved). Nothing new: nothing."""
+        if self._unchanged:
+            return
         self._save_state(state)
         if isinstance(state.objects, ObjectIndex):
             drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
