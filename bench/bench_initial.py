@@ -155,12 +155,17 @@ def _step(target: str, ds: Path, out: Path, keys: Path) -> dict[str, float]:
     }
 
 
-def _child(argv: list[str]) -> tuple[dict[str, float], int]:
-    """Run ``--step`` in a child process; its result and peak RSS (bytes, ``wait4``)."""
+def _child(argv: list[str], code: Path | None = None) -> tuple[dict[str, float], int]:
+    """Run ``--step`` in a child process (``code``: a checkout whose odfweb3 it runs); its
+    result and peak RSS (bytes, ``wait4``)."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = f"{code}{os.pathsep}{code / 'adapters'}"
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--step", *argv],
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert proc.stdout is not None
     text = proc.stdout.read()
@@ -172,7 +177,9 @@ def _child(argv: list[str]) -> tuple[dict[str, float], int]:
     return result, int(result.pop("ownPeakRss", 0)) or usage.ru_maxrss * 1024
 
 
-def _publish(target: str, base: Path, scratch: Path) -> tuple[dict[str, float], int]:
+def _publish(
+    target: str, base: Path, scratch: Path, code: Path | None = None
+) -> tuple[dict[str, float], int]:
     """An initial publish of a hard-linked copy of ``base`` in a child; removed after."""
     work = scratch / "work"
     out = scratch / "out"
@@ -186,7 +193,7 @@ def _publish(target: str, base: Path, scratch: Path) -> tuple[dict[str, float], 
         save_wallet(generate_wallet(), keys / "wallet.json")
     linked_copy(base, work)
     try:
-        return _child([target, str(work), str(out), str(keys)])
+        return _child([target, str(work), str(out), str(keys)], code)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
@@ -213,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-blocks", type=int, default=100_000, help="0 skips the case")
     parser.add_argument("--big-gb", type=float, default=10.0, help="0 skips the case")
     parser.add_argument("--cache", type=Path, default=Path(__file__).parent / ".initial-cache")
+    parser.add_argument(
+        "--before-code",
+        type=Path,
+        help="a checkout (e.g. `git archive` of an older commit) whose publish runs too, "
+        "in the same rounds, as 'TARGET (before)'",
+    )
     parser.add_argument("--step", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.step:
@@ -243,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     one, two = rsa_sign_rate()
     print(f"RSA-4096 sign rate: {one:.0f}/s on 1 thread, {two:.0f}/s on 2 threads (load {_load()})")
 
+    variants: list[tuple[str, Path | None]] = [(t, None) for t in targets]
+    if args.before_code is not None:
+        variants += [(f"{t} (before)", args.before_code) for t in targets]
     limit: dict[str, list[float]] = {n: [] for n in chosen}
     runs: dict[tuple[str, str], list[tuple[dict[str, float], int]]] = {}
     nbytes: dict[str, int] = {}
@@ -254,10 +270,10 @@ def main(argv: list[str] | None = None) -> int:
                 secs, nbytes[name] = hashing_limit(files)
                 limit[name].append(secs)
                 print(f"round {rnd + 1} {name}: limit {secs:.2f} s (load {_load()})", flush=True)
-                for target in targets:
-                    if target == "bundle" and rnd >= args.bundle_rounds:
+                for target, code in variants:
+                    if target.startswith("bundle") and rnd >= args.bundle_rounds:
                         continue
-                    res, rss = _publish(target, bases[name], scratch)
+                    res, rss = _publish(target.split()[0], bases[name], scratch, code)
                     runs.setdefault((name, target), []).append((res, rss))
                     print(
                         f"round {rnd + 1} {name}: {target}: {res['seconds']:.2f} s, cpu "
@@ -272,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             best = min(limit[name])
             rows.append((name, "hashing limit (2 threads)", f"{best:.2f}", f"{mb / best:.0f}",
                          "1.000", "", "", "/".join(f"{t:.2f}" for t in limit[name])))  # fmt: skip
-            for target in targets:
+            for target, _ in variants:
                 got = runs.get((name, target), [])
                 if not got:
                     continue

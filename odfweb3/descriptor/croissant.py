@@ -177,9 +177,17 @@ def data_file_urls(
 
 def local_sha256(reader: DatasetReader) -> Callable[[bytes], str | None]:
     """A data file's hex SHA-256 read from the dataset directory, the file verified against
-    its physical hash in the same read (None when absent or when it does not match)."""
+    its physical hash in the same read (None when absent or when it does not match); each
+    file is read once however often it is asked (the Croissant and the DCAT document of one
+    publish both list it)."""
+    seen: dict[bytes, str | None] = {}
 
     def sha256_of(mh: bytes) -> str | None:
+        if mh not in seen:
+            seen[mh] = _read_sha256(mh)
+        return seen[mh]
+
+    def _read_sha256(mh: bytes) -> str | None:
         try:
             code, digest = split_multihash(mh)
             odf, sha = new_hasher(code), new_hasher(SHA2_256)

@@ -393,7 +393,7 @@ def discovery_documents(
         identity,
         landing=identity,
         url_of=data_file_urls(ipfs=root),
-        sha256_of=_sha256_once(known_sha256 or {}, local_sha256(reader)),
+        sha256_of=_sha256_known_first(known_sha256 or {}, local_sha256(reader)),
     )
     croissant = published_croissant(facts, shown, earlier)
     dcat = published_dcat(facts, shown, earlier)
@@ -404,20 +404,14 @@ def discovery_documents(
     ), {}
 
 
-def _sha256_once(
+def _sha256_known_first(
     known: Mapping[bytes, str], read: Callable[[bytes], str | None]
 ) -> Callable[[bytes], str | None]:
-    """``known``'s digest of a data file, else ``read``'s, each file read at most once (the
-    Croissant and the DCAT document both list it)."""
-    seen: dict[bytes, str | None] = {}
+    """``known``'s digest of a data file, else ``read``'s (which reads each file once)."""
 
     def sha256_of(mh: bytes) -> str | None:
         hit = known.get(mh)
-        if hit is not None:
-            return hit
-        if mh not in seen:
-            seen[mh] = read(mh)
-        return seen[mh]
+        return hit if hit is not None else read(mh)
 
     return sha256_of
 

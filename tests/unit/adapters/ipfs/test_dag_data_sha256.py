@@ -1,6 +1,7 @@
 """The DAG build gives each plain data file's SHA-256 (the discovery documents' checksum)
 from the import itself: a one-chunk raw-leaf file from its CID, any other hashed as it is
-checked; the documents read a file only when the build did not import it, once for both."""
+checked; the documents read a file only when the build did not import it, once for both
+(``local_sha256`` remembers what it read)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from odfweb3.descriptor.croissant import local_sha256
 from odfweb3.errors import HashMismatch
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE, UNIXFS_V0_2015, UNIXFS_V1_2025
 from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag
-from odfweb3_ipfs.publish.pipeline import _sha256_once
+from odfweb3_ipfs.publish.pipeline import _sha256_known_first
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +56,17 @@ def test_a_corrupt_data_file_records_no_digest(tmp_path: Path) -> None:
         build_dataset_dag(reader, head, objects, {})
 
 
-def test_documents_read_a_file_once_and_only_when_not_known() -> None:
-    reads: list[bytes] = []
-
-    def read(mh: bytes) -> str | None:
-        reads.append(mh)
-        return None if mh == b"gone" else f"read-{mh.hex()}"
-
-    sha256_of = _sha256_once({b"known": "k"}, read)
-    for _ in range(2):  # the Croissant document, then the DCAT one
-        assert sha256_of(b"known") == "k"
-        assert sha256_of(b"other") == f"read-{b'other'.hex()}"
-        assert sha256_of(b"gone") is None
-    assert reads == [b"other", b"gone"]
+def test_documents_read_a_file_only_when_not_known_and_once(tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    create_root_dataset(root, blocks=2, data_bytes=5000, seed=44, fsync=False)
+    reader = DatasetReader.open(root)
+    data = [o for o in iter_objects(walk_chain(reader, reader.head())) if o.kind == "data"]
+    known, other = data
+    expected = hashlib.sha256((root / other.path).read_bytes()).hexdigest()
+    sha256_of = _sha256_known_first({known.hash: "k"}, local_sha256(reader))
+    (root / known.path).unlink()  # known: never read
+    assert sha256_of(known.hash) == "k"
+    assert sha256_of(other.hash) == expected
+    (root / other.path).unlink()  # read once: the DCAT document asks again after Croissant
+    assert sha256_of(other.hash) == expected
+    assert local_sha256(reader)(other.hash) is None  # a fresh reader would read it: gone
