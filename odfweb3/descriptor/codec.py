@@ -3,17 +3,116 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from odfweb3.errors import FormatError
 from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.multihash import verify_bytes
 
-__all__ = ["MAX_DESCRIPTOR_BYTES", "decode_descriptor", "encode_descriptor"]
+__all__ = [
+    "MAX_DESCRIPTOR_BYTES",
+    "StreamedList",
+    "decode_descriptor",
+    "encode_descriptor",
+    "encode_descriptor_chunks",
+]
 
 # What a reader parses at most (every reader also bounds its fetch).
 MAX_DESCRIPTOR_BYTES: Final = 4 << 20
+
+
+class StreamedList(Sequence[Any]):
+    """A JSON array of a document whose items are made one at a time while it is encoded
+    (:func:`encode_descriptor_chunks`), each time it is iterated: the Croissant and DCAT
+    documents of a first publish list every data file, and their items held at once would
+    be most of the publish's memory."""
+
+    __slots__ = ("_length", "_make")
+
+    def __init__(self, length: int, make: Callable[[], Iterable[Any]]) -> None:
+        self._length = length
+        self._make = make
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._make())
+
+    def __getitem__(self, i: Any) -> Any:
+        return list(self)[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StreamedList | list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_CHUNK: Final = 1 << 20  # bytes handed on at a time by encode_descriptor_chunks
+
+
+def _dumps(doc: object, default: Callable[[object], object] | None = None) -> str:
+    try:
+        return json.dumps(
+            doc,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+            default=default,
+        )
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"descriptor is not JSON-serializable: {exc}") from None
+
+
+def encode_descriptor_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
+    """:func:`encode_descriptor`'s bytes in pieces of about 1 MiB, a :class:`StreamedList`
+    encoded item by item: the same bytes as the whole document encoded at once (a JSON
+    array is ``[`` + its items joined by ``,`` + ``]`` under these separators), without
+    the document or its text in memory.
+
+    Raises:
+        FormatError: as :func:`encode_descriptor`.
+    """
+    # Each streamed list is written as a marker string no document holds (a random token
+    # between NULs, which JSON writes escaped), then the marker's text replaced by its items.
+    token = secrets.token_hex(16)
+    lists: list[StreamedList] = []
+
+    def swap(value: object) -> object:
+        if not isinstance(value, StreamedList):
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        lists.append(value)
+        return f"\0{token}:{len(lists) - 1}\0"
+
+    text = _dumps(doc, swap)
+    if not lists:
+        yield text.encode("utf-8")
+        return
+    marker = re.compile(r'"\\u0000' + token + r':(\d+)\\u0000"')
+    pending: list[bytes] = []
+    size = 0
+    pos = 0
+    for m in marker.finditer(text):
+        pending.append(text[pos : m.start()].encode("utf-8"))
+        sep = "["
+        for item in lists[int(m.group(1))]:
+            piece = (sep + _dumps(item)).encode("utf-8")
+            sep = ","
+            pending.append(piece)
+            size += len(piece)
+            if size >= _CHUNK:
+                yield b"".join(pending)
+                pending, size = [], 0
+        pending.append(b"[]" if sep == "[" else b"]")
+        pos = m.end()
+    pending.append(text[pos:].encode("utf-8"))
+    yield b"".join(pending)
 
 
 def encode_descriptor(doc: Mapping[str, Any]) -> bytes:
@@ -26,13 +125,7 @@ def encode_descriptor(doc: Mapping[str, Any]) -> bytes:
     Raises:
         FormatError: the document holds a value JSON cannot represent (NaN, a set, …).
     """
-    try:
-        text = json.dumps(
-            doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except (TypeError, ValueError) as exc:
-        raise FormatError(f"descriptor is not JSON-serializable: {exc}") from None
-    return text.encode("utf-8")
+    return b"".join(encode_descriptor_chunks(doc))
 
 
 def decode_descriptor(data: bytes, expected: bytes | None = None) -> dict[str, Any]:

@@ -28,11 +28,17 @@ terms). The document says:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from odfweb3.descriptor.build import _is_web_iri
-from odfweb3.descriptor.discovery_facts import DiscoveryFacts, Presentation, discovery_facts
+from odfweb3.descriptor.codec import StreamedList
+from odfweb3.descriptor.discovery_facts import (
+    DataFile,
+    DiscoveryFacts,
+    Presentation,
+    discovery_facts,
+)
 from odfweb3.errors import FormatError, NotFound
 from odfweb3.odf.chain import ChainEntry
 from odfweb3.odf.layout import DatasetReader
@@ -300,37 +306,29 @@ def build_croissant(
     return croissant_from_facts(discovery_facts(entries), shown)
 
 
-def croissant_from_facts(facts: DiscoveryFacts, shown: Presentation) -> dict[str, Any]:
-    """:func:`build_croissant` from the chain's :class:`~.discovery_facts.DiscoveryFacts`."""
-    files: list[dict[str, Any]] = []
-    record_sets: list[dict[str, Any]] = []
-    for df in facts.files:
-        mh, fid = df.multihash, df.path
-        fo: dict[str, Any] = {
-            "@type": "cr:FileObject",
-            "@id": fid,
-            "name": f"{mh}.parquet",
-            "contentUrl": shown.url_of(fid),
-            "contentSize": f"{df.size} B",
-            "encodingFormat": list(PARQUET_FORMATS),
-            "identifier": {"@type": "sc:PropertyValue", "propertyID": "multihash", "value": mh},
-        }
-        sha = shown.sha256(df)
-        if sha:
-            fo["sha256"] = sha
-        files.append(fo)
-        if df.schema is not None:
-            rs_id = f"slice-{df.sequence}"
-            record_sets.append(
-                {
-                    "@type": "cr:RecordSet",
-                    "@id": rs_id,
-                    "name": rs_id,
-                    "description": f"The records of block {df.sequence} (data file {mh})",
-                    "key": {"@id": f"{rs_id}/offset"},
-                    "field": _fields(df.schema, rs_id, fid),
-                }
-            )
+def croissant_from_facts(
+    facts: DiscoveryFacts, shown: Presentation, *, streamed: bool = False
+) -> dict[str, Any]:
+    """:func:`build_croissant` from the chain's :class:`~.discovery_facts.DiscoveryFacts`.
+
+    ``streamed``: ``distribution`` and ``recordSet`` are
+    :class:`~odfweb3.descriptor.codec.StreamedList`\\ s, made item by item while the document
+    is encoded (:func:`~odfweb3.descriptor.codec.encode_descriptor_chunks`): the same bytes,
+    in memory one data file at a time."""
+
+    def file_objects() -> Iterator[dict[str, Any]]:
+        return (_file_object(df, shown) for df in facts.files)
+
+    def record_sets() -> Iterator[dict[str, Any]]:
+        return (_record_set(df) for df in facts.files if df.schema is not None)
+
+    files: Sequence[Any]
+    sets: Sequence[Any]
+    if streamed:
+        files = StreamedList(len(facts.files), file_objects)
+        sets = StreamedList(sum(1 for f in facts.files if f.schema is not None), record_sets)
+    else:
+        files, sets = list(file_objects()), list(record_sets())
     did, head_mh = facts.dataset_id, facts.head_multihash
     name = facts.title(shown.title)
     creator_name = shown.creator_name
@@ -369,8 +367,38 @@ def croissant_from_facts(facts: DiscoveryFacts, shown: Presentation) -> dict[str
     if derived:
         doc["prov:wasDerivedFrom"] = derived
     doc["distribution"] = files
-    doc["recordSet"] = record_sets
+    doc["recordSet"] = sets
     return doc
+
+
+def _file_object(df: DataFile, shown: Presentation) -> dict[str, Any]:
+    mh, fid = df.multihash, df.path
+    fo: dict[str, Any] = {
+        "@type": "cr:FileObject",
+        "@id": fid,
+        "name": f"{mh}.parquet",
+        "contentUrl": shown.url_of(fid),
+        "contentSize": f"{df.size} B",
+        "encodingFormat": list(PARQUET_FORMATS),
+        "identifier": {"@type": "sc:PropertyValue", "propertyID": "multihash", "value": mh},
+    }
+    sha = shown.sha256(df)
+    if sha:
+        fo["sha256"] = sha
+    return fo
+
+
+def _record_set(df: DataFile) -> dict[str, Any]:
+    assert df.schema is not None
+    rs_id = f"slice-{df.sequence}"
+    return {
+        "@type": "cr:RecordSet",
+        "@id": rs_id,
+        "name": rs_id,
+        "description": f"The records of block {df.sequence} (data file {df.multihash})",
+        "key": {"@id": f"{rs_id}/offset"},
+        "field": _fields(df.schema, rs_id, df.path),
+    }
 
 
 def _derivation(facts: DiscoveryFacts) -> list[dict[str, Any]]:

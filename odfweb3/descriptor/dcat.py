@@ -19,12 +19,18 @@ The shapes the suite checks it against (pyshacl) are ``schemas/dcat-shapes.ttl``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from odfweb3.descriptor.build import _is_web_iri
+from odfweb3.descriptor.codec import StreamedList
 from odfweb3.descriptor.croissant import data_file_urls
-from odfweb3.descriptor.discovery_facts import DiscoveryFacts, Presentation, discovery_facts
+from odfweb3.descriptor.discovery_facts import (
+    DataFile,
+    DiscoveryFacts,
+    Presentation,
+    discovery_facts,
+)
 from odfweb3.odf.chain import ChainEntry
 
 __all__ = [
@@ -84,30 +90,18 @@ def build_dcat(
     return dcat_from_facts(discovery_facts(entries), shown)
 
 
-def dcat_from_facts(facts: DiscoveryFacts, shown: Presentation) -> dict[str, Any]:
-    """:func:`build_dcat` from the chain's :class:`~.discovery_facts.DiscoveryFacts`."""
+def dcat_from_facts(
+    facts: DiscoveryFacts, shown: Presentation, *, streamed: bool = False
+) -> dict[str, Any]:
+    """:func:`build_dcat` from the chain's :class:`~.discovery_facts.DiscoveryFacts`
+    (``streamed``: the distributions a :class:`~odfweb3.descriptor.codec.StreamedList`, as
+    :func:`~.croissant.croissant_from_facts`)."""
     did, version_id = facts.dataset_id, facts.version_id
-    dists: list[dict[str, Any]] = []
-    for df in facts.files:
-        url = shown.url_of(df.path)
-        dist: dict[str, Any] = {
-            "@id": f"{version_id}/{df.path}",
-            "@type": "dcat:Distribution",
-            "dcterms:identifier": df.multihash,
-            "dcterms:title": f"Data file of block {df.sequence}",
-            "dcat:accessURL": url,
-            "dcat:downloadURL": url,
-            "dcat:mediaType": PARQUET_MEDIA_TYPE,
-            "dcat:byteSize": df.size,
-        }
-        sha = shown.sha256(df)
-        if sha:
-            dist["spdx:checksum"] = {
-                "@type": "spdx:Checksum",
-                "spdx:algorithm": "spdx:checksumAlgorithm_sha256",
-                "spdx:checksumValue": sha,
-            }
-        dists.append(dist)
+
+    def made() -> Iterator[dict[str, Any]]:
+        return (_distribution(df, version_id, shown) for df in facts.files)
+
+    dists: Sequence[Any] = StreamedList(len(facts.files), made) if streamed else list(made())
     about: dict[str, Any] = {}
     name = facts.title(shown.title)
     if name:
@@ -146,9 +140,31 @@ def dcat_from_facts(facts: DiscoveryFacts, shown: Presentation) -> dict[str, Any
         version["dcat:landingPage"] = shown.landing
     if facts.inputs:
         version["prov:wasDerivedFrom"] = list(facts.inputs)
-    if dists:
+    if facts.files:
         version["dcat:distribution"] = dists
     return {"@context": dict(DCAT_CONTEXT), "@graph": [series, version]}
+
+
+def _distribution(df: DataFile, version_id: str, shown: Presentation) -> dict[str, Any]:
+    url = shown.url_of(df.path)
+    dist: dict[str, Any] = {
+        "@id": f"{version_id}/{df.path}",
+        "@type": "dcat:Distribution",
+        "dcterms:identifier": df.multihash,
+        "dcterms:title": f"Data file of block {df.sequence}",
+        "dcat:accessURL": url,
+        "dcat:downloadURL": url,
+        "dcat:mediaType": PARQUET_MEDIA_TYPE,
+        "dcat:byteSize": df.size,
+    }
+    sha = shown.sha256(df)
+    if sha:
+        dist["spdx:checksum"] = {
+            "@type": "spdx:Checksum",
+            "spdx:algorithm": "spdx:checksumAlgorithm_sha256",
+            "spdx:checksumValue": sha,
+        }
+    return dist
 
 
 _MISSING: Final = (

@@ -43,10 +43,17 @@ from odfweb3.odf.model_gen import (
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.timestamp import Timestamp
 
-__all__ = ["DataFile", "DiscoveryFacts", "Presentation", "catalogue_gaps", "discovery_facts"]
+__all__ = [
+    "DataFile",
+    "DiscoveryFacts",
+    "Presentation",
+    "catalogue_gaps",
+    "discovery_facts",
+    "discovery_facts_walked",
+]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DataFile:
     """A data file of the chain: the block that added it, its physical hash and size, and
     the schema in force for it (None before any ``SetDataSchema``)."""
@@ -192,6 +199,82 @@ def discovery_facts(entries: Sequence[ChainEntry]) -> DiscoveryFacts:
         modified=seed_entry.block.system_time,
     )
     return _fold(start, reversed(entries[:-1]))
+
+
+def discovery_facts_walked(walk: Iterable[ChainEntry]) -> DiscoveryFacts:
+    """:func:`discovery_facts` of a chain read head first as the walk yields it, holding no
+    block: only each data file's sequence, hash and size until the ``SetDataSchema`` in
+    force for it is met further down (an initial publish of a long chain would otherwise
+    hold every decoded block to render its documents). Equal to ``discovery_facts`` of the
+    same entries.
+
+    Raises:
+        ValueError: the chain does not end at a Seed.
+    """
+    head: ChainEntry | None = None
+    info: SetInfo | None = None
+    lic: SetLicense | None = None
+    schema: DataSchema | None = None
+    inputs: tuple[str, ...] | None = None
+    seen_schema = False
+    states: dict[str, InputState] = {}  # newest first; re-ordered as the forward fold's
+    order: list[str] = []  # dataset IDs by their newest consumption, walking down
+    done: list[DataFile] = []  # newest first
+    pending: list[tuple[int, bytes, int]] = []  # files waiting for the schema in force
+    seed: ChainEntry | None = None
+    last: ChainEntry | None = None
+    for e in walk:
+        last = e
+        if head is None:
+            head = e
+        ev = e.block.event
+        if isinstance(ev, Seed):
+            seed = e
+            break
+        if isinstance(ev, SetInfo):
+            info = ev if info is None else info
+        elif isinstance(ev, SetLicense):
+            lic = ev if lic is None else lic
+        elif isinstance(ev, SetTransform):
+            if inputs is None:
+                inputs = tuple(str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d)
+        elif isinstance(ev, SetDataSchema) and ev.schema is not None:
+            if not seen_schema:
+                schema, seen_schema = ev.schema, True
+            done.extend(DataFile(q, h, n, ev.schema) for q, h, n in pending)
+            pending.clear()
+        elif isinstance(ev, AddData | ExecuteTransform):
+            if isinstance(ev, ExecuteTransform):
+                for qi in reversed(ev.query_inputs or ()):
+                    if qi.dataset_id is not None:
+                        key = str(DatasetId.from_bytes(qi.dataset_id))
+                        if key not in states:
+                            states[key] = InputState().after(qi)
+                        order.append(key)
+            ds = ev.new_data
+            if ds is not None and ds.physical_hash is not None:
+                pending.append((e.block.sequence_number, ds.physical_hash, ds.size))
+    if seed is None or head is None or last is not seed:
+        raise ValueError("discovery metadata needs a whole chain ending at its Seed")
+    done.extend(DataFile(q, h, n, None) for q, h, n in pending)
+    done.reverse()
+    # The forward fold inserts each input at its oldest consumption.
+    first_seen = list(dict.fromkeys(reversed(order)))
+    seed_event = seed.block.event
+    assert isinstance(seed_event, Seed)
+    return DiscoveryFacts(
+        dataset_id=str(DatasetId.from_bytes(seed_event.dataset_id or b"")),
+        head=head.hash,
+        sequence=head.block.sequence_number,
+        created=seed.block.system_time,
+        modified=head.block.system_time if head is not seed else seed.block.system_time,
+        info=info,
+        license=lic,
+        inputs=inputs or (),
+        input_states={k: states[k] for k in first_seen},
+        schema=schema,
+        files=tuple(done),
+    )
 
 
 def _fold(facts: DiscoveryFacts, entries: Iterable[ChainEntry]) -> DiscoveryFacts:

@@ -28,13 +28,19 @@ verified chain's cached facts (:class:`~odfweb3.odf.facts.ChainFacts`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from odfweb3.descriptor.croissant import croissant_from_facts
 from odfweb3.descriptor.dcat import dcat_from_facts
-from odfweb3.descriptor.discovery_facts import DiscoveryFacts, Presentation, discovery_facts
+from odfweb3.descriptor.discovery_facts import (
+    DiscoveryFacts,
+    Presentation,
+    discovery_facts,
+    discovery_facts_walked,
+)
 from odfweb3.odf.chain import ChainEntry, walk_chain
 from odfweb3.odf.facts import ChainFacts
 from odfweb3.odf.identity import DatasetId
@@ -73,7 +79,7 @@ def facts_since(
     head: bytes,
     since: bytes | None,
     cached: ChainFacts | None,
-    chain: Callable[[], list[ChainEntry]] | None = None,
+    chain: Sequence[ChainEntry] | None = None,
 ) -> DiscoveryFacts:
     """The discovery facts at ``head`` whose ``files`` are only the data files of the blocks
     above ``since`` (every data file when ``since`` is None or not an ancestor).
@@ -82,24 +88,27 @@ def facts_since(
     checked), and below it only when those blocks change the schema (to find the schema in
     force for the files before the change); the dataset's identity, title, license and
     lineage come from ``cached``, the verified chain's facts at ``head``. Without them, or
-    when ``since`` is not met, the whole chain is read (``chain``: the entries the caller
-    has verified already, head first).
+    when ``since`` is not met, the whole chain is read: ``chain`` when the caller holds
+    the verified entries already (head first), else walked again holding no block
+    (:func:`discovery_facts_walked`: a first publish of a long chain renders every data
+    file, and the decoded chain would be most of its memory).
     """
-    if since is None:  # every file: the verified entries when given, no walk of our own
-        entries = (chain() if chain is not None else None) or list(walk_chain(reader, head))
-        return discovery_facts(entries)
+    if since is None:  # every file: the entries held, else one walk that holds no block
+        return discovery_facts(chain) if chain else discovery_facts_walked(walk_chain(reader, head))
     above: list[ChainEntry] = []
     below: list[ChainEntry] = []  # ``since`` and what was read under it
     walk = walk_chain(reader, head)
     for e in walk:
-        if since is not None and e.hash == since:
+        if e.hash == since:
             below.append(e)
             break
         above.append(e)
     met = bool(below)
     if not met or cached is None:
-        entries = (chain() if chain is not None else None) or [*above, *below, *walk]
-        whole = discovery_facts(entries)
+        if chain:
+            whole = discovery_facts(chain)
+        else:  # ``above`` is the whole chain when ``since`` was not met
+            whole = discovery_facts_walked(itertools.chain(above, below, walk))
         if not met:
             return whole
         cut = below[0].block.sequence_number
@@ -134,12 +143,13 @@ def facts_since(
 
 
 def published_croissant(
-    facts: DiscoveryFacts, shown: Presentation, earlier: Earlier
+    facts: DiscoveryFacts, shown: Presentation, earlier: Earlier, *, streamed: bool = False
 ) -> dict[str, Any]:
     """The Croissant 1.1 document of one publish: the data files ``facts`` lists (those the
     publish added, :func:`facts_since`), a live dataset, ``prov:wasRevisionOf`` the document
-    published before it on the target."""
-    doc = croissant_from_facts(facts, shown)
+    published before it on the target (``streamed``: its lists made while it is encoded,
+    :func:`~odfweb3.descriptor.codec.encode_descriptor_chunks`)."""
+    doc = croissant_from_facts(facts, shown, streamed=streamed)
     doc["isLiveDataset"] = True
     if earlier.croissant:
         doc["prov:wasRevisionOf"] = {"@id": earlier.croissant}
@@ -148,11 +158,14 @@ def published_croissant(
     return doc
 
 
-def published_dcat(facts: DiscoveryFacts, shown: Presentation, earlier: Earlier) -> dict[str, Any]:
+def published_dcat(
+    facts: DiscoveryFacts, shown: Presentation, earlier: Earlier, *, streamed: bool = False
+) -> dict[str, Any]:
     """The DCAT 3 graph of one publish: the series and this publish's member dataset with
     the distributions of the data files ``facts`` lists, ``dcat:prev`` the member published
-    before it on the target (``rdfs:seeAlso`` its document)."""
-    doc = dcat_from_facts(facts, shown)
+    before it on the target (``rdfs:seeAlso`` its document; ``streamed`` as
+    :func:`published_croissant`)."""
+    doc = dcat_from_facts(facts, shown, streamed=streamed)
     context = {
         **doc["@context"],
         "rdfs": "http://www.w3.org/2000/01/rdf-schema#",

@@ -28,7 +28,15 @@ from odfweb3.odf.facts import ChainFacts
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.chain_cache import VerifiedChain
 
-__all__ = ["LazySequence", "PublishPlan", "Relation", "RemoteRecord", "plan_publish", "plan_record"]
+__all__ = [
+    "LazySequence",
+    "PublishPlan",
+    "Relation",
+    "RemoteRecord",
+    "held_entries",
+    "plan_publish",
+    "plan_record",
+]
 
 Relation = Literal["new", "same", "ahead", "behind", "diverged"]
 
@@ -40,9 +48,15 @@ class LazySequence(Sequence[T], Generic[T]):
     asked (a one-block update need not walk the whole chain to say how many
     objects the dataset has). Equal to any sequence with the same items."""
 
-    def __init__(self, length: int, load: Callable[[], Sequence[T]]) -> None:
+    def __init__(
+        self,
+        length: int,
+        load: Callable[[], Sequence[T]],
+        held: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._length = length
         self._load = load
+        self._held = held
         self._items: Sequence[T] | None = None
 
     def _all(self) -> Sequence[T]:
@@ -54,6 +68,11 @@ class LazySequence(Sequence[T], Generic[T]):
     def loaded(self) -> bool:
         """The items were loaded (something iterated them)."""
         return self._items is not None
+
+    @property
+    def in_memory(self) -> bool:
+        """Iterating costs no read: loaded already, or ``held`` says its source holds them."""
+        return self._items is not None or self._held()
 
     def __len__(self) -> int:
         return self._length
@@ -77,6 +96,15 @@ class LazySequence(Sequence[T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"LazySequence(len={self._length})"
+
+
+def held_entries(chain: Sequence[ChainEntry]) -> Sequence[ChainEntry] | None:
+    """A plan's ``chain`` when its entries are in memory (a list, or a lazy chain already
+    walked whole), else None: the caller walks the chain again holding no block rather than
+    load the whole decoded chain for the rest of the publish."""
+    if isinstance(chain, LazySequence) and not chain.in_memory:
+        return None
+    return chain
 
 
 @dataclass(frozen=True)
@@ -343,7 +371,9 @@ def _plan_verified(
     chain is, as for a list of entries."""
     facts = chain.facts
     objects: LazySequence[DatasetObject] = LazySequence(facts.objects, chain.objects)
-    whole: LazySequence[ChainEntry] = LazySequence(facts.sequence + 1, chain.whole)
+    whole: LazySequence[ChainEntry] = LazySequence(
+        facts.sequence + 1, chain.whole, lambda: chain.complete
+    )
     known = _lookup(remote_has)
 
     def plan(relation: Relation, send: tuple[DatasetObject, ...]) -> PublishPlan:

@@ -234,3 +234,109 @@ def test_nothing_new_gives_documents_with_no_file(tmp_path, shapes):
     croissant, dcat = _documents(reader, facts, Earlier(entries[0].hash, "ipfs://c", "ipfs://d"))
     assert croissant["distribution"] == [] and croissant["recordSet"] == []
     _conforms(dcat, shapes)
+
+
+def test_the_facts_walked_holding_no_block_are_the_whole_chain_facts(tmp_path):
+    # A first publish renders every data file from a walk that keeps no decoded block.
+    from odfweb3.descriptor.discovery_facts import discovery_facts_walked
+
+    root = create_root_dataset(tmp_path / "in", blocks=3, data_bytes=2000, seed=41, fsync=False)
+    deriv = create_derivative_dataset(tmp_path / "d", [root.path], transactions=4, seed=42)
+    for path in (root.path, deriv.path, _schema_changing(tmp_path / "s")):
+        reader = DatasetReader.open(path)
+        entries = list(walk_chain(reader))
+        walked = discovery_facts_walked(walk_chain(reader))
+        assert walked == discovery_facts(entries)
+        assert list(walked.input_states) == list(discovery_facts(entries).input_states)
+        assert discovery_facts_walked(entries[-1:]) == discovery_facts(entries[-1:])
+        with pytest.raises(ValueError, match="ending at its Seed"):
+            discovery_facts_walked(entries[:-1])
+    assert deriv_has_inputs(deriv.path)
+
+
+def deriv_has_inputs(path):
+    facts = discovery_facts(list(walk_chain(DatasetReader.open(path))))
+    return bool(facts.inputs) and bool(facts.input_states)
+
+
+def _schema_changing(path):
+    """A chain with a data file before any schema and a schema change between files."""
+    other = DataSchema(fields=(DataField(name="offset", type=DataTypeInt64()),))
+
+    def add(n):
+        return AddData(
+            new_data=DataSlice(
+                logical_hash=hash_bytes(b"l%d" % n),
+                physical_hash=hash_bytes(b"p%d" % n),
+                offset_interval=OffsetInterval(start=n, end=n),
+                size=10 + n,
+            ),
+            prev_offset=n - 1 if n else None,
+        )
+
+    entries = chain_of(
+        SEED,
+        add(0),
+        SetInfo(description="Changing schemas."),
+        set_data_schema(PAYLOAD_SCHEMA),
+        add(1),
+        add(2),
+        set_data_schema(other),
+        SetInfo(description="Changed."),
+        add(3),
+        start=datetime(2031, 5, 6, tzinfo=UTC),
+    )
+    _write_chain(path, entries)
+    files = discovery_facts(entries).files
+    assert [f.schema for f in files] == [None, PAYLOAD_SCHEMA, PAYLOAD_SCHEMA, other]
+    return path
+
+
+def test_streamed_documents_are_the_bytes_of_the_whole_documents(tmp_path):
+    # The publish encodes its documents a data file at a time: byte for byte what the
+    # whole documents encode to (the same CIDs and data items).
+    from odfweb3.descriptor.codec import encode_descriptor, encode_descriptor_chunks
+
+    path = _schema_changing(tmp_path / "ds")
+    reader = DatasetReader.open(path)
+    entries = list(walk_chain(reader))
+    shown = Presentation(
+        {"name": "Ada Lovelace", "type": "Person"},
+        landing="ipns://k51example",
+        url_of=lambda rel: f"ipfs://bafyroot/{rel}",
+        sha256_of=local_sha256(reader),
+    )
+    for since, earlier in (
+        (None, Earlier()),
+        (entries[2].hash, Earlier(entries[2].hash, "ipfs://c0", "ipfs://d0")),
+    ):
+        facts = facts_since(reader, entries[0].hash, since, facts_of_chain(entries))
+        for render in (published_croissant, published_dcat):
+            whole = render(facts, shown, earlier)
+            streamed = render(facts, shown, earlier, streamed=True)
+            assert b"".join(encode_descriptor_chunks(streamed)) == encode_descriptor(whole)
+            assert encode_descriptor(streamed) == encode_descriptor(whole)
+            assert streamed == whole  # its lists compare as the items they make
+
+
+def test_a_streamed_list_longer_than_a_chunk_is_encoded_in_pieces_as_one_document():
+    from odfweb3.descriptor.codec import (
+        StreamedList,
+        encode_descriptor,
+        encode_descriptor_chunks,
+    )
+    from odfweb3.errors import FormatError
+
+    items = [{"z": i, "a": "é" * 300, "n": None} for i in range(4000)]  # ~2.4 MB
+    doc = {
+        "b": StreamedList(len(items), lambda: iter(items)),
+        "a": {"empty": StreamedList(0, lambda: iter(())), "k": [1, "\u0000"]},
+    }
+    chunks = list(encode_descriptor_chunks(doc))
+    assert len(chunks) >= 2
+    plain = {"b": items, "a": {"empty": [], "k": [1, "\u0000"]}}
+    assert b"".join(chunks) == encode_descriptor(plain)
+    assert json.loads(b"".join(chunks)) == plain
+    bad = {"x": StreamedList(1, lambda: iter([{"v": float("nan")}]))}
+    with pytest.raises(FormatError, match="not JSON-serializable"):
+        b"".join(encode_descriptor_chunks(bad))

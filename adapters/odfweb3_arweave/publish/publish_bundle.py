@@ -39,6 +39,7 @@ from odfweb3.descriptor import (
     validate_descriptor,
     with_locators,
 )
+from odfweb3.descriptor.codec import encode_descriptor_chunks
 from odfweb3.descriptor.croissant import local_sha256
 from odfweb3.descriptor.discovery_facts import Presentation
 from odfweb3.descriptor.published import (
@@ -54,7 +55,7 @@ from odfweb3.errors import FormatError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.plan import PublishPlan, held_entries
 from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView
@@ -238,7 +239,7 @@ class _Descriptor:
             return out
         plan = self.plan
         facts = facts_since(
-            self.reader, plan.head, self.earlier.head, plan.facts, lambda: list(plan.chain)
+            self.reader, plan.head, self.earlier.head, plan.facts, held_entries(plan.chain)
         )
 
         def url_of(rel: str) -> str:
@@ -260,11 +261,17 @@ class _Descriptor:
         )
         common = [Tag.of("ODF-Dataset-Id", facts.dataset_id), *app_tags(self.app_version)]
         for kind, doc, media in (
-            ("croissant", published_croissant(facts, shown, links), CROISSANT_MEDIA_TYPE),
-            ("dcat", published_dcat(facts, shown, links), DCAT_MEDIA_TYPE),
+            (
+                "croissant",
+                published_croissant(facts, shown, links, streamed=True),
+                CROISSANT_MEDIA_TYPE,
+            ),
+            ("dcat", published_dcat(facts, shown, links, streamed=True), DCAT_MEDIA_TYPE),
         ):
             tags = [Tag.of("Content-Type", media), Tag.of("ODF-Discovery", kind), *common]
-            out.append((encode_descriptor(doc), tags))
+            # Encoded a data file at a time: only the item's bytes are held, not the
+            # document's dicts (its data goes to the item spool once signed).
+            out.append((b"".join(encode_descriptor_chunks(doc)), tags))
             self.kinds.append(kind)
         return out
 

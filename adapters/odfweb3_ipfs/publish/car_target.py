@@ -64,7 +64,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from odfweb3.atomic_file import open_atomic, remove_partials, write_file_atomic
+from odfweb3.atomic_file import (
+    open_atomic,
+    remove_partials,
+    write_chunks_atomic,
+    write_file_atomic,
+)
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError, FormatError, NotFound, OdfWeb3Error
@@ -510,12 +515,22 @@ class CarTarget:
 
     def _write_side_car(self, file: SideFile) -> str:
         """Write a side file (descriptor, key envelope) as its own CAR; the CAR's name."""
-        buf = io.BytesIO()
-        writer = CarWriter(buf, file.cid)
-        for cid, block in file.blocks:
-            writer.write_block(cid, block)
         car_name = f"{file.cid.encode()}.car"
-        write_atomic(self.out_dir / car_name, buf.getvalue())
+
+        def chunks() -> Iterator[bytes]:
+            # Streamed: a first publish's Croissant document of every data file is about
+            # as large as the dataset's own CAR.
+            buf = io.BytesIO()
+            writer = CarWriter(buf, file.cid)
+            for cid, block in file.blocks:
+                writer.write_block(cid, block)
+                if buf.tell() >= 1 << 20:
+                    yield buf.getvalue()
+                    buf.seek(0)
+                    buf.truncate()
+            yield buf.getvalue()
+
+        write_chunks_atomic(self.out_dir, chunks(), lambda: car_name, public=True)
         self._written.append(car_name)
         return car_name
 

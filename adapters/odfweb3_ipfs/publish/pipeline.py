@@ -23,9 +23,12 @@ directory, the node target streams one CAR to ``dag/import`` and pins):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import io
+import itertools
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, Literal, NoReturn
+from typing import Any, BinaryIO, Literal, NoReturn, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -36,6 +39,7 @@ from odfweb3.descriptor import (
     encode_descriptor,
     validate_descriptor,
 )
+from odfweb3.descriptor.codec import encode_descriptor_chunks
 from odfweb3.descriptor.croissant import data_file_urls, local_sha256
 from odfweb3.descriptor.discovery_facts import Presentation
 from odfweb3.descriptor.published import Earlier, facts_since, published_croissant, published_dcat
@@ -44,7 +48,7 @@ from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
-from odfweb3.publish.plan import PublishPlan
+from odfweb3.publish.plan import PublishPlan, held_entries
 from odfweb3.publish.target import RemoteView
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.cid import Cid
@@ -270,11 +274,12 @@ def write_delta_car(
 
 @dataclass(frozen=True)
 class SideFile:
-    """A UnixFS file published beside the dataset root: its CID and blocks."""
+    """A UnixFS file published beside the dataset root: its CID and blocks (in memory, or
+    :class:`SpooledBlocks` for the discovery documents: iterate them, in order)."""
 
     kind: SideKind
     cid: Cid
-    blocks: tuple[Block, ...]
+    blocks: Iterable[Block]
 
 
 @dataclass(frozen=True)
@@ -292,6 +297,77 @@ def _unixfs_file(kind: SideKind, data: bytes, profile: CidProfile) -> SideFile:
     blocks: list[Block] = []
     node = profile.import_bytes(data, lambda cid, block: blocks.append((cid, block)))
     return SideFile(kind, node.cid, tuple(blocks))
+
+
+class _ChunkReader(io.RawIOBase):
+    """A read-only stream of an iterator's byte chunks (the importer reads a stream)."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._left = memoryview(chunk)
+        n = min(len(buffer), len(self._left))
+        buffer[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
+
+
+class SpooledBlocks:
+    """The blocks of a side file kept in an unnamed temporary file, read back in order
+    each time they are iterated (only each block's CID, offset and length stay in memory):
+    a first publish's Croissant document of 100,000 data files is about 240 MB."""
+
+    def __init__(self) -> None:
+        # removed by the system once closed (an unnamed file)
+        self._file = tempfile.TemporaryFile(prefix="odfweb3-side-")  # noqa: SIM115
+        self._index: list[tuple[Cid, int, int]] = []
+        self._end = 0
+
+    def add(self, cid: Cid, block: bytes) -> None:
+        """Append one block (a :data:`BlockSink`)."""
+        self._file.seek(self._end)
+        self._file.write(block)
+        self._index.append((cid, self._end, len(block)))
+        self._end += len(block)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SpooledBlocks | tuple | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __iter__(self) -> Iterator[Block]:
+        for cid, offset, length in self._index:
+            self._file.seek(offset)
+            yield cid, self._file.read(length)
+
+
+def _unixfs_streamed(kind: SideKind, chunks: Iterable[bytes], profile: CidProfile) -> SideFile:
+    """A side file from its bytes in pieces, its blocks spooled to disk (not held) unless
+    the bytes are one piece (a +1 publish's documents: in memory, as before)."""
+    pieces = iter(chunks)
+    first = next(pieces, b"")
+    second = next(pieces, None)
+    if second is None:
+        return _unixfs_file(kind, first, profile)
+    blocks = SpooledBlocks()
+    rest = itertools.chain((first, second), pieces)
+    with io.BufferedReader(_ChunkReader(rest), 1 << 20) as stream:
+        node = profile.import_stream(cast(BinaryIO, stream), blocks.add)
+    return SideFile(kind, node.cid, blocks)
 
 
 def side_files(
@@ -387,7 +463,7 @@ def discovery_documents(
     if earlier.head is not None and earlier.head == plan.head and earlier.croissant:
         kept = {"croissant": earlier.croissant, "dcat": earlier.dcat or ""}
         return (), {k: v.removeprefix("ipfs://") for k, v in kept.items()}
-    facts = facts_since(reader, plan.head, earlier.head, plan.facts, lambda: list(plan.chain))
+    facts = facts_since(reader, plan.head, earlier.head, plan.facts, held_entries(plan.chain))
     shown = Presentation(
         settings.publisher,
         identity,
@@ -395,12 +471,14 @@ def discovery_documents(
         url_of=data_file_urls(ipfs=root),
         sha256_of=_sha256_known_first(known_sha256 or {}, local_sha256(reader)),
     )
-    croissant = published_croissant(facts, shown, earlier)
-    dcat = published_dcat(facts, shown, earlier)
+    # Both listed a data file at a time and imported as they are encoded: a first publish's
+    # documents name every data file (docs/design.md, "Memory of an initial publish").
+    croissant = published_croissant(facts, shown, earlier, streamed=True)
+    dcat = published_dcat(facts, shown, earlier, streamed=True)
     profile = settings.profile
     return (
-        _unixfs_file("croissant", encode_descriptor(croissant), profile),
-        _unixfs_file("dcat", encode_descriptor(dcat), profile),
+        _unixfs_streamed("croissant", encode_descriptor_chunks(croissant), profile),
+        _unixfs_streamed("dcat", encode_descriptor_chunks(dcat), profile),
     ), {}
 
 

@@ -128,3 +128,25 @@ def test_a_state_made_with_another_cid_profile_is_sent_again_by_the_plan(tmp_pat
     assert outcome.upload is not None and outcome.upload.locator.startswith("Qm")
     again = publish_dataset(ds, CarTarget(out, keystore, cid_version=0))
     assert again.view.holds_head and again.plan.send == ()  # now it holds them as CIDv0
+
+
+@pytest.mark.parametrize("profile_name", [None, "unixfs-v1-2025"])
+def test_a_streamed_side_file_is_the_file_imported_whole_its_blocks_read_back_from_disk(
+    profile_name,
+):
+    # A first publish's discovery documents are imported as they are encoded, their blocks
+    # spooled to a temporary file: the same CID and blocks as the bytes imported at once.
+    from odfweb3_ipfs.publish.pipeline import SpooledBlocks, _unixfs_file, _unixfs_streamed
+
+    profile = profile_for(profile_name, 1)
+    data = bytes(range(251)) * (5 * (1 << 20) // 251)  # several chunks and a partial one
+    pieces = [data[i : i + 700_001] for i in range(0, len(data), 700_001)]
+    streamed = _unixfs_streamed("croissant", iter(pieces), profile)
+    whole = _unixfs_file("croissant", data, profile)
+    assert isinstance(streamed.blocks, SpooledBlocks)
+    assert streamed.cid == whole.cid
+    assert list(streamed.blocks) == list(whole.blocks)
+    assert list(streamed.blocks) == list(whole.blocks)  # read again, the same
+    assert len(streamed.blocks) == len(whole.blocks) > 5
+    empty = _unixfs_streamed("dcat", iter(()), profile)
+    assert empty.cid == _unixfs_file("dcat", b"", profile).cid
