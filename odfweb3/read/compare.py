@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
@@ -47,7 +47,7 @@ from odfweb3.odf.chain import (
 )
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 from odfweb3.odf.parquet_links import ParquetLinks
-from odfweb3.odf.validate import check_chain_rules
+from odfweb3.odf.validate import ChainRulesBackwards, check_chain_rules
 from odfweb3.odf.violation import Violation
 from odfweb3.read.replica import MaybeUnverified, Replica, read_object_verified
 
@@ -185,7 +185,7 @@ def _verified_copy(replica: Replica) -> Callable[[DatasetObject], BinaryIO]:
 
 
 def compare_replica(
-    reference: Sequence[ChainEntry],
+    reference: Sequence[ChainEntry] | Sequence[bytes],
     replica: Replica,
     *,
     deep: bool = False,
@@ -194,7 +194,8 @@ def compare_replica(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> ReplicaReport:
-    """Compare ``replica`` with the reference chain (verified, head first).
+    """Compare ``replica`` with the reference chain (verified, head first: its entries, or
+    only their hashes).
 
     With ``deep``, ``on_total`` gets the bytes about to be re-hashed and ``progress``
     each chunk read (progress bars).
@@ -203,11 +204,14 @@ def compare_replica(
         head = replica.head()
     except OdfWeb3Error as exc:
         return failed(replica.name, exc)
-    index = {e.hash: i for i, e in enumerate(reference)}
+    ref: Sequence[ChainEntry | bytes] = reference
+    index = {(e if isinstance(e, bytes) else e.hash): i for i, e in enumerate(ref)}
     status: Status
     blocks = 0
     ancestor: int | None = None
-    walked: list[ChainEntry] = []
+    walked = 0  # blocks of the replica's chain walked (deep)
+    rules = ChainRulesBackwards()
+    objs: list[DatasetObject] = []
     try:
         if head in index:
             i = index[head]
@@ -229,8 +233,17 @@ def compare_replica(
                         ancestor = entry.block.sequence_number
                     break
         if deep:
-            # The whole replica chain, every block re-hashed (small: blocks are KiBs).
-            walked = list(walk_chain(replica.read_block, head))
+            # The whole replica chain, every block re-hashed, holding no decoded block (a
+            # chain of 100,000 blocks held was most of verify's memory): its rules checked
+            # walking back (the verdict of check_chain_rules), its objects listed.
+            def fed() -> Iterator[ChainEntry]:
+                nonlocal walked
+                for e in walk_chain(replica.read_block, head):
+                    rules.feed(e)
+                    walked += 1
+                    yield e
+
+            objs = [o for o in iter_objects(fed()) if o.kind != "block"]
     except OdfWeb3Error as exc:
         return failed(replica.name, exc, head)
     problems: list[str] = []
@@ -238,16 +251,20 @@ def compare_replica(
     checked: list[DatasetObject] = []
     nbytes = 0
     if deep and walked:
-        violations = [str(v) for v in check_chain_rules(list(reversed(walked)))]
-        problems.extend(violations)
-        corrupt.extend(violations)
-        objs = [o for o in iter_objects(walked) if o.kind != "block"]
+        if not rules.finish():  # say what is broken as a whole check does
+            whole = list(walk_chain(replica.read_block, head))
+            violations = [str(v) for v in check_chain_rules(list(reversed(whole)))]
+            violations = violations or ["a chain rule is broken"]
+            del whole
+            problems.extend(violations)
+            corrupt.extend(violations)
         link_problems: list[Violation] = []
         try:
             links = ParquetLinks(
                 _verified_copy(replica), lambda mh: None, replica.name, link_problems
             )
-            objs.extend(o for o in iter_objects(walked, links) if o.kind == "linked")
+            again = walk_chain(replica.read_block, head)
+            objs.extend(o for o in iter_objects(again, links) if o.kind == "linked")
         except OdfWeb3Error as exc:
             problems.append(str(exc))
             if is_corruption(exc):
@@ -268,7 +285,7 @@ def compare_replica(
                 if is_corruption(exc):
                     corrupt.append(str(exc))
     # every block walked was re-hashed (walk_chain), then the objects read back
-    count = ObjectCount(blocks=len(walked)) + count_objects(checked) if deep else ObjectCount()
+    count = ObjectCount(blocks=walked) + count_objects(checked) if deep else ObjectCount()
     return ReplicaReport(
         replica.name,
         "corrupt" if corrupt else status,

@@ -89,3 +89,50 @@ def test_configured_publisher_puts_descriptor_beside_the_dataset(capsys, tmp_pat
     cid = summary["extra"]["descriptor"]
     assert check_car_dir(out).record.odf.extra["descriptor"] == cid
     assert (out / f"{cid}.car").is_file()
+
+
+def test_deep_compare_walks_the_replica_holding_no_block_with_the_same_verdict(tmp_path):
+    # verify --deep checks the replica's chain rules walking back (no decoded chain held):
+    # the violations named are check_chain_rules' own, and a reference given by its
+    # hashes alone is compared as its entries are.
+    from datetime import UTC, datetime
+
+    from odfweb3.odf.chain import walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.model_gen import AddData, DataSlice, OffsetInterval
+    from odfweb3.odf.multihash import hash_bytes
+    from odfweb3.odf.validate import check_chain_rules
+    from odfweb3.read.compare import compare_replica
+    from odfweb3.read.replica import LocalReplica
+
+    from .test_descriptor import SEED, chain_of
+    from .test_published_discovery import _write_chain
+
+    good = create_root_dataset(tmp_path / "ok", blocks=4, data_bytes=4000, seed=51).path
+    reader = DatasetReader.open(good)
+    entries = list(walk_chain(reader))
+    by_entries = compare_replica(entries, LocalReplica(reader), deep=True)
+    by_hashes = compare_replica([e.hash for e in entries], LocalReplica(reader), deep=True)
+    assert by_entries == by_hashes
+    assert by_hashes.status == "identical" and not by_hashes.problems
+    assert by_hashes.objects.blocks == len(entries) and by_hashes.objects_checked > len(entries)
+
+    def add(n, prev):  # an AddData whose offsets do not continue the one before
+        return AddData(
+            new_data=DataSlice(
+                logical_hash=hash_bytes(b"l%d" % n),
+                physical_hash=hash_bytes(b"p%d" % n),
+                offset_interval=OffsetInterval(start=n, end=n),
+                size=10,
+            ),
+            prev_offset=prev,
+        )
+
+    broken = chain_of(SEED, add(0, None), add(5, 0), start=datetime(2031, 1, 2, tzinfo=UTC))
+    _write_chain(tmp_path / "bad", broken)
+    expected = [str(v) for v in check_chain_rules(list(reversed(broken)))]
+    assert expected
+    bad = LocalReplica(DatasetReader.open(tmp_path / "bad"))
+    report = compare_replica([e.hash for e in entries], bad, deep=True)
+    assert report.status == "corrupt"
+    assert list(report.problems[: len(expected)]) == expected
