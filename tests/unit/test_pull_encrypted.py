@@ -78,10 +78,11 @@ def test_swapped_ciphertexts_fail(tmp_path, published):
     replica = CarDirReplica(check, f"car:{out}")
     data_names = sorted(check.iter_layout("data"))
     assert len(data_names) >= 2
-    replica._folders["data"] = {  # the DAG as a lying publisher could have built it
-        data_names[0]: replica._cid_of("data", _mh(data_names[1])),
-        data_names[1]: replica._cid_of("data", _mh(data_names[0])),
-        **{n: replica._cid_of("data", _mh(n)) for n in data_names[2:]},
+    # the DAG as a lying publisher could have built it (the listing: multihash -> CID bytes)
+    replica._folders["data"] = {
+        _mh(data_names[0]): replica._cid_of("data", _mh(data_names[1])).raw,
+        _mh(data_names[1]): replica._cid_of("data", _mh(data_names[0])).raw,
+        **{_mh(n): replica._cid_of("data", _mh(n)).raw for n in data_names[2:]},
     }
     ring = world.ring
     with pytest.raises(DecryptionError, match="failed authentication"):
