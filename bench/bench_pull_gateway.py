@@ -18,7 +18,10 @@ load weighs on all alike, in this process:
   record fetched and verified, the chain walked block by block, objects by path, each
   checked against its ODF hash, ``--parallel`` fetches);
 - the same with ``trustless``: every block of every object a raw block
-  (``?format=raw``) checked against its CID as well.
+  (``?format=raw``) checked against its CID as well;
+- "before": both again with the replica's folder streams off (``streams = False``: one
+  request a block, the chain walked one block after the other, as before the folders
+  were streamed as CARs of their DAGs).
 
 Prints wall and CPU seconds (best of the rounds) and the ratios pull / validate --deep
 (goal: <= 3). ``uptime``'s load is printed before and after: on a shared machine compare
@@ -118,17 +121,20 @@ def main(argv: list[str] | None = None) -> int:
                 steps: list[tuple[str, object]] = [
                     ("validate --deep", lambda: validate_dataset(ds, deep=True))
                 ]
-                for trustless in (False, True):
+                for trustless, streamed in ((False, True), (True, True), (False, False),
+                                            (True, False)):  # fmt: skip
 
-                    def pull(trustless: bool = trustless, r: int = r) -> None:
+                    def pull(trustless: bool = trustless, streamed: bool = streamed,
+                             r: int = r) -> None:  # fmt: skip
                         access = IpfsAccess(IpfsGateway(gw), trustless=trustless)
                         replica, _ = open_ipfs_ref(ref, access)  # as `odfweb3 pull` does
-                        dest = tmp / f"dest-{int(trustless)}-{r}"
+                        replica.streams = streamed
+                        dest = tmp / f"dest-{int(trustless)}-{int(streamed)}-{r}"
                         pull_dataset(replica, dest, parallel=args.parallel)
                         shutil.rmtree(dest)
 
                     label = "pull, trustless" if trustless else "pull, by path"
-                    steps.append((label, pull))
+                    steps.append((label if streamed else f"before: {label}", pull))
                 for label, fn in steps:
                     wall, cpu = _timed(fn)
                     print(f"round {r + 1}: {label}: {wall:.2f} s wall, {cpu:.2f} s CPU")

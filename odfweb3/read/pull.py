@@ -57,7 +57,7 @@ from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import chain_state, check_chain_rules
-from odfweb3.read.replica import Replica
+from odfweb3.read.replica import FolderPrefetch, Replica
 from odfweb3.store.local import WORK_DIR, LocalStore, sync_filesystem, sync_paths
 
 __all__ = ["PullResult", "pull_dataset"]
@@ -197,6 +197,44 @@ def pull_dataset(
     if old_head is None:
         _check_not_foreign(dest_path)
     head = replica.head()
+    with contextlib.ExitStack() as stack:
+        prefetch = _prefetcher(replica, old_head, stack)
+        return _pull(
+            replica, dest_path, head, old_head, prefetch, force, parallel, progress, on_total
+        )
+
+
+PrefetchFn = Callable[[str, int], None]
+
+
+def _prefetcher(
+    replica: Replica, old_head: bytes | None, stack: contextlib.ExitStack
+) -> PrefetchFn | None:
+    """For a first pull from a replica that can fetch whole folders (a trustless gateway),
+    the function that does; what it fetched is dropped at the end. An incremental pull
+    needs a few objects of each folder: one by one."""
+    if old_head is not None or not isinstance(replica, FolderPrefetch):
+        return None
+    stack.callback(replica.drop_prefetched)
+
+    def prefetch(folder: str, most: int) -> None:
+        replica.prefetch(folder, max_bytes=most)  # the reads that follow count the objects
+
+    return prefetch
+
+
+def _pull(
+    replica: Replica,
+    dest_path: Path,
+    head: bytes,
+    old_head: bytes | None,
+    prefetch: PrefetchFn | None,
+    force: bool,
+    parallel: int,
+    progress: ProgressFn | None,
+    on_total: Callable[[int], None] | None,
+) -> PullResult:
+    """Steps 2 to 4 of the module docstring, ``head`` read."""
     entries: list[ChainEntry] = []
     raw_blocks: dict[bytes, bytes] = {}
 
@@ -258,6 +296,7 @@ def pull_dataset(
             raw_blocks,
             below,
             replaced,
+            prefetch,
             parallel=parallel,
             progress=progress,
             on_total=on_total,
@@ -302,6 +341,7 @@ def _fetch_and_place(
     raw_blocks: dict[bytes, bytes],
     below: tuple[str, ...],
     replaced: bool,
+    prefetch: PrefetchFn | None,
     *,
     parallel: int,
     progress: ProgressFn | None,
@@ -327,6 +367,15 @@ def _fetch_and_place(
     # back and hashed again: a crash may have left a staged file short of its bytes.
     staged = {o.hash for o in missing if staging.has_intact(o.kind, o.hash)}
     staged_before = len(staged)
+    if prefetch is not None and missing and not staged:
+        # A first pull: each folder in one stream, bounded by what the blocks record it
+        # holds (and a directory node's share per object); linked objects, of no recorded
+        # size, beyond that bound are read one by one. A rerun after an interruption
+        # fetches only the objects it did not stage, one by one.
+        for folder in ("checkpoints", "data"):
+            held = [o for o in objects if LAYOUT_DIRS[o.kind] == folder]
+            if held:
+                prefetch(folder, sum(o.size or 0 for o in held) + 4096 * len(held) + (1 << 20))
 
     # The first failed fetch stops the others (those queued return at once): an interrupted
     # pull stops fetching, and what it staged does not depend on thread timing.

@@ -17,6 +17,7 @@ from odfweb3.odf.layout import DatasetReader, ObjectKind
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
 
 __all__ = [
+    "FolderPrefetch",
     "LineageInputsSource",
     "LocalInputsSource",
     "LocalReplica",
@@ -73,6 +74,23 @@ def read_object_verified(
             multihash_to_str(obj.hash), multihash_to_str(actual), f"{replica.name}: {obj.path}"
         )
     return n
+
+
+@runtime_checkable
+class FolderPrefetch(Protocol):
+    """A replica that can fetch a whole folder of its layout in one stream (a trustless
+    gateway's CAR of the folder's DAG) for the reads that follow, instead of one request
+    per object. The reads verify every block as before; what the stream lacked (cut at a
+    bound, dropped, or refused) is read one by one."""
+
+    def prefetch(self, folder: str, *, max_bytes: int) -> int:
+        """Fetch ``folder`` (``data``, ``checkpoints``), at most ``max_bytes``, to a local
+        spool; how many blocks were kept."""
+        ...
+
+    def drop_prefetched(self) -> None:
+        """Forget what was fetched and remove the spool."""
+        ...
 
 
 @runtime_checkable

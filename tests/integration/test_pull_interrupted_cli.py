@@ -5,10 +5,11 @@ killed (SIGKILL), then run again.
 The gateway is the real Kubo node behind tests/support/lying_proxy.py, which holds the
 data-file requests after the first two unanswered: the pull is then waiting in the middle
 of its transfer when the signal comes, whatever the machine's load. The rerun goes
-through the same proxy, now honest, which counts what it is asked: each block once (the
-chain is walked and checked first, as the name's record needs) and only the data files and
-checkpoints the first run did not stage; the rerun says how many were already present
-and how many it fetched (the glossary's count, blocks included).
+through the same proxy, now honest, which counts what it is asked: the blocks once, as one
+CAR of blocks/ (the chain is walked and checked first, as the name's record needs; the
+first run is made to read as through a gateway without whole-DAG CARs), and only the data
+files and checkpoints the first run did not stage, one by one; the rerun says how many were
+already present and how many it fetched (the glossary's count, blocks included).
 The result validates and verifies identical to the published dataset.
 """
 
@@ -114,6 +115,8 @@ def test_a_pull_stopped_mid_transfer_reruns_fetching_only_the_rest(
         )
         argv = [sys.executable, "-m", "odfweb3.cli.main", "pull", ref, str(dest)]
         argv += ["--parallel", "1", "--config", str(reader)]
+        # As a gateway without whole-DAG CARs: the first run reads object after object.
+        proxy.not_found = ("dag-scope=all",)
         proxy.hold_after = ("/data/", 2)
         first = subprocess.Popen(
             argv, cwd=tmp_path, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -145,10 +148,12 @@ def test_a_pull_stopped_mid_transfer_reruns_fetching_only_the_rest(
             ["pull", ref, str(dest), "--config", str(reader), "--json"], tmp_path, home
         )
         assert again.returncode == 0, again.stderr
-        # only the rest was asked for: no staged data file or checkpoint again
+        # only the rest was asked for: no staged data file or checkpoint again; the chain
+        # in one stream of blocks/ (a CAR of its DAG), no data/ or checkpoints/ stream
+        assert proxy.count("dag-scope=all") == 1, proxy.requests
         asked = {f: proxy.count(f"/{f}/") for f in ("blocks", "data", "checkpoints")}
         assert asked == {
-            "blocks": total.blocks,
+            "blocks": 0,
             "data": total.data_files - staged_data,
             "checkpoints": total.checkpoints - staged_cps,
         }, proxy.requests

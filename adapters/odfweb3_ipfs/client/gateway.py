@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import replace
 from typing import Final
 
@@ -164,6 +164,32 @@ class IpfsGateway:
                 return block
         raise FormatError(f"{where}: the CAR does not hold block {cid}")
 
+    def dag_car(self, cid: Cid, *, limit: int) -> Generator[tuple[Cid, bytes], None, None]:
+        """The DAG under ``cid`` as one CAR (trustless gateway, ``dag-scope=all``, asked
+        depth-first without duplicates: the IPIP-412 ``order=dfs; dups=n``), its blocks as
+        they arrive, each checked against its own CID by the CAR reader; at most ``limit``
+        bytes. Nothing when the gateway serves no CARs. Whether the blocks are the DAG's is
+        the caller's check (:class:`odfweb3_ipfs.read.dag_spool.DagSpool`).
+
+        Raises:
+            HashMismatch / FormatError: a block is not its CID's, or the CAR is malformed,
+                truncated, or rooted elsewhere.
+            BackendRejected / BackendUnavailable: more than ``limit`` bytes, a dropped
+                connection, the deadline.
+        """
+        if self._car is False:
+            return
+        path = f"/ipfs/{cid.encode()}?format=car&dag-scope=all"
+        accept = f"{CAR_TYPE}; version=1; order=dfs; dups=n"
+        with self._send(path, {"Accept": accept}, follow=False) as r:
+            if r.status != 200 or r.content_type() != CAR_TYPE:
+                return
+            reader = io.BufferedReader(_ChunkStream(r.iter_bytes(limit)), 1 << 16)
+            roots, sections = iter_car(reader)
+            if roots[:1] != [cid]:
+                raise FormatError(f"{self.url}{path}: the CAR is rooted elsewhere, not at {cid}")
+            yield from sections
+
     def ipns_record(self, name: IpnsName) -> bytes | None:
         """The raw IPNS record (Kubo's gateway), or None when the gateway gives none."""
         if self._records is False:
@@ -177,6 +203,28 @@ class IpfsGateway:
                 return None
             self._records = True
             return _read_limited(r, MAX_RECORD_SIZE, f"{self.url}{path}")
+
+
+class _ChunkStream(io.RawIOBase):
+    """A byte iterator read as a file (the CAR reader reads a stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = memoryview(chunk)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
 
 
 def _read_limited(answer: Answer, limit: int, where: str) -> bytes:

@@ -17,7 +17,10 @@ against what:
   (``/ipfs/<root>/blocks/<hash>``, ``/data/<hash>``, ...) and checked against their ODF
   hashes, which come from the verified chain (blocks here, objects by the pull /
   :func:`odfweb3.read.replica.read_object_verified`), never reading more than the recorded size.
-  With ``trustless=True`` they too are read as CID-verified blocks.
+  With ``trustless=True`` they too are read as CID-verified blocks. A folder streamed whole
+  (``blocks/`` at the first block read, ``data/`` and ``checkpoints/`` when a first pull asks:
+  one CAR of the folder's DAG, :mod:`.dag_spool`) is read by CID from the spool, whatever
+  ``trustless`` says; what the stream lacked comes from the block source.
 - **IPNS records** are fetched raw — from the gateway
   (``Accept: application/vnd.ipfs.ipns-record``, Kubo) or the RPC (``routing/get`` on Kubo,
   ``dht/get`` on js-ipfs) — and verified here (:func:`.ipns.verify_record`: signature, name
@@ -41,7 +44,12 @@ against what:
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Final
 
 from odfweb3.crypto.envelope import MAX_ENVELOPE_SIZE, decode_envelope
@@ -51,6 +59,7 @@ from odfweb3.errors import (
     DecryptionError,
     FormatError,
     NotFound,
+    OdfWeb3Error,
     ReplicaMismatch,
     ResolutionError,
 )
@@ -62,10 +71,14 @@ from odfweb3_ipfs.client.gateway import (
 )
 from odfweb3_ipfs.formats.cid import CODEC_RAW, Cid
 from odfweb3_ipfs.formats.unixfs_reader import BlockGetter, list_directory, read_file, resolve_path
+from odfweb3_ipfs.read.dag_spool import DagSpool
 
 __all__ = ["IpfsReplica"]
 
 MAX_HEAD_SIZE: Final = 256
+#: What the first block read fetches of ``blocks/`` in one stream (the chain's length is
+#: not known yet; ODF blocks are a few KiB: some 300,000 blocks).
+MAX_BLOCKS_STREAM: Final = 1 << 30
 _BLOCK_CACHE_BYTES: Final = 64 << 20
 
 
@@ -120,6 +133,66 @@ class IpfsReplica:
         self._cache: dict[bytes, bytes] = {}
         self._cached = 0
         self._folders: dict[str, dict[str, Cid]] = {}
+        self._spool: DagSpool | None = None
+        self._spool_dir: Path | None = None
+        self._spool_lock = threading.Lock()
+        self._prefetched: frozenset[str] = frozenset()
+        self._blocks_streamed = False
+        # Whole folders in one stream each (prefetch); off: a request per block, as a
+        # gateway without whole-DAG CARs is read (the benchmarks' "before").
+        self.streams = True
+
+    def prefetch(self, folder: str, *, max_bytes: int) -> int:
+        """Fetch ``folder`` as one CAR of its DAG (:meth:`IpfsGateway.dag_car`) into a
+        :class:`DagSpool` in a temporary directory; its blocks and objects are then read from
+        there, by CID, each block verified again (also when not ``trustless``: stronger than
+        by path). Nothing when the replica has no verified block source or is encrypted (its
+        reads go through the decrypting replica). Returns the blocks kept."""
+        if not self.streams or self.blocks is None or self.encrypted or folder in self._prefetched:
+            return 0  # (a folder whose stream gave nothing is asked again: cheap)
+        try:
+            folder_cid = resolve_path(self.root, folder, self.blocks)
+        except OdfWeb3Error:
+            return 0  # the reads that follow meet (and report) it
+        with self._spool_lock:
+            if self._spool is None:
+                where = Path(tempfile.mkdtemp(prefix="odfweb3-spool-"))
+                self._spool = DagSpool(where / "dag.blocks")
+                self._spool_dir = where
+                weakref.finalize(self, shutil.rmtree, where, ignore_errors=True)
+            kept = self._spool.fill(
+                folder_cid, self.gateway.dag_car(folder_cid, limit=max_bytes), max_bytes=max_bytes
+            )
+            if kept:
+                self._prefetched |= {folder}
+                self._folders.pop(folder, None)  # listed again, from the spool
+        return kept
+
+    def drop_prefetched(self) -> None:
+        """Forget the spooled blocks and remove the spool."""
+        with self._spool_lock:
+            spool, self._spool = self._spool, None
+            where, self._spool_dir = self._spool_dir, None
+            self._prefetched = frozenset()
+        if spool is not None:
+            spool.close()
+        if where is not None:
+            shutil.rmtree(where, ignore_errors=True)
+
+    def _get(self, cid: Cid) -> bytes:
+        """A block from the spool if it holds it, else from the block source (verified by
+        the callers, :mod:`.unixfs_reader`)."""
+        spool = self._spool
+        if spool is not None and cid in spool:
+            try:
+                return spool.get(cid)
+            except NotFound:
+                pass  # dropped meanwhile
+        return (self.blocks or _no_blocks)(cid)
+
+    def _by_cid(self, rel: str) -> bool:
+        spooled = self._spool is not None and rel.partition("/")[0] in self._prefetched
+        return self.trustless or spooled
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """Where each input lives, from the verified record's ``_odf.inputs`` (dataset ID ->
@@ -134,7 +207,7 @@ class IpfsReplica:
         folder, _, entry = rel.partition("/")
         if folder not in self._folders:
             self._folders[folder] = list_directory(
-                resolve_path(self.root, folder, self.blocks), self.blocks
+                resolve_path(self.root, folder, self._get), self._get
             )
         try:
             return self._folders[folder][entry]
@@ -274,11 +347,14 @@ class IpfsReplica:
         cached = self._cache.get(mh)
         if cached is not None:
             return cached
+        if not self._blocks_streamed:
+            # The chain is walked block after block (each names the one before it): one
+            # stream of the whole folder instead of a request each.
+            self._blocks_streamed = True
+            self.prefetch("blocks", max_bytes=MAX_BLOCKS_STREAM)
         rel = object_relpath("block", mh)
-        if self.trustless:
-            data = b"".join(
-                read_file(self._cid_of(rel), self.blocks or _no_blocks, max_size=MAX_BLOCK_SIZE)
-            )
+        if self._by_cid(rel):
+            data = b"".join(read_file(self._cid_of(rel), self._get, max_size=MAX_BLOCK_SIZE))
         else:
             data = self.gateway.fetch(self._path(rel), limit=MAX_BLOCK_SIZE)
         if self.encrypted:
@@ -291,8 +367,8 @@ class IpfsReplica:
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
         rel = object_relpath(kind, mh)
-        if self.trustless:
-            yield from read_file(self._cid_of(rel), self.blocks or _no_blocks, max_size=size)
+        if self._by_cid(rel):
+            yield from read_file(self._cid_of(rel), self._get, max_size=size)
             return
         n = 0
         # The transport stops one read past the recorded size; the check below reports it.
