@@ -44,6 +44,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
     "bench_arweave_tier_bytes": (["--updates", "1000"], []),
     "bench_turbo": (["--blocks", "5", "--data-bytes", "500000", "--rounds", "1"], []),
     "bench_discovery": (["--blocks", "300", "--repeat", "2"], []),
+    "bench_memory": (["--sizes", "300", "--targets", "car,bundle"], ["--full"]),
     "bench_discovery_publish": (["--sizes", "100,300", "--repeat", "2"], ["--sizes", "100,10000"]),
     "bench_example": (
         ["--sizes", "300", "--linked-objects", "0,2"],
