@@ -1,8 +1,10 @@
 """One contract, every publish target: the same sequences run against each target class.
 
 The targets (``odfweb3.publish.execute.PublishTarget``): ``car:DIR`` (``CarTarget``),
-``bundle:DIR`` (``BundleTarget``), the Kubo node (``IpfsNodeTarget``, the session's Kubo) and
-the Arweave gateway (``GatewayTarget``, the session's arlocal), driven through the library's
+``bundle:DIR`` (``BundleTarget``), the Kubo node (``IpfsNodeTarget``, the session's Kubo),
+the Arweave gateway (``GatewayTarget``, the session's arlocal) and the Turbo bundler
+(``TurboTarget``: the real turbo-upload-service of ``tests/support/turbo.py``, bundling into
+its own arlocal, which the target reads as its gateway), driven through the library's
 ``publish_dataset`` with a fresh dataset, keys and wallet per test. What each target names
 is read back through a fresh instance's ``inspect`` (what the next publish trusts).
 
@@ -44,8 +46,10 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.execute import PublishTarget, publish_dataset
 from odfweb3.publish.state import StateStore
 from odfweb3_arweave.client.gateway import ArweaveGateway
+from odfweb3_arweave.client.turbo import TurboClient
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.publish.turbo_target import TurboTarget
 from odfweb3_arweave.wallet import generate_wallet
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.publish.car_target import CarTarget
@@ -53,24 +57,32 @@ from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 from tests.support.lying_proxy import LyingProxy, lying_proxy
 
 RICH = 10**15
-KINDS = ["car", "bundle", "ipfs", "arweave"]
+KINDS = ["car", "bundle", "ipfs", "arweave", "turbo"]
 # Targets whose name moves only in commit (the upload stores objects the name does not
-# reach yet); Arweave's upload posts one bundle that holds the record too.
+# reach yet); Arweave's upload posts one bundle that holds the record too, and Turbo's
+# items the record last.
 COMMIT_MAKES_VISIBLE = {"car", "bundle", "ipfs"}
 
 # Targets that serve a signed name record the plan can keep (RemoteView.record).
 KEEP_RECORD = {"car", "ipfs"}
 # Which targets refuse a publish planned on a view a rival then moved (compare-and-set).
+# Turbo does once the rival's upload is on the gateway it reads (the bundler seeded and its
+# arlocal mined it; before that nobody but the bundler knows of the rival).
 # bundle:DIR does not: its session lock keeps two publishers from writing at once, but a
 # rival that commits between our inspect and our session is overwritten (publish.json
 # names our head, the rival's bundle stays in OUT_DIR).
-COMPARE_AND_SET = {"car", "ipfs", "arweave"}
+COMPARE_AND_SET = {"car", "ipfs", "arweave", "turbo"}
 # Requests that write: Kubo RPC commands that store, pin or name; Arweave transaction posts.
 _KUBO_WRITES = ("block/put", "dag/import", "name/put", "routing/put", "pin/add", "/api/v0/add")
 
 
 def _arweave_write(path: str) -> bool:
     return path == "/tx" or path.startswith(("/tx?", "/chunk"))
+
+
+def _turbo_write(path: str) -> bool:
+    # POST /v1/tx posts an item; every /v1/chunks request belongs to a chunked upload.
+    return path.partition("?")[0] == "/v1/tx" or path.startswith("/v1/chunks")
 
 
 @dataclass
@@ -80,6 +92,9 @@ class Env:
     ipfs_node: Any  # tests/support/nodes.py IpfsNode
     arlocal: Any  # ArlocalNode
     seed: int
+    turbo: Any = None  # tests/support/turbo.py TurboNode, for the turbo kind
+    # Turbo: a counting proxy in front of the gateway it reads, while watched.
+    read_proxy: LyingProxy | None = None
 
     def __post_init__(self) -> None:
         self.keystore = Keystore(self.tmp / "keys")
@@ -109,17 +124,29 @@ class Env:
                 gateway_url=self.ipfs_node.gateway_url,
                 tmp_dir=self.tmp,
             )
+        if self.kind == "turbo":
+            reads = self.read_proxy.url if self.read_proxy is not None else None
+            gateway = ArweaveGateway(reads or self.turbo.arlocal.url)
+            return TurboTarget(
+                gateway, TurboClient(via or self.turbo.url), self.wallet, self.states
+            )
         url = via or self.arlocal.url
         return GatewayTarget(ArweaveGateway(url), self.wallet, self.states)
 
     def publish(self, ds: Path | None = None, target: PublishTarget | None = None):
         done = publish_dataset(ds or self.ds, target or self.target())
-        self.settle()
+        self.settle(done.state.record.get("recordId") if done.state is not None else None)
         return done
 
-    def settle(self) -> None:
+    def settle(self, record_id: str | None = None) -> None:
         if self.kind == "arweave":
             self.arlocal.mine()
+        elif self.kind == "turbo":
+            # The bundler posts its bundle and seeds it to its arlocal, which then mines it:
+            # the gateway the target reads shows the upload.
+            if record_id is not None:
+                self.turbo.wait_seeded(record_id)
+            self.turbo.arlocal.mine(20)
 
     def named_head(self) -> bytes | None:
         """The head the target names now, as the next publish sees it."""
@@ -132,14 +159,29 @@ class Env:
         if self.kind in ("car", "bundle"):
             yield None
             return
+        if self.kind == "turbo":
+            # Writes go to the bundler, reads (inspect's) to the gateway: both watched.
+            with lying_proxy(self.turbo.url) as proxy, lying_proxy(self.turbo.arlocal.url) as g:
+                self.read_proxy = g
+                try:
+                    yield proxy
+                finally:
+                    self.read_proxy = None
+            return
         upstream = self.ipfs_node.api_url if self.kind == "ipfs" else self.arlocal.url
         with lying_proxy(upstream) as proxy:
             yield proxy
+
+    def asked(self, proxy: LyingProxy) -> list[str]:
+        """Every request the watched publish made (the bundler's and the gateway's)."""
+        return proxy.requests + (self.read_proxy.requests if self.read_proxy else [])
 
     def writes(self, proxy: LyingProxy) -> list[str]:
         if self.kind == "ipfs":
             paths = [r.partition("?")[0] for r in proxy.requests]
             return [p for p in paths if any(w in p for w in _KUBO_WRITES)]
+        if self.kind == "turbo":
+            return [r for r in proxy.requests if _turbo_write(r)]
         return [r for r in proxy.requests if _arweave_write(r)]
 
     def out_dir(self) -> dict[str, bytes]:
@@ -156,7 +198,9 @@ def env(request, tmp_path: Path, ipfs_node, arlocal) -> Env:
     # A seed of its own per test (the seed chooses the dataset's key, so its IPNS name on
     # the session's shared Kubo node), the same on every run.
     seed = 10**6 + zlib.crc32(request.node.nodeid.encode()) % 10**6
-    return Env(request.param, tmp_path, ipfs_node, arlocal, seed)
+    # The bundler (postgres, redis, moto, its own arlocal) is started only for its kind.
+    turbo = request.getfixturevalue("turbo") if request.param == "turbo" else None
+    return Env(request.param, tmp_path, ipfs_node, arlocal, seed, turbo)
 
 
 def stepped_in(target: PublishTarget, method: str, before: Callable[[], None]) -> PublishTarget:
@@ -184,10 +228,12 @@ def test_nothing_new_sends_nothing(env: Env) -> None:
         before = env.out_dir() if proxy is None else {}
         if proxy is not None:
             proxy.requests.clear()
+            if env.read_proxy is not None:
+                env.read_proxy.requests.clear()
         again = publish_dataset(env.ds, env.target(via))
         assert again.plan.is_noop and again.plan.send == ()
         if proxy is not None:
-            assert proxy.requests, "the re-publish asked the node nothing: not watched"
+            assert env.asked(proxy), "the re-publish asked the node nothing: not watched"
             writes = env.writes(proxy)
         else:
             after = env.out_dir()
@@ -243,8 +289,8 @@ def test_a_rival_publish_after_our_plan_is_a_conflict(env: Env) -> None:
 
     def rival() -> None:
         # Another machine publishes a diverged head after we planned, before we upload.
-        publish_dataset(theirs, env.target())
-        env.settle()
+        done = publish_dataset(theirs, env.target())
+        env.settle(done.state.record.get("recordId") if done.state is not None else None)
 
     with pytest.raises(ConflictError):
         publish_dataset(ours, stepped_in(env.target(), "upload", rival))
