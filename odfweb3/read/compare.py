@@ -30,9 +30,10 @@ found there makes the replica ``corrupt``. Exit status of the CLI
 
 from __future__ import annotations
 
+import itertools
 import random
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
@@ -41,7 +42,6 @@ from odfweb3.odf.chain import (
     ChainEntry,
     DatasetObject,
     ObjectCount,
-    count_objects,
     iter_objects,
     walk_chain,
 )
@@ -211,7 +211,8 @@ def compare_replica(
     ancestor: int | None = None
     walked = 0  # blocks of the replica's chain walked (deep)
     rules = ChainRulesBackwards()
-    objs: list[DatasetObject] = []
+    objs: list[DatasetObject] = []  # with ``sample``: the objects to choose from
+    listed_bytes = 0  # without: the size of the objects listed
     try:
         if head in index:
             i = index[head]
@@ -243,12 +244,17 @@ def compare_replica(
                     walked += 1
                     yield e
 
-            objs = [o for o in iter_objects(fed()) if o.kind != "block"]
+            if sample is None:  # counted now, read as a later walk lists them (no list)
+                for o in iter_objects(fed()):
+                    if o.kind != "block":
+                        listed_bytes += o.size or 0
+            else:
+                objs = [o for o in iter_objects(fed()) if o.kind != "block"]
     except OdfWeb3Error as exc:
         return failed(replica.name, exc, head)
     problems: list[str] = []
     corrupt: list[str] = []
-    checked: list[DatasetObject] = []
+    checked = {"block": 0, "data": 0, "checkpoint": 0, "linked": 0}
     nbytes = 0
     if deep and walked:
         if not rules.finish():  # say what is broken as a whole check does
@@ -264,28 +270,46 @@ def compare_replica(
                 _verified_copy(replica), lambda mh: None, replica.name, link_problems
             )
             again = walk_chain(replica.read_block, head)
-            objs.extend(o for o in iter_objects(again, links) if o.kind == "linked")
+            linked = [o for o in iter_objects(again, links) if o.kind == "linked"]
         except OdfWeb3Error as exc:
+            linked = []
             problems.append(str(exc))
             if is_corruption(exc):
                 corrupt.append(str(exc))
         for v in link_problems:
             problems.append(str(v))
             corrupt.append(str(v))
-        if sample is not None and sample < len(objs):
-            objs = (rng or random.Random()).sample(objs, sample)
+        to_read: Iterable[DatasetObject]
+        if sample is not None:
+            objs.extend(linked)
+            if sample < len(objs):
+                objs = (rng or random.Random()).sample(objs, sample)
+            to_read, total = objs, sum(o.size or 0 for o in objs)
+        else:
+            listed = iter_objects(walk_chain(replica.read_block, head))
+            to_read = itertools.chain((o for o in listed if o.kind != "block"), linked)
+            total = listed_bytes + sum(o.size or 0 for o in linked)
         if on_total is not None:
-            on_total(sum(o.size or 0 for o in objs))
-        for obj in objs:
-            try:
-                nbytes += read_object_verified(replica, obj, progress)
-                checked.append(obj)
-            except OdfWeb3Error as exc:
-                problems.append(str(exc))
-                if is_corruption(exc):
-                    corrupt.append(str(exc))
+            on_total(total)
+        try:
+            for obj in to_read:
+                try:
+                    nbytes += read_object_verified(replica, obj, progress)
+                    checked[obj.kind] += 1
+                except OdfWeb3Error as exc:
+                    problems.append(str(exc))
+                    if is_corruption(exc):
+                        corrupt.append(str(exc))
+        except OdfWeb3Error as exc:  # the chain changed under the walk that lists them
+            problems.append(str(exc))
+            if is_corruption(exc):
+                corrupt.append(str(exc))
     # every block walked was re-hashed (walk_chain), then the objects read back
-    count = ObjectCount(blocks=walked) + count_objects(checked) if deep else ObjectCount()
+    count = (
+        ObjectCount(walked, checked["data"], checked["checkpoint"], checked["linked"])
+        if deep
+        else ObjectCount()
+    )
     return ReplicaReport(
         replica.name,
         "corrupt" if corrupt else status,

@@ -136,3 +136,29 @@ def test_deep_compare_walks_the_replica_holding_no_block_with_the_same_verdict(t
     report = compare_replica([e.hash for e in entries], bad, deep=True)
     assert report.status == "corrupt"
     assert list(report.problems[: len(expected)]) == expected
+
+
+def test_deep_compare_reads_every_object_once_or_the_sample_asked(tmp_path):
+    # Without --sample the objects are read as a second walk lists them (no list of them
+    # all); with it, that many are chosen; the progress total is what is then read.
+    import random
+
+    from odfweb3.odf.chain import count_objects, iter_objects, walk_chain
+    from odfweb3.odf.layout import DatasetReader
+    from odfweb3.read.compare import compare_replica
+    from odfweb3.read.replica import LocalReplica
+
+    path = create_root_dataset(tmp_path / "ds", blocks=5, data_bytes=6000, seed=52).path
+    reader = DatasetReader.open(path)
+    entries = list(walk_chain(reader))
+    objects = [o for o in iter_objects(entries) if o.kind != "block"]
+    hashes = [e.hash for e in entries]
+    totals: list[int] = []
+    whole = compare_replica(hashes, LocalReplica(reader), deep=True, on_total=totals.append)
+    assert whole.ok and whole.objects == count_objects(iter_objects(entries))
+    assert whole.bytes_checked == totals[0] == sum(o.size or 0 for o in objects)
+    some = compare_replica(
+        hashes, LocalReplica(reader), deep=True, sample=2, rng=random.Random(1)
+    )
+    assert some.ok and some.objects_checked == len(entries) + 2
+    assert compare_replica(hashes, LocalReplica(reader), deep=True, sample=99) == whole
