@@ -157,8 +157,6 @@ def test_deep_compare_reads_every_object_once_or_the_sample_asked(tmp_path):
     whole = compare_replica(hashes, LocalReplica(reader), deep=True, on_total=totals.append)
     assert whole.ok and whole.objects == count_objects(iter_objects(entries))
     assert whole.bytes_checked == totals[0] == sum(o.size or 0 for o in objects)
-    some = compare_replica(
-        hashes, LocalReplica(reader), deep=True, sample=2, rng=random.Random(1)
-    )
+    some = compare_replica(hashes, LocalReplica(reader), deep=True, sample=2, rng=random.Random(1))
     assert some.ok and some.objects_checked == len(entries) + 2
     assert compare_replica(hashes, LocalReplica(reader), deep=True, sample=99) == whole
