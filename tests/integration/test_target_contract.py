@@ -4,7 +4,10 @@ The targets (``odfweb3.publish.execute.PublishTarget``): ``car:DIR`` (``CarTarge
 ``bundle:DIR`` (``BundleTarget``), the Kubo node (``IpfsNodeTarget``, the session's Kubo),
 the Arweave gateway (``GatewayTarget``, the session's arlocal) and the Turbo bundler
 (``TurboTarget``: the real turbo-upload-service of ``tests/support/turbo.py``, bundling into
-its own arlocal, which the target reads as its gateway), driven through the library's
+its own arlocal, which the target reads as its gateway); ``pinning:NAME`` (``PinningTarget``
+over the suite's IPFS Cluster) runs these same functions from
+``tests/integration/cluster/test_target_contract_pinning.py``, beside the cluster's fixtures.
+All are driven through the library's
 ``publish_dataset`` with a fresh dataset, keys and wallet per test. What each target names
 is read back through a fresh instance's ``inspect`` (what the next publish trusts).
 
