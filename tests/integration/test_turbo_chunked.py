@@ -11,7 +11,7 @@ The interruption test stops a publish (KeyboardInterrupt, as Ctrl-C) right after
 bundler answered the second chunk and before the checkpoint said so: the worst moment. The
 service's own chunk list (`GET /v1/chunks/arweave/{upload}/-1`) shows two chunks; the rerun
 sends only the third (counted at the client's chunk POSTs: offsets and bytes) and the upload
-reads back.
+reads back; its progress (`-v`: plain lines) starts at the resumed byte.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_stopped_mid_chunks_the_rerun_sends_only_the_rest(
     save_wallet(generate_wallet(), wallet_path)
     cfg = _config(tmp_path, turbo)
     ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=_DATA, seed=2902).path
-    argv = ["publish", str(ds), "--to", "turbo", "--wallet", str(wallet_path), "--json"]
+    argv = ["publish", str(ds), "--to", "turbo", "--wallet", str(wallet_path)]
     argv += ["--config", str(cfg)]
 
     posted: list[tuple[int, int]] = []
@@ -141,7 +141,7 @@ def test_stopped_mid_chunks_the_rerun_sends_only_the_rest(
             raise KeyboardInterrupt  # the bundler has it; the checkpoint does not say so yet
 
     monkeypatch.setattr(TurboClient, "post_chunk", post)
-    assert main(argv) == 130  # interrupted
+    assert main([*argv, "--json"]) == 130  # interrupted
     capsys.readouterr()
     states = StateStore(tmp_path / "state")
     assert states.scan().states == []  # nothing recorded as uploaded
@@ -160,10 +160,13 @@ def test_stopped_mid_chunks_the_rerun_sends_only_the_rest(
 
     posted.clear()
     monkeypatch.setattr(TurboClient, "post_chunk", counted)
-    assert main(argv) == 0
-    record_id = json.loads(capsys.readouterr().out)["recordId"]
+    assert main([*argv, "-v"]) == 0
+    err = capsys.readouterr().err
     assert posted == [(2 * _CHUNK, size - 2 * _CHUNK)]  # only the third chunk went
+    # The bar starts where the checkpoint stood: the chunk it had the bundler's 200 for.
+    assert f"item {entry['itemId']} resumed at byte {_CHUNK}" in err
     (state,) = states.scan().states
+    record_id = state.record["recordId"]
     receipt = state.extra["receipts"][entry["itemId"]]
     verify_receipt(decode_receipt(receipt), item_id=entry["itemId"], signer=turbo.address)
     assert entry["itemId"] in _multipart_items(turbo)
