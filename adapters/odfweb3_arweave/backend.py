@@ -165,7 +165,7 @@ def open_turbo_target(
 def _turbo_chunking(config: Config) -> tuple[int, int, float]:
     """``arweave.turbo_chunked_above`` (bytes; items from this size go through the
     bundler's multipart upload, default 10 MiB), ``arweave.turbo_chunk_bytes`` (the chunk
-    size, 5 MiB to 500 MiB, default 5 MiB: one chunk is in memory at a time) and
+    size, 5 MiB to 500 MiB, default 5 MiB, the smallest the bundler takes) and
     ``arweave.turbo_chunked_timeout_s`` (how long to wait for the bundler to assemble a
     chunked item and answer its receipt, default 600).
 

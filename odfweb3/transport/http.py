@@ -324,6 +324,7 @@ class HttpClient:
         params: Sequence[tuple[str, str]] | None = None,
         headers: Mapping[str, str] | None = None,
         content: bytes | None = None,
+        content_stream: tuple[int, Callable[[], Iterator[bytes]]] | None = None,
         upload: Callable[[], BinaryIO] | None = None,
         upload_name: str = "file",
         upload_type: str = "application/octet-stream",
@@ -340,6 +341,9 @@ class HttpClient:
         Args:
             endpoint: the route shape named in messages (``/tx/{id}/status``); default
                 ``path``.
+            content_stream: ``(length, pieces)``: a raw body of ``length`` bytes that
+                ``pieces()`` yields (called again per attempt), sent with that
+                ``Content-Length`` and never held whole (a large chunk read from a file).
             upload: opens a file sent as multipart field ``file`` (reopened per attempt,
                 streamed, never loaded whole), with ``upload_name`` and ``upload_type``.
             ok: error statuses handed to the caller instead of raising.
@@ -375,6 +379,7 @@ class HttpClient:
                 params=params,
                 headers=headers,
                 content=content,
+                content_stream=content_stream,
                 upload=upload,
                 upload_name=upload_name,
                 upload_type=upload_type,
@@ -402,6 +407,7 @@ class HttpClient:
         params: Sequence[tuple[str, str]] | None,
         headers: Mapping[str, str] | None,
         content: bytes | None,
+        content_stream: tuple[int, Callable[[], Iterator[bytes]]] | None,
         upload: Callable[[], BinaryIO] | None,
         upload_name: str,
         upload_type: str,
@@ -429,12 +435,22 @@ class HttpClient:
                 if upload is not None:
                     stream = upload()
                     files = {"file": (upload_name, stream, upload_type)}
+                sent_headers = dict(headers) if headers is not None else None
+                body: bytes | Iterator[bytes] | None = content
+                if content_stream is not None:
+                    # An explicit Content-Length: httpx then streams the pieces as they
+                    # come instead of chunked transfer encoding.
+                    sent_headers = {
+                        **(sent_headers or {}),
+                        "content-length": str(content_stream[0]),
+                    }
+                    body = content_stream[1]()
                 req = self._http.build_request(
                     method,
                     path,
                     params=list(params) if params is not None else None,
-                    headers=dict(headers) if headers is not None else None,
-                    content=content,
+                    headers=sent_headers,
+                    content=body,
                     files=files,
                     timeout=httpx.Timeout(wait, connect=min(wait, s.connect_timeout_s)),
                 )
@@ -467,6 +483,8 @@ class HttpClient:
                     stream.close()
                 elif content is not None and clock.command is not None:
                     clock.command.add_moved(len(content))
+                elif content_stream is not None and clock.command is not None:
+                    clock.command.add_moved(content_stream[0])
             try:
                 status = response.status_code
                 if status >= 400 and status not in ok:

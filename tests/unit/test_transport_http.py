@@ -144,6 +144,34 @@ def test_non_idempotent_requests_are_not_retried() -> None:
         assert s.count("/x") == 1
 
 
+def test_a_streamed_body_is_sent_whole_on_every_attempt_with_its_length() -> None:
+    from tests.support.hostile_server import Request, Rule
+
+    seen: list[Request] = []
+
+    def route(req: Request) -> Rule:
+        seen.append(req)
+        return Rule("bytes", 503 if len(seen) == 1 else 200, b"ok")
+
+    pieces = [b"a" * 70_000, b"b" * 3, b"c" * 65_536]
+    calls = []
+
+    def body():
+        calls.append(1)
+        yield from pieces
+
+    total = sum(map(len, pieces))
+    with hostile_server() as s:
+        s.route("/x", route)
+        with client(s.url).request("POST", "/x", content_stream=(total, body)) as answer:
+            assert answer.read(10) == b"ok"
+    assert len(seen) == 2 and len(calls) == 2  # retried: the pieces were asked for again
+    for req in seen:
+        assert req.body == b"".join(pieces)
+        assert req.headers["content-length"] == str(total)
+        assert "transfer-encoding" not in req.headers
+
+
 def test_unreachable_names_the_service_and_the_hint() -> None:
     with hostile_server() as s:
         url = s.url

@@ -31,7 +31,7 @@ receipt, so a retry would turn a slow success into "no proof".
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -372,11 +372,13 @@ class TurboClient:
         self,
         upload_id: str,
         offset: int,
-        body: bytes,
+        body: bytes | tuple[int, Callable[[], Iterator[bytes]]],
         on_sent: Callable[[int], None] | None = None,
     ) -> None:
         """``POST /v1/chunks/arweave/{upload}/{offset}``: one chunk (retried: the same bytes
-        at the same offset are the same part).
+        at the same offset are the same part). ``body``: the bytes, or ``(length, pieces)``
+        streamed from where the caller reads them (:meth:`HttpClient.request`'s
+        ``content_stream``).
 
         Raises:
             BackendRejected: 404 (the bundler knows no such upload), 400 (a chunk it
@@ -386,7 +388,8 @@ class TurboClient:
             "POST",
             self._upload_path(upload_id, str(int(offset))),
             endpoint="/v1/chunks/{token}/{upload}/{offset}",
-            content=body,
+            content=body if isinstance(body, bytes) else None,
+            content_stream=None if isinstance(body, bytes) else body,
             headers={"content-type": "application/octet-stream"},
             idempotent=True,
             on_sent=on_sent,

@@ -2,8 +2,8 @@
 
 An item of at least ``arweave.turbo_chunked_above`` bytes is not posted whole to
 ``POST /v1/tx`` (one request body: the whole item in memory, and an interruption loses all
-of it) but in chunks of ``arweave.turbo_chunk_bytes`` read one at a time from the spooled
-bundle (:class:`~odfweb3_arweave.client.turbo.TurboClient`: create, one ``POST`` per chunk,
+of it) but in chunks of ``arweave.turbo_chunk_bytes`` streamed from the spooled bundle (64 KiB
+at a time) (:class:`~odfweb3_arweave.client.turbo.TurboClient`: create, one ``POST`` per chunk,
 finalize, then the upload's status until the bundler has assembled, validated and
 receipted the item).
 
@@ -25,7 +25,7 @@ the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final
 
 from odfweb3.errors import BackendError, BackendRejected, FormatError, NotYetConfirmed
@@ -47,9 +47,10 @@ __all__ = [
 #: minimum part, its own 500 MiB maximum).
 MIN_CHUNK_BYTES: Final = 5 << 20
 MAX_CHUNK_BYTES: Final = 500 << 20
-#: One chunk in memory at a time: the smallest the bundler takes.
+#: The smallest chunk the bundler takes (a chunk is streamed, never held whole).
 DEFAULT_CHUNK_BYTES: Final = MIN_CHUNK_BYTES
-#: Items from this size go in chunks (two chunks at least; bench/RESULTS.md, "Turbo chunked").
+#: Items from this size go in chunks: two chunks at least (bench/RESULTS.md, "one large item
+#: whole against chunked": below it one POST is about twice as fast and the item small).
 DEFAULT_CHUNKED_ABOVE: Final = 2 * DEFAULT_CHUNK_BYTES
 _MAX_PARTS: Final = 10_000  # S3's part-number limit
 
@@ -204,12 +205,7 @@ def send_chunked(
             continue
         entry["sending"] = offset
         save(entry)
-        f.seek(base + offset)
-        body = f.read(n)
-        if len(body) != n:
-            raise FormatError(f"{getattr(f, 'name', 'bundle')}: spooled bundle is short")
-        turbo.post_chunk(upload_id, offset, body)
-        del body  # one chunk in memory at a time
+        turbo.post_chunk(upload_id, offset, (n, _reader(f, base + offset, n)))
         entry["sent"] = sorted({*entry["sent"], offset})
         entry["sending"] = None
         save(entry)
@@ -228,6 +224,26 @@ def send_chunked(
             "took every chunk; run publish again (a new upload is started)"
         )
     return receipt
+
+
+_PIECE: Final = 1 << 16
+
+
+def _reader(f: BinaryIO, start: int, n: int) -> Callable[[], Iterator[bytes]]:
+    """The chunk's bytes from the spool in 64 KiB pieces, from the start on every call (a
+    retried request sends it again): never a whole chunk in memory."""
+
+    def pieces() -> Iterator[bytes]:
+        f.seek(start)
+        left = n
+        while left > 0:
+            piece = f.read(min(_PIECE, left))
+            if not piece:
+                raise FormatError(f"{getattr(f, 'name', 'bundle')}: spooled bundle is short")
+            left -= len(piece)
+            yield piece
+
+    return pieces
 
 
 def _wait_receipt(
