@@ -11,12 +11,19 @@ The interruption test stops a publish (KeyboardInterrupt, as Ctrl-C) right after
 bundler answered the second chunk and before the checkpoint said so: the worst moment. The
 service's own chunk list (`GET /v1/chunks/arweave/{upload}/-1`) shows two chunks; the rerun
 sends only the third (counted at the client's chunk POSTs: offsets and bytes) and the upload
-reads back; its progress (`-v`: plain lines) starts at the resumed byte.
+reads back; its progress (`-v`: plain lines) starts at the resumed byte. The kill test runs
+the publisher as its own process and SIGKILLs it once its checkpoint says the bundler took the
+first chunk; the rerun sends exactly the chunks the service's own list lacks.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +184,73 @@ def test_stopped_mid_chunks_the_rerun_sends_only_the_rest(
     assert entry["itemId"] in _multipart_items(turbo)
     _settle(turbo, record_id, entry["itemId"])
     _read_back(turbo, tmp_path, ds, record_id, capsys)
+
+
+def test_killed_mid_chunks_the_rerun_sends_only_what_the_bundler_lacks(
+    turbo: TurboNode, tmp_path, capsys, monkeypatch
+) -> None:
+    """A publisher process SIGKILLed once the checkpoint says the first chunk was taken (the
+    second is then on its way, or taken, or not yet sent: wherever the kill lands). The
+    rerun asks the service which chunks it holds and sends exactly the others."""
+    wallet_path = tmp_path / "wallet.json"
+    save_wallet(generate_wallet(), wallet_path)
+    cfg = _config(tmp_path, turbo)
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=_DATA, seed=2903).path
+    argv = ["publish", str(ds), "--to", "turbo", "--wallet", str(wallet_path)]
+    argv += ["--config", str(cfg)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ODFWEB3_")}
+    env |= {"HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "odfweb3.cli.main", *argv],
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    entry: dict[str, Any] | None = None
+    try:
+        for _ in range(6000):  # bounded: 10 min of looks
+            if proc.poll() is not None:
+                break
+            for path in (tmp_path / "state").rglob("*.upload.json"):
+                try:
+                    doc = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue  # being renamed into place
+                if (doc.get("chunked") or {}).get("sent"):
+                    entry = doc["chunked"]
+            if entry is not None:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        err = proc.communicate(timeout=120)[1]
+    assert entry is not None, err  # it was killed mid-chunks, not finished
+    assert proc.returncode == -signal.SIGKILL
+    assert StateStore(tmp_path / "state").scan().states == []  # nothing recorded as uploaded
+    (checkpoint_path,) = (tmp_path / "state").rglob("*.upload.json")
+    entry = json.loads(checkpoint_path.read_text())["chunked"]
+    with TurboClient(turbo.url) as client:  # the service's own word on what it holds
+        held = client.upload_chunks(entry["uploadId"])
+    assert held is not None and 0 in {o for o, _ in held.chunks}
+    size = entry["size"]
+    planned = [(o, min(_CHUNK, size - o)) for o in range(0, size, _CHUNK)]
+    missing = [c for c in planned if c[0] not in {o for o, _ in held.chunks}]
+
+    posted: list[tuple[int, int]] = []
+    real_post = TurboClient.post_chunk
+
+    def counted(self: TurboClient, upload_id: str, offset: int, body: Any, **kw: Any) -> None:
+        posted.append((offset, _length(body)))
+        real_post(self, upload_id, offset, body, **kw)
+
+    monkeypatch.setattr(TurboClient, "post_chunk", counted)
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert posted == missing  # exactly what the bundler lacked, nothing it held
+    (state,) = StateStore(tmp_path / "state").scan().states
+    receipt = state.extra["receipts"][entry["itemId"]]
+    verify_receipt(decode_receipt(receipt), item_id=entry["itemId"], signer=turbo.address)
+    assert entry["itemId"] in _multipart_items(turbo)
