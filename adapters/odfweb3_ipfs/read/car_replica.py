@@ -120,7 +120,11 @@ def read_bounded(path: Path, limit: int, what: str) -> bytes:
             raise FormatError(
                 f"{path}: {what} is {st.st_size} bytes, more than the {limit} allowed"
             )
-        data = f.read(limit + 1)
+        # The size it has now, plus one byte to see it grew: read(limit + 1) would take
+        # limit + 1 bytes of memory first (64 MiB for publish.json) whatever the file holds.
+        data = f.read(st.st_size + 1)
+        if len(data) > st.st_size and len(data) <= limit:
+            data += f.read(limit + 1 - len(data))  # it grew meanwhile: up to the bound
     if len(data) > limit:
         raise FormatError(f"{path}: {what} is more than the {limit} bytes allowed")
     return data
