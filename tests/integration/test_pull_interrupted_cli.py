@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,6 +78,11 @@ def _odfweb3(argv: list[str], cwd: Path, home: Path) -> subprocess.CompletedProc
     )
 
 
+def _spools() -> set[str]:
+    """The folder streams' temporary directories (odfweb3_ipfs.read.dag_spool)."""
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("odfweb3-spool-")}
+
+
 def _staged(dest: Path, folder: str) -> int:
     """The staged objects of ``folder`` whose bytes are whole (the one being written when
     the pull stopped is at its staged name too, short: the rerun fetches it again)."""
@@ -108,6 +114,7 @@ def test_a_pull_stopped_mid_transfer_reruns_fetching_only_the_rest(
     (ref,) = [s["ref"] for s in json.loads(published.stdout)["share"]]
     assert ref.startswith("ipns://")
     dest = tmp_path / "copy"
+    spools = _spools()
 
     with lying_proxy(ipfs_node.gateway_url) as proxy:
         reader = _config(
@@ -139,6 +146,8 @@ def test_a_pull_stopped_mid_transfer_reruns_fetching_only_the_rest(
         else:
             assert first.returncode == -signal.SIGKILL
         assert not (dest / "refs" / "head").exists()  # nothing visible: no head
+        # the refused stream left no spool behind, even for a kill
+        assert _spools() <= spools
         staged_data, staged_cps = _staged(dest, "data"), _staged(dest, "checkpoints")
         assert staged_data == 2
 

@@ -166,6 +166,9 @@ class IpfsReplica:
             if kept:
                 self._prefetched |= {folder}
                 self._folders.pop(folder, None)  # listed again, from the spool
+            empty = self._spool.blocks == 0
+        if empty:
+            self.drop_prefetched()  # no stream: no file left behind, even by a kill
         return kept
 
     def drop_prefetched(self) -> None:
