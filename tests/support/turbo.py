@@ -202,14 +202,18 @@ class TurboNode:
 
     def wait_seeded(self, item_id: str, timeout: float = 300.0) -> str:
         """The bundle carrying `item_id` once the bundler posted it and seeded its chunks to
-        arlocal (mine only after that: arlocal unbundles on /mine from the chunks it has)."""
+        arlocal (mine only after that: arlocal unbundles on /mine from the chunks it has).
+        A bundle another test's mining made permanent already has left seeded_bundle for
+        permanent_bundle: found there too."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             rows = self.query(
                 "select s.bundle_id from seeded_bundle s join planned_data_item p "
                 f"on p.plan_id = s.plan_id where p.data_item_id = '{item_id}' "
                 "union select s.bundle_id from seeded_bundle s join permanent_data_items p "
-                f"on p.plan_id = s.plan_id where p.data_item_id = '{item_id}'"
+                f"on p.plan_id = s.plan_id where p.data_item_id = '{item_id}' "
+                "union select b.bundle_id from permanent_bundle b join permanent_data_items p "
+                f"on p.plan_id = b.plan_id where p.data_item_id = '{item_id}'"
             )
             if rows:
                 return rows[0][0]
