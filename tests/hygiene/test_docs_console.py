@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.docs_console import EXIT, commands
+from tests.support.docs_console import EXIT, UNTYPED_FENCE, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/quickstart.md", "docs/operations.md", "docs/discovery.md")
@@ -86,3 +86,40 @@ def test_the_scanner_finds_commands_and_the_exit_convention():
     assert "odfweb3 pull car:./out ./copy" in lines
     assert not any(line.startswith("odfweb3 inspect $DS  ") for line in lines[:1])
     assert _EXIT.search("odfweb3 verify x --against ar://m   # exit 2").group(1) == "2"
+
+
+# Where each page's shell blocks run. A page with an odfweb3 line in a shell block must be
+# here; pages without one (each checked below): api.md (Python, run as doctests by
+# tests/unit/api/test_api_docs.py), concepts.md and validation.md (output only, `text`),
+# security.md (a diagram), arweave-format.md's other blocks (JSON), kubo-docker.md (the
+# compose file and init script, included verbatim; the README it includes runs here).
+def _run_by() -> dict[str, str]:
+    from tests.integration import test_docs_cli_examples as cli
+    from tests.integration import test_docs_console_network as network
+    from tests.integration.cluster import test_docs_console_online as online
+
+    where = {page: network.__name__ for page in (*network.PAGES, *network.ARWEAVE_PAGES)}
+    where[str(cli.PAGE.relative_to(ROOT))] = cli.__name__
+    where[str(online.PAGE.relative_to(ROOT))] = online.__name__
+    return where
+
+
+def _pages() -> list[Path]:
+    docs = sorted((ROOT / "docs").glob("*.md"))
+    return [*docs, ROOT / "README.md", ROOT / "kubo-docker" / "README.md"]
+
+
+def test_every_page_with_commands_in_a_shell_block_is_run():
+    run_by = _run_by()
+    with_commands = {str(p.relative_to(ROOT)) for p in _pages() if commands(p)}
+    assert with_commands <= set(run_by), with_commands - set(run_by)
+    assert set(run_by) <= with_commands, "a page in the run list has no commands any more"
+
+
+def test_no_command_sits_in_a_block_without_a_language():
+    # An untyped block is neither run (only sh/bash/console/shell are) nor marked as output
+    # (`text`): a command there would drift from the tool unseen.
+    hidden = {
+        str(p.relative_to(ROOT)): found for p in _pages() if (found := commands(p, UNTYPED_FENCE))
+    }
+    assert not hidden, f"odfweb3 lines in blocks without a language (make them sh): {hidden}"

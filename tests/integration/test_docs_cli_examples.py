@@ -16,11 +16,13 @@ command runs with ``--json``; placeholders (``k51qzi5uqu5d...``, ``ar://RECORD-I
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,3 +198,17 @@ def test_each_example_runs_on_its_own(line, desk, tmp_path, ipfs_node, arlocal):
     if code.startswith("odfweb3 resolve ar://"):
         arlocal.mine()  # the reader waits for the upload to be mined
     assert console.line(line, f"docs/cli.md: `{line}`")
+    if code.startswith("odfweb3 publish "):
+        # Every publish ends with what to give others: the share line (`share` in --json).
+        doc = json.loads(console.ran[-1][1].stdout)
+        assert all(_shares(doc)) and _shares(doc), f"`{line}`: no share in {doc}"
+
+
+def _shares(doc: Any) -> list[Any]:
+    """Every ``share`` list in a publish's document (one per target published)."""
+    if isinstance(doc, list):
+        return [s for item in doc for s in _shares(item)]
+    if not isinstance(doc, dict):
+        return []
+    own = [doc["share"]] if "share" in doc else []
+    return own + [s for k, v in doc.items() if k != "share" for s in _shares(v)]

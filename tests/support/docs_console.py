@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 FENCE = re.compile(r"^\s*```(sh|bash|console|shell)\s*$")
-# Any fenced block, whatever its language: the pages' audit looks into all of them.
-ANY_FENCE = re.compile(r"^\s*```(\w*)\s*$")
+# A block without a language: a command there would be neither run nor clearly output.
+UNTYPED_FENCE = re.compile(r"^\s*```\s*$")
 EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 # `VAR=value odfweb3 ...`: the variables a line sets for itself.
 ENV_PREFIX = re.compile(r"^(?:[A-Z][A-Z0-9_]*=\S+\s+)+(?=odfweb3 )")
@@ -34,21 +34,22 @@ NOT_JSON = ("completion", "man")
 
 def commands(page: Path, fence: re.Pattern[str] = FENCE) -> list[tuple[int, str]]:
     """``(line number, command)`` of each ``odfweb3`` line (optionally after ``VAR=value``
-    assignments) and each arlocal mint/mine ``curl`` of the page's shell blocks."""
+    assignments) and each arlocal mint/mine ``curl`` of the page's blocks whose opening
+    line ``fence`` matches (by default the shell blocks)."""
     found: list[tuple[int, str]] = []
     block: list[tuple[int, str]] = []
-    kamu = inside = False
+    kamu = inside = wanted = False
     for n, raw in enumerate(page.read_text("utf-8").splitlines(), 1):
         line = raw.strip()
-        if not inside and fence.match(raw):
-            inside, kamu, block = True, False, []
+        if line.startswith("```"):
+            if not inside:
+                inside, wanted, kamu, block = True, bool(fence.match(raw)), False, []
+            else:
+                inside = False
+                if wanted and not kamu:  # a kamu workspace's block: the dataset is kamu's
+                    found += block
             continue
-        if inside and line.startswith("```"):
-            inside = False
-            if not kamu:  # a kamu workspace's block: the dataset is kamu's, not made here
-                found += block
-            continue
-        if inside:
+        if inside and wanted:
             kamu = kamu or (line.startswith("DS=") and "/" not in line.split("#")[0])
             line = line.removeprefix("$ ").strip()
             if line.startswith("odfweb3 ") or ENV_PREFIX.match(line) or ARLOCAL_CALL.match(line):
@@ -109,7 +110,7 @@ def fill(code: str, values: dict[str, str], urls: dict[str, str]) -> str:
         code = code.replace(page_url, ours)
     subs = (
         (r"ar://(<record-id>|RECORD-ID|<RECORD>)", "record", "ar://{}"),
-        (r"k51(…|qzi5uqu5d\.\.\.)", "ipns", "{}"),
+        (r"k51(qzi5uqu5d)?(…|\.\.\.)", "ipns", "{}"),
         (r"did:odf:(…|\.\.\.)", "did", "{}"),
         (r"bafy(bei)?(\.\.\.|…)", "root", "{}"),
         (r"bafk(rei)?(\.\.\.|…)", "envelope", "{}"),
