@@ -106,6 +106,17 @@ class UploadResult:
     bytes_sent: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def kept(cls, state: PublishState, **summary: Any) -> UploadResult:
+        """An upload that sent nothing: the saved state's locator, objects and extra as they
+        are (``summary`` says why, e.g. ``note="nothing new: ..."``)."""
+        return cls(
+            locator=str(state.locator),
+            objects=state.objects,
+            extra=dict(state.extra),
+            summary=dict(summary),
+        )
+
 
 class PublishTarget(Protocol):
     """A place datasets are published to (IPFS node, CAR directory, Arweave gateway)."""

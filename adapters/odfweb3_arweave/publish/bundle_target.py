@@ -263,12 +263,7 @@ class BundleTarget:
         ):
             # Same head, nothing new: an upload would only repeat refs/head. Keep the last one.
             self._unchanged = True
-            return UploadResult(
-                locator=str(view.state.locator),
-                objects=view.state.objects,
-                extra=dict(view.state.extra),
-                summary={"bundle": None, "note": "nothing new: no bundle written"},
-            )
+            return UploadResult.kept(view.state, bundle=None, note="nothing new: no bundle written")
         prepared = sign_publish_bundle(
             plan,
             reader,

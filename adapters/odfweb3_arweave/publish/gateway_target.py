@@ -478,12 +478,7 @@ class GatewayTarget:
         if previous is not None and self._nothing_new(plan, view, inputs):
             assert view.state is not None
             self._unchanged = True
-            return UploadResult(
-                locator=str(view.state.locator),
-                objects=view.state.objects,
-                extra=dict(view.state.extra),
-                summary={"note": self.nothing_sent},
-            )
+            return UploadResult.kept(view.state, note=self.nothing_sent)
         checkpoint = self._load_checkpoint(plan, prev_id)
         if checkpoint is not None:
             return self._send(plan.dataset_id, checkpoint, resumed=True)

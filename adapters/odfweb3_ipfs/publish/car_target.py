@@ -384,11 +384,8 @@ class CarTarget:
             # The plan keeps the record (same head, same record content): write
             # nothing (no new CAR, no re-signed record, no publish.json).
             self._unchanged = True
-            return UploadResult(
-                locator=str(view.state.locator),
-                objects=view.state.objects,
-                extra=dict(view.state.extra),
-                summary={"note": "nothing new: no CAR written, record unchanged"},
+            return UploadResult.kept(
+                view.state, note="nothing new: no CAR written, record unchanged"
             )
         return self._upload(plan, reader, view, progress)
 

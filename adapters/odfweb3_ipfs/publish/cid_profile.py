@@ -146,17 +146,6 @@ class CidProfile:
             max_links=self.max_links,
         )
 
-    def import_stream(self, stream: BinaryIO, sink: BlockSink | None) -> FileNode:
-        """Import a file read from ``stream`` under this profile (bounded memory)."""
-        return import_file(
-            stream,
-            cid_version=self.cid_version,
-            raw_leaves=self.raw_leaves,
-            sink=sink,
-            chunk_size=self.chunk_size,
-            max_links=self.max_links,
-        )
-
     def directory_shards(self, links: Iterable[tuple[bytes, bytes, int]]) -> bool:
         """A directory of these ``(name, child CID bytes, child tsize)`` links is sharded
         under this profile (:func:`.unixfs_import.directory_shards`)."""

@@ -658,12 +658,7 @@ class IpfsNodeTarget:
             # The plan keeps the record (same head, the node serves our record, not due for
             # renewal): nothing to send, pin or sign, and no state to write.
             self._unchanged = True
-            return UploadResult(
-                locator=str(view.state.locator),
-                objects=view.state.objects,
-                extra=dict(view.state.extra),
-                summary={"note": "nothing new: nothing sent, record unchanged"},
-            )
+            return UploadResult.kept(view.state, note="nothing new: nothing sent, record unchanged")
         prev = view.state
         sent_before = self.client.stats.bytes_sent
         # Sent in batches of whole, checked objects, each recorded and pinned once the node

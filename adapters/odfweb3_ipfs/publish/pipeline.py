@@ -366,7 +366,7 @@ def _unixfs_streamed(kind: SideKind, chunks: Iterable[bytes], profile: CidProfil
     blocks = SpooledBlocks()
     rest = itertools.chain((first, second), pieces)
     with io.BufferedReader(_ChunkReader(rest), 1 << 20) as stream:
-        node = profile.import_stream(cast(BinaryIO, stream), blocks.add)
+        node = profile.import_file(cast(BinaryIO, stream), blocks.add)
     return SideFile(kind, node.cid, blocks)
 
 
