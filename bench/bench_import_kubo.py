@@ -83,6 +83,8 @@ def step_ours(folder: str, profile: str) -> None:
     from odfweb3_ipfs.publish.unixfs_import import import_tree
 
     prof = DEFAULT_PROFILE if profile == "default" else NAMED[profile]
+    # import_tree with the profile's fields spelled out, not CidProfile.import_tree: this
+    # child also runs on --before-code checkouts older than that method.
     cpu, start = time.process_time(), time.perf_counter()
     node = import_tree(
         folder,

@@ -11,7 +11,6 @@ folders, symlinks, nesting, and a folder HAMT-sharded under both size estimation
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -19,8 +18,8 @@ import pytest
 
 from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE, PROFILES
 from odfweb3_ipfs.publish.leaf_reader import UNIT_FILES
-from odfweb3_ipfs.publish.unixfs_import import DirNode, Entry, import_tree
-from tests.support.kubo import KUBO_BIN, kubo_env
+from odfweb3_ipfs.publish.unixfs_import import DirNode, Entry
+from tests.support.kubo import KUBO_BIN, added_cids, kubo_env
 
 MIB = 1 << 20
 
@@ -59,13 +58,7 @@ def kubo_add(repo: Path, path: Path, *extra: str) -> dict[str, str]:
         text=True,
         timeout=600,
     ).stdout
-    cids: dict[str, str] = {}
-    for line in out.splitlines():
-        m = re.fullmatch(r"added (\S+) (\S+)", line.strip())
-        assert m, line
-        rel = m.group(2)
-        cids["" if rel == path.name else rel.removeprefix(path.name + "/")] = m.group(1)
-    return cids
+    return added_cids(out, path)
 
 
 @pytest.mark.parametrize("name", ["default", "unixfs-v0-2015", "unixfs-v1-2025"])
@@ -83,18 +76,7 @@ def test_every_cid_is_kubos(tree: Path, tmp_path: Path, name: str) -> None:
     prof = DEFAULT_PROFILE if name == "default" else PROFILES[name]
     for threads in (0, 2):
         got: dict[str, Entry] = {}
-        root = import_tree(
-            tree,
-            cid_version=prof.cid_version,
-            raw_leaves=prof.raw_leaves,
-            chunk_size=prof.chunk_size,
-            max_links=prof.max_links,
-            hamt_threshold=prof.hamt_threshold,
-            estimation=prof.estimation,
-            fanout=prof.hamt_fanout,
-            threads=threads,
-            on_entry=got.__setitem__,
-        )
+        root = prof.import_tree(tree, threads=threads, on_entry=got.__setitem__)
         ours = {rel: str(entry.cid) for rel, entry in got.items()} | {"": str(root.cid)}
         assert ours == expected, f"threads={threads}"
         wide = got["wide"]

@@ -18,7 +18,6 @@ have (our CAR, imported by ``dag/import``, holds exactly Kubo's blocks).
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -37,7 +36,7 @@ from odfweb3_ipfs.formats.unixfs_data import DataType, decode_unixfs_data
 from odfweb3_ipfs.formats.unixfs_reader import list_directory
 from odfweb3_ipfs.publish.cid_profile import PROFILES
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
-from tests.support.kubo import KUBO_BIN, KuboNode, kubo_env, start_kubo
+from tests.support.kubo import KUBO_BIN, KuboNode, added_cids, kubo_env, start_kubo
 
 BIG = (1 << 30) + (1 << 20) + 7  # > 1024 chunks of 1 MiB
 SMALL_FILES = 2600  # > 256 KiB of directory under either size estimation
@@ -76,13 +75,7 @@ def kubo_add(node: KuboNode, path: Path, *, only_hash: bool) -> dict[str, str]:
     """`ipfs add -r` of `path`: relative path -> CID for every file and directory ("" = root)."""
     args = ["add", "-r", "--hidden", "--pin=false"] + (["--only-hash"] if only_hash else [])
     out = node.cli(*args, str(path), timeout=600).stdout
-    cids: dict[str, str] = {}
-    for line in out.splitlines():
-        m = re.fullmatch(r"added (\S+) (\S+)", line.strip())
-        assert m, line
-        rel = m.group(2)
-        cids["" if rel == path.name else rel.removeprefix(path.name + "/")] = m.group(1)
-    return cids
+    return added_cids(out, path)
 
 
 def local_blocks(node: KuboNode) -> set[str]:

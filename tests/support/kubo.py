@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -63,6 +64,18 @@ BASE_CONFIG: Mapping[str, Any] = {
     "Swarm.DisableNatPortMap": True,
     "Plugins.Plugins.telemetry.Config.Mode": "off",
 }
+
+
+def added_cids(out: str, path: Path) -> dict[str, str]:
+    """What ``ipfs add -r PATH`` printed: relative path -> CID of every file and directory
+    ("" = ``path`` itself)."""
+    cids: dict[str, str] = {}
+    for line in out.splitlines():
+        m = re.fullmatch(r"added (\S+) (\S+)", line.strip())
+        assert m, line
+        rel = m.group(2)
+        cids["" if rel == path.name else rel.removeprefix(path.name + "/")] = m.group(1)
+    return cids
 
 
 def kubo_env(repo: Path) -> dict[str, str]:

@@ -30,6 +30,7 @@ exactly ``unixfs-v0-2015``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO, Final, TypeVar
@@ -51,6 +52,7 @@ from odfweb3_ipfs.publish.unixfs_import import (
     import_bytes,
     import_file,
     import_files,
+    import_tree,
 )
 
 T = TypeVar("T")
@@ -133,6 +135,30 @@ class CidProfile:
             sink=sink,
             chunk_size=self.chunk_size,
             max_links=self.max_links,
+        )
+
+    def import_tree(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sink: BlockSink | None = None,
+        on_entry: Callable[[str, Entry], object] | None = None,
+        threads: int | None = None,
+    ) -> DirNode:
+        """Import a directory tree under this profile, as ``ipfs add -r --hidden`` with
+        this profile's options does (:func:`.unixfs_import.import_tree`)."""
+        return import_tree(
+            path,
+            cid_version=self.cid_version,
+            raw_leaves=self.raw_leaves,
+            sink=sink,
+            chunk_size=self.chunk_size,
+            max_links=self.max_links,
+            hamt_threshold=self.hamt_threshold,
+            estimation=self.estimation,
+            fanout=self.hamt_fanout,
+            on_entry=on_entry,
+            threads=threads,
         )
 
     def import_bytes(self, data: bytes, sink: BlockSink | None) -> FileNode:

@@ -103,14 +103,7 @@ def test_car_target_with_profile_matches_import_tree_and_records_the_profile(tmp
     p = UNIXFS_V1_2025
     target = CarTarget(tmp_path / "out", Keystore(tmp_path / "keys"), profile=p)
     done = publish_dataset(ds, target)
-    expected = import_tree(
-        ds,
-        cid_version=p.cid_version,
-        raw_leaves=p.raw_leaves,
-        chunk_size=p.chunk_size,
-        max_links=p.max_links,
-        estimation=p.estimation,
-    )
+    expected = p.import_tree(ds)
     assert done.upload.locator == expected.cid.encode()
     assert done.upload.locator != import_tree(ds).cid.encode()  # 3 MiB files: other chunking
     assert done.upload.extra["cidProfile"] == "unixfs-v1-2025"
@@ -181,15 +174,7 @@ def test_sharded_top_directories_are_built_once_as_build_directory_would(tmp_pat
     low = dataclasses.replace(profile, hamt_threshold=2000)
     ds = create_root_dataset(tmp_path / "ds", blocks=120, data_bytes=10, seed=3).path
     done = publish_dataset(ds, CarTarget(tmp_path / "out", Keystore(tmp_path / "k"), profile=low))
-    expected = import_tree(
-        ds,
-        cid_version=low.cid_version,
-        raw_leaves=low.raw_leaves,
-        chunk_size=low.chunk_size,
-        max_links=low.max_links,
-        hamt_threshold=low.hamt_threshold,
-        estimation=low.estimation,
-    )
+    expected = low.import_tree(ds)
     assert done.upload.locator == expected.cid.encode()
     assert {"blocks", "checkpoints"} <= set(done.upload.extra["hamtShards"])
     # The estimate alone says what build_directory does, on both sides of the threshold.
