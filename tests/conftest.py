@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 
@@ -34,6 +35,14 @@ settings.load_profile("odfweb3")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    # A suite started in the background (`make test &`, nohup, a script's `cmd &`) inherits
+    # SIGINT ignored, and Python installs its KeyboardInterrupt handler only when SIGINT is not
+    # ignored: every odfweb3 the tests start would then ignore Ctrl-C as it should (a
+    # background job is not meant to die of the terminal's Ctrl-C), and the Ctrl-C tests
+    # (a publish and a pull sent SIGINT) saw exit 0 and a hang. A handler, unlike SIG_IGN, is
+    # reset to the default at exec: the children get the SIGINT a terminal's user gives them.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # pytest keeps only a user's three newest base temp directories (/tmp/pytest-of-USER/),
     # so a second run on the same machine (another checkout, a benchmark) deleted the first
     # run's node repositories and datasets under it while they were in use. Each run gets a
