@@ -24,12 +24,13 @@ The layers and this registry are described in docs/design.md ("Layers", "Backend
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from odfweb3.errors import OdfWeb3Error, UsageError
 
@@ -66,7 +67,7 @@ __all__ = [
     "all_backends",
     "backend_for_ref",
     "backend_for_target",
-    "checked_options",
+    "backend_options",
     "declarations",
     "key_namer",
     "open_target",
@@ -75,6 +76,8 @@ __all__ = [
     "target_kinds",
     "target_traits",
 ]
+
+_O = TypeVar("_O")
 
 #: The declaration module of every backend, one per network package (each defines
 #: ``DECLARATION``); backends are ranked by :attr:`Declaration.rank`, not by this order.
@@ -86,27 +89,35 @@ DnsTxtLookup = Callable[[str], Sequence[str]]
 
 @dataclass(frozen=True)
 class TargetOptions:
-    """Options a publish passes to whatever target it opens."""
+    """What a publish opens any target with: its sealer and hooks, whatever the network,
+    and each backend's own options (:attr:`Declaration.options_type`: the IPFS CID profile,
+    the Arweave wallet...), which only that backend reads (:meth:`own`).
+    """
 
-    cid_version: int | None = 1  # None: the profile's (or the default) version
-    cid_profile: str | None = None  # a Kubo UnixFS profile name (odfweb3_ipfs.publish.cid_profile)
-    wallet: Path | None = None
-    unpin_previous: bool = False
     sealer: Sealer | None = None  # encrypt (docs/design.md, "Encryption")
-    max_cost: int | None = None  # arweave: refuse an upload above this many winston
-    on_price: Callable[[int, int], None] | None = None  # arweave: (winston, bytes) before posting
-    # arweave/turbo: the price (None: not known) before anything is paid; False: send nothing
-    approve: Callable[[Price | None], bool] | None = None
-    # arweave/bundle: an ArFS private drive with this password (never in a repr)
+    # a target with TargetTraits.private_drives: an ArFS private drive with this password
+    # (never in a repr)
     drive_password: str | None = field(default=None, repr=False)
-    # pinning: where ODFWEB3_PINNING_<NAME>_TOKEN is read (the CLI passes os.environ)
+    # where a target reads its tokens (ODFWEB3_PINNING_<NAME>_TOKEN; the CLI passes os.environ)
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    notify: Callable[[str], None] | None = None  # pinning: status changes, one line each
+    notify: Callable[[str], None] | None = None  # status changes, one line each
     # a signing key created for a dataset's first publish: said once, with how to back it up
     announce: Callable[[str], None] | None = None
-    # arweave/turbo: the publish's progress display, phase by phase (signing, sending,
-    # confirming); None: nothing shown
+    # the publish's progress display, phase by phase (signing, sending, confirming); None:
+    # nothing shown
     progress: Phases | None = None
+    on_price: Callable[[int, int], None] | None = None  # (amount, bytes) before posting
+    # the price (None: not known) before anything is paid; False: send nothing
+    approve: Callable[[Price | None], bool] | None = None
+    # each backend's own options, one object of its options type each (from backend_options)
+    backends: tuple[object, ...] = ()
+
+    def own(self, kind: type[_O]) -> _O:
+        """The options of type ``kind`` among :attr:`backends` (its defaults when none is)."""
+        for given in self.backends:
+            if isinstance(given, kind):
+                return given
+        return kind()
 
 
 @dataclass(frozen=True)
@@ -239,10 +250,13 @@ class Declaration:
         traits: what each of its target schemes is (a scheme not listed: nothing special).
         opened_name: the name the target ``spec`` gets once opened (``ipfs`` ->
             ``ipfs:<ipfs.api>``): the name its publish state is saved under.
-        publish_options: the options it adds to ``odfweb3 publish``.
-        check_options: ``options`` made consistent before any target is opened (the CID
-            version a profile implies), whatever the target; UsageError for options that
-            contradict each other.
+        publish_options: the options it adds to ``odfweb3 publish``; each one's destination
+            is a field of :attr:`options_type` (and of the library's publish options).
+        options_type: its own options (a frozen dataclass whose fields all have defaults),
+            which its targets find in :attr:`TargetOptions.backends`.
+        complete_options: its options with the configuration's defaults filled in and made
+            consistent (the CID version a profile implies), before any target is opened and
+            whatever the target; UsageError for options that contradict each other.
     """
 
     name: str
@@ -253,7 +267,8 @@ class Declaration:
     traits: Mapping[str, TargetTraits] = field(default_factory=dict)
     opened_name: Callable[[str, Config], str] = _own_name
     publish_options: tuple[CliOption, ...] = ()
-    check_options: Callable[[TargetOptions], TargetOptions] | None = None
+    options_type: type[Any] | None = None
+    complete_options: Callable[[Any, Config], Any] | None = None
 
 
 def opened_name(spec: str, config: Config) -> str:
@@ -474,12 +489,25 @@ def key_namer() -> KeyNamer | None:
     return None
 
 
-def checked_options(options: TargetOptions) -> TargetOptions:
-    """``options`` as every backend that checks options leaves them (whatever the target)."""
+def backend_options(values: Mapping[str, Any], config: Config) -> tuple[object, ...]:
+    """Every backend's own options (:attr:`Declaration.options_type`) from ``values`` (by
+    field name: the library's publish options; a field not given keeps its default), each
+    completed from ``config`` and checked, whatever the target.
+
+    Raises:
+        UsageError: options that contradict each other.
+    """
+    made: list[object] = []
     for declared in declarations():
-        if declared.check_options is not None:
-            options = declared.check_options(options)
-    return options
+        kind = declared.options_type
+        if kind is None:
+            continue
+        names = {f.name for f in dataclasses.fields(kind)}
+        own = kind(**{k: v for k, v in values.items() if k in names})
+        if declared.complete_options is not None:
+            own = declared.complete_options(own, config)
+        made.append(own)
+    return tuple(made)
 
 
 _declared: list[Declaration] | None = None

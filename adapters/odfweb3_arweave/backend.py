@@ -36,7 +36,7 @@ from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
-from odfweb3_arweave.declaration import DECLARATION
+from odfweb3_arweave.declaration import DECLARATION, ArweaveOptions
 
 if TYPE_CHECKING:
     from odfweb3_arweave.formats.arfs import DriveLayout
@@ -67,13 +67,14 @@ def open_arweave_target(
     url = gateway or config.arweave_gateway
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--to arweave:{url}: give the gateway as http(s)://HOST[:PORT]")
-    wallet = options.wallet or config.arweave_wallet
+    own = options.own(ArweaveOptions)
+    wallet = own.wallet or config.arweave_wallet
     if wallet is None:
         raise UsageError(
             "--to arweave needs a wallet: pass --wallet WALLET.json or set arweave.wallet / "
             "ODFWEB3_ARWEAVE_WALLET (create one with odfweb3 wallet new WALLET.json)"
         )
-    max_cost = options.max_cost
+    max_cost = own.max_cost
     if max_cost is None:
         max_cost = config.get("arweave", "max_cost_winston")
     return GatewayTarget(
@@ -116,7 +117,8 @@ def open_turbo_target(
         raise UsageError(
             "--to turbo needs the bundler's URL: --to turbo:https://HOST or set arweave.turbo"
         )
-    wallet = options.wallet or config.arweave_wallet
+    own = options.own(ArweaveOptions)
+    wallet = own.wallet or config.arweave_wallet
     if wallet is None:
         raise UsageError(
             "--to turbo needs a wallet to sign the items: pass --wallet WALLET.json or set "
@@ -128,7 +130,7 @@ def open_turbo_target(
         isinstance(payment, str) and payment.startswith(("http://", "https://"))
     ):
         raise UsageError("arweave.turbo_payment: give the payment service as http(s)://HOST")
-    max_cost = options.max_cost
+    max_cost = own.max_cost
     if max_cost is None:
         max_cost = config.get("arweave", "max_cost_winston")
     if max_cost is not None and payment is None:
@@ -305,7 +307,8 @@ class ArweaveBackend:
         if kind == "bundle":
             if not arg:
                 raise UsageError("--to bundle:OUT_DIR needs a directory, e.g. --to bundle:./out")
-            if options.wallet is None:
+            wallet = options.own(ArweaveOptions).wallet
+            if wallet is None:
                 raise UsageError(
                     "--to bundle:OUT_DIR needs an Arweave wallet to sign with: pass --wallet "
                     "WALLET.json (create one with odfweb3 wallet new WALLET.json)"
@@ -313,7 +316,7 @@ class ArweaveBackend:
             out = Path(arg).expanduser().absolute()
             return BundleTarget(
                 out,
-                load_wallet(options.wallet),
+                load_wallet(wallet),
                 publisher=config.get("publisher"),
                 sealer=options.sealer,
                 drive_password=options.drive_password,

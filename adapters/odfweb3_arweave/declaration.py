@@ -10,6 +10,7 @@ first used.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -19,7 +20,27 @@ from odfweb3.backends import CliOption, Declaration, TargetTraits
 if TYPE_CHECKING:
     from odfweb3.config import Config
 
-__all__ = ["DECLARATION", "parse_cost"]
+__all__ = ["DECLARATION", "ArweaveOptions", "parse_cost"]
+
+
+@dataclass(frozen=True)
+class ArweaveOptions:
+    """The Arweave targets' own publish options (``--wallet``, ``--max-cost``).
+
+    Attributes:
+        wallet: the JWK wallet that signs; None: config ``arweave.wallet`` /
+            ``ODFWEB3_ARWEAVE_WALLET``.
+        max_cost: refuse an upload above this many winston (Turbo: winc); None: config
+            ``arweave.max_cost_winston``, else no cap.
+    """
+
+    wallet: Path | None = None
+    max_cost: int | None = None
+
+
+def _complete_options(options: ArweaveOptions, config: Config) -> ArweaveOptions:
+    """The configured wallet where ``--wallet`` was not given."""
+    return replace(options, wallet=options.wallet or config.arweave_wallet)
 
 
 def parse_cost(text: str) -> int:
@@ -55,6 +76,8 @@ DECLARATION: Final = Declaration(
         "arweave": TargetTraits(private_drives=True),
     },
     opened_name=_opened_name,
+    options_type=ArweaveOptions,
+    complete_options=_complete_options,
     publish_options=(
         CliOption(
             ("--wallet",),

@@ -38,7 +38,7 @@ from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
 from odfweb3.read.claims import NameClaims, resolve_dataset
 from odfweb3.read.replica import Replica
-from odfweb3_ipfs.declaration import DECLARATION
+from odfweb3_ipfs.declaration import DECLARATION, IpfsOptions
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
 from odfweb3_ipfs.publish.car_target import CarTarget
@@ -76,7 +76,8 @@ def _record_lifetime(config: Config) -> timedelta:
 
 def _cid_profile(options: TargetOptions) -> CidProfile:
     """The UnixFS import profile of an IPFS publish (``--cid-profile``, ``--cid-version``)."""
-    return profile_for(options.cid_profile, options.cid_version)
+    own = options.own(IpfsOptions)
+    return profile_for(own.cid_profile, own.cid_version)
 
 
 def open_ipfs_target(
@@ -100,7 +101,7 @@ def open_ipfs_target(
         profile=_cid_profile(options),
         lifetime=_record_lifetime(config),
         ttl_ns=_record_ttl_ns(config),
-        unpin_previous=options.unpin_previous,
+        unpin_previous=options.own(IpfsOptions).unpin_previous,
         sealer=options.sealer,
         publisher=config.get("publisher"),
         announce=options.announce,

@@ -8,18 +8,34 @@ formats and the targets) is imported when a ``car:``/``ipfs``/``pinning:`` targe
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
-from odfweb3.backends import CliOption, Declaration, TargetOptions, TargetTraits
+from odfweb3.backends import CliOption, Declaration, TargetTraits
 
 if TYPE_CHECKING:
     from odfweb3.config import Config
 
-__all__ = ["CID_PROFILE_NAMES", "DECLARATION"]
+__all__ = ["CID_PROFILE_NAMES", "DECLARATION", "IpfsOptions"]
 
 # Kubo's UnixFS import profiles (odfweb3_ipfs.publish.cid_profile.PROFILES; a test checks).
 CID_PROFILE_NAMES: Final = ("unixfs-v0-2015", "legacy-cid-v0", "unixfs-v1-2025")
+
+
+@dataclass(frozen=True)
+class IpfsOptions:
+    """The IPFS targets' own publish options (``--cid-version``, ``--cid-profile``,
+    ``--unpin-previous``).
+
+    Attributes:
+        cid_version: the CID version; None: the profile's (or 1).
+        cid_profile: a Kubo UnixFS import profile name (:mod:`.publish.cid_profile`).
+        unpin_previous: the node target unpins the previous root once the name moved.
+    """
+
+    cid_version: int | None = 1
+    cid_profile: str | None = None
+    unpin_previous: bool = False
 
 
 def _opened_name(spec: str, config: Config) -> str:
@@ -29,11 +45,16 @@ def _opened_name(spec: str, config: Config) -> str:
     return spec.rstrip("/")
 
 
-def _check_options(options: TargetOptions) -> TargetOptions:
-    """The CID version and profile name the profile implies (refused if contradictory)."""
+def _complete_options(options: IpfsOptions, config: Config) -> IpfsOptions:
+    """Config ``ipfs.cid_version`` and ``ipfs.cid_profile`` where no flag was given, then the
+    CID version and profile name the profile implies (refused if contradictory)."""
     from odfweb3_ipfs.publish.cid_profile import profile_for
 
-    profile = profile_for(options.cid_profile, options.cid_version)
+    version = options.cid_version
+    if version is None:
+        configured = config.get("ipfs", "cid_version")
+        version = None if configured is None else int(configured)
+    profile = profile_for(options.cid_profile or config.get("ipfs", "cid_profile"), version)
     return replace(options, cid_version=profile.cid_version, cid_profile=profile.name)
 
 
@@ -46,7 +67,8 @@ DECLARATION: Final = Declaration(
     # car:DIR is a local directory; several pinning services are one node upload.
     traits={"car": TargetTraits(offline=True), "pinning": TargetTraits(combines=True)},
     opened_name=_opened_name,
-    check_options=_check_options,
+    options_type=IpfsOptions,
+    complete_options=_complete_options,
     publish_options=(
         CliOption(
             ("--cid-version",),

@@ -10,6 +10,7 @@ printed, and how, is the caller's (:class:`odfweb3.api.hooks.Hooks`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,7 @@ def publish(
     from odfweb3.api.encryption import before_sending, encryption_facts, sealer_for
     from odfweb3.backends import (
         TargetOptions,
-        checked_options,
+        backend_options,
         open_target,
         state_facts,
         target_traits,
@@ -106,16 +107,10 @@ def publish(
     from odfweb3.publish.offline import OfflineIndex
 
     dataset = str(dataset)
-    cid_version = options.cid_version
-    if cid_version is None:
-        configured = config.get("ipfs", "cid_version")
-        cid_version = None if configured is None else int(configured)
-    # The profile is checked whatever the target (a contradiction is refused everywhere).
-    checked = checked_options(
-        TargetOptions(
-            cid_version=cid_version,
-            cid_profile=options.cid_profile or config.get("ipfs", "cid_profile"),
-        )
+    # Each backend's own options, completed from the configuration and checked whatever the
+    # target (a contradictory CID profile is refused everywhere).
+    own = backend_options(
+        {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}, config
     )
     password = options.drive_password
     if password is not None and not target_traits(to).private_drives:
@@ -148,19 +143,15 @@ def publish(
             to,
             config,
             TargetOptions(
-                cid_version=checked.cid_version,
-                cid_profile=checked.cid_profile,
-                wallet=options.wallet or config.arweave_wallet,
-                unpin_previous=options.unpin_previous,
                 sealer=sealer,
                 drive_password=password,
-                max_cost=options.max_cost,
                 env=options.env,
                 notify=hooks.info,
                 announce=hooks.warn,
                 progress=bar,
                 on_price=on_price,
                 approve=approve,
+                backends=own,
             ),
         )
         # A queued update (--batch) is planned like a dry run, but its encryption decision is

@@ -17,6 +17,7 @@ from odfweb3.errors import ConfigError, ConflictError, FormatError, IntegrityErr
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.multihash import hash_bytes, multihash_from_str, multihash_to_str
 from odfweb3.publish.execute import publish_dataset
+from odfweb3_arweave.declaration import ArweaveOptions
 from odfweb3_arweave.formats.ans104 import DataItem, iter_bundle
 from odfweb3_arweave.formats.arfs import parse_file_metadata, tag_value
 from odfweb3_arweave.formats.manifest import decode_manifest
@@ -252,7 +253,9 @@ def test_open_target_publishes_and_never_copies_wallet(tmp_path, wallet_file) ->
     ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=4000, seed=8).path
     out = tmp_path / "out"
     config = load_config(None, env={})
-    target = open_target(f"bundle:{out}", config, TargetOptions(wallet=wallet_file))
+    target = open_target(
+        f"bundle:{out}", config, TargetOptions(backends=(ArweaveOptions(wallet=wallet_file),))
+    )
     assert isinstance(target, BundleTarget)
     publish_dataset(ds, target)
     secret = json.loads(wallet_file.read_text())["d"].encode()
@@ -280,7 +283,11 @@ def test_bad_wallet_clear_error_nothing_written(tmp_path, content, needle) -> No
         wallet.write_bytes(content)
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match=needle) as ei:
-        open_target(f"bundle:{out}", load_config(None, env={}), TargetOptions(wallet=wallet))
+        open_target(
+            f"bundle:{out}",
+            load_config(None, env={}),
+            TargetOptions(backends=(ArweaveOptions(wallet=wallet),)),
+        )
     assert str(wallet) in str(ei.value) and "\n" not in str(ei.value)
     assert not out.exists()
 
@@ -290,7 +297,9 @@ def test_bundle_target_needs_wallet_and_dir(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--wallet"):
         open_target(f"bundle:{tmp_path / 'out'}", config, TargetOptions())
     with pytest.raises(UsageError, match="directory"):
-        open_target("bundle:", config, TargetOptions(wallet=FIXED_WALLET_PATH))
+        open_target(
+            "bundle:", config, TargetOptions(backends=(ArweaveOptions(wallet=FIXED_WALLET_PATH),))
+        )
     assert not (tmp_path / "out").exists()
 
 

@@ -24,6 +24,7 @@ from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import PublishOutcome, publish_dataset
 from odfweb3.publish.pack_index import write_pack
 from odfweb3.publish.plan import LazySequence
+from odfweb3_arweave.declaration import ArweaveOptions
 from odfweb3_arweave.formats.ans104 import DataItem, iter_bundle
 from odfweb3_arweave.formats.arfs import tag_value
 from odfweb3_arweave.formats.manifest import PathManifest, decode_manifest
@@ -252,7 +253,7 @@ def test_arweave_manifest_config_reaches_both_targets(tmp_path, value, kind) -> 
         arweave["manifest"] = value
     cfg.write_text(json.dumps({"arweave": arweave, "state_dir": str(tmp_path / "state")}))
     config = load_config(cfg, env={})
-    options = TargetOptions(wallet=FIXED_WALLET_PATH)
+    options = TargetOptions(backends=(ArweaveOptions(wallet=FIXED_WALLET_PATH),))
     assert open_target(f"bundle:{tmp_path / 'out'}", config, options).manifest == kind
     assert open_target("arweave", config, options).manifest == kind
 
@@ -264,7 +265,7 @@ def test_an_unknown_arweave_manifest_value_is_a_config_error(tmp_path) -> None:
         open_target(
             f"bundle:{tmp_path / 'out'}",
             load_config(cfg, env={}),
-            TargetOptions(wallet=FIXED_WALLET_PATH),
+            TargetOptions(backends=(ArweaveOptions(wallet=FIXED_WALLET_PATH),)),
         )
 
 
