@@ -13,9 +13,9 @@ is read back through a fresh instance's ``inspect`` (what the next publish trust
 
 The contract:
 - nothing new sends nothing: a second publish of the same head plans nothing, keeps the
-  record when the target reports one (``keep_record``) and writes nothing (OUT_DIR byte
-  for byte; no write request to the node or gateway, counted by a loopback proxy in front
-  of the real one);
+  record every target reports (``RemoteView.record``: the plan decides, ``keep_record``)
+  and writes nothing (OUT_DIR byte for byte; no write request to the node or gateway,
+  counted by a loopback proxy in front of the real one);
 - a publish interrupted after its upload (Ctrl-C before ``commit``) never names a head
   whose content is not all there: the previous head stays named (Arweave: the bundle holds
   the record, so the new head may be named, whole); the rerun publishes the new head and
@@ -66,8 +66,6 @@ KINDS = ["car", "bundle", "ipfs", "arweave", "turbo"]
 # items the record last.
 COMMIT_MAKES_VISIBLE = {"car", "bundle", "ipfs"}
 
-# Targets that serve a signed name record the plan can keep (RemoteView.record).
-KEEP_RECORD = {"car", "ipfs"}
 # Which targets refuse a publish planned on a view a rival then moved (compare-and-set).
 # Turbo does once the rival's upload is on the gateway it reads (the bundler seeded and its
 # arlocal mined it; before that nobody but the bundler knows of the rival).
@@ -244,10 +242,9 @@ def test_nothing_new_sends_nothing(env: Env) -> None:
                 k for k in before.keys() | after.keys() if before.get(k) != after.get(k)
             )
     assert writes == []
-    # The IPNS targets report the record they serve, so the plan keeps it (no new sequence);
-    # an Arweave record is an item of its upload, never re-signed alone: bundle:DIR and the
-    # gateway see nothing new themselves (same head, every object there) and report none.
-    assert (again.view.record is not None and again.plan.keep_record) == (env.kind in KEEP_RECORD)
+    # Every target reports the record it serves (IPNS: no new sequence; Arweave: the last
+    # upload's record, which never expires), and the plan, not the target, keeps it.
+    assert again.view.record is not None and again.plan.keep_record
     assert env.named_head() == DatasetReader.open(env.ds).head()
 
 

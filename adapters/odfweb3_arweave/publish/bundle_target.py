@@ -71,13 +71,13 @@ from odfweb3_arweave.publish.bundle_plan import (
 )
 from odfweb3_arweave.publish.file_index import FileIndex, index_after
 from odfweb3_arweave.publish.publish_bundle import (
-    encryption_view,
     manifest_chain,
     manifest_extra,
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
     tier_digests,
+    upload_view,
     with_stored_tiers,
     write_bundle_file,
 )
@@ -198,11 +198,11 @@ class BundleTarget:
                 self._refused = self._reread(state, doubt)
         if missing:
             note = f"{self.out_dir}: {missing[0]}: writing every object again"
-            return encryption_view(RemoteView(head=None, state=state, notes=(note,)), self.sealer)
+            return upload_view(RemoteView(head=None, state=state, notes=(note,)), self.sealer)
         # The state's paths as they are (refs/head among them is no dataset object): with
         # the file index a membership test reads one part.
         has = state.objects if isinstance(state.objects, FileIndex) else frozenset(state.objects)
-        return encryption_view(RemoteView(head=state.head, has=has, state=state), self.sealer)
+        return upload_view(RemoteView(head=state.head, has=has, state=state), self.sealer)
 
     def _reread(self, state: PublishState, doubt: str) -> IntegrityError | None:
         """The refusal to build on a ``publish.json`` this machine did not write (a full
@@ -254,13 +254,7 @@ class BundleTarget:
         inputs = inputs_to_record(asked, last_inputs, str(self.summary_path))
         if inputs and not asked:
             plan = dataclasses.replace(plan, record_extra={**plan.record_extra, "inputs": inputs})
-        if (
-            plan.is_noop
-            and previous is not None
-            and previous.complete
-            and view.state is not None
-            and inputs == (last_inputs or None)  # a new inputs map needs a new record
-        ):
+        if plan.keep_record and view.state is not None:
             # Same head, nothing new: an upload would only repeat refs/head. Keep the last one.
             self._unchanged = True
             return UploadResult.kept(view.state, bundle=None, note="nothing new: no bundle written")

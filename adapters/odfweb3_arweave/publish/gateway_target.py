@@ -94,13 +94,13 @@ from odfweb3_arweave.publish.bundle_plan import (
 from odfweb3_arweave.publish.file_index import FileIndex, index_after
 from odfweb3_arweave.publish.publish_bundle import (
     PreparedBundle,
-    encryption_view,
     manifest_chain,
     manifest_extra,
     previous_from_state,
     sealed_extra,
     sign_publish_bundle,
     tier_digests,
+    upload_view,
     with_stored_tiers,
     write_bundle_file,
 )
@@ -260,7 +260,7 @@ class GatewayTarget:
                 else frozenset(p for p in state.objects if p != "refs/head")
             )
             view = RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
-            return encryption_view(view, self.sealer)
+            return upload_view(view, self.sealer)
         if latest is None:
             if state is not None:
                 notes.append(
@@ -285,7 +285,7 @@ class GatewayTarget:
             state=rebuilt,
             notes=tuple(notes),
         )
-        return encryption_view(view, self.sealer)
+        return upload_view(view, self.sealer)
 
     # -- the state file and its file index -----------------------------------
 
@@ -475,8 +475,7 @@ class GatewayTarget:
         previous = previous_from_state(view.state, where)
         prev_id = previous.record_id if previous else None
         inputs = self._record_inputs(plan, view, where)
-        if previous is not None and self._nothing_new(plan, view, inputs):
-            assert view.state is not None
+        if plan.keep_record and view.state is not None:
             self._unchanged = True
             return UploadResult.kept(view.state, note=self.nothing_sent)
         checkpoint = self._load_checkpoint(plan, prev_id)
@@ -545,15 +544,6 @@ class GatewayTarget:
         """The inputs map the new record carries (a plain publish keeps the last)."""
         return inputs_to_record(plan.record_extra.get("inputs"), self._last_inputs(view), where)
 
-    def _nothing_new(
-        self, plan: PublishPlan, view: RemoteView, inputs: dict[str, str] | None
-    ) -> bool:
-        """Nothing to post: the plan sends nothing and the record would say the same."""
-        if not plan.is_noop or view.state is None:
-            return False
-        # a new inputs map needs a new record
-        return inputs == self._last_inputs(view)
-
     def _sign_bundle(
         self,
         plan: PublishPlan,
@@ -604,7 +594,7 @@ class GatewayTarget:
         where = str(self.states.path_for(plan.dataset_id, self.name))
         previous = previous_from_state(view.state, where)
         inputs = self._record_inputs(plan, view, where)
-        if previous is not None and self._nothing_new(plan, view, inputs):
+        if plan.keep_record:
             return None
         if inputs and not plan.record_extra.get("inputs"):
             inputs = self._latest_inputs(inputs)

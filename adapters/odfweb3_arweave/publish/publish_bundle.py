@@ -55,7 +55,7 @@ from odfweb3.errors import FormatError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.plan import PublishPlan, held_entries
+from odfweb3.publish.plan import PublishPlan, RemoteRecord, held_entries
 from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
 from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView
@@ -88,13 +88,13 @@ from odfweb3_arweave.wallet import Wallet
 
 __all__ = [
     "PreparedBundle",
-    "encryption_view",
     "manifest_chain",
     "manifest_extra",
     "previous_from_state",
     "sealed_extra",
     "sign_publish_bundle",
     "tier_digests",
+    "upload_view",
     "with_stored_tiers",
     "write_bundle_file",
 ]
@@ -456,9 +456,14 @@ def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Pat
     return directory / name, size
 
 
-def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
-    """``view``, with nothing counted as uploaded when encryption was switched on or off,
-    and ``encrypted`` when the uploads hold ciphertext.
+def upload_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
+    """``view`` as the earlier uploads of its state make it: the record a publish that sends
+    nothing keeps, ``encrypted`` when the uploads hold ciphertext, and nothing counted as
+    uploaded when encryption was switched on or off.
+
+    An upload record never expires: the plan keeps it (nothing posted, nothing written)
+    while nothing is sent and the inputs map it carries is the one asked for
+    (:func:`odfweb3.publish.plan.plan_record`, as for every target).
 
     Plaintext and ciphertext revisions never mix in one manifest: after a switch every
     object gets a new revision (same ArFS file ids).
@@ -471,7 +476,10 @@ def encryption_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
     # drive: the target holds ciphertext, which the encryption policy does not let a plain
     # publish cover.
     private = extra.drive is not None and extra.drive.privacy == "private"
-    view = replace(view, encrypted=bool(extra.encrypted or extra.key_envelope or private))
+    record = RemoteRecord(renewal_due=False, inputs=dict(extra.inputs) if extra.inputs else None)
+    view = replace(
+        view, record=record, encrypted=bool(extra.encrypted or extra.key_envelope or private)
+    )
     if bool(extra.encrypted) == (sealer is not None):
         return view
     now = "encrypted" if sealer is not None else "plain"

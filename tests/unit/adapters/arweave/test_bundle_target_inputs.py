@@ -16,6 +16,7 @@ from odfweb3.errors import FormatError
 from odfweb3.odf.builder import append_blocks, example_keypair
 from odfweb3.odf.derivative import append_transform
 from odfweb3.publish.execute import publish_dataset
+from odfweb3.publish.plan import RemoteRecord
 from odfweb3_arweave.formats.ans104 import iter_bundle
 from odfweb3_arweave.formats.record import UploadRecord, decode_record, inputs_to_record
 from odfweb3_arweave.publish.bundle_target import BundleTarget
@@ -78,9 +79,13 @@ def test_a_plain_publish_of_a_derivative_keeps_its_inputs_map(
     # Nothing new and the same map: nothing written. Another map: a new record.
     same = publish_dataset(x, BundleTarget(out, fixed_wallet))
     assert same.state is not None
+    # The target reports the record it holds; the plan, not the target, keeps it.
+    assert same.view.record == RemoteRecord(renewal_due=False, inputs=MAP)
+    assert same.plan.keep_record
     assert same.state.record["recordId"] == second.state.record["recordId"]
     moved = publish_dataset(x, BundleTarget(out, fixed_wallet), record_extra={"inputs": OTHER})
     assert moved.state is not None and moved.plan.relation == "same"
+    assert moved.plan.is_noop and not moved.plan.keep_record
     assert moved.state.record["recordId"] != second.state.record["recordId"]
     record = last_record(out, moved.state.record["recordId"])
     assert dict(record.inputs or {}) == OTHER
