@@ -69,10 +69,9 @@ COMMIT_MAKES_VISIBLE = {"car", "bundle", "ipfs"}
 # Which targets refuse a publish planned on a view a rival then moved (compare-and-set).
 # Turbo does once the rival's upload is on the gateway it reads (the bundler seeded and its
 # arlocal mined it; before that nobody but the bundler knows of the rival).
-# bundle:DIR does not: its session lock keeps two publishers from writing at once, but a
-# rival that commits between our inspect and our session is overwritten (publish.json
-# names our head, the rival's bundle stays in OUT_DIR).
-COMPARE_AND_SET = {"car", "ipfs", "arweave", "turbo"}
+# car:DIR and bundle:DIR through their one state home (odfweb3.publish.out_dir): the
+# publish.json inspect read must still be there at upload and at commit.
+COMPARE_AND_SET = {"car", "bundle", "ipfs", "arweave", "turbo"}
 # Requests that write: Kubo RPC commands that store, pin or name; Arweave transaction posts.
 _KUBO_WRITES = ("block/put", "dag/import", "name/put", "routing/put", "pin/add", "/api/v0/add")
 

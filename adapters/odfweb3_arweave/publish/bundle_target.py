@@ -37,28 +37,32 @@ dataset, a corrupt file or tags over the limits leave ``OUT_DIR`` untouched); th
 is streamed to a temp file, fsynced and renamed, then the index pack; ``publish.json``
 comes last, and packs it no longer names are removed after it. The wallet is only used
 to sign: it is never copied, logged or written anywhere.
+
+One publisher at a time, as ``car:DIR`` (the offline targets' one state home,
+:mod:`odfweb3.publish.out_dir`): the executor's session holds ``OUT_DIR/.publish.lock``, and
+``upload`` and ``commit`` refuse (ConflictError, exit 75) when ``publish.json`` is no longer
+the one ``inspect`` read (a rival published meanwhile).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 from odfweb3 import __version__
-from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError, IntegrityError, OdfWeb3Error
 from odfweb3.odf.layout import DatasetReader
+from odfweb3.publish.out_dir import OutDirHome
 from odfweb3.publish.outdir_seal import OutDirSeal
-from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
+from odfweb3.publish.state import PublishState, load_summary_file
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
@@ -141,7 +145,9 @@ class BundleTarget:
         self._written: list[str] = []
         self._added: dict[str, str] = {}  # this bundle's paths -> data items (itemsAdded)
         self._unchanged = False  # upload found nothing new: commit and save write nothing
-        self._raw: dict[str, Any] = {}  # publish.json as read by the last _load
+        self._raw: dict[str, Any] = {}  # publish.json as inspect read it
+        # publish.json: read, locked, compared and written (odfweb3.publish.out_dir)
+        self.home = OutDirHome(out_dir, self._opened)
         self._refused: IntegrityError | None = None  # found by inspect, raised by upload
 
     def __repr__(self) -> str:
@@ -152,14 +158,23 @@ class BundleTarget:
         """The ``publish.json`` of this directory."""
         return self.out_dir / "publish.json"
 
-    def _load(self) -> PublishState | None:
-        state, self._raw = load_summary_file(self.summary_path)
-        if state is not None:
-            index = self._typed(state).extra.object_index
-            if index is not None:  # the paths are in OUT_DIR's packs, read when asked
-                where = str(self.summary_path)
-                state = state.evolve(objects=FileIndex.from_json(self.out_dir, index, where))
-        return state
+    def _opened(self, state: PublishState) -> PublishState:
+        """A state read from ``publish.json``, its file index attached (the paths are in
+        OUT_DIR's packs, read when asked)."""
+        index = self._typed(state).extra.object_index
+        if index is None:
+            return state
+        where = str(self.summary_path)
+        return state.evolve(objects=FileIndex.from_json(self.out_dir, index, where))
+
+    def session(self) -> AbstractContextManager[None]:
+        """Hold ``OUT_DIR/.publish.lock`` for ``upload``, ``commit`` and ``save``
+        (:meth:`odfweb3.publish.out_dir.OutDirHome.session`); a ConflictError when another
+        live process is publishing into this directory."""
+        return self.home.session(ended=self._ended)
+
+    def _ended(self) -> None:
+        self._unchanged = False
 
     def _typed(self, state: PublishState) -> ArweaveState:
         """The typed record and extra of a state of this directory (FormatError naming
@@ -168,7 +183,7 @@ class BundleTarget:
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its bundles are all there."""
-        state = self._load()
+        state, self._raw = self.home.inspect()
         if state is None:
             return RemoteView(head=None)
         if state.dataset_id != dataset_id:
@@ -244,6 +259,7 @@ class BundleTarget:
         """
         if self._refused is not None:
             raise self._refused
+        self.home.check_unchanged()  # compare-and-set: nothing written over a rival's
         self._unchanged = False
         self._added = {}
         previous = self._previous(view)
@@ -329,7 +345,9 @@ class BundleTarget:
         return index_after(old, keep, files, added, partial(FileIndex.of_objects, self.out_dir))
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
-        """The record travels inside the bundle; here only the state is assembled."""
+        """The record travels inside the bundle; here only the state is assembled, once
+        ``publish.json`` is still the one the plan was made on (compare-and-set)."""
+        self.home.check_unchanged()
         if self._unchanged and view.state is not None:
             self._written = []
             self._added = {}
@@ -369,39 +387,30 @@ class BundleTarget:
         record = typed.record
         size = record.bundle_bytes or 0 if record is not None else 0
         l1_tags = [*BUNDLE_TAGS, *app_tags(self.app_version)]
-        doc = state.to_json()
-        if isinstance(state.objects, FileIndex):
-            del doc["objects"]  # in OUT_DIR's packs (extra.objectIndex says where)
-        doc.update(
-            {
-                "driveId": typed.extra.drive.drive_id if typed.extra.drive else None,
-                "manifestId": state.locator,
-                "recordId": record.record_id if record is not None else None,
-                "keyEnvelope": typed.extra.key_envelope,
-                "bundle": record.bundle if record is not None else None,
-                "bundleBytes": size,
-                # This bundle's paths (the index and the manifests hold the rest);
-                # null past ITEMS_ADDED_MAX (a first upload: every path, in the index anyway,
-                # which the next publish would read whole here).
-                "itemsAdded": dict(self._added) if len(self._added) <= ITEMS_ADDED_MAX else None,
-                "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],
-                "priceQuery": f"GET /price/{size}",
-                "filesWritten": list(self._written),
-            }
+        summary = {
+            "driveId": typed.extra.drive.drive_id if typed.extra.drive else None,
+            "manifestId": state.locator,
+            "recordId": record.record_id if record is not None else None,
+            "keyEnvelope": typed.extra.key_envelope,
+            "bundle": record.bundle if record is not None else None,
+            "bundleBytes": size,
+            # This bundle's paths (the index and the manifests hold the rest);
+            # null past ITEMS_ADDED_MAX (a first upload: every path, in the index anyway,
+            # which the next publish would read whole here).
+            "itemsAdded": dict(self._added) if len(self._added) <= ITEMS_ADDED_MAX else None,
+            "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],
+            "priceQuery": f"GET /price/{size}",
+            "filesWritten": list(self._written),
+        }
+        # Up to 1,024 index refs: compact past 1,000 paths, as a state listing them was.
+        self.home.write(
+            state,
+            summary,
+            large=len(state.objects) > 1000,
+            seal=self.seal,
+            files=typed.extra.bundles or (),
+            written=self._written,
         )
-        if isinstance(state.objects, FileIndex):
-            # Up to 1,024 index refs: compact past 1,000 paths, as a state listing them was
-            # (the indenting encoder is pure Python).
-            large = len(state.objects) > 1000
-            text = json.dumps(doc, indent=None if large else 1, sort_keys=True)
-        else:
-            text = state_json_text(doc)
-        write_file_atomic(self.summary_path, (text + "\n").encode(), public=True)
-        if self.seal is not None:  # after publish.json: a crash before leaves a mismatch
-            bundles = typed.extra.bundles or ()
-            self.seal.save(self.out_dir, json.loads(text), bundles, self._written)
-        if isinstance(state.objects, FileIndex):
-            drop_packs(self.out_dir, state.objects.packs)
         drop_tier_files(self.out_dir, tier_digests(state, where))
 
 

@@ -52,12 +52,11 @@ second, concurrent publisher gets a ConflictError and writes nothing visible.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import json
 import os
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -66,7 +65,6 @@ from typing import Any, BinaryIO, cast
 
 from odfweb3.atomic_file import (
     open_atomic,
-    remove_partials,
     write_chunks_atomic,
     write_file_atomic,
 )
@@ -75,11 +73,11 @@ from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import ConflictError, FormatError, NotFound, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader
-from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.odf.multihash import multihash_from_str
+from odfweb3.publish.out_dir import LOCK_NAME, OutDirHome
 from odfweb3.publish.outdir_seal import OutDirSeal
-from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
-from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
+from odfweb3.publish.state import PublishState, load_summary_file
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
@@ -121,7 +119,6 @@ from odfweb3_ipfs.read.replay_memory import SequenceMemory, sequence_floor
 
 __all__ = ["LOCK_NAME", "CarTarget", "objects_of", "write_atomic"]
 
-LOCK_NAME = ".publish.lock"
 _MAX_SUMMARY_SIZE = 64 << 20  # publish.json, read bounded as car:DIR readers do
 
 Clock = Callable[[], datetime]
@@ -176,10 +173,9 @@ class CarTarget:
         self.ttl_ns = ttl_ns
         self.clock = clock
         self._written: list[str] = []
-        self._locked = False
         self._unchanged = False
-        self._seen_head: bytes | None = None
-        self._seen_stat: tuple[int, int, int, int] | None = None
+        # publish.json: read, locked, compared and written (odfweb3.publish.out_dir)
+        self.home = OutDirHome(out_dir, self._opened)
         # A first publish: its resume files, what they hold, their identity (inspect).
         self._resume: tuple[CarResume, Resumed | None, tuple[int, int, int, int] | None] | None
         self._resume = None
@@ -189,14 +185,14 @@ class CarTarget:
         """The ``publish.json`` of this directory."""
         return self.out_dir / "publish.json"
 
-    def _load(self) -> tuple[PublishState | None, dict[str, Any]]:
-        state, raw = load_summary_file(self.summary_path)
-        if state is not None:
-            index = self._typed(state).extra.object_index
-            if index is not None:  # the objects are in OUT_DIR/index, read when asked
-                where = str(self.summary_path)
-                state = state.evolve(objects=ObjectIndex.from_json(self.out_dir, index, where))
-        return state, raw
+    def _opened(self, state: PublishState) -> PublishState:
+        """A state read from ``publish.json``, its names checked and its object index
+        attached (the objects are in OUT_DIR's packs, read when asked)."""
+        index = self._typed(state).extra.object_index
+        if index is None:
+            return state
+        where = str(self.summary_path)
+        return state.evolve(objects=ObjectIndex.from_json(self.out_dir, index, where))
 
     def _typed(self, state: PublishState) -> CarState:
         """The typed record and extra of a state of this directory (FormatError naming
@@ -206,14 +202,6 @@ class CarTarget:
         check_file_names(typed, str(self.summary_path))
         return typed
 
-    def _summary_stat(self) -> tuple[int, int, int, int] | None:
-        """Identity of ``publish.json`` as it is now (every write renames a new file in)."""
-        try:
-            st = os.stat(self.summary_path, follow_symlinks=False)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
     @property
     def build_settings(self) -> BuildSettings:
         """How this target builds what it publishes (:mod:`.pipeline`)."""
@@ -221,10 +209,8 @@ class CarTarget:
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
-        self._seen_stat = self._summary_stat()  # before reading: a later change shows
         self._resume = None
-        state, raw = self._load()
-        self._seen_head = state.head if state is not None else None
+        state, raw = self.home.inspect()
         if state is not None and state.dataset_id != dataset_id:
             raise ConflictError(
                 f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
@@ -379,7 +365,7 @@ class CarTarget:
         self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing written
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._unchanged = False
-        self._check_unchanged(view)
+        self.home.check_unchanged()
         if plan.keep_record and view.state is not None:
             # The plan keeps the record (same head, same record content): write
             # nothing (no new CAR, no re-signed record, no publish.json).
@@ -533,7 +519,7 @@ class CarTarget:
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
-        self._check_unchanged(view)
+        self.home.check_unchanged()
         if self._unchanged and view.state is not None:
             return view.state
         return self._commit(plan, upload, view)
@@ -591,131 +577,56 @@ class CarTarget:
         if self._unchanged:  # nothing new: publish.json stays as it was
             self._unchanged = False
             return
-        doc = state.to_json()
         car = self._typed(state)
         cars = [*(car.extra.cars or ()), *car.extra.side_cars]
-        doc.update(
-            {
-                "root": state.locator,
-                "ipnsName": car.record.name,
-                "sequence": car.record.sequence,
-                "descriptor": car.extra.dag.descriptor,
-                "keyEnvelope": car.extra.dag.key_envelope,
-                "filesWritten": list(self._written),
-                # Every word quoted (the names were checked, check_file_names; quoting
-                # still keeps a pasted hint one command whatever a name holds).
-                "import": [
-                    shlex.join(["ipfs", "dag", "import", *cars]),
-                    shlex.join(
-                        [
-                            "ipfs",
-                            "routing",
-                            "put",
-                            "--allow-offline",
-                            f"/ipns/{car.record.name}",
-                            str(car.record.file),
-                        ]
-                    ),
-                ],
-            }
+        summary = {
+            "root": state.locator,
+            "ipnsName": car.record.name,
+            "sequence": car.record.sequence,
+            "descriptor": car.extra.dag.descriptor,
+            "keyEnvelope": car.extra.dag.key_envelope,
+            "filesWritten": list(self._written),
+            # Every word quoted (the names were checked, check_file_names; quoting
+            # still keeps a pasted hint one command whatever a name holds).
+            "import": [
+                shlex.join(["ipfs", "dag", "import", *cars]),
+                shlex.join(
+                    [
+                        "ipfs",
+                        "routing",
+                        "put",
+                        "--allow-offline",
+                        f"/ipns/{car.record.name}",
+                        str(car.record.file),
+                    ]
+                ),
+            ],
+        }
+        large = len(state.objects) > 1000 or len(car.extra.dag.dir_blocks or ()) > 1000
+        self.home.write(
+            state,
+            summary,
+            large=large,
+            seal=self.seal,
+            files=self._content_files(car),
+            written=self._written,
         )
-        if isinstance(state.objects, ObjectIndex):
-            del doc["objects"]  # in OUT_DIR/index (extra.objectIndex says where)
-            large = len(state.objects) > 1000 or len(car.extra.dag.dir_blocks or ()) > 1000
-            text = json.dumps(doc, indent=None if large else 1, sort_keys=True)
-        else:
-            text = state_json_text(doc)
-        write_atomic(self.summary_path, (text + "\n").encode())
-        if self.seal is not None:  # after publish.json: a crash before leaves a mismatch
-            files = self._content_files(car)
-            self.seal.save(self.out_dir, json.loads(text), files, self._written)
-        if isinstance(state.objects, ObjectIndex):
-            drop_packs(self.out_dir, state.objects.packs)
 
-    # -- one publisher at a time (a lock file in OUT_DIR, held by the executor's session) ----
+    # -- one publisher at a time (OUT_DIR's state home, held by the executor's session) --
 
-    @contextlib.contextmanager
-    def session(self) -> Iterator[None]:
-        """Hold ``OUT_DIR/.publish.lock`` for ``upload``, ``commit`` and ``save``.
+    def session(self) -> AbstractContextManager[None]:
+        """Hold ``OUT_DIR/.publish.lock`` for ``upload``, ``commit`` and ``save``
+        (:meth:`odfweb3.publish.out_dir.OutDirHome.session`); a ConflictError when another
+        live process is publishing into this directory."""
+        return self.home.session(ended=self._ended)
 
-        The executor opens it (:class:`odfweb3.publish.target.SessionTarget`); the lock goes
-        however the publish ends (a killed process leaves it: the next publisher takes it
-        over, :meth:`_lock`).
-
-        Raises:
-            ConflictError: another live process is publishing into this directory.
-        """
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._lock()
-        try:
-            # What an interrupted publisher left half written (none of it is named yet).
-            remove_partials(self.out_dir)
-            yield
-        finally:
-            self._unchanged = False
-            self._unlock()
+    def _ended(self) -> None:
+        self._unchanged = False
 
     @property
     def lock_path(self) -> Path:
         """``OUT_DIR/.publish.lock``: holds the pid of the publisher writing the directory."""
-        return self.out_dir / LOCK_NAME
-
-    def _lock(self) -> None:
-        """Take the lock; a lock left by a dead process (killed publisher) is taken over.
-
-        Raises:
-            ConflictError: another live process is publishing into this directory.
-        """
-        if self._locked:
-            return
-        for _ in range(2):
-            try:
-                fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                try:
-                    pid = int(self.lock_path.read_text("ascii").strip() or "0")
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and pid != os.getpid() and _alive(pid):
-                    raise ConflictError(
-                        f"{self.out_dir}: another publisher (pid {pid}) is writing here; "
-                        f"wait for it, or remove {LOCK_NAME} if no such process runs"
-                    ) from None
-                with contextlib.suppress(FileNotFoundError):
-                    self.lock_path.unlink()  # stale (dead or our own earlier, failed run)
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
-            self._locked = True
-            return
-        raise ConflictError(f"{self.out_dir}: could not take {LOCK_NAME}; publish again")
-
-    def _unlock(self) -> None:
-        if self._locked:
-            with contextlib.suppress(FileNotFoundError):
-                self.lock_path.unlink()
-            self._locked = False
-
-    def _check_unchanged(self, view: RemoteView) -> None:
-        """Compare-and-set: ``publish.json`` must still hold the head ``inspect`` read.
-
-        The same file (inode, size, times) as ``inspect`` read is the same head, with no
-        second parse of a state that grows with the dataset; any other file
-        is read and its head compared.
-        """
-        if self._seen_stat is not None and self._summary_stat() == self._seen_stat:
-            return
-        current, _raw = self._load()
-        now = current.head if current is not None else None
-        if now != self._seen_head:
-            self._conflict(now)
-
-    def _conflict(self, now: bytes | None) -> None:
-        raise ConflictError(
-            f"{self.out_dir}: another publish moved it to "
-            f"{multihash_to_str(now) if now else 'nothing'} meanwhile; nothing of ours was "
-            "made visible: run publish again"
-        )
+        return self.home.lock_path
 
 
 def _listing(check: CarDirCheck, folder: str) -> dict[str, str]:
@@ -765,16 +676,6 @@ def check_file_names(car: CarState, where: str) -> None:
                 f"{where}: names the record file {file[:80]!r}, not <ipns name>.ipns-record: "
                 "the file was altered; restore it, or publish to a new directory"
             )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def objects_of(out_dir: Path) -> dict[str, Mapping[str, Any]]:

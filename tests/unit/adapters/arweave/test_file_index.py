@@ -115,6 +115,7 @@ def test_an_old_publish_json_listing_every_object_is_converted(tmp_path, fixed_w
 _CHILD = """
 import os, signal, sys
 from pathlib import Path
+from odfweb3.publish import out_dir
 from odfweb3.publish.execute import publish_dataset
 from odfweb3_arweave.publish import bundle_target, file_index
 from odfweb3_arweave.wallet import load_wallet
@@ -131,7 +132,7 @@ elif point == "pack":  # the pack written, publish.json not
     real_pack = file_index.write_pack  # file_index.index_after writes the pack
     file_index.write_pack = lambda *a, **k: (real_pack(*a, **k), die())[0]
 else:  # publish.json written, the old packs not dropped yet
-    bundle_target.drop_packs = die
+    out_dir.drop_packs = die  # the offline targets' state home drops them
 target = bundle_target.BundleTarget(Path(sys.argv[2]), load_wallet(sys.argv[4]))
 publish_dataset(sys.argv[1], target)
 """

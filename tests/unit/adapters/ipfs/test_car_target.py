@@ -245,8 +245,8 @@ def test_unchanged_publish_json_is_not_parsed_again(tmp_path, keystore, monkeypa
     append_blocks(ds, 1, data_bytes=1000, seed=4)
     target = CarTarget(out, keystore)
     loads = []
-    real = target._load
-    monkeypatch.setattr(target, "_load", lambda: loads.append(1) or real())
+    real = target.home.load
+    monkeypatch.setattr(target.home, "load", lambda: loads.append(1) or real())
     publish_dataset(ds, target)
     assert len(loads) == 1  # inspect's; upload's and commit's checks saw the same file
 
