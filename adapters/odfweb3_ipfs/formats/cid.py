@@ -17,7 +17,6 @@ Covered (CID spec, https://github.com/multiformats/cid):
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from typing import Any, Final
 
@@ -103,9 +102,24 @@ def decode_uvarint(
     raise FormatError(f"{where}: varint longer than {max_len} bytes")
 
 
-_B32_TO_INT_DIGITS: Final = str.maketrans(
-    "abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv"
-)
+_B32_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz234567"
+_B32_TO_INT_DIGITS: Final = str.maketrans(_B32_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
+
+
+_B32_PAIRS: Final = tuple(x + y for x in _B32_ALPHABET for y in _B32_ALPHABET)
+
+
+def _b32_lower_encode(raw: bytes) -> str:
+    """Bytes -> unpadded lower-case RFC 4648 base32, ten bits at a time from one int
+    (``base64.b32encode`` is pure Python and costs twice as much: a first publish names
+    each of its objects by CID text twice, 60,000 at 10,000 blocks)."""
+    n = len(raw)
+    pad = -n % 5  # whole 40-bit groups: the pairs below end on a character boundary
+    value = int.from_bytes(raw + bytes(pad), "big")
+    pairs = _B32_PAIRS
+    top = ((n + pad) * 8 // 10 - 1) * 10
+    text = "".join([pairs[(value >> shift) & 1023] for shift in range(top, -1, -10)])
+    return text[: (n * 8 + 4) // 5]
 
 
 def _b32_lower_decode(body: str) -> bytes:
@@ -298,7 +312,7 @@ class Cid:
             from multiformats import multibase
 
             return str(multibase.get("base58btc").raw_encoder(self._raw))
-        return "b" + base64.b32encode(self._raw).decode("ascii").lower().rstrip("=")
+        return "b" + _b32_lower_encode(self._raw)
 
     def to_multiformats(self) -> Any:
         """Convert to a ``multiformats.CID`` (slower; for interop)."""

@@ -48,3 +48,13 @@ def _b32(raw: bytes) -> str:
 def test_uvarint_codecs_above_one_byte_decode() -> None:
     raw = b"\x01" + encode_uvarint(0x0129) + b"\x12\x20" + bytes(32)
     assert Cid.decode(_b32(raw)).codec == 0x0129
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=80))
+def test_the_text_form_is_rfc_4648_base32(raw: bytes) -> None:
+    # Any CIDv1 byte string (the encoder does not parse: every length takes every padding)
+    from odfweb3_ipfs.formats.cid import _b32_lower_decode, _b32_lower_encode
+
+    assert "b" + _b32_lower_encode(raw) == _b32(raw)
+    assert _b32_lower_decode(_b32_lower_encode(raw)) == raw
