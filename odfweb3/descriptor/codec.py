@@ -54,6 +54,7 @@ class StreamedList(Sequence[Any]):
 
 
 _CHUNK: Final = 1 << 20  # bytes handed on at a time by encode_descriptor_chunks
+_BATCH: Final = 64  # streamed items encoded at once
 
 
 def _dumps(doc: object, default: Callable[[object], object] | None = None) -> str:
@@ -68,6 +69,17 @@ def _dumps(doc: object, default: Callable[[object], object] | None = None) -> st
         )
     except (TypeError, ValueError) as exc:
         raise FormatError(f"descriptor is not JSON-serializable: {exc}") from None
+
+
+def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def encode_descriptor_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
@@ -101,8 +113,11 @@ def encode_descriptor_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
     for m in marker.finditer(text):
         pending.append(text[pos : m.start()].encode("utf-8"))
         sep = "["
-        for item in lists[int(m.group(1))]:
-            piece = (sep + _dumps(item)).encode("utf-8")
+        # Items encoded _BATCH at a time: a list's text is its items' texts joined by ","
+        # between its brackets (one json.dumps per item cost a first publish of 10,000
+        # blocks 30,000 encoder set-ups).
+        for batch in _batches(lists[int(m.group(1))]):
+            piece = (sep + _dumps(batch)[1:-1]).encode("utf-8")
             sep = ","
             pending.append(piece)
             size += len(piece)

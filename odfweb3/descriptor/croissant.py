@@ -222,28 +222,40 @@ def _field_type(dtype: object) -> tuple[str, bool, list[DataField] | None, str]:
     return _SCALAR.get(type(dtype), "sc:Text"), False, None, name
 
 
-def _fields(
-    schema: DataSchema, rs_id: str, file_id: str, prefix: str = "", column: str = ""
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+# One field of a schema as every record set renders it: its path under the record set
+# (``prefix`` + name), name, description, dataType, isArray, subfields (None: a leaf) and
+# the column a leaf is extracted from. A schema's fields are the same for each of its
+# data files: a first publish renders them once per schema, not once per file.
+_FieldSpec = tuple[str, str, str, str, bool, "tuple[_FieldSpec, ...] | None", str]
+
+
+def _field_specs(schema: DataSchema, prefix: str = "", column: str = "") -> tuple[_FieldSpec, ...]:
+    out: list[_FieldSpec] = []
     for f in schema.fields or ():
         name = f.name or ""
-        fid = f"{rs_id}/{prefix}{name}"
         dtype, is_array, sub, odf_type = _field_type(f.type)
         col = f"{column}.{name}" if column else name
-        field: dict[str, Any] = {"@type": "cr:Field", "@id": fid, "name": name}
         desc = SYSTEM_COLUMNS.get(name) if not prefix else None
         own = _field_description(f)
         text = "; ".join(t for t in (desc, own, f"ODF type {odf_type}" if odf_type else "") if t)
+        subs = None
+        if sub is not None:
+            subs = _field_specs(DataSchema(fields=tuple(sub)), f"{prefix}{name}/", col)
+        out.append((f"{prefix}{name}", name, text, dtype, is_array, subs, col))
+    return tuple(out)
+
+
+def _fields(specs: tuple[_FieldSpec, ...], rs_id: str, file_id: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path, name, text, dtype, is_array, subs, col in specs:
+        field: dict[str, Any] = {"@type": "cr:Field", "@id": f"{rs_id}/{path}", "name": name}
         if text:
             field["description"] = text
         field["dataType"] = dtype
         if is_array:
             field["isArray"] = True
-        if sub is not None:
-            field["subField"] = _fields(
-                DataSchema(fields=tuple(sub)), rs_id, f"{prefix}{name}/", col
-            )
+        if subs is not None:
+            field["subField"] = _fields(subs, rs_id, file_id)
         else:
             field["source"] = {"fileObject": {"@id": file_id}, "extract": {"column": col}}
         out.append(field)
@@ -319,8 +331,16 @@ def croissant_from_facts(
     def file_objects() -> Iterator[dict[str, Any]]:
         return (_file_object(df, shown) for df in facts.files)
 
+    specs: dict[int, tuple[_FieldSpec, ...]] = {}  # by id(): the files hold the schemas
+
+    def specs_of(schema: DataSchema) -> tuple[_FieldSpec, ...]:
+        got = specs.get(id(schema))
+        if got is None:
+            got = specs[id(schema)] = _field_specs(schema)
+        return got
+
     def record_sets() -> Iterator[dict[str, Any]]:
-        return (_record_set(df) for df in facts.files if df.schema is not None)
+        return (_record_set(df, specs_of) for df in facts.files if df.schema is not None)
 
     files: Sequence[Any]
     sets: Sequence[Any]
@@ -388,7 +408,9 @@ def _file_object(df: DataFile, shown: Presentation) -> dict[str, Any]:
     return fo
 
 
-def _record_set(df: DataFile) -> dict[str, Any]:
+def _record_set(
+    df: DataFile, specs_of: Callable[[DataSchema], tuple[_FieldSpec, ...]]
+) -> dict[str, Any]:
     assert df.schema is not None
     rs_id = f"slice-{df.sequence}"
     return {
@@ -397,7 +419,7 @@ def _record_set(df: DataFile) -> dict[str, Any]:
         "name": rs_id,
         "description": f"The records of block {df.sequence} (data file {df.multihash})",
         "key": {"@id": f"{rs_id}/offset"},
-        "field": _fields(df.schema, rs_id, df.path),
+        "field": _fields(specs_of(df.schema), rs_id, df.path),
     }
 
 

@@ -192,3 +192,36 @@ def test_a_data_file_that_does_not_match_its_hash_gets_no_sha256(tmp_path):
     assert hashed[first.name] is None
     assert all(v for k, v in hashed.items() if k != first.name)
     assert f"sha256 missing for 1 of {len(hashed)} data files" in " ".join(croissant_problems(doc))
+
+
+def test_struct_and_list_fields_render_their_paths_and_columns():
+    # A schema's fields are rendered once and reused for each record set: the ids and the
+    # columns still name the record set, the file and the nesting.
+    from odfweb3.descriptor.croissant import _field_specs, _fields
+    from odfweb3.odf.model_gen import (
+        DataField,
+        DataSchema,
+        DataTypeInt64,
+        DataTypeList,
+        DataTypeString,
+        DataTypeStruct,
+    )
+
+    inner = DataTypeStruct(fields=(DataField("x", DataTypeInt64()),))
+    schema = DataSchema(
+        fields=(
+            DataField("offset", DataTypeInt64()),
+            DataField("tags", DataTypeList(item_type=DataTypeString())),
+            DataField("point", inner),
+        )
+    )
+    specs = _field_specs(schema)
+    for rs, fid in (("slice-1", "data/f1"), ("slice-2", "data/f2")):
+        got = _fields(specs, rs, fid)
+        assert [f["@id"] for f in got] == [f"{rs}/offset", f"{rs}/tags", f"{rs}/point"]
+        assert got[1]["isArray"] is True and got[1]["dataType"] == "sc:Text"
+        assert got[1]["source"] == {"fileObject": {"@id": fid}, "extract": {"column": "tags"}}
+        (sub,) = got[2]["subField"]
+        assert sub["@id"] == f"{rs}/point/x" and "description" in sub
+        assert sub["source"] == {"fileObject": {"@id": fid}, "extract": {"column": "point.x"}}
+        assert got[2]["dataType"] == "cr:RecordSet" and "source" not in got[2]

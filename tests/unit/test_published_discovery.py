@@ -340,3 +340,15 @@ def test_a_streamed_list_longer_than_a_chunk_is_encoded_in_pieces_as_one_documen
     bad = {"x": StreamedList(1, lambda: iter([{"v": float("nan")}]))}
     with pytest.raises(FormatError, match="not JSON-serializable"):
         b"".join(encode_descriptor_chunks(bad))
+
+
+@pytest.mark.parametrize("count", [1, 2, 63, 64, 65, 128, 129])
+def test_streamed_items_encoded_in_batches_are_the_whole_list_text(count):
+    from odfweb3.descriptor.codec import StreamedList, encode_descriptor_chunks
+
+    items = [{"i": i, "s": [i, {"t": "x"}]} for i in range(count)]
+    doc = {"l": StreamedList(count, lambda: iter(items)), "m": 1}
+    want = json.dumps(
+        {"l": items, "m": 1}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    assert b"".join(encode_descriptor_chunks(doc)) == want.encode()
