@@ -16,7 +16,6 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from multiformats import multibase
 
 from odfweb3.errors import FormatError
 
@@ -51,6 +50,8 @@ class DatasetId:
         text = text.strip()
         if not text.startswith(DID_PREFIX):
             raise FormatError(f"not a dataset ID: {text[:80]!r} (expected did:odf:…)")
+        from multiformats import multibase  # local: a publish's start-up parses no ID text
+
         try:
             raw = multibase.decode(text[len(DID_PREFIX) :])
         except Exception as exc:  # multiformats raises several unrelated types

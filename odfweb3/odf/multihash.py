@@ -19,8 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from multiformats import multibase
-
 from odfweb3.errors import FormatError, HashMismatch
 
 __all__ = [
@@ -172,6 +170,8 @@ def multihash_from_str(text: str) -> bytes:
         except ValueError:
             raise FormatError(f"not a multibase hash: {text[:80]!r}") from None
     else:
+        from multiformats import multibase  # the other encodings: rare, and slow to import
+
         try:
             mh = multibase.decode(text)
         except Exception as exc:  # multiformats raises several unrelated types

@@ -40,7 +40,6 @@ import json
 from typing import Any
 
 import yaml
-from multiformats import multibase
 
 from odfweb3.errors import FormatError
 from odfweb3.odf import model_gen as m
@@ -129,6 +128,8 @@ def _multibase_decode(text: str, where: str) -> bytes:
     try:
         if text[0] == "f":  # fast path for the form we write
             return bytes.fromhex(text[1:])
+        from multiformats import multibase  # the other encodings: rare, and slow to import
+
         return bytes(multibase.decode(text))
     except (ValueError, KeyError) as exc:
         raise FormatError(f"{where}: not a valid multibase string: {text!r}") from exc

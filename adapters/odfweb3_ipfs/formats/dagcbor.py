@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Final
-
-from multiformats import CID
+from typing import TYPE_CHECKING, Final, cast
 
 from odfweb3.errors import FormatError
 
 __all__ = ["MAX_DEPTH", "DagCborValue", "decode_dagcbor", "encode_dagcbor", "sort_key"]
+
+if TYPE_CHECKING:
+    from multiformats import CID
 
 MAX_DEPTH: Final = 64
 """Deepest nesting of lists/maps the decoder accepts."""
@@ -87,6 +89,14 @@ def encode_dagcbor(value: DagCborValue) -> bytes:
     return bytes(out)
 
 
+def _is_cid(value: object) -> bool:
+    # multiformats is imported where a CID is decoded, not here: a car: publish encodes
+    # its IPNS record's DAG-CBOR (no CID in it) and would import it for this test alone.
+    # No value is a CID before the module that defines the class was imported.
+    mf = sys.modules.get("multiformats")
+    return mf is not None and isinstance(value, mf.CID)
+
+
 def _encode(value: DagCborValue, out: bytearray, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise ValueError(f"DAG-CBOR: nesting deeper than {MAX_DEPTH}")
@@ -111,8 +121,8 @@ def _encode(value: DagCborValue, out: bytearray, depth: int) -> None:
         raw = value.encode("utf-8")
         out += _head(_MAJOR_TEXT, len(raw))
         out += raw
-    elif isinstance(value, CID):
-        raw = b"\x00" + bytes(value)
+    elif _is_cid(value):
+        raw = b"\x00" + bytes(cast("CID", value))
         out += _head(_MAJOR_TAG, CID_TAG)
         out += _head(_MAJOR_BYTES, len(raw))
         out += raw
@@ -252,6 +262,8 @@ class _Reader:
         raw = self._take(length)
         if not raw or raw[0] != 0:
             raise FormatError(f"DAG-CBOR: CID at byte {content_at} lacks the 0x00 prefix")
+        from multiformats import CID
+
         try:
             return CID.decode(raw[1:])
         except Exception as exc:  # multiformats raises several unrelated types

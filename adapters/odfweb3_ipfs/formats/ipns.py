@@ -42,7 +42,6 @@ from typing import Final
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from multiformats import multibase, multihash
 
 from odfweb3.errors import FormatError, ResolutionError, SignatureError
 from odfweb3_ipfs.formats.dagcbor import decode_dagcbor, encode_dagcbor
@@ -145,6 +144,8 @@ class OdfExtension:
 
 
 def _check_multihash_text(text: str, where: str) -> None:
+    from multiformats import multibase, multihash  # local: slow to import, used to read
+
     try:
         multihash.unwrap_raw(multibase.decode(text))
     except Exception as exc:  # multiformats raises several unrelated types

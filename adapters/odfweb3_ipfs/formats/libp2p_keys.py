@@ -20,7 +20,7 @@ show their bytes in ``repr``; nothing here logs or prints key material.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import (
@@ -29,7 +29,6 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
-from multiformats import CID, multibase
 
 from odfweb3.errors import FormatError
 from odfweb3_ipfs.formats.pbwire import (
@@ -55,9 +54,13 @@ __all__ = [
     "public_key_to_protobuf",
 ]
 
+if TYPE_CHECKING:
+    from multiformats import CID
+
 KEY_TYPE_ED25519: Final = 1
 LIBP2P_KEY: Final = 0x72  # multicodec libp2p-key
 IDENTITY: Final = 0x00  # multihash identity
+_BASE36: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 SHA2_256: Final = 0x12
 _MAX_INLINE_KEY: Final = 42  # peer-ids spec: inline keys up to 42 serialized bytes
 _KEY_TYPE_NAMES: Final = {0: "RSA", 1: "Ed25519", 2: "Secp256k1", 3: "ECDSA"}
@@ -160,15 +163,27 @@ class IpnsName:
     @property
     def cid(self) -> CID:
         """The name as a CIDv1 with codec libp2p-key."""
+        from multiformats import CID
+
         return CID("base36", 1, LIBP2P_KEY, self.multihash)
 
     def __str__(self) -> str:
         """Canonical text form: base36 CIDv1 libp2p-key (``k51…``)."""
-        return str(self.cid.encode("base36"))
+        # The binary CID ``0x01 0x72 <multihash>`` (both varints one byte) as a base36
+        # number: it starts with 0x01, so no leading zero byte pads it. Written here, not
+        # by multiformats, which a car: publish would import for this alone.
+        value = int.from_bytes(b"\x01\x72" + self.multihash, "big")
+        digits: list[str] = []
+        while value:
+            value, d = divmod(value, 36)
+            digits.append(_BASE36[d])
+        return "k" + "".join(reversed(digits))
 
     @property
     def peer_id(self) -> str:
         """Legacy text form: the bare multihash in base58btc (``12D3Koo…``)."""
+        from multiformats import multibase
+
         return str(multibase.encode(self.multihash, "base58btc"))[1:]
 
     @property
@@ -226,6 +241,8 @@ def parse_ipns_name(text: str) -> IpnsName:
     if not name:
         raise FormatError("IPNS name is empty")
     shown = name[:80]
+    from multiformats import CID, multibase  # local: slow to import, used to read names
+
     if name.startswith(("1", "Qm")):
         # A bare base58btc multihash (legacy peer-ID form): identity "1…", sha2-256 "Qm…".
         try:

@@ -99,7 +99,9 @@ def test_the_probe_sees_what_a_command_loads() -> None:
 def test_an_offline_publish_loads_one_backend_and_no_http(tmp_path) -> None:
     """A ``car:`` dry run opens the IPFS backend only: no Arweave code and no httpx. Once the
     chain is in the verified-chain cache (the first run writes it, encoding its events), no
-    flatbuffers either (a reader of blocks builds none; flatbuffers brings numpy)."""
+    flatbuffers either (a reader of blocks builds none; flatbuffers brings numpy). Never
+    multiformats (its tables: about 0.05 s): the text forms a publish writes (base16
+    multihashes, base32 CIDs, base36 IPNS names) are written by our own code."""
     from odfweb3.odf.builder import create_root_dataset
 
     dataset = tmp_path / "ds"
@@ -120,5 +122,6 @@ def test_an_offline_publish_loads_one_backend_and_no_http(tmp_path) -> None:
     for modules in seen:
         assert "odfweb3_ipfs.publish.car_target" in modules  # the target was opened
         assert [m for m in modules if m.split(".")[0] in {"odfweb3_arweave", "httpx"}] == []
+        assert [m for m in modules if m.split(".")[0] == "multiformats"] == []
     assert "flatbuffers" in seen[0]  # the check can see it
     assert [m for m in seen[1] if m.split(".")[0] in {"flatbuffers", "numpy", "pyarrow"}] == []

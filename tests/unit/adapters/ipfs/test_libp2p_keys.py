@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from odfweb3.errors import FormatError
 from odfweb3_ipfs.formats.libp2p_keys import (
@@ -138,3 +140,15 @@ def test_generated_keys_round_trip_and_names_are_stable():
     name = ipns_name_for_public_key(public_key_bytes(key))
     assert name.startswith("k51")
     assert parse_ipns_name(name).inlined_public_key() == public_key_bytes(key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=32, max_size=32), st.binary(min_size=32, max_size=32))
+def test_the_base36_name_is_the_multiformats_text(key: bytes, digest: bytes) -> None:
+    # Written by hand (no multiformats import on a publish); the same text as its CID
+    from multiformats import CID
+
+    for mh in (IpnsName.from_public_key(key).multihash, b"\x12\x20" + digest):
+        name = IpnsName(mh)
+        assert str(name) == CID("base36", 1, 0x72, mh).encode("base36")
+        assert parse_ipns_name(str(name)) == name
