@@ -36,7 +36,6 @@ from odfweb3.odf.identity import DatasetId
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.target import PublishTarget
-from odfweb3.read.claims import NameClaims, resolve_dataset
 from odfweb3.read.replica import Replica
 from odfweb3_ipfs.declaration import DECLARATION, IpfsOptions
 from odfweb3_ipfs.formats.cid import Cid
@@ -51,10 +50,10 @@ from odfweb3_ipfs.publish.state import (
     parse_node_extra,
     parse_pin_state,
 )
-from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
 from odfweb3_ipfs.read.replay_memory import SEEN_FILE, SequenceMemory
 
 if TYPE_CHECKING:
+    from odfweb3.read.claims import NameClaims
     from odfweb3_ipfs.formats.dnslink import DnsLinkRecord
     from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
     from odfweb3_ipfs.read.access import IpfsAccess
@@ -191,6 +190,8 @@ class IpfsBackend:
             out_dir = Path(ref.removeprefix("car:")).expanduser()
             # The replay memory is the one IPNS names read online use: an
             # offline copy of an older record is refused once a newer one has been seen.
+            from odfweb3_ipfs.read.car_replica import CarDirReplica, check_car_dir
+
             memory = SequenceMemory(config.state_dir / "ipns-seen.json")
             check = check_car_dir(out_dir, memory=memory)
             return CarDirReplica(check, ref, out_dir, _local_key(config))
@@ -203,6 +204,8 @@ class IpfsBackend:
             # Ciphertext blocks: the chain is walked (and the Seed's ID checked against
             # the envelope's) only once decrypted (odfweb3.read.unseal.decrypting_replica).
             return replica
+        from odfweb3.read.claims import resolve_dataset  # the read side: not for a publish
+
         resolve_dataset(ref, replica, claims)
         return replica
 
