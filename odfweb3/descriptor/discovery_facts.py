@@ -46,6 +46,7 @@ from odfweb3.odf.timestamp import Timestamp
 __all__ = [
     "DataFile",
     "DiscoveryFacts",
+    "DiscoveryWalk",
     "Presentation",
     "catalogue_gaps",
     "discovery_facts",
@@ -211,70 +212,96 @@ def discovery_facts_walked(walk: Iterable[ChainEntry]) -> DiscoveryFacts:
     Raises:
         ValueError: the chain does not end at a Seed.
     """
-    head: ChainEntry | None = None
-    info: SetInfo | None = None
-    lic: SetLicense | None = None
-    schema: DataSchema | None = None
-    inputs: tuple[str, ...] | None = None
-    seen_schema = False
-    states: dict[str, InputState] = {}  # newest first; re-ordered as the forward fold's
-    order: list[str] = []  # dataset IDs by their newest consumption, walking down
-    done: list[DataFile] = []  # newest first
-    pending: list[tuple[int, bytes, int]] = []  # files waiting for the schema in force
-    seed: ChainEntry | None = None
-    last: ChainEntry | None = None
+    fold = DiscoveryWalk()
     for e in walk:
-        last = e
-        if head is None:
-            head = e
+        if fold.feed(e):
+            break
+    return fold.facts()
+
+
+class DiscoveryWalk:
+    """:func:`discovery_facts_walked` fed one entry at a time, head first: a walk that
+    checks the chain for another reason (a first publish's verified load) gathers the
+    discovery facts as it goes, and no second walk decodes the chain again."""
+
+    def __init__(self) -> None:
+        self.head: ChainEntry | None = None
+        self.info: SetInfo | None = None
+        self.lic: SetLicense | None = None
+        self.schema: DataSchema | None = None
+        self.inputs: tuple[str, ...] | None = None
+        self.seen_schema = False
+        self.states: dict[str, InputState] = {}  # newest first; re-ordered as the fold's
+        self.order: list[str] = []  # dataset IDs by their newest consumption, walking down
+        self.done: list[DataFile] = []  # newest first
+        self.pending: list[tuple[int, bytes, int]] = []  # files waiting for their schema
+        self.seed: ChainEntry | None = None
+        self.last: ChainEntry | None = None
+
+    def feed(self, e: ChainEntry) -> bool:
+        """Take the next entry down the chain; True once it was the Seed (the end)."""
+        self.last = e
+        if self.head is None:
+            self.head = e
         ev = e.block.event
         if isinstance(ev, Seed):
-            seed = e
-            break
+            self.seed = e
+            return True
         if isinstance(ev, SetInfo):
-            info = ev if info is None else info
+            self.info = ev if self.info is None else self.info
         elif isinstance(ev, SetLicense):
-            lic = ev if lic is None else lic
+            self.lic = ev if self.lic is None else self.lic
         elif isinstance(ev, SetTransform):
-            if inputs is None:
-                inputs = tuple(str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d)
+            if self.inputs is None:
+                self.inputs = tuple(
+                    str(DatasetId.from_bytes(d)) for d, _ in declared_inputs(ev) if d
+                )
         elif isinstance(ev, SetDataSchema) and ev.schema is not None:
-            if not seen_schema:
-                schema, seen_schema = ev.schema, True
-            done.extend(DataFile(q, h, n, ev.schema) for q, h, n in pending)
-            pending.clear()
+            if not self.seen_schema:
+                self.schema, self.seen_schema = ev.schema, True
+            self.done.extend(DataFile(q, h, n, ev.schema) for q, h, n in self.pending)
+            self.pending.clear()
         elif isinstance(ev, AddData | ExecuteTransform):
             if isinstance(ev, ExecuteTransform):
                 for qi in reversed(ev.query_inputs or ()):
                     if qi.dataset_id is not None:
                         key = str(DatasetId.from_bytes(qi.dataset_id))
-                        if key not in states:
-                            states[key] = InputState().after(qi)
-                        order.append(key)
+                        if key not in self.states:
+                            self.states[key] = InputState().after(qi)
+                        self.order.append(key)
             ds = ev.new_data
             if ds is not None and ds.physical_hash is not None:
-                pending.append((e.block.sequence_number, ds.physical_hash, ds.size))
-    if seed is None or head is None or last is not seed:
-        raise ValueError("discovery metadata needs a whole chain ending at its Seed")
-    done.extend(DataFile(q, h, n, None) for q, h, n in pending)
-    done.reverse()
-    # The forward fold inserts each input at its oldest consumption.
-    first_seen = list(dict.fromkeys(reversed(order)))
-    seed_event = seed.block.event
-    assert isinstance(seed_event, Seed)
-    return DiscoveryFacts(
-        dataset_id=str(DatasetId.from_bytes(seed_event.dataset_id or b"")),
-        head=head.hash,
-        sequence=head.block.sequence_number,
-        created=seed.block.system_time,
-        modified=head.block.system_time if head is not seed else seed.block.system_time,
-        info=info,
-        license=lic,
-        inputs=inputs or (),
-        input_states={k: states[k] for k in first_seen},
-        schema=schema,
-        files=tuple(done),
-    )
+                self.pending.append((e.block.sequence_number, ds.physical_hash, ds.size))
+        return False
+
+    def facts(self) -> DiscoveryFacts:
+        """The facts of the entries fed.
+
+        Raises:
+            ValueError: they did not end at a Seed.
+        """
+        seed, head = self.seed, self.head
+        if seed is None or head is None or self.last is not seed:
+            raise ValueError("discovery metadata needs a whole chain ending at its Seed")
+        done = [*self.done, *(DataFile(q, h, n, None) for q, h, n in self.pending)]
+        done.reverse()
+        # The forward fold inserts each input at its oldest consumption.
+        first_seen = list(dict.fromkeys(reversed(self.order)))
+        seed_event = seed.block.event
+        assert isinstance(seed_event, Seed)
+        return DiscoveryFacts(
+            dataset_id=str(DatasetId.from_bytes(seed_event.dataset_id or b"")),
+            head=head.hash,
+            sequence=head.block.sequence_number,
+            created=seed.block.system_time,
+            modified=head.block.system_time if head is not seed else seed.block.system_time,
+            info=self.info,
+            license=self.lic,
+            inputs=self.inputs or (),
+            input_states={k: self.states[k] for k in first_seen},
+            schema=self.schema,
+            files=tuple(done),
+        )
 
 
 def _fold(facts: DiscoveryFacts, entries: Iterable[ChainEntry]) -> DiscoveryFacts:

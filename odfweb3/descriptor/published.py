@@ -80,6 +80,7 @@ def facts_since(
     since: bytes | None,
     cached: ChainFacts | None,
     chain: Sequence[ChainEntry] | None = None,
+    whole: DiscoveryFacts | None = None,
 ) -> DiscoveryFacts:
     """The discovery facts at ``head`` whose ``files`` are only the data files of the blocks
     above ``since`` (every data file when ``since`` is None or not an ancestor).
@@ -91,8 +92,12 @@ def facts_since(
     when ``since`` is not met, the whole chain is read: ``chain`` when the caller holds
     the verified entries already (head first), else walked again holding no block
     (:func:`discovery_facts_walked`: a first publish of a long chain renders every data
-    file, and the decoded chain would be most of its memory).
+    file, and the decoded chain would be most of its memory). ``whole``: the whole chain's
+    facts at ``head`` when the caller has them already (the verified load of a first
+    publish gathers them: then no walk at all).
     """
+    if since is None and whole is not None and whole.head == head:
+        return whole
     if since is None:  # every file: the entries held, else one walk that holds no block
         return discovery_facts(chain) if chain else discovery_facts_walked(walk_chain(reader, head))
     above: list[ChainEntry] = []

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from odfweb3.atomic_file import write_file_atomic
+from odfweb3.descriptor.discovery_facts import DiscoveryFacts, DiscoveryWalk
 from odfweb3.errors import IntegrityError, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects, walk_chain
@@ -447,6 +448,8 @@ class VerifiedChain:
             the start): its filter covers every object below the walked blocks.
         cache: the cache the chain was loaded with (:meth:`facts_at` asks it).
         links: reads the linked objects of the dataset's data files (ODF RFC-017).
+        discovery: the discovery facts of the whole chain, when the load walked all of it
+            holding no block (a first publish: its documents list every data file).
     """
 
     reader: DatasetReader
@@ -458,6 +461,7 @@ class VerifiedChain:
     cache: ChainCache | None = field(default=None, repr=False)
     _objects: list[DatasetObject] | None = field(default=None, repr=False)
     links: LinkSource | None = field(default=None, repr=False)
+    discovery: DiscoveryFacts | None = field(default=None, repr=False)
 
     @property
     def columns_below(self) -> tuple[str, ...]:
@@ -553,17 +557,22 @@ def _load_streaming(
     """
     rules = ChainRulesBackwards()
     walk = FactsWalk()
+    # A first publish renders every data file in its discovery documents: their facts are
+    # gathered by this walk too, not by a second walk decoding the chain again.
+    discovery = DiscoveryWalk()
 
     def entries() -> Iterator[ChainEntry]:
         for e in newest:
             rules.feed(e)
             walk.feed(e)
+            discovery.feed(e)
             yield e
         for e in rest:
             if cache is not None and cache.get(e.hash) is not None:
                 raise _CachedBelow
             rules.feed(e)
             walk.feed(e)
+            discovery.feed(e)
             yield e
 
     try:
@@ -590,6 +599,7 @@ def _load_streaming(
         cache,
         _objects=objects,
         links=links,
+        discovery=discovery.facts(),  # the rules passed: the walk ended at the Seed
     )
     if cache is not None:
         cache.put(facts)

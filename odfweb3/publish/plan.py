@@ -22,6 +22,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar, overload
 
+from odfweb3.descriptor.discovery_facts import DiscoveryFacts
 from odfweb3.errors import ConflictError
 from odfweb3.odf.chain import ChainEntry, DatasetObject, columns_at, iter_objects
 from odfweb3.odf.facts import ChainFacts
@@ -141,6 +142,8 @@ class PublishPlan:
             themselves without walking the chain again (lazy like ``objects``).
         facts: the chain's facts at the head (the discovery descriptor's), when
             planned from a :class:`VerifiedChain`.
+        discovery: the whole chain's discovery facts at the head, when the chain's load
+            gathered them (a first publish of a long chain: no second walk for them).
         total: the sum of the recorded sizes of ``objects``.
         record_extra: extra facts for the name record (``inputs``, dataset ID ->
             locator of each input); every target copies ``inputs`` into its record.
@@ -161,6 +164,7 @@ class PublishPlan:
     chain: Sequence[ChainEntry] = field(default=(), repr=False, compare=False)
     record_extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     facts: ChainFacts | None = field(default=None, repr=False, compare=False)
+    discovery: DiscoveryFacts | None = field(default=None, repr=False, compare=False)
     total: int | None = field(default=None, repr=False, compare=False)
     keep_record: bool = field(default=False, compare=False)
 
@@ -389,6 +393,7 @@ def _plan_verified(
             objects,
             whole,
             facts=facts,
+            discovery=chain.discovery,
             total=facts.object_bytes,
         )
 

@@ -352,3 +352,25 @@ def test_streamed_items_encoded_in_batches_are_the_whole_list_text(count):
         {"l": items, "m": 1}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
     assert b"".join(encode_descriptor_chunks(doc)) == want.encode()
+
+
+def test_a_first_publishs_load_gathers_the_walked_discovery_facts(tmp_path, monkeypatch):
+    # The verified load of a long chain with nothing cached (a first publish) walks it
+    # holding no block; it gathers the documents' facts on the way, so no second walk.
+    from odfweb3.descriptor.discovery_facts import discovery_facts_walked
+    from odfweb3.descriptor.published import facts_since
+    from odfweb3.publish import chain_cache
+
+    monkeypatch.setattr(chain_cache, "HELD", 2)  # the streamed load from the third block
+    root = create_root_dataset(tmp_path / "in", blocks=3, data_bytes=2000, seed=43, fsync=False)
+    deriv = create_derivative_dataset(tmp_path / "d", [root.path], transactions=4, seed=44)
+    for path in (root.path, deriv.path):  # (the schema-changing fixture breaks rule 21)
+        reader = DatasetReader.open(path)
+        chain = chain_cache.load_chain(reader)
+        assert chain.discovery is not None
+        assert chain.discovery == discovery_facts_walked(walk_chain(reader))
+        got = facts_since(reader, chain.head, None, chain.facts, None, chain.discovery)
+        assert got is chain.discovery
+        assert list(got.input_states) == list(
+            discovery_facts_walked(walk_chain(reader)).input_states
+        )

@@ -239,7 +239,12 @@ class _Descriptor:
             return out
         plan = self.plan
         facts = facts_since(
-            self.reader, plan.head, self.earlier.head, plan.facts, held_entries(plan.chain)
+            self.reader,
+            plan.head,
+            self.earlier.head,
+            plan.facts,
+            held_entries(plan.chain),
+            plan.discovery,
         )
 
         def url_of(rel: str) -> str:

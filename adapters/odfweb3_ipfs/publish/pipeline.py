@@ -463,7 +463,9 @@ def discovery_documents(
     if earlier.head is not None and earlier.head == plan.head and earlier.croissant:
         kept = {"croissant": earlier.croissant, "dcat": earlier.dcat or ""}
         return (), {k: v.removeprefix("ipfs://") for k, v in kept.items()}
-    facts = facts_since(reader, plan.head, earlier.head, plan.facts, held_entries(plan.chain))
+    facts = facts_since(
+        reader, plan.head, earlier.head, plan.facts, held_entries(plan.chain), plan.discovery
+    )
     shown = Presentation(
         settings.publisher,
         identity,
