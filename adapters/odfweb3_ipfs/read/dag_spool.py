@@ -85,7 +85,7 @@ class DagSpool:
                 if kept >= max_blocks or spent + len(data) > max_bytes:
                     break
                 if cid.codec == CODEC_DAG_PB:
-                    node = decode_pbnode(data, where=str(cid))
+                    node = decode_pbnode(data, where=cid)
                     wanted.update(link.cid.raw for link in node.links)
                 wanted.discard(raw)
                 self._keep(raw, data)

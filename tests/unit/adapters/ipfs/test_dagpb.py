@@ -134,3 +134,53 @@ def test_fuzz_pbnode_round_trip(links: list[tuple[bytes, int]], data: bytes | No
     child = Cid.decode(HELLO_V0)
     node = PBNode(links=tuple(PBLink(child, name, tsize) for name, tsize in links), data=data)
     assert decode_pbnode(encode_pbnode(node.links, node.data)) == node
+
+
+def _strict(block: bytes) -> PBNode | FormatError:
+    from odfweb3_ipfs.formats.dagpb import _decode_strict
+
+    try:
+        return _decode_strict(block, "b")
+    except FormatError as exc:
+        return exc
+
+
+_A_CID = Cid.of_block(b"x", version=1, codec=0x55).raw
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    links=st.lists(
+        st.tuples(st.binary(max_size=140), st.one_of(st.none(), st.integers(0, 1 << 40))),
+        max_size=5,
+    ),
+    data=st.one_of(st.none(), st.binary(max_size=200)),
+    cut=st.integers(0, 400),
+    flip=st.tuples(st.integers(0, 400), st.integers(0, 255)),
+)
+def test_the_fast_decoder_agrees_with_the_strict_one_or_leaves_it_to_it(
+    links: list[tuple[bytes, int | None]],
+    data: bytes | None,
+    cut: int,
+    flip: tuple[int, int],
+) -> None:
+    """The fast path (the layout every writer uses) never accepts what the strict decoder
+    refuses, and decodes what it accepts to the same node: on well-formed blocks (names of
+    every length, Tsize absent or many bytes), cut short, and with one byte changed."""
+    from odfweb3_ipfs.formats.dagpb import _fast_node
+
+    good = encode_pbnode([PBLink(Cid.from_bytes(_A_CID), n, t or 0) for n, t in links], data)
+    mutated = bytearray(good)
+    if mutated:
+        mutated[flip[0] % len(mutated)] = flip[1]
+    for block in (good, good[: cut % (len(good) + 1)], bytes(mutated)):
+        strict = _strict(block)
+        fast = _fast_node(block)
+        if isinstance(strict, FormatError):
+            assert fast is None
+            with pytest.raises(FormatError):
+                decode_pbnode(block)
+        else:
+            assert fast is None or fast == strict
+            assert decode_pbnode(block) == strict
+    assert _fast_node(good) is not None  # the writers' layout takes the fast path
