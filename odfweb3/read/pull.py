@@ -32,6 +32,7 @@ files, checkpoints and linked objects the new blocks name, each once
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
@@ -52,7 +53,14 @@ from odfweb3.odf.chain import (
     walk_chain,
 )
 from odfweb3.odf.identity import DatasetId
-from odfweb3.odf.layout import HEAD_REF, LAYOUT_DIRS, DatasetReader, object_relpath
+from odfweb3.odf.layout import (
+    HEAD_REF,
+    LAYOUT_DIRS,
+    DatasetReader,
+    ObjectKind,
+    local_io_error,
+    object_relpath,
+)
 from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
@@ -350,7 +358,16 @@ def _fetch_and_place(
     """Steps 3 and 4 of the module docstring, the replica's chain already checked."""
     named = list(iter_objects(entries))
     objects = [o for o in named if o.kind != "block"]
-    missing = [o for o in objects if not store.has(o.kind, o.hash)]
+    # A first pull lists DEST's layout folders once (usually empty) instead of an lstat per
+    # object; an incremental pull asks about its few new objects one by one.
+    in_dest = _Listings(dest_path) if old_head is None else None
+
+    def present(kind: ObjectKind, mh: bytes) -> bool:
+        if in_dest is not None and not in_dest.may_hold(kind, mh):
+            return False
+        return store.has(kind, mh)  # a link or folder at the name is refused here
+
+    missing = [o for o in objects if not present(o.kind, o.hash)]
     if on_total is not None:
         on_total(sum(o.size or 0 for o in missing))
     # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are
@@ -364,8 +381,14 @@ def _fetch_and_place(
     # the blocks were read from the replica to walk the chain: fetched too
     fetched_bytes = sum(len(b) for b in raw_blocks.values())
     # Verified and staged by an interrupted run: already present, not fetched now. Read
-    # back and hashed again: a crash may have left a staged file short of its bytes.
-    staged = {o.hash for o in missing if staging.has_intact(o.kind, o.hash)}
+    # back and hashed again: a crash may have left a staged file short of its bytes. (The
+    # staging area listed once: empty but after an interruption.)
+    in_staging = _Listings(staging_root)
+
+    def intact(kind: ObjectKind, mh: bytes) -> bool:
+        return in_staging.may_hold(kind, mh) and staging.has_intact(kind, mh)
+
+    staged = {o.hash for o in missing if intact(o.kind, o.hash)}
     staged_before = len(staged)
     if prefetch is not None and missing and not staged:
         # A first pull: each folder in one stream, bounded by what the blocks record it
@@ -382,6 +405,11 @@ def _fetch_and_place(
     failed = threading.Event()
 
     def fetch(obj: DatasetObject) -> int:
+        if obj.kind == "block":
+            # verified by the walk, checked against its hash again by the store; staged on
+            # the same threads as the objects (file creation is the kernel's work)
+            staging.put("block", obj.hash, [raw_blocks.pop(obj.hash)])
+            return 0  # counted as read by the walk
         if obj.hash in staged:
             return 0
         staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress))
@@ -402,11 +430,15 @@ def _fetch_and_place(
 
     # A linked object's size is known only once fetched (no block records it).
     links = ParquetLinks(open_data, lambda mh: None, replica.name)
+    # Blocks too, oldest first.
+    new_blocks = [e for e in reversed(entries) if not present("block", e.hash)]
+    staged_blocks = [DatasetObject("block", e.hash, e.size) for e in new_blocks]
     try:
-        fetched_bytes += _fetch_all(fetch, missing, parallel, failed)
+        fetched_bytes += _fetch_all(fetch, missing + staged_blocks, parallel, failed)
+        del staged_blocks
         linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
-        new_linked = [o for o in linked if not store.has(o.kind, o.hash)]
-        again = {o.hash for o in new_linked if staging.has_intact(o.kind, o.hash)}
+        new_linked = [o for o in linked if not present(o.kind, o.hash)]
+        again = {o.hash for o in new_linked if intact(o.kind, o.hash)}
         staged_before += len(again)
         staged |= again
         fetched_bytes += _fetch_all(fetch_linked, new_linked, parallel, failed)
@@ -417,20 +449,9 @@ def _fetch_and_place(
         # verified objects for the next run.)
         shutil.rmtree(staging_root, ignore_errors=True)
         raise
-    # Blocks too (each checked against its hash again by the store), oldest first.
-    new_blocks = [e.hash for e in reversed(entries) if not store.has("block", e.hash)]
-    for mh in new_blocks:
-        staging.put("block", mh, [raw_blocks[mh]])
-    moves = [(o.kind, o.hash) for o in missing] + [("block", mh) for mh in new_blocks]
+    moves = [(o.kind, o.hash) for o in missing] + [("block", e.hash) for e in new_blocks]
     sync_filesystem(staging_root, (staging.os_path(kind, mh) for kind, mh in moves))
-    # Objects first, then blocks; each rename made durable by the folder's fsync below,
-    # before the head moves.
-    folders: set[str] = set()
-    for kind, mh in moves:
-        target = store.os_path(kind, mh)
-        os.replace(staging.os_path(kind, mh), target)
-        folders.add(os.path.dirname(target))
-    sync_paths(sorted(folders))
+    _place(staging_root, dest_path, moves)
     if entries:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)
@@ -454,6 +475,81 @@ def _fetch_and_place(
         files_removed=removed,
         objects=count,
     )
+
+
+class _Listings:
+    """The names in a dataset directory's layout folders, each folder listed once when first
+    asked (one ``scandir`` instead of an ``lstat`` per object)."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = str(root)
+        self._names: dict[str, frozenset[str]] = {}
+
+    def may_hold(self, kind: ObjectKind, mh: bytes) -> bool:
+        """False when the folder holds nothing at the object's name (absent, or not listed
+        as anything); True asks the store (which checks what the entry is)."""
+        folder, _, name = object_relpath(kind, mh).partition("/")
+        names = self._names.get(folder)
+        if names is None:
+            names = self._names[folder] = frozenset(_entries(f"{self._root}/{folder}"))
+        return name in names
+
+
+def _entries(folder: str) -> Iterator[str]:
+    try:
+        with os.scandir(folder) as it:
+            yield from (e.name for e in it)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+
+
+def _place(staging_root: Path, dest: Path, moves: list[tuple[ObjectKind, bytes]]) -> None:
+    """Move the staged ``moves`` (flushed) into ``dest``'s layout: objects first, then
+    blocks, every rename made durable before the caller moves the head.
+
+    A folder of the layout that ``dest`` holds empty (a first pull) gets the staged folder
+    itself in one rename, when the staged folder holds exactly its moves as regular files:
+    30,000 renames of a 10,000-block pull were a sixth of its wall time on a loaded machine.
+    Otherwise (an incremental pull, a rerun after an interruption between folders, anything
+    else in a folder) each object is renamed on its own.
+    """
+    folders: dict[str, list[str]] = {}  # objects' folders first: data/, checkpoints/, blocks/
+    for kind, mh in moves:
+        folder, _, name = object_relpath(kind, mh).partition("/")
+        folders.setdefault(folder, []).append(name)
+    if "blocks" in folders:
+        folders["blocks"] = folders.pop("blocks")
+    synced: set[str] = set()
+    for folder, names in folders.items():
+        staged, target = f"{staging_root}/{folder}", f"{dest}/{folder}"
+        if _swap_folder(staged, target, names):
+            synced.add(str(dest))
+            continue
+        for name in names:
+            os.replace(f"{staged}/{name}", f"{target}/{name}")
+        synced.add(target)
+    sync_paths(sorted(synced))
+
+
+def _swap_folder(staged: str, target: str, names: list[str]) -> bool:
+    """Rename ``staged`` over ``target`` when ``target`` is an empty directory and ``staged``
+    holds exactly ``names``, regular files; False (nothing done) otherwise."""
+    if next(_entries(target), None) is not None:
+        return False
+    try:
+        with os.scandir(staged) as it:
+            held = {e.name: e.is_file(follow_symlinks=False) for e in it}
+    except OSError:
+        return False
+    if len(held) != len(names) or not all(held.get(n, False) for n in names):
+        return False
+    try:
+        os.replace(staged, target)  # rename(2) over an empty directory: atomic
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False  # something was written into it meanwhile: one by one
+        raise local_io_error(exc, Path(target)) from None
+    return True
 
 
 def _fetch_all(

@@ -268,29 +268,35 @@ class LocalStore:
         code, _ = split_multihash(mh)
         hasher = new_hasher(code)
 
-        def hashing() -> Iterator[bytes]:
-            for chunk in chunks:
-                hasher.update(chunk)
-                yield chunk
-
         # Paths as text: a pull stores 30,000 objects at 10,000 blocks, and pathlib's joins
         # were an eighth of its time.
         rel = object_relpath(kind, mh)
         folder = f"{self._root_s}/{os.path.dirname(rel)}"
         final = f"{self._root_s}/{rel}"
         tmp = final if self._in_place else f"{folder}/.incoming-{os.getpid()}-{mh[2:10].hex()}"
-        if _lstat(tmp) is not None:
-            os.unlink(tmp)  # a leftover of an interrupted run (never followed if a link)
         placed = False
         try:
             # O_EXCL | O_NOFOLLOW: a name planted meanwhile is never written through.
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
-                for chunk in hashing():
-                    f.write(chunk)
-                f.flush()
+            try:
+                fd = os.open(tmp, flags, 0o644)
+            except FileExistsError:
+                # A leftover of an interrupted run (unlinked, never followed if a link):
+                # asked only then, not with an lstat before every one of 30,000 writes.
+                os.unlink(tmp)
+                fd = os.open(tmp, flags, 0o644)
+            try:
+                # os.write, not a buffered file object: most objects are one chunk of a
+                # few KiB, and a pull writes 30,000 of them
+                for chunk in chunks:
+                    hasher.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
                 if self._fsync:
-                    os.fsync(f.fileno())
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
             actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
             if actual != mh:
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)

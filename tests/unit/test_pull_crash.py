@@ -88,11 +88,11 @@ def _no_dangling_head(dest: Path) -> None:
         ("stream", 5),
         ("flush", 1),
         ("fsync", 3),
-        # 17 renames in all at 4 blocks: 8 objects, then 8 blocks, then refs/head
+        # 4 renames in all for a first pull: data/, checkpoints/, blocks/, then refs/head
+        ("replace", 1),
         ("replace", 2),
-        ("replace", 9),
-        ("replace", 16),
-        ("replace", 17),
+        ("replace", 3),
+        ("replace", 4),
     ],
 )
 def test_a_pull_killed_anywhere_leaves_no_dangling_head_and_the_rerun_completes(

@@ -98,11 +98,9 @@ def test_linux_has_syncfs() -> None:
         os.close(fd)
 
 
-def test_a_pull_uses_one_flush_and_renames_each_object_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    src = create_root_dataset(tmp_path / "src", blocks=5, data_bytes=10_000, seed=51).path
-    replica = LocalReplica(DatasetReader.open(src))
+def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[tuple[str, str]]]:
+    """Count the flushes of the staging area (and how many files each covers) and the
+    renames, for the pulls that follow."""
     flushed: list[int] = []
     real_flush = pull.sync_filesystem
 
@@ -119,14 +117,68 @@ def test_a_pull_uses_one_flush_and_renames_each_object_once(
 
     monkeypatch.setattr(pull, "sync_filesystem", flush)
     monkeypatch.setattr(os, "replace", replace)
+    return flushed, renames
+
+
+def test_a_first_pull_uses_one_flush_and_moves_each_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = create_root_dataset(tmp_path / "src", blocks=5, data_bytes=10_000, seed=51).path
+    replica = LocalReplica(DatasetReader.open(src))
+    flushed, renames = _counting(monkeypatch)
     res = pull_dataset(replica, tmp_path / "dest")
     monkeypatch.undo()
-    moved = res.objects_fetched  # the glossary's count: the new blocks included
-    assert flushed == [moved]
+    assert flushed == [res.objects_fetched]  # the glossary's count: the new blocks included
+    dest = tmp_path / "dest"
+    # DEST's layout folders were empty: each staged folder renamed over its own, objects
+    # first, blocks last, then refs/head
+    assert [b for a, b in renames] == [
+        f"{dest}/data",
+        f"{dest}/checkpoints",
+        f"{dest}/blocks",
+        f"{dest}/refs/head",
+    ]
+    assert validate_dataset(dest, deep=True).ok
+    assert not (dest / ".odfweb3" / "incoming").exists()
+
+
+def test_an_incremental_pull_renames_each_object_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from odfweb3.odf.builder import append_blocks
+
+    src = create_root_dataset(tmp_path / "src", blocks=3, data_bytes=6_000, seed=53).path
+    dest = tmp_path / "dest"
+    pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
+    append_blocks(src, 2, data_bytes=4_000)
+    flushed, renames = _counting(monkeypatch)
+    res = pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
+    monkeypatch.undo()
+    moved = res.objects_fetched
+    assert res.new_blocks == 2 and flushed == [moved]
     into_layout = [b for a, b in renames if "/.odfweb3/incoming/" in a]
-    assert len(into_layout) == moved and len(set(into_layout)) == moved
+    assert len(into_layout) == moved and len(set(into_layout)) == moved  # one file each
     assert len(renames) == moved + 1  # and refs/head
-    assert validate_dataset(tmp_path / "dest", deep=True).ok
+    assert validate_dataset(dest, deep=True).ok
+
+
+def test_a_staged_folder_holding_anything_else_is_moved_object_by_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = create_root_dataset(tmp_path / "src", blocks=3, data_bytes=6_000, seed=54).path
+    dest = tmp_path / "dest"
+    stray = dest / ".odfweb3" / "incoming" / "data" / "not-an-object"
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes(b"left by someone else")
+    _, renames = _counting(monkeypatch)
+    res = pull_dataset(LocalReplica(DatasetReader.open(src)), dest)
+    monkeypatch.undo()
+    into_data = [b for a, b in renames if b.startswith(f"{dest}/data")]
+    assert len(into_data) == res.objects.data_files  # one by one: the stray stays out
+    assert not (dest / "data" / "not-an-object").exists()
+    assert [b for a, b in renames if b == f"{dest}/blocks"]  # the other folders whole
+    report = validate_dataset(dest, deep=True)
+    assert report.ok and not report.orphans
 
 
 def test_a_second_pull_into_the_same_directory_is_refused_while_one_runs(
