@@ -2,14 +2,17 @@
 
 1. read the replica's head (its reader verifies the name record where there is one);
 2. walk blocks from the head back to the Seed, or to the destination's head when the
-   destination already holds an ancestor (incremental), verifying every block hash;
+   destination already holds an ancestor (incremental), verifying every block hash and
+   checking every chain rule; a first pull holds no decoded block (the rules are checked
+   walking back, the blocks read again to be staged), an incremental one its new blocks;
 3. fetch data files and checkpoints in parallel, each checked for size (never more
    bytes than the block records) and hash before it is kept; then the linked objects
    their ``ObjectLink`` columns name (ODF RFC-017: read from the verified data files),
    each checked against its hash;
 4. stage objects (at their names in ``DEST/.odfweb3/incoming``, one pull at a time),
    flush them together, move them into place once all are verified, then blocks, then
-   ``refs/head`` last (compare-and-set).
+   ``refs/head`` last (compare-and-set); a layout folder DEST holds empty (a first pull)
+   gets the staged folder in one rename.
 
 A non-empty destination that is not a dataset (anything beside the ODF layout and the
 work directory, and no ``refs/head``) is refused: a pull never mixes files into it. A
@@ -37,7 +40,7 @@ import fcntl
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -61,10 +64,11 @@ from odfweb3.odf.layout import (
     local_io_error,
     object_relpath,
 )
-from odfweb3.odf.model_gen import Seed
+from odfweb3.odf.linked import link_columns
+from odfweb3.odf.model_gen import Seed, SetDataSchema
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
-from odfweb3.odf.validate import chain_state, check_chain_rules
+from odfweb3.odf.validate import ChainRulesBackwards, chain_state, check_chain_rules
 from odfweb3.read.replica import FolderPrefetch, Replica
 from odfweb3.store.local import WORK_DIR, LocalStore, sync_filesystem, sync_paths
 
@@ -243,23 +247,34 @@ def _pull(
     on_total: Callable[[int], None] | None,
 ) -> PullResult:
     """Steps 2 to 4 of the module docstring, ``head`` read."""
-    entries: list[ChainEntry] = []
-    raw_blocks: dict[bytes, bytes] = {}
-
-    def read_block(mh: bytes) -> bytes:
-        data = replica.read_block(mh)
-        raw_blocks[mh] = data
-        return data
-
-    # Down to DEST's head, which is not read again (walk_chain's stop_at): reached when the
-    # last new block names it, or the replica's head is it.
-    entries.extend(walk_chain(read_block, head, stop_at=old_head))
-    reached_old = old_head is not None and (
-        head == old_head or (bool(entries) and entries[-1].block.prev_block_hash == old_head)
+    if old_head is None:
+        named, chain = _walk_first(replica, head)
+        store = LocalStore(dest_path)
+        with _one_pull_at_a_time(dest_path):
+            return _fetch_and_place(
+                replica,
+                dest_path,
+                store,
+                head,
+                None,
+                named,
+                chain,
+                (),
+                False,
+                prefetch,
+                parallel=parallel,
+                progress=progress,
+                on_total=on_total,
+            )
+    # Incremental (or --force): the few new blocks are held. Down to DEST's head, which is
+    # not read again (walk_chain's stop_at): reached when the last new block names it, or
+    # the replica's head is it.
+    entries = list(walk_chain(replica.read_block, head, stop_at=old_head))
+    reached_old = head == old_head or (
+        bool(entries) and entries[-1].block.prev_block_hash == old_head
     )
-    replaced = old_head is not None and not reached_old
+    replaced = not reached_old
     if replaced and not force:
-        assert old_head is not None
         theirs, ours = _seed_id(entries), _dest_id(dest_path, old_head)
         if theirs is not None and ours is not None and theirs != ours:
             raise ConflictError(
@@ -272,10 +287,10 @@ def _pull(
         )
     if entries:
         # Every new block against every rule before anything is written: a whole chain
-        # from its Seed, or (incremental) the new blocks from the state at DEST's head,
-        # read back from DEST's own blocks only as far as that state needs.
+        # from its Seed (--force), or the new blocks from the state at DEST's head, read
+        # back from DEST's own blocks only as far as that state needs.
         after = None
-        if old_head is not None and reached_old:
+        if reached_old:
             try:
                 after = chain_state(
                     walk_chain(DatasetReader(dest_path.resolve()), old_head), entries
@@ -289,7 +304,7 @@ def _pull(
         if violations:
             raise IntegrityError(f"{replica.name}: serves an invalid chain: {violations[0]}")
     below: tuple[str, ...] = ()
-    if entries and old_head is not None and reached_old:
+    if entries and reached_old:
         # the ObjectLink columns in force at DEST's head, for the new data files
         below = columns_at(walk_chain(DatasetReader(dest_path.resolve()), old_head))
     store = LocalStore(dest_path)
@@ -300,8 +315,8 @@ def _pull(
             store,
             head,
             old_head,
-            entries,
-            raw_blocks,
+            list(iter_objects(entries)),
+            lambda: entries,
             below,
             replaced,
             prefetch,
@@ -309,6 +324,49 @@ def _pull(
             progress=progress,
             on_total=on_total,
         )
+
+
+ChainFn = Callable[[], Iterable[ChainEntry]]
+
+
+def _walk_first(replica: Replica, head: bytes) -> tuple[list[DatasetObject], ChainFn]:
+    """A first pull's walk, holding no decoded block: every block checked as it is read
+    (hash, sequence, Seed) and fed to the chain rules walking back
+    (:class:`~odfweb3.odf.chain_rules.ChainRulesBackwards`, the verdict of
+    :func:`check_chain_rules`); the objects the blocks name, blocks included, as
+    :func:`iter_objects` yields them; and how to walk the chain again for the linked
+    objects (the blocks read from the replica again), needed only when a schema declares
+    ``ObjectLink`` columns.
+
+    Raises:
+        IntegrityError: the chain breaks a rule (the message names the first, found by
+            a second walk); what the walk raises (HashMismatch, FormatError, ...).
+    """
+    rules = ChainRulesBackwards()
+    links = [False]
+
+    def fed() -> Iterator[ChainEntry]:
+        for entry in walk_chain(replica.read_block, head):
+            rules.feed(entry)
+            event = entry.block.event
+            if isinstance(event, SetDataSchema) and not links[0]:
+                try:
+                    links[0] = bool(link_columns(event))
+                except FormatError:
+                    links[0] = True  # the linked objects' walk reports it
+            yield entry
+
+    named = list(iter_objects(fed()))
+    if not rules.finish():
+        again = list(walk_chain(replica.read_block, head))
+        violations = check_chain_rules(list(reversed(again)))
+        first = violations[0] if violations else "it broke a rule, then served another chain"
+        raise IntegrityError(f"{replica.name}: serves an invalid chain: {first}")
+
+    def chain() -> Iterable[ChainEntry]:
+        return walk_chain(replica.read_block, head) if links[0] else ()
+
+    return named, chain
 
 
 @contextlib.contextmanager
@@ -345,8 +403,8 @@ def _fetch_and_place(
     store: LocalStore,
     head: bytes,
     old_head: bytes | None,
-    entries: list[ChainEntry],
-    raw_blocks: dict[bytes, bytes],
+    named: list[DatasetObject],
+    chain: ChainFn,
     below: tuple[str, ...],
     replaced: bool,
     prefetch: PrefetchFn | None,
@@ -355,9 +413,11 @@ def _fetch_and_place(
     progress: ProgressFn | None,
     on_total: Callable[[int], None] | None,
 ) -> PullResult:
-    """Steps 3 and 4 of the module docstring, the replica's chain already checked."""
-    named = list(iter_objects(entries))
+    """Steps 3 and 4 of the module docstring, the replica's chain already checked:
+    ``named`` its new blocks and the objects they name (:func:`iter_objects`, head
+    first), ``chain`` walks those blocks again (for the linked objects)."""
     objects = [o for o in named if o.kind != "block"]
+    blocks = [o for o in reversed(named) if o.kind == "block"]  # oldest first
     # A first pull lists DEST's layout folders once (usually empty) instead of an lstat per
     # object; an incremental pull asks about its few new objects one by one.
     in_dest = _Listings(dest_path) if old_head is None else None
@@ -379,7 +439,7 @@ def _fetch_and_place(
     staging_root = dest_path / WORK_DIR / "incoming"
     staging = LocalStore(staging_root, fsync=False, in_place=True)
     # the blocks were read from the replica to walk the chain: fetched too
-    fetched_bytes = sum(len(b) for b in raw_blocks.values())
+    fetched_bytes = sum(o.size or 0 for o in blocks)
     # Verified and staged by an interrupted run: already present, not fetched now. Read
     # back and hashed again: a crash may have left a staged file short of its bytes. (The
     # staging area listed once: empty but after an interruption.)
@@ -406,9 +466,9 @@ def _fetch_and_place(
 
     def fetch(obj: DatasetObject) -> int:
         if obj.kind == "block":
-            # verified by the walk, checked against its hash again by the store; staged on
-            # the same threads as the objects (file creation is the kernel's work)
-            staging.put("block", obj.hash, [raw_blocks.pop(obj.hash)])
+            # Read again (the walk kept none), checked against its hash by the store;
+            # staged on the same threads as the objects (file creation is the kernel's).
+            staging.put("block", obj.hash, [replica.read_block(obj.hash)])
             return 0  # counted as read by the walk
         if obj.hash in staged:
             return 0
@@ -431,12 +491,10 @@ def _fetch_and_place(
     # A linked object's size is known only once fetched (no block records it).
     links = ParquetLinks(open_data, lambda mh: None, replica.name)
     # Blocks too, oldest first.
-    new_blocks = [e for e in reversed(entries) if not present("block", e.hash)]
-    staged_blocks = [DatasetObject("block", e.hash, e.size) for e in new_blocks]
+    new_blocks = [o for o in blocks if not present("block", o.hash)]
     try:
-        fetched_bytes += _fetch_all(fetch, missing + staged_blocks, parallel, failed)
-        del staged_blocks
-        linked = [o for o in iter_objects(entries, links, below) if o.kind == "linked"]
+        fetched_bytes += _fetch_all(fetch, missing + new_blocks, parallel, failed)
+        linked = [o for o in iter_objects(chain(), links, below) if o.kind == "linked"]
         new_linked = [o for o in linked if not present(o.kind, o.hash)]
         again = {o.hash for o in new_linked if intact(o.kind, o.hash)}
         staged_before += len(again)
@@ -449,17 +507,16 @@ def _fetch_and_place(
         # verified objects for the next run.)
         shutil.rmtree(staging_root, ignore_errors=True)
         raise
-    moves = [(o.kind, o.hash) for o in missing] + [("block", e.hash) for e in new_blocks]
+    moves = [(o.kind, o.hash) for o in missing] + [("block", o.hash) for o in new_blocks]
     sync_filesystem(staging_root, (staging.os_path(kind, mh) for kind, mh in moves))
     _place(staging_root, dest_path, moves)
-    if entries:
+    if blocks:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)
     removed = 0
     if replaced:
         # --force: the new head is in place; what only the old chain referenced goes.
-        keep = {HEAD_REF, *(o.path for o in objects)}
-        keep |= {object_relpath("block", e.hash) for e in entries}
+        keep = {HEAD_REF, *(o.path for o in objects), *(o.path for o in blocks)}
         removed = _prune(dest_path, keep)
     count = count_objects(named) + ObjectCount(linked=len(linked))
     # fetched now: the new blocks and the missing objects not found staged by an earlier run
@@ -468,7 +525,7 @@ def _fetch_and_place(
         dest=dest_path,
         head=head,
         previous_head=old_head,
-        new_blocks=len(entries),
+        new_blocks=len(blocks),
         objects_fetched=fetched,
         bytes_fetched=fetched_bytes,
         objects_present=count.total - fetched,

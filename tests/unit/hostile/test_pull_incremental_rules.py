@@ -206,3 +206,22 @@ def test_a_damaged_dest_chain_is_named_as_dests(tmp_path: Path, capsys) -> None:
     _, err = capsys.readouterr()
     assert code == 65 and err.count("\n") == 1
     assert f"{dest}: its own chain cannot be read back" in err, err
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_a_first_pull_checks_every_rule_walking_back(tmp_path: Path, capsys, attack: str) -> None:
+    """A first pull holds no decoded block (the rules are fed walking back); a broken rule
+    is named as the whole chain's check names it, before anything is written."""
+    rule, kamu, mutate = ATTACKS[attack]
+    src = create_root_dataset(tmp_path / "src", blocks=3, data_bytes=3000, seed=5).path
+    _append_forged(src, mutate)
+    dest = tmp_path / "dest"
+    env = {"ODFWEB3_KEYSTORE": str(tmp_path / "keys"), "HOME": str(tmp_path)}
+    code = main(["pull", str(src), str(dest)], env=env)
+    out, err = capsys.readouterr()
+    assert code == 65, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f" {rule}, kamu {kamu}]" in lines[0], err
+    whole = list(reversed(list(walk_chain(DatasetReader.open(src)))))
+    assert str(check_chain_rules(whole)[0]) in lines[0], err
+    assert not dest.exists()
