@@ -4,6 +4,7 @@ Usage::
 
     python bench/bench_pull_gateway.py [--blocks 1000] [--rounds 2] [--parallel 8]
                                        [--cache DIR] [--api URL --gateway URL]
+                                       [--before-code CHECKOUT] [--streams-only]
 
 Without ``--api`` a Kubo test node is started (tests/support/kubo.py, the node the suite
 uses; built by ``make gonodes``). Builds (or reuses from ``--cache``) a root dataset of
@@ -19,9 +20,12 @@ load weighs on all alike, in this process:
   checked against its ODF hash, ``--parallel`` fetches);
 - the same with ``trustless``: every block of every object a raw block
   (``?format=raw``) checked against its CID as well;
-- "before": both again with the replica's folder streams off (``streams = False``: one
+- "no streams": both again with the replica's folder streams off (``streams = False``: one
   request a block, the chain walked one block after the other, as before the folders
-  were streamed as CARs of their DAGs).
+  were streamed as CARs of their DAGs);
+- with ``--before-code``, both streamed pulls again, by this checkout and by an older one
+  (its ``odfweb3`` and ``adapters``), each in a child process, for before/after figures
+  from one run (CPU seconds the child's own).
 
 Prints wall and CPU seconds (best of the rounds) and the ratios pull / validate --deep
 (goal: <= 3). ``uptime``'s load is printed before and after: on a shared machine compare
@@ -33,8 +37,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +63,35 @@ from odfweb3_ipfs.read.access import IpfsAccess
 from odfweb3_ipfs.read.names import open_ipfs_ref
 
 GOAL = 3.0
+# One pull by another checkout's code (PYTHONPATH), timed in the child: wall, CPU.
+_CHILD = """
+import json, sys, time
+from odfweb3.read.pull import pull_dataset
+from odfweb3_ipfs.client.gateway import IpfsGateway
+from odfweb3_ipfs.read.access import IpfsAccess
+from odfweb3_ipfs.read.names import open_ipfs_ref
+gw, ref, trustless, dest, parallel = sys.argv[1:6]
+start, cpu = time.perf_counter(), time.process_time()
+replica, _ = open_ipfs_ref(ref, IpfsAccess(IpfsGateway(gw), trustless=trustless == "1"))
+pull_dataset(replica, dest, parallel=int(parallel))
+print(json.dumps([time.perf_counter() - start, time.process_time() - cpu]))
+"""
+
+
+def _pull_by(root: Path, gw: str, ref: str, trustless: bool, dest: Path, parallel: int) -> object:
+    """A pull by the checkout ``root`` in a child process, as a step's function."""
+    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{root / 'adapters'}")
+    argv = [sys.executable, "-c", _CHILD, gw, ref, str(int(trustless)), str(dest), str(parallel)]
+
+    def pull() -> tuple[float, float]:
+        got = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if got.returncode != 0:
+            raise SystemExit(f"before: pull failed: {got.stderr.strip()[-800:]}")
+        shutil.rmtree(dest)
+        wall, cpu = json.loads(got.stdout.strip().splitlines()[-1])
+        return float(wall), float(cpu)
+
+    return pull
 
 
 def _load() -> str:
@@ -91,7 +126,9 @@ def _publish(api: str, ds: Path, tmp: Path) -> str:
 
 def _timed(fn: object) -> tuple[float, float]:
     start, cpu = time.perf_counter(), time.process_time()
-    fn()  # type: ignore[operator]
+    got = fn()  # type: ignore[operator]
+    if isinstance(got, tuple):
+        return got  # timed by the child that ran it
     return time.perf_counter() - start, time.process_time() - cpu
 
 
@@ -104,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--cache", type=Path, help="keep the dataset here for the next run")
     ap.add_argument("--scratch", type=Path, help="where the CARs and pulls go (default: tmp)")
+    ap.add_argument("--before-code", type=Path, help="an older checkout to time as well")
+    ap.add_argument(
+        "--streams-only", action="store_true", help="skip the pulls with the folder streams off"
+    )
     args = ap.parse_args(argv)
     if args.api and not args.gateway:
         ap.error("--api needs --gateway")
@@ -121,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
                 steps: list[tuple[str, object]] = [
                     ("validate --deep", lambda: validate_dataset(ds, deep=True))
                 ]
-                for trustless, streamed in ((False, True), (True, True), (False, False),
-                                            (True, False)):  # fmt: skip
+                modes = [(False, True), (True, True)]
+                if not args.streams_only:
+                    modes += [(False, False), (True, False)]
+                for trustless, streamed in modes:
 
                     def pull(trustless: bool = trustless, streamed: bool = streamed,
                              r: int = r) -> None:  # fmt: skip
@@ -134,7 +177,18 @@ def main(argv: list[str] | None = None) -> int:
                         shutil.rmtree(dest)
 
                     label = "pull, trustless" if trustless else "pull, by path"
-                    steps.append((label if streamed else f"before: {label}", pull))
+                    steps.append((label if streamed else f"no streams: {label}", pull))
+                if args.before_code is not None:
+                    # both codes in a child process each (the in-process pulls above share
+                    # this process with the benchmark's own garbage and threads)
+                    codes = {"this code": Path(__file__).resolve().parent.parent,
+                             "before code": args.before_code.resolve()}  # fmt: skip
+                    for code, root in codes.items():
+                        for trustless in (False, True):
+                            label = "pull, trustless" if trustless else "pull, by path"
+                            dest = tmp / f"dest-{code[:4]}-{int(trustless)}-{r}"
+                            pull_fn = _pull_by(root, gw, ref, trustless, dest, args.parallel)
+                            steps.append((f"{code}: {label}", pull_fn))
                 for label, fn in steps:
                     wall, cpu = _timed(fn)
                     print(f"round {r + 1}: {label}: {wall:.2f} s wall, {cpu:.2f} s CPU")
