@@ -85,6 +85,15 @@ def _pull(url: str, ref: str, dest: Path, *, trustless: bool) -> None:
     pull_dataset(replica, dest, parallel=4)
 
 
+@pytest.fixture(autouse=True)
+def _own_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The spools go to the temp directory: a test's own, so a pull elsewhere on the machine
+    # (another test process, a benchmark) can neither fail nor hide the checks below.
+    own = tmp_path / "tmp"
+    own.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own))
+
+
 def _spools() -> set[str]:
     return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("odfweb3-spool-")}
 

@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -62,7 +61,9 @@ PATIENT = {
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ODFWEB3_", "XDG_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "cfg"))
+    # its own temp directory: a pull elsewhere on the machine cannot touch the spool checks
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "cfg"), TMPDIR=str(home / "tmp"))
     return env
 
 
@@ -78,9 +79,10 @@ def _odfweb3(argv: list[str], cwd: Path, home: Path) -> subprocess.CompletedProc
     )
 
 
-def _spools() -> set[str]:
-    """The folder streams' temporary directories (odfweb3_ipfs.read.dag_spool)."""
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("odfweb3-spool-")}
+def _spools(home: Path) -> set[str]:
+    """The folder streams' temporary directories (odfweb3_ipfs.read.dag_spool) of the
+    commands run with ``_env(home)``."""
+    return {n for n in os.listdir(home / "tmp") if n.startswith("odfweb3-spool-")}
 
 
 def _staged(dest: Path, folder: str) -> int:
@@ -114,7 +116,7 @@ def test_a_pull_stopped_mid_transfer_reruns_fetching_only_the_rest(
     (ref,) = [s["ref"] for s in json.loads(published.stdout)["share"]]
     assert ref.startswith("ipns://")
     dest = tmp_path / "copy"
-    spools = _spools()
+    spools = _spools(home)
 
     with lying_proxy(ipfs_node.gateway_url) as proxy:
         reader = _config(
@@ -147,7 +149,7 @@ def test_a_pull_stopped_mid_transfer_reruns_fetching_only_the_rest(
             assert first.returncode == -signal.SIGKILL
         assert not (dest / "refs" / "head").exists()  # nothing visible: no head
         # the refused stream left no spool behind, even for a kill
-        assert _spools() <= spools
+        assert _spools(home) <= spools
         staged_data, staged_cps = _staged(dest, "data"), _staged(dest, "checkpoints")
         assert staged_data == 2
 
