@@ -9,12 +9,13 @@ link or a FIFO in its place is one :class:`~odfweb3.errors.UsageError` line (a r
 onto a directory used to escape as ``IsADirectoryError``), and a full or read-only
 disk is one :class:`~odfweb3.errors.LocalIOError` line.
 
-Temp files never look like results: every one is ``.tmp-XXXX[.car|.bundle].partial``
+Temp files never look like results: every one is ``.tmp-PID-XXXX[.car|.bundle].partial``
 (:func:`open_partial`), so no ``*.car``, ``*.bundle``, ``*.json`` or ``*.pack`` glob of a
 user (``ipfs dag import out/*.car``) reads half a file, and its writer holds an exclusive
 ``flock`` on it while writing: :func:`remove_partials` removes only the temp files no live
 process holds (a killed writer's lock is gone with it), so the next run clears what an
-interrupted one left without touching a concurrent writer's.
+interrupted one left without touching a concurrent writer's. An empty one may belong to a
+writer between creating it and locking it: it stays while the process named by PID lives.
 """
 
 from __future__ import annotations
@@ -48,18 +49,22 @@ PARTIAL_SUFFIX: Final = ".partial"
 # Temp names of versions before the .partial suffix (a killed one left them behind).
 _LEGACY_SUFFIXES: Final = (".car", ".bundle")
 # An empty temp file younger than this may be one whose writer has created it and not yet
-# taken its lock (mkstemp, then flock): left alone; empty, it matches no glob anyway.
+# taken its lock (mkstemp, then flock): left alone while the process its name holds lives
+# (a name without one, from an earlier version: left alone); empty, it matches no glob anyway.
 _FRESH_EMPTY: Final = 60.0
 
 
 def open_partial(directory: Path, suffix: str = "") -> tuple[int, str]:
-    """Create ``directory/.tmp-XXXX<suffix>.partial`` (mode 0600, as mkstemp), holding an
-    exclusive ``flock`` on it until the descriptor is closed: the mark of a live writer.
+    """Create ``directory/.tmp-PID-XXXX<suffix>.partial`` (mode 0600, as mkstemp), holding
+    an exclusive ``flock`` on it until the descriptor is closed: the mark of a live writer.
+    PID (this process) tells :func:`remove_partials` whose an empty, unlocked one is.
 
     Returns:
         The open descriptor and the temp file's path.
     """
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix + PARTIAL_SUFFIX, dir=directory)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=suffix + PARTIAL_SUFFIX, dir=directory
+    )
     # A file system without flock: the file is still ours, only unmarked.
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -91,7 +96,11 @@ def remove_partials(directory: Path) -> list[str]:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 continue
-            if st.st_size == 0 and time.time() - st.st_mtime < _FRESH_EMPTY:
+            if (
+                st.st_size == 0
+                and time.time() - st.st_mtime < _FRESH_EMPTY
+                and _writer_may_live(name)
+            ):
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -106,6 +115,21 @@ def remove_partials(directory: Path) -> list[str]:
         finally:
             os.close(fd)
     return removed
+
+
+def _writer_may_live(name: str) -> bool:
+    """False when the temp file's name holds the pid of a process that is gone (a killed
+    writer: the next run, seconds later, removes its empty file too)."""
+    head = name[len(TEMP_PREFIX) :].split("-", 1)[0]
+    if not head.isdigit() or not 0 < int(head) < 2**31:
+        return True  # no pid (an earlier version's name): cannot tell
+    try:
+        os.kill(int(head), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, another user's
+    return True
 
 
 def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:

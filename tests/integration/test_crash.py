@@ -326,7 +326,7 @@ def test_kill_car_publisher_at_random_points(tmp_path: Path) -> None:
         value = decode_record(record_file.read_bytes()).value_text
         root = Cid.decode(value.removeprefix("/ipfs/"))
         # As a user's `ipfs dag import out/*.car` would: every file the glob matches is a
-        # whole CAR named by its root; a half-written one is .tmp-XXXX.car.partial.
+        # whole CAR named by its root; a half-written one is .tmp-PID-XXXX.car.partial.
         cars = sorted(out.glob("*.car"))
         for car in cars:
             _whole_car(car)

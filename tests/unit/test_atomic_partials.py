@@ -1,4 +1,4 @@
-"""Temp files never look like results: ``.tmp-XXXX[.car].partial``, locked while written,
+"""Temp files never look like results: ``.tmp-PID-XXXX[.car].partial``, locked while written,
 removed by the next run once their writer is gone (odfweb3.atomic_file)."""
 
 from __future__ import annotations
@@ -68,12 +68,34 @@ def test_only_temp_files_are_removed(tmp_path: Path) -> None:
     assert (tmp_path / "a.car").read_bytes() == b"result"
 
 
-def test_a_fresh_empty_partial_is_left(tmp_path: Path) -> None:
+def test_a_fresh_empty_partial_is_left_while_its_writer_lives(tmp_path: Path) -> None:
     # mkstemp, then flock: an empty file may be a writer's that has not locked it yet.
-    fd, _tmp = open_partial(tmp_path)
+    fd, tmp = open_partial(tmp_path)
+    assert Path(tmp).name.startswith(f".tmp-{os.getpid()}-")
     fcntl.flock(fd, fcntl.LOCK_UN)
     assert remove_partials(tmp_path) == []
     os.close(fd)
+    (tmp_path / ".tmp-abcdefgh.car.partial").touch()  # an earlier version's: whose is unknown
+    assert remove_partials(tmp_path) == []
+
+
+def test_a_killed_writers_empty_partial_is_removed_at_once(tmp_path: Path) -> None:
+    # Killed before its first write (a CAR writer buffers): the rerun, seconds later, must
+    # not leave the empty file because it is young.
+    code = (
+        "import os, signal, sys; from pathlib import Path;"
+        "from odfweb3.atomic_file import open_partial;"
+        "fd, tmp = open_partial(Path(sys.argv[1]), '.car');"
+        "print(tmp, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == -9
+    left = Path(proc.stdout.strip())
+    assert left.stat().st_size == 0
+    assert remove_partials(tmp_path) == [left.name]
+    assert not left.exists()
 
 
 def test_atomic_writes_leave_no_partial(tmp_path: Path) -> None:

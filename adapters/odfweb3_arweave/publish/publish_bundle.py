@@ -449,7 +449,7 @@ def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Pat
     """
     directory.mkdir(parents=True, exist_ok=True)
     # What an interrupted writer left (its lock gone with it), then ours as
-    # .tmp-XXXX.bundle.partial: no *.bundle glob reads it half written (atomic_file).
+    # .tmp-PID-XXXX.bundle.partial: no *.bundle glob reads it half written (atomic_file).
     remove_partials(directory)
     try:
         with open_atomic(directory, suffix=".bundle", public=True) as out:

@@ -430,7 +430,7 @@ class CarTarget:
                 os.replace(tmp, self.out_dir / f"{delta.dag.root.cid.encode()}.car")
             self._resume_files(plan.dataset_id).discard()  # the log, and any stale one
         else:
-            # .tmp-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
+            # .tmp-PID-XXXX.car.partial: no *.car glob reads it half written (atomic_file)
             with open_atomic(self.out_dir, suffix=".car", public=True) as out:
                 delta = write_delta_car(
                     # written back while it is written: the fsync in commit waits for little
