@@ -11,7 +11,6 @@ in bounded time.
 from __future__ import annotations
 
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -27,14 +26,9 @@ from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
 from odfweb3_arweave.wallet import generate_wallet
 from tests.support.lying_proxy import lying_proxy
+from tests.support.nodes import free_port  # claimed, never listened on: refused
 
 RICH = 10**15
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +72,7 @@ MAX_REQUESTS = 8
 
 def run(capsys, root: Path, gateway: str, *argv: str) -> tuple[int, str, str]:
     cfg = root / f"odfweb3-{time.monotonic_ns()}.yaml"
-    dead = f"http://127.0.0.1:{closed_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     cfg.write_text(
         json.dumps(
             {

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -36,14 +35,9 @@ from odfweb3_arweave.formats.ans104 import iter_bundle
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
 from odfweb3_arweave.wallet import generate_wallet
 from tests.support.lying_proxy import lying_proxy
+from tests.support.nodes import free_port  # claimed, never listened on: refused
 
 RICH = 10**15
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def manifest_bytes(gw: ArweaveGateway, bundle_tx: str, manifest_id: str) -> bytes:
@@ -85,7 +79,7 @@ def run(
     capsys: pytest.CaptureFixture[str], root: Path, gateway: str, *argv: str, insecure: bool = False
 ) -> tuple[int, str, str]:
     cfg = root / f"odfweb3-{time.monotonic_ns()}.yaml"
-    dead = f"http://127.0.0.1:{closed_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     arweave: dict[str, Any] = {"gateway": gateway}
     if insecure:
         arweave["insecure_unverified_manifests"] = True

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
+import secrets
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,11 +76,52 @@ def require_installed(*paths: Path) -> None:
         )
 
 
+# free_port's ports: below the kernel's ephemeral range (32768-60999 on Linux), so no port the
+# kernel hands out (a `bind(0)`, a client's source port) is ever one of them; each claimed by
+# an flock on a file here, held until the test process exits (a killed one's goes with it).
+PORT_CLAIMS = Path(tempfile.gettempdir()) / "odfweb3-test-ports"
+_PORT_RANGE = (20000, 32000)
+_claims: dict[int, int] = {}  # port -> the open claim file's descriptor (never closed)
+
+
+def _port_range() -> tuple[int, int]:
+    low, high = _PORT_RANGE
+    try:
+        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return low, high
+    return (low, ephemeral) if low + 1000 < ephemeral < high else (low, high)
+
+
 def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """Return a TCP port on 127.0.0.1 for a node to listen on, this process's alone.
+
+    A port probed free and handed to a node that binds it a moment later (Kubo, Cluster,
+    Turbo's parts, arlocal) used to be the same port another test process (a second xdist
+    worker, another checkout's run) probed in between: one node then failed to start. Now
+    every test process claims its ports (an flock on ``PORT_CLAIMS/<port>``, kept for the
+    process's life, so a restarted node finds its port still its own) out of a range the
+    kernel never picks from, and checks each is not bound by anything else.
+    """
+    PORT_CLAIMS.mkdir(mode=0o777, exist_ok=True)
+    low, high = _port_range()
+    span = high - low
+    start = secrets.randbelow(span)  # not `random`: Hypothesis seeds it
+    for i in range(span):
+        port = low + (start + i) % span
+        if port in _claims:
+            continue
+        fd = os.open(PORT_CLAIMS / str(port), os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            os.close(fd)  # another test process's, or in use
+            continue
+        _claims[port] = fd
+        return port
+    raise NodeStartError(f"no free port in {low}-{high} (claims: {PORT_CLAIMS})")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
