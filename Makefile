@@ -64,7 +64,7 @@ unit: $(STAMP)
 
 test: $(STAMP) $(NODES_STAMP) $(BROWSER_STAMP) nodebuilds
 	$(MAKE) lint typecheck docs
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadgroup tests
 
 # Regenerate the FlatBuffers code and the typed model from schemas/odf.fbs.
 schemas: $(STAMP)

@@ -87,6 +87,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
 
+_CLUSTER = "tests/integration/cluster/"
+
+
+def worker_group(nodeid: str) -> str:
+    """The group a test runs in under `make test` (`-n 2 --dist loadgroup`): the tests of one
+    group run one after the other on one worker, and every worker starts the session nodes
+    its own tests use. All IPFS Cluster tests (3 Kubo daemons + 3 cluster peers) are one
+    group, so one worker starts the cluster; any other test goes with its module (its
+    module fixtures are made once), as `--dist loadfile` would."""
+    if "@" in nodeid:  # an xdist_group mark, should xdist's suffix ever reach the nodeid
+        return nodeid.rsplit("@", 1)[1]
+    if nodeid.startswith(_CLUSTER):
+        return "cluster"
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    # xdist 3.8's loadgroup names a test's group by rewriting `item._nodeid`, which pytest 9
+    # no longer reads (Node.nodeid is `str(self._id)`): the groups were lost and loadgroup
+    # spread every test one by one. The same scheduling with our groups (`_split_scope` is
+    # LoadScopeScheduling's documented extension point).
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return _Groups(config, log)
+
+
 _OWN_BASETEMP = pytest.StashKey[str]()
 _PASSED = pytest.StashKey[bool]()
 

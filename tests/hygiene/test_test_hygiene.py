@@ -139,3 +139,44 @@ def test_a_node_fixture_used_outside_integration_unmarked_fails_collection(
     said = done.stdout + done.stderr
     assert done.returncode == 4, said  # a usage error, before any node starts
     assert "test_misplaced.py::test_x" in said and "test_marked.py" not in said.split("ERROR")[-1]
+
+
+def test_make_tests_two_workers_keep_a_module_on_one(tmp_path: Path) -> None:
+    # `make test` runs `-n 2 --dist loadgroup`: conftest.py schedules by its own groups (a
+    # module, or all the Cluster's tests); xdist's own (a suffix on `item._nodeid`, which
+    # pytest 9 ignores) spread the tests one by one, so each worker made the module
+    # fixtures and started the nodes again.
+    from tests.conftest import worker_group
+
+    assert worker_group("tests/integration/cluster/test_x.py::test_y[a]") == "cluster"
+    assert worker_group("tests/unit/test_x.py::T::test_y") == "tests/unit/test_x.py"
+    for name in ("a", "b", "c"):
+        (tmp_path / f"test_{name}.py").write_text(
+            "import os, pytest\n\n"
+            "@pytest.mark.parametrize('i', range(6))\n"
+            "def test_x(i, tmp_path_factory):\n"
+            f"    out = tmp_path_factory.getbasetemp().parent / '{name}-' f'{{i}}'\n"
+            "    out.write_text(os.environ['PYTEST_XDIST_WORKER'])\n"
+        )
+    two = ("-n", "2", "--dist", "loadgroup", "--basetemp", str(tmp_path / "t"), str(tmp_path))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.conftest",
+            *two,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("a", "b", "c"):
+        workers = {(tmp_path / "t" / f"{name}-{i}").read_text() for i in range(6)}
+        assert len(workers) == 1, (name, workers)
