@@ -99,11 +99,14 @@ def test_drip_and_hang_are_slow_but_stop_with_the_server() -> None:
 
 
 def test_stops_by_itself_after_max_life() -> None:
-    with hostile_server(max_life=0.3) as srv:
+    # The client is made first (its TLS context alone took more than 0.3 s at load 18) and
+    # the server's life leaves the request time to arrive: a max_life that ran out before
+    # the connection was made failed the test with "Connection refused".
+    with httpx.Client(timeout=50) as client, hostile_server(max_life=3.0) as srv:
         srv.hang("/hang", seconds=60, headers_first=True)
         # The read timeout (50 s) is below the 60 s hang: an empty body rather than a
         # ReadTimeout means max_life closed the connection, not the end of the hang.
-        with httpx.stream("GET", srv.url + "/hang", timeout=50) as r:
+        with client.stream("GET", srv.url + "/hang") as r:
             assert r.read() == b""  # no Content-Length: the close ends the (empty) body
         srv.stop()  # returns once the timer's stop has closed the socket
         assert srv.stopped
