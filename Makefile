@@ -62,9 +62,14 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q -m "not integration" tests/unit
 
+# WORKERS=2: the suite on two pytest-xdist workers, each with its own nodes, ports and temp
+# directories (docs/operations.md). Serial by default until a whole run on two is green.
+WORKERS ?= 1
+XDIST := $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadgroup,)
+
 test: $(STAMP) $(NODES_STAMP) $(BROWSER_STAMP) nodebuilds
 	$(MAKE) lint typecheck docs
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadgroup tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 $(XDIST) tests
 
 # Regenerate the FlatBuffers code and the typed model from schemas/odf.fbs.
 schemas: $(STAMP)

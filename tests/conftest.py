@@ -91,11 +91,11 @@ _CLUSTER = "tests/integration/cluster/"
 
 
 def worker_group(nodeid: str) -> str:
-    """The group a test runs in under `make test` (`-n 2 --dist loadgroup`): the tests of one
-    group run one after the other on one worker, and every worker starts the session nodes
-    its own tests use. All IPFS Cluster tests (3 Kubo daemons + 3 cluster peers) are one
-    group, so one worker starts the cluster; any other test goes with its module (its
-    module fixtures are made once), as `--dist loadfile` would."""
+    """The group a test runs in under `make test WORKERS=2` (`-n 2 --dist loadgroup`): the
+    tests of one group run one after the other on one worker, and every worker starts the
+    session nodes its own tests use. All IPFS Cluster tests (3 Kubo daemons + 3 cluster
+    peers) are one group, so one worker starts the cluster; any other test goes with its
+    module (its module fixtures are made once), as `--dist loadfile` would."""
     if "@" in nodeid:  # an xdist_group mark, should xdist's suffix ever reach the nodeid
         return nodeid.rsplit("@", 1)[1]
     if nodeid.startswith(_CLUSTER):

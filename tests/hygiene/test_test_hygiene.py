@@ -142,7 +142,7 @@ def test_a_node_fixture_used_outside_integration_unmarked_fails_collection(
 
 
 def test_make_tests_two_workers_keep_a_module_on_one(tmp_path: Path) -> None:
-    # `make test` runs `-n 2 --dist loadgroup`: conftest.py schedules by its own groups (a
+    # `make test WORKERS=2` runs `-n 2 --dist loadgroup`: conftest.py schedules by its own groups (a
     # module, or all the Cluster's tests); xdist's own (a suffix on `item._nodeid`, which
     # pytest 9 ignores) spread the tests one by one, so each worker made the module
     # fixtures and started the nodes again.
