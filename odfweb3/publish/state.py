@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError, NotFound
@@ -27,6 +27,7 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 __all__ = [
     "CHECKPOINT_SUFFIX",
     "STATE_VERSION",
+    "ParsedOnce",
     "PublishState",
     "StateScan",
     "StateStore",
@@ -163,6 +164,33 @@ def load_state_file(path: Path) -> PublishState | None:
     except FormatError as exc:
         raise FormatError(f"{exc}; delete it to rebuild from the network") from None
     return PublishState.from_json(data, str(path))
+
+
+_T = TypeVar("_T")
+
+
+class ParsedOnce(Generic[_T]):
+    """An adapter's typed reading of its publish states (``parse``: its pure ``parse_*``,
+    FormatError naming ``where``), parsed once per state rather than at every step of a
+    publish that asks.
+
+    The last state's ``record`` and ``extra`` (the same objects: :meth:`PublishState.evolve`
+    keeps them when only ``objects`` changes, as when a state's packs are attached) and
+    ``where`` give the last typed state again. A state's maps are never changed in place.
+    """
+
+    def __init__(self, parse: Callable[[PublishState, str], _T]) -> None:
+        self._parse = parse
+        self._last: tuple[Mapping[str, Any], Mapping[str, Any], str, _T] | None = None
+
+    def __call__(self, state: PublishState, where: str) -> _T:
+        last = self._last
+        same = last is not None and last[0] is state.record and last[1] is state.extra
+        if last is not None and same and last[2] == where:
+            return last[3]
+        typed = self._parse(state, where)
+        self._last = (state.record, state.extra, where, typed)
+        return typed
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.out_dir import OutDirHome
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, load_summary_file
+from odfweb3.publish.state import ParsedOnce, PublishState, load_summary_file
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
@@ -148,6 +148,7 @@ class BundleTarget:
         self._raw: dict[str, Any] = {}  # publish.json as inspect read it
         # publish.json: read, locked, compared and written (odfweb3.publish.out_dir)
         self.home = OutDirHome(out_dir, self._opened)
+        self._parsed = ParsedOnce(parse_arweave_state)  # each state parsed once
         self._refused: IntegrityError | None = None  # found by inspect, raised by upload
 
     def __repr__(self) -> str:
@@ -179,7 +180,7 @@ class BundleTarget:
     def _typed(self, state: PublishState) -> ArweaveState:
         """The typed record and extra of a state of this directory (FormatError naming
         ``publish.json`` when a field has the wrong type)."""
-        return parse_arweave_state(state, str(self.summary_path))
+        return self._parsed(state, str(self.summary_path))
 
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the directory holds: the last ``publish.json``, if its bundles are all there."""

@@ -77,7 +77,7 @@ from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.out_dir import LOCK_NAME, OutDirHome
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
-from odfweb3.publish.state import PublishState, load_summary_file
+from odfweb3.publish.state import ParsedOnce, PublishState, load_summary_file
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
@@ -176,6 +176,7 @@ class CarTarget:
         self._unchanged = False
         # publish.json: read, locked, compared and written (odfweb3.publish.out_dir)
         self.home = OutDirHome(out_dir, self._opened)
+        self._parsed = ParsedOnce(self._checked)  # each state parsed and checked once
         # A first publish: its resume files, what they hold, their identity (inspect).
         self._resume: tuple[CarResume, Resumed | None, tuple[int, int, int, int] | None] | None
         self._resume = None
@@ -198,8 +199,12 @@ class CarTarget:
         """The typed record and extra of a state of this directory (FormatError naming
         ``publish.json`` when a field has the wrong type, or a file name that is not one
         this target writes: :func:`check_file_names`)."""
-        typed = parse_car_state(state, str(self.summary_path))
-        check_file_names(typed, str(self.summary_path))
+        return self._parsed(state, str(self.summary_path))
+
+    @staticmethod
+    def _checked(state: PublishState, where: str) -> CarState:
+        typed = parse_car_state(state, where)
+        check_file_names(typed, where)
         return typed
 
     @property

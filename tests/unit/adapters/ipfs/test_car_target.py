@@ -351,3 +351,19 @@ def test_inspect_reports_the_record_as_facts_and_the_plan_decides(tmp_path, keys
     assert CarTarget(out, keystore).inspect(did, head).record is None
     again = publish_dataset(ds, CarTarget(out, keystore))
     assert not again.plan.keep_record and again.state.record["sequence"] == 1
+
+
+def test_an_update_parses_each_state_once(tmp_path, keystore, monkeypatch):
+    # The state inspect read (its packs attached later: the same record and extra) is
+    # parsed once for inspect, upload and commit; the new state once, for save.
+    from odfweb3_ipfs.publish import car_target
+
+    ds = create_root_dataset(tmp_path / "ds", blocks=3, data_bytes=2000, seed=21).path
+    out = tmp_path / "out"
+    publish_dataset(ds, CarTarget(out, keystore))
+    append_blocks(ds, 1, data_bytes=1000, seed=22)
+    parsed = []
+    real = car_target.parse_car_state
+    monkeypatch.setattr(car_target, "parse_car_state", lambda s, w: parsed.append(w) or real(s, w))
+    publish_dataset(ds, CarTarget(out, keystore))
+    assert len(parsed) == 2
