@@ -62,9 +62,9 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q -m "not integration" tests/unit
 
-# WORKERS=2: the suite on two pytest-xdist workers, each with its own nodes, ports and temp
-# directories (docs/operations.md). Serial by default until a whole run on two is green.
-WORKERS ?= 1
+# The suite on two pytest-xdist workers, each with its own nodes, ports and temp directories
+# (docs/operations.md); WORKERS=1: serial.
+WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --dist loadgroup,)
 
 test: $(STAMP) $(NODES_STAMP) $(BROWSER_STAMP) nodebuilds
