@@ -12,9 +12,9 @@ is used.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, overload
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
@@ -36,6 +36,7 @@ __all__ = [
     "LinkSource",
     "LinkingBlock",
     "ObjectCount",
+    "ObjectList",
     "columns_at",
     "count_objects",
     "iter_objects",
@@ -76,6 +77,82 @@ class DatasetObject:
             path = object_relpath(self.kind, self.hash)
             object.__setattr__(self, "_path", path)
         return path
+
+    def with_path(self, path: str) -> DatasetObject:
+        """This object, its path given as ``path`` (the same text, a string the caller holds
+        already: one string an object, not two)."""
+        if path != self.path:
+            raise ValueError(f"{path}: not the path of {self.path}")
+        object.__setattr__(self, "_path", path)
+        return self
+
+
+_KINDS: tuple[ObjectKind, ...] = ("block", "data", "checkpoint", "linked")
+_KIND_CODE: dict[str, int] = {k: i for i, k in enumerate(_KINDS)}
+
+
+class ObjectList(Sequence[DatasetObject]):
+    """Objects kept packed (kind, hash and size in three flat arrays: about 50 bytes an
+    object instead of a :class:`DatasetObject`, its hash and its path, some 260): a publish
+    holds every object of the dataset from the chain walk to the end (300,000 at 100,000
+    blocks). Items are made when asked; equal to any sequence with the same items."""
+
+    __slots__ = ("_ends", "_hashes", "_kinds", "_sizes")
+
+    def __init__(self, objects: Iterable[DatasetObject] = ()) -> None:
+        self._kinds = bytearray()
+        self._hashes = bytearray()
+        self._ends = array("Q")
+        self._sizes = array("q")  # -1: unknown
+        for obj in objects:
+            self.append(obj)
+
+    def append(self, obj: DatasetObject) -> None:
+        """Add ``obj`` at the end."""
+        self._kinds.append(_KIND_CODE[obj.kind])
+        self._hashes += obj.hash
+        self._ends.append(len(self._hashes))
+        self._sizes.append(-1 if obj.size is None else obj.size)
+
+    def _at(self, i: int) -> DatasetObject:
+        start = self._ends[i - 1] if i else 0
+        size = self._sizes[i]
+        return DatasetObject(
+            _KINDS[self._kinds[i]],
+            bytes(self._hashes[start : self._ends[i]]),
+            None if size < 0 else size,
+        )
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    @overload
+    def __getitem__(self, i: int) -> DatasetObject: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[DatasetObject]: ...
+    def __getitem__(self, i: int | slice) -> DatasetObject | Sequence[DatasetObject]:
+        if isinstance(i, slice):
+            return [self._at(k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("object index out of range")
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[DatasetObject]:
+        for i in range(len(self._kinds)):
+            yield self._at(i)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ObjectList(len={len(self)})"
 
 
 BlockSource = Callable[[bytes], bytes]

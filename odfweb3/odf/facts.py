@@ -184,12 +184,13 @@ def _advanced(
     tip: ChainEntry,
     latest: _Latest,
     rules: RuleState,
-    new_objs: list[DatasetObject],
+    new_objs: Sequence[DatasetObject],
 ) -> ChainFacts:
-    data = [o for o in new_objs if o.kind == "data"]
-    cps = [o for o in new_objs if o.kind == "checkpoint"]
-    linked = [o for o in new_objs if o.kind == "linked"]
+    # One pass, no list per kind: a first publish gives every object of the dataset here.
     count = count_objects(new_objs)  # the glossary's one count (odf.chain)
+    sizes = {"block": 0, "data": 0, "checkpoint": 0, "linked": 0}
+    for o in new_objs:
+        sizes[o.kind] += o.size or 0
     return replace(
         facts,
         head=tip.hash,
@@ -200,13 +201,13 @@ def _advanced(
         license=latest.license,
         attachments=latest.attachments,
         objects=facts.objects + count.total,
-        object_bytes=facts.object_bytes + sum(o.size or 0 for o in new_objs),
+        object_bytes=facts.object_bytes + sum(sizes.values()),
         data_files=facts.data_files + count.data_files,
-        data_bytes=facts.data_bytes + sum(o.size or 0 for o in data),
+        data_bytes=facts.data_bytes + sizes["data"],
         checkpoints=facts.checkpoints + count.checkpoints,
-        checkpoint_bytes=facts.checkpoint_bytes + sum(o.size or 0 for o in cps),
+        checkpoint_bytes=facts.checkpoint_bytes + sizes["checkpoint"],
         linked=facts.linked + count.linked,
-        linked_bytes=facts.linked_bytes + sum(o.size or 0 for o in linked),
+        linked_bytes=facts.linked_bytes + sizes["linked"],
         link_columns=latest.columns,
         records=latest.records,
         seen=facts.seen.with_objects((o.kind, o.hash) for o in new_objs if o.kind != "block"),
@@ -291,9 +292,7 @@ class FactsWalk:
         seed = self._seed
         if self._tip is None or seed is None or seed.block.prev_block_hash is not None:
             raise ValueError("chain facts need a whole chain ending at its Seed")
-        return _advanced(
-            _empty(seed, objs), self._tip, self._latest, self._rules.state(), list(objs)
-        )
+        return _advanced(_empty(seed, objs), self._tip, self._latest, self._rules.state(), objs)
 
 
 def facts_of_chain(entries: Sequence[ChainEntry], links: LinkSource | None = None) -> ChainFacts:

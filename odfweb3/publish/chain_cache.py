@@ -38,7 +38,14 @@ from odfweb3.atomic_file import write_file_atomic
 from odfweb3.descriptor.discovery_facts import DiscoveryFacts, DiscoveryWalk
 from odfweb3.errors import IntegrityError, OdfWeb3Error
 from odfweb3.foreign_json import read_foreign_json_file
-from odfweb3.odf.chain import ChainEntry, DatasetObject, LinkSource, iter_objects, walk_chain
+from odfweb3.odf.chain import (
+    ChainEntry,
+    DatasetObject,
+    LinkSource,
+    ObjectList,
+    iter_objects,
+    walk_chain,
+)
 from odfweb3.odf.codec import decode_event, encode_event
 from odfweb3.odf.facts import ChainFacts, FactsWalk, ObjectFilter, extend_facts, facts_of_chain
 from odfweb3.odf.identity import DatasetId
@@ -459,7 +466,7 @@ class VerifiedChain:
     dataset_id: DatasetId
     base: ChainFacts | None = None
     cache: ChainCache | None = field(default=None, repr=False)
-    _objects: list[DatasetObject] | None = field(default=None, repr=False)
+    _objects: Sequence[DatasetObject] | None = field(default=None, repr=False)
     links: LinkSource | None = field(default=None, repr=False)
     discovery: DiscoveryFacts | None = field(default=None, repr=False)
 
@@ -510,11 +517,21 @@ class VerifiedChain:
         got = self.cache.get(h) if self.cache is not None else None
         return got if got is not None and got.dataset_id == self.facts.dataset_id else None
 
-    def objects(self) -> list[DatasetObject]:
-        """Every object of the chain (``iter_objects`` of the whole chain; walked once)."""
+    def objects(self) -> Sequence[DatasetObject]:
+        """Every object of the chain (``iter_objects`` of the whole chain; walked once), kept
+        packed (:class:`~odfweb3.odf.chain.ObjectList`)."""
         if self._objects is None:
-            self._objects = list(iter_objects(self.whole(), self.links))
+            self._objects = ObjectList(iter_objects(self._streamed(), self.links))
         return self._objects
+
+    def _streamed(self) -> Iterator[ChainEntry]:
+        """The whole chain, head first, the blocks below ``walked`` read (and re-hashed) as
+        they are yielded and not kept: listing the objects of a chain whose head was cached
+        (a publish to a second target) held every decoded block."""
+        yield from self.walked
+        last = self.walked[-1]
+        if not self.complete and last.block.prev_block_hash is not None:
+            yield from walk_chain(self.reader, last.block.prev_block_hash)
 
     def __iter__(self) -> Iterator[ChainEntry]:
         return iter(self.whole())
@@ -576,7 +593,7 @@ def _load_streaming(
             yield e
 
     try:
-        objects = list(iter_objects(entries(), links))
+        objects = ObjectList(iter_objects(entries(), links))
     except _CachedBelow:
         return None
     if not rules.finish():

@@ -24,7 +24,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from odfweb3.descriptor.discovery_facts import DiscoveryFacts
 from odfweb3.errors import ConflictError
-from odfweb3.odf.chain import ChainEntry, DatasetObject, columns_at, iter_objects
+from odfweb3.odf.chain import ChainEntry, DatasetObject, ObjectList, columns_at, iter_objects
 from odfweb3.odf.facts import ChainFacts
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.chain_cache import VerifiedChain
@@ -134,7 +134,8 @@ class PublishPlan:
         relation: see the module docstring.
         forced: the user overrode a ``behind``/``diverged`` refusal.
         new_blocks: how many blocks the target does not have.
-        send: objects to upload (not at the target yet), in chain order head first.
+        send: objects to upload (not at the target yet), in chain order head first (a first
+            publish's: every object, kept packed, :class:`~odfweb3.odf.chain.ObjectList`).
         objects: every object of the dataset (the full layout the target will hold); when
             planned from a :class:`VerifiedChain`, a :class:`LazySequence` whose length is
             known and whose items are walked only when iterated.
@@ -159,7 +160,7 @@ class PublishPlan:
     relation: Relation
     forced: bool
     new_blocks: int
-    send: tuple[DatasetObject, ...]
+    send: Sequence[DatasetObject]
     objects: Sequence[DatasetObject]
     chain: Sequence[ChainEntry] = field(default=(), repr=False, compare=False)
     record_extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -380,7 +381,7 @@ def _plan_verified(
     )
     known = _lookup(remote_has)
 
-    def plan(relation: Relation, send: tuple[DatasetObject, ...]) -> PublishPlan:
+    def plan(relation: Relation, send: Sequence[DatasetObject]) -> PublishPlan:
         return PublishPlan(
             dataset_id,
             target,
@@ -398,7 +399,7 @@ def _plan_verified(
         )
 
     if remote_head is None:
-        return plan("new", tuple(o for o in objects if o.path not in known))
+        return plan("new", _unsent(objects, known))
     position = chain.find(remote_head)
     relation = _relation(target, remote_head, position, remote_ahead, force)
     if relation == "same" and remote_holds_head and len(known) == facts.objects:
@@ -409,7 +410,7 @@ def _plan_verified(
         return plan(relation, ())
     if relation != "ahead" or position is None or not remote_holds_head:
         # As for a list of entries: only ``remote_has`` is known to be there.
-        return plan(relation, tuple(o for o in objects if o.path not in known))
+        return plan(relation, _unsent(objects, known))
     links, below = chain.links, chain.columns_below
     at_target = columns_at(chain.walked[position:], below)
     new = list(iter_objects(chain.walked[:position], links, at_target))
@@ -429,6 +430,16 @@ def _plan_verified(
             older = {(o.kind, o.hash) for o in iter_objects(chain.whole()[position:], links)}
     send = tuple(o for o in new if (o.kind, o.hash) not in older and o.path not in known)
     return plan(relation, send)
+
+
+def _unsent(
+    objects: LazySequence[DatasetObject], known: Collection[str]
+) -> Sequence[DatasetObject]:
+    """The objects whose paths are not in ``known``, packed: every object when nothing is
+    known (the chain's own list, not a second one)."""
+    if not known:
+        return objects._all()
+    return ObjectList(o for o in objects if o.path not in known)
 
 
 def _cover(chain: VerifiedChain, position: int) -> ChainFacts | None:

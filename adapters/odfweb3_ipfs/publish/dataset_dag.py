@@ -22,9 +22,9 @@ the previous publish already sent (``previous_dir_blocks``) are not emitted agai
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
@@ -599,7 +599,7 @@ class _Built:
 def _build(
     reader: DatasetReader,
     head: bytes,
-    new: list[DatasetObject],
+    new: Iterable[DatasetObject],
     layout: _Layout,
     links: _Links,
     sinks: _Sinks,
@@ -700,6 +700,9 @@ def build_dataset_dag(
     added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
     order: list[str] = []
+    # A sequence (the plan's packed objects) is read twice: its paths now, the objects to
+    # import as they are imported, so no DatasetObject of every object is held.
+    again = isinstance(objects, Sequence)
     new: list[DatasetObject] = []
     for obj in objects:
         path = obj if isinstance(obj, str) else obj.path
@@ -712,7 +715,8 @@ def build_dataset_dag(
         elif isinstance(obj, str):
             raise FormatError(f"{path}: not an object to import nor a link of the state")
         else:
-            new.append(obj)
+            if not again:
+                new.append(obj)
             added[folder].append(path)
         folders[folder].append(path)
 
@@ -721,7 +725,7 @@ def build_dataset_dag(
     built = _build(
         reader,
         head,
-        new,
+        _not_linked(cast(Sequence[DatasetObject], objects), order, previous) if again else new,
         _Listed(folders, added, previous_shards),
         links,
         sinks,
@@ -741,6 +745,17 @@ def build_dataset_dag(
         built.shards,
         data_sha256=built.data_sha256,
     )
+
+
+def _not_linked(
+    objects: Sequence[DatasetObject], paths: list[str], previous: Mapping[str, ObjectLink]
+) -> Iterator[DatasetObject]:
+    """The objects to import, read again in the order ``paths`` (their paths, read first)
+    gives; each carries its string of ``paths`` (the links are keyed by it: one string
+    an object)."""
+    for obj, path in zip(objects, paths, strict=True):
+        if path not in previous:
+            yield obj.with_path(path)
 
 
 class _IndexedLayout(Mapping[str, ObjectLink]):

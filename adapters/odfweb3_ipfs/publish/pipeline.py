@@ -152,9 +152,6 @@ def build_delta(
         encrypted=sealer is not None,
         profile=profile,
     )
-    # Each object is either sent or linked, as the plan says: checked by membership only
-    # (``previous`` parses a link's CID when it is used).
-    send = {o.path for o in plan.send}
     layout: Iterable[DatasetObject | str]
     grows = _grows_held_layout(plan, view, previous)
     if grows and isinstance(previous, IndexLinks):
@@ -179,10 +176,16 @@ def build_delta(
         layout = [*plan.send, *previous]
     else:
         layout = plan.objects
-        for obj in plan.objects:
-            sent, linked = obj.path in send, obj.path in previous
-            if sent == linked:
-                _disagree(plan, obj.path, sent, linked)
+        # Each object is either sent or linked, as the plan says: checked by membership only
+        # (``previous`` parses a link's CID when it is used). The plan sends objects of its
+        # own layout: with nothing linked and as many sent as there are, every one is sent
+        # (a first publish: no set of every path).
+        if previous or len(plan.send) != len(plan.objects):
+            send = {o.path for o in plan.send}
+            for obj in plan.objects:
+                sent, linked = obj.path in send, obj.path in previous
+                if sent == linked:
+                    _disagree(plan, obj.path, sent, linked)
     return build_dataset_dag(
         reader,
         plan.head,

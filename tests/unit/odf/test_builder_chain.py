@@ -168,3 +168,24 @@ def test_append_to_a_chain_without_a_schema_declares_one_first(tmp_path):
     kinds = [type(e.block.event).__name__ for e in chain]
     assert kinds == ["Seed", "SetInfo", "SetLicense", "SetDataSchema", "AddData", "AddData"]
     assert _kamu_append_problems(chain) == []
+
+
+def test_object_list_is_the_objects_it_was_given(tmp_path):
+    from odfweb3.odf.chain import DatasetObject, ObjectList
+
+    built = create_root_dataset(tmp_path / "ds", blocks=3, data_bytes=3000, seed=2)
+    objects = list(iter_objects(walk_chain(DatasetReader.open(built.path))))
+    objects.append(DatasetObject("linked", b"\x16\x20" + b"\x01" * 32, None))  # no size
+    packed = ObjectList(objects)
+    assert len(packed) == len(objects) and packed == objects and packed == tuple(objects)
+    assert list(packed) == objects and [o.path for o in packed] == [o.path for o in objects]
+    assert packed[0] == objects[0] and packed[-1] == objects[-1] and packed[-1].size is None
+    assert packed[1:3] == objects[1:3]
+    assert packed != objects[:-1] and packed != [*objects[:-1], objects[0]]
+    with pytest.raises(IndexError):
+        packed[len(objects)]
+    obj = packed[0]
+    path = "".join(obj.path)  # the same text, another string
+    assert obj.with_path(path).path is path
+    with pytest.raises(ValueError):
+        obj.with_path(objects[1].path)
