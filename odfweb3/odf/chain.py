@@ -18,6 +18,7 @@ from typing import Protocol, overload
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
+from odfweb3.odf.digest_map import DigestMap
 from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
@@ -85,6 +86,29 @@ class DatasetObject:
             raise ValueError(f"{path}: not the path of {self.path}")
         object.__setattr__(self, "_path", path)
         return self
+
+
+class _PackedBytes:
+    """Byte strings appended one after the other into one ``bytearray`` (about 42 bytes a
+    multihash, not a ``bytes`` object of 67 and its list slot)."""
+
+    __slots__ = ("_blob", "_ends")
+
+    def __init__(self) -> None:
+        self._blob = bytearray()
+        self._ends = array("Q")
+
+    def append(self, b: bytes) -> None:
+        self._blob += b
+        self._ends.append(len(self._blob))
+
+    def __getitem__(self, i: int) -> bytes:
+        return bytes(self._blob[self._ends[i - 1] if i else 0 : self._ends[i]])
+
+    def __delitem__(self, _: slice) -> None:
+        """``del packed[:]``: empty it (the columns are cleared together)."""
+        self._blob = bytearray()
+        self._ends = array("Q")
 
 
 _KINDS: tuple[ObjectKind, ...] = ("block", "data", "checkpoint", "linked")
@@ -316,23 +340,25 @@ def iter_objects(
             be read for its link columns, a linked object missing) or a schema whose
             ``ObjectLink`` kamu refuses.
     """
-    seen: set[tuple[str, bytes]] = set()
-    # The data files waiting for their schema, as flat columns (about 40 bytes each, not a
+    # The hashes yielded, per folder (a linked object and a data file share data/), in
+    # DigestMaps: about 35 bytes a hash, where a set of (kind, hash) tuples was some 150.
+    seen = {"data": DigestMap(), "checkpoint": DigestMap()}
+    # The data files waiting for their schema, as flat columns (about 90 bytes each, not a
     # decoded block or a record object: a first publish of 100,000 blocks holds them all
     # until the walk meets the SetDataSchema near the Seed).
-    p_data: list[bytes] = []
+    p_data = _PackedBytes()
     p_size = array("q")
-    p_block: list[bytes] = []
+    p_block = _PackedBytes()
     p_seq = array("Q")
     p_extra: list[ExtraAttributes | None] = []
 
     def resolve(columns: tuple[str, ...]) -> Iterator[DatasetObject]:
         if links is not None and columns:
-            for i, mh in enumerate(p_data):
+            for i in range(len(p_size)):
                 block = LinkingBlock(p_block[i], p_seq[i], p_extra[i])
-                for obj in links(block, DatasetObject("data", mh, p_size[i]), columns):
-                    if ("data", obj.hash) not in seen:
-                        seen.add(("data", obj.hash))
+                data = DatasetObject("data", p_data[i], p_size[i])
+                for obj in links(block, data, columns):
+                    if seen["data"].put(obj.hash):
                         yield obj
         for column in (p_data, p_size, p_block, p_seq, p_extra):
             del column[:]
@@ -341,25 +367,27 @@ def iter_objects(
         yield DatasetObject("block", entry.hash, entry.size)
         event = entry.block.event
         if isinstance(event, AddData | ExecuteTransform):
-            if event.new_data is not None and event.new_data.physical_hash is not None:
-                # keyed by folder: a linked object and a data file share data/
-                key = ("data", event.new_data.physical_hash)
-                if key not in seen:
-                    seen.add(key)
-                    obj = DatasetObject("data", event.new_data.physical_hash, event.new_data.size)
-                    if links is not None and isinstance(event, AddData):
-                        p_data.append(obj.hash)
-                        p_size.append(event.new_data.size)
-                        p_block.append(entry.hash)
-                        p_seq.append(entry.block.sequence_number)
-                        p_extra.append(event.extra)
-                    yield obj
+            new_data = event.new_data
+            if (
+                new_data is not None
+                and new_data.physical_hash is not None
+                and seen["data"].put(new_data.physical_hash)
+            ):
+                obj = DatasetObject("data", new_data.physical_hash, new_data.size)
+                if links is not None and isinstance(event, AddData):
+                    p_data.append(obj.hash)
+                    p_size.append(new_data.size)
+                    p_block.append(entry.hash)
+                    p_seq.append(entry.block.sequence_number)
+                    p_extra.append(event.extra)
+                yield obj
             cp = event.new_checkpoint
-            if cp is not None and cp.physical_hash is not None:
-                key = ("checkpoint", cp.physical_hash)
-                if key not in seen:
-                    seen.add(key)
-                    yield DatasetObject("checkpoint", cp.physical_hash, cp.size)
+            if (
+                cp is not None
+                and cp.physical_hash is not None
+                and seen["checkpoint"].put(cp.physical_hash)
+            ):
+                yield DatasetObject("checkpoint", cp.physical_hash, cp.size)
         elif links is not None and isinstance(event, SetDataSchema):
             yield from resolve(link_columns(event, _where(entry.hash)))
     yield from resolve(below)

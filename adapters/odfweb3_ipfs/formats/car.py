@@ -28,7 +28,6 @@ __all__ = [
     "DEFAULT_MAX_SECTION",
     "CarWriter",
     "CidSet",
-    "DigestMap",
     "decode_car_header",
     "encode_car_header",
     "iter_car",
@@ -259,13 +258,11 @@ _GROW_AT = 64  # entries per bucket on average before the table doubles
 
 
 class _Table:
-    """One CID prefix's digests: ``2**bits`` buckets chosen by the digest's first bits
-    (``slot``: an entry's bytes, the digest first)."""
+    """One CID prefix's digests: ``2**bits`` buckets chosen by the digest's first bits."""
 
-    __slots__ = ("bits", "buckets", "count", "slot")
+    __slots__ = ("bits", "buckets", "count")
 
-    def __init__(self, slot: int = _SLOT) -> None:
-        self.slot = slot
+    def __init__(self) -> None:
         self.bits = _FIRST_BITS
         self.buckets = [bytearray() for _ in range(1 << _FIRST_BITS)]
         self.count = 0
@@ -278,11 +275,10 @@ class _Table:
         self.bits += 1
         shift = _MAX_BITS - self.bits
         buckets = [bytearray() for _ in range(1 << self.bits)]
-        slot = self.slot
         for old in self.buckets:
-            for at in range(0, len(old), slot):
-                entry = old[at : at + slot]
-                buckets[int.from_bytes(entry[:3], "big") >> shift] += entry
+            for at in range(0, len(old), _SLOT):
+                digest = old[at : at + _SLOT]
+                buckets[int.from_bytes(digest[:3], "big") >> shift] += digest
         self.buckets = buckets
 
 
@@ -367,74 +363,6 @@ class CidSet:
             del bucket[at : at + _SLOT]
             table.count -= 1
             self._len -= 1
-
-
-class DigestMap:
-    """A map from keys ending in a 32-byte digest (a CID's bytes, a multihash) to values of
-    ``width`` bytes, compact (memory): the digest and value in one slot of a
-    ``bytearray`` bucket, one bucket table per key prefix, as :class:`CidSet` keeps its
-    digests; about ``32 + width + 3`` bytes an entry instead of some 150 in a ``dict`` of
-    ``bytes`` (400,000 CAR blocks at 100,000 dataset blocks). Any other key (another
-    digest length) goes to a plain ``dict``. A key put twice keeps its last value.
-    """
-
-    __slots__ = ("_len", "_other", "_tables", "_width")
-
-    def __init__(self, width: int) -> None:
-        self._width = width
-        self._tables: dict[bytes, _Table] = {}
-        self._other: dict[bytes, bytes] = {}
-        self._len = 0
-
-    def __len__(self) -> int:
-        return self._len
-
-    def _find(self, bucket: bytearray, digest: bytes) -> int:
-        """The slot offset of ``digest`` in ``bucket``, or -1 (matches across slots skipped)."""
-        slot = _SLOT + self._width
-        at = bucket.find(digest)
-        while at > 0 and at % slot:
-            at = bucket.find(digest, at + 1)
-        return at
-
-    def get(self, key: bytes) -> bytes | None:
-        """The value of ``key``, or None."""
-        if len(key) <= _SLOT:
-            return self._other.get(key)
-        table = self._tables.get(key[:-_SLOT])
-        if table is None:
-            return None
-        digest = key[-_SLOT:]
-        bucket = table.bucket(digest)
-        at = self._find(bucket, digest)
-        return None if at < 0 else bytes(bucket[at + _SLOT : at + _SLOT + self._width])
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, bytes) and self.get(key) is not None
-
-    def put(self, key: bytes, value: bytes) -> None:
-        """Map ``key`` to ``value`` (exactly ``width`` bytes)."""
-        if len(value) != self._width:
-            raise ValueError(f"a value of {len(value)} bytes, not {self._width}")
-        if len(key) <= _SLOT:
-            self._len += key not in self._other
-            self._other[key] = value
-            return
-        prefix, digest = key[:-_SLOT], key[-_SLOT:]
-        table = self._tables.get(prefix)
-        if table is None:
-            table = self._tables[prefix] = _Table(_SLOT + self._width)
-        bucket = table.bucket(digest)
-        at = self._find(bucket, digest)
-        if at >= 0:
-            bucket[at + _SLOT : at + _SLOT + self._width] = value
-            return
-        bucket += digest
-        bucket += value
-        table.count += 1
-        if table.count > _GROW_AT << table.bits and table.bits < _MAX_BITS:
-            table.grow()
-        self._len += 1
 
 
 class CarWriter:

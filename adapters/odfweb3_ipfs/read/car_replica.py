@@ -31,11 +31,12 @@ from typing import Final, Protocol
 
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ReplicaMismatch
 from odfweb3.foreign_json import load_foreign_json
+from odfweb3.odf.digest_map import DigestMap
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.read.replica import RecordSigner
-from odfweb3_ipfs.formats.car import DigestMap, iter_car
+from odfweb3_ipfs.formats.car import iter_car
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name

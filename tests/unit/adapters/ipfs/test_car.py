@@ -12,7 +12,6 @@ from odfweb3.errors import FormatError, HashMismatch
 from odfweb3_ipfs.formats.car import (
     CarWriter,
     CidSet,
-    DigestMap,
     decode_car_header,
     encode_car_header,
     iter_car,
@@ -233,39 +232,3 @@ def test_fuzz_mutated_car_raises_only_declared_errors(noise: bytes, at: int) -> 
         list(blocks)
     except (FormatError, HashMismatch):
         pass
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), _DIGEST, st.binary(min_size=5, max_size=5))))
-def test_digest_map_behaves_as_a_dict_of_bytes(puts: list[tuple[int, bytes, bytes]]) -> None:
-    got: DigestMap = DigestMap(5)
-    model: dict[bytes, bytes] = {}
-    for kind, digest, value in puts:
-        key = _cid_of(kind, digest).raw
-        got.put(key, value)
-        model[key] = value  # a key put twice keeps its last value
-        assert len(got) == len(model)
-    for _, digest, _value in puts:
-        for other in range(4):
-            key = _cid_of(other, digest).raw
-            assert got.get(key) == model.get(key)
-            assert (key in got) is (key in model)
-    with pytest.raises(ValueError):
-        got.put(b"\x01" * 40, b"six by")
-
-
-def test_digest_map_grows_and_a_value_never_matches_a_digest(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import odfweb3_ipfs.formats.car as car
-
-    monkeypatch.setattr(car, "_FIRST_BITS", 1)
-    monkeypatch.setattr(car, "_GROW_AT", 2)
-    keys = [Cid.of_block(i.to_bytes(4, "big"), codec=CODEC_RAW).raw for i in range(2000)]
-    got = DigestMap(32)
-    for i, key in enumerate(keys):
-        got.put(key, keys[(i + 1) % len(keys)][-32:])  # values that are other keys' digests
-    assert len(got) == 2000
-    assert all(got.get(k) == keys[(i + 1) % 2000][-32:] for i, k in enumerate(keys))
-    absent = Cid.of_block(b"absent", codec=CODEC_RAW).raw
-    assert got.get(absent) is None and got.get(keys[5][:-32] + bytes(32)) is None
