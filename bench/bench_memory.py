@@ -54,13 +54,24 @@ GOALS = {  # issue 30 goal 3, MB: (blocks, command) -> goal
 }
 
 
-def _run(args: list[str], env: dict[str, str], scratch: Path) -> tuple[float, float]:
-    """Run ``odfweb3 ARGS`` under ``/usr/bin/time``: (peak RSS MB, wall seconds)."""
+def _command(root: Path | None) -> dict[str, str]:
+    """The environment that makes ``odfweb3`` the CLI of the checkout ``root`` (None: this
+    one): its library and adapters first on ``PYTHONPATH``, ahead of the editable install."""
+    if root is None:
+        return {}
+    return {"PYTHONPATH": os.pathsep.join([str(root), str(root / "adapters")])}
+
+
+def _run(
+    args: list[str], env: dict[str, str], scratch: Path, root: Path | None = None
+) -> tuple[float, float]:
+    """Run ``odfweb3 ARGS`` under ``/usr/bin/time``: (peak RSS MB, wall seconds); with
+    ``root``, the CLI of that checkout (:func:`_command`)."""
     report = scratch / "time.txt"
     start = time.perf_counter()
     proc = subprocess.run(
         ["/usr/bin/time", "-f", "%M", "-o", str(report), str(ODFWEB3), *args],
-        env=env,
+        env=env | _command(root),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -95,6 +106,44 @@ def _env(base: Path, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _target_rows(
+    tmp: Path,
+    base: Path,
+    n: int,
+    tgt: str,
+    code: str,
+    root: Path | None,
+    extra: dict[str, str],
+    ref: float,
+) -> list[tuple[str, ...]]:
+    """One target's commands on a copy of the dataset at ``base``, with the CLI of ``root``
+    (None: this checkout): the initial publish, the +1 publish and, for ``car:``,
+    ``verify --deep``; a row each."""
+    work = linked_copy(base, tmp / f"ds-{n}-{tgt}-{code}")
+    env = _env(tmp / f"cfg-{n}-{tgt}-{code}", extra)
+    spec = {"car": f"car:{tmp / f'out-{n}-car-{code}'}", "ipfs": "ipfs"}.get(
+        tgt, f"bundle:{tmp / f'out-{n}-{tgt}-{code}'}"
+    )
+    steps: list[tuple[str, list[str]]] = [
+        ("initial", ["publish", str(work), "--to", spec, "-q"]),
+        ("+1", ["publish", str(work), "--to", spec, "-q"]),
+    ]
+    if tgt == "car":
+        steps.append(("verify --deep", ["verify", "--deep", "--against", spec, str(work)]))
+    rows: list[tuple[str, ...]] = []
+    for label, cmd in steps:
+        if label == "+1":
+            _append(work, 1)
+        rss, wall = _run(cmd, env, tmp, root)
+        goal = GOALS.get((n, label))
+        met = f"<= {goal}" + (" met" if rss <= goal else " NOT met") if goal else "-"
+        rows.append(
+            (f"{n:,}", tgt, code, label, f"{rss:.0f} ({rss / ref:.1f}x ref)", f"{wall:.1f}", met)
+        )
+        print(f"  {tgt} {code} {label}: {rss:.0f} MB, {wall:.1f} s", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="10000", help="AddData blocks, commas")
@@ -104,12 +153,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=HERE / ".memory-cache", help="dataset cache")
     ap.add_argument("--bundle-max", type=int, default=10_000, help="largest bundle: size")
     ap.add_argument("--scratch", type=Path, help="where copies and outputs go (a temp dir)")
+    ap.add_argument(
+        "--before-root",
+        type=Path,
+        help="another checkout (e.g. `git archive` of main): each target's commands run with "
+        "its CLI first, then with this one's, in the same run, on copies of the same dataset",
+    )
     args = ap.parse_args(argv)
+    codes: list[tuple[str, Path | None]] = [("after", None)]
+    if args.before_root is not None:
+        codes.insert(0, ("before", args.before_root.resolve()))
     sizes = [100_000, 1_000_000] if args.full else [int(s) for s in args.sizes.split(",")]
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     print(machine())
     print(f"load average at start: {os.getloadavg()}")
-    rows: list[tuple[str, ...]] = [("blocks", "target", "command", "peak RSS MB", "s", "goal")]
+    rows: list[tuple[str, ...]] = [
+        ("blocks", "target", "code", "command", "peak RSS MB", "s", "goal")
+    ]
     with (
         tempfile.TemporaryDirectory(prefix="odfweb3-bench-memory-", dir=args.scratch) as name,
         contextlib.ExitStack() as stack,
@@ -139,34 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                 if tgt == "bundle" and n > args.bundle_max:
                     print(f"  bundle: skipped above --bundle-max {args.bundle_max}")
                     continue
-                work = linked_copy(base, tmp / f"ds-{n}-{tgt}")
-                env = _env(tmp / f"cfg-{n}-{tgt}", extra)
-                spec = {"car": f"car:{tmp / f'out-{n}-car'}", "ipfs": "ipfs"}.get(
-                    tgt, f"bundle:{tmp / f'out-{n}-{tgt}'}"
-                )
-                steps: list[tuple[str, list[str]]] = [
-                    ("initial", ["publish", str(work), "--to", spec, "-q"]),
-                    ("+1", ["publish", str(work), "--to", spec, "-q"]),
-                ]
-                if tgt == "car":
-                    deep = ["verify", "--deep", "--against", spec, str(work)]
-                    steps.append(("verify --deep", deep))
-                for label, cmd in steps:
-                    if label == "+1":
-                        _append(work, 1)
-                    rss, wall = _run(cmd, env, tmp)
-                    goal = GOALS.get((n, label))
-                    rows.append(
-                        (
-                            f"{n:,}",
-                            tgt,
-                            label,
-                            f"{rss:.0f} ({rss / ref:.1f}x ref)",
-                            f"{wall:.1f}",
-                            f"<= {goal}" + (" met" if rss <= goal else " NOT met") if goal else "-",
-                        )
-                    )
-                    print(f"  {tgt} {label}: {rss:.0f} MB, {wall:.1f} s", flush=True)
+                for code, root in codes:
+                    rows += _target_rows(tmp, base, n, tgt, code, root, extra, ref)
     print(f"load average at end: {os.getloadavg()}")
     print_table(rows)
     return 0
