@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import BinaryIO, Final
 
 from odfweb3.errors import FormatError
+from odfweb3.odf.digest_map import DigestMap
 from odfweb3_ipfs.formats.cid import Cid, decode_uvarint, encode_uvarint
 
 __all__ = [
@@ -251,118 +252,29 @@ def iter_car(
     return roots, _iter_sections(stream, max_section)
 
 
-_SLOT = 32  # a sha2-256 digest: the fixed-size entries of a CidSet bucket
-_FIRST_BITS = 12  # a new bucket table: 4,096 buckets
-_MAX_BITS = 24  # the bucket is chosen by at most the digest's first three bytes
-_GROW_AT = 64  # entries per bucket on average before the table doubles
-
-
-class _Table:
-    """One CID prefix's digests: ``2**bits`` buckets chosen by the digest's first bits."""
-
-    __slots__ = ("bits", "buckets", "count")
-
-    def __init__(self) -> None:
-        self.bits = _FIRST_BITS
-        self.buckets = [bytearray() for _ in range(1 << _FIRST_BITS)]
-        self.count = 0
-
-    def bucket(self, digest: bytes) -> bytearray:
-        return self.buckets[int.from_bytes(digest[:3], "big") >> (_MAX_BITS - self.bits)]
-
-    def grow(self) -> None:
-        """Double the buckets (one more bit of the digest): each entry moves once."""
-        self.bits += 1
-        shift = _MAX_BITS - self.bits
-        buckets = [bytearray() for _ in range(1 << self.bits)]
-        for old in self.buckets:
-            for at in range(0, len(old), _SLOT):
-                digest = old[at : at + _SLOT]
-                buckets[int.from_bytes(digest[:3], "big") >> shift] += digest
-        self.buckets = buckets
-
-
 class CidSet:
-    """An exact set of CIDs, compact for 32-byte digests (memory).
+    """An exact set of CIDs in a :class:`~odfweb3.odf.digest_map.DigestMap`: about 35 bytes
+    a CID with a 32-byte digest, where a ``set`` of CID ``bytes`` costs about 110 at 390,000
+    CIDs (a 72-byte object plus the table)."""
 
-    A ``set`` of CID ``bytes`` costs about 110 bytes an entry at 390,000 CIDs (a 72-byte
-    object plus the table); here a CID whose digest is 32 bytes is kept as those 32 bytes
-    in a ``bytearray`` bucket chosen by the digest's first bits, in one bucket table per
-    CID prefix (version, codec, multihash code and length), about 35 bytes an entry. The
-    table doubles when its buckets hold 32 digests on average, so a look-up scans about 1
-    KB. Membership is exact: the prefix chooses the table, the whole digest is compared at
-    slot boundaries only. Any other CID (another digest length, identity) goes to a plain
-    ``set`` of its bytes.
-    """
-
-    __slots__ = ("_len", "_other", "_tables")
+    __slots__ = ("_map",)
 
     def __init__(self) -> None:
-        self._tables: dict[bytes, _Table] = {}
-        self._other: set[bytes] = set()
-        self._len = 0
+        self._map = DigestMap()
 
     def __len__(self) -> int:
-        return self._len
-
-    @staticmethod
-    def _find(bucket: bytearray, digest: bytes) -> int:
-        """The slot offset of ``digest`` in ``bucket``, or -1 (matches across slots skipped)."""
-        at = bucket.find(digest)
-        while at > 0 and at % _SLOT:
-            at = bucket.find(digest, at + 1)
-        return at
+        return len(self._map)
 
     def __contains__(self, cid: object) -> bool:
-        if not isinstance(cid, Cid):
-            return False
-        digest = cid.digest
-        if len(digest) != _SLOT:
-            return cid.raw in self._other
-        table = self._tables.get(cid.raw[: len(cid.raw) - _SLOT])
-        return table is not None and self._find(table.bucket(digest), digest) >= 0
+        return isinstance(cid, Cid) and cid.raw in self._map
 
     def add(self, cid: Cid) -> bool:
         """Add ``cid``; True if it was not in the set."""
-        digest = cid.digest
-        if len(digest) != _SLOT:
-            raw = cid.raw
-            if raw in self._other:
-                return False
-            self._other.add(raw)
-            self._len += 1
-            return True
-        prefix = cid.raw[: len(cid.raw) - _SLOT]
-        table = self._tables.get(prefix)
-        if table is None:
-            table = self._tables[prefix] = _Table()
-        bucket = table.bucket(digest)
-        if self._find(bucket, digest) >= 0:
-            return False
-        bucket += digest
-        table.count += 1
-        if table.count > _GROW_AT << table.bits and table.bits < _MAX_BITS:
-            table.grow()
-        self._len += 1
-        return True
+        return self._map.put(cid.raw)
 
     def discard(self, cid: Cid) -> None:
         """Remove ``cid`` if present."""
-        digest = cid.digest
-        if len(digest) != _SLOT:
-            if cid.raw in self._other:
-                self._other.discard(cid.raw)
-                self._len -= 1
-            return
-        table = self._tables.get(cid.raw[: len(cid.raw) - _SLOT])
-        if table is None:
-            return
-        bucket = table.bucket(digest)
-        at = self._find(bucket, digest)
-        if at >= 0:
-            del bucket[at : at + _SLOT]
-            table.count -= 1
-            self._len -= 1
+        self._map.discard(cid.raw)
 
 
 class CarWriter:

@@ -157,11 +157,10 @@ def test_cid_set_behaves_as_a_set_of_cid_bytes(ops: list[tuple[str, int, bytes]]
 
 
 def test_cid_set_grows_its_buckets_and_stays_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    import odfweb3_ipfs.formats.car as car
+    import odfweb3.odf.digest_map as dm
 
-    monkeypatch.setattr(car, "_FIRST_BITS", 1)  # 2 buckets, doubled past 2 per bucket
-    monkeypatch.setattr(car, "_GROW_AT", 2)
-    monkeypatch.setattr(car, "_MAX_BITS", 24)
+    monkeypatch.setattr(dm, "_FIRST_BITS", 1)  # 2 buckets, doubled past 2 per bucket
+    monkeypatch.setattr(dm, "_GROW_AT", 2)
     cids = [Cid.of_block(i.to_bytes(4, "big"), codec=CODEC_RAW) for i in range(3000)]
     got = CidSet()
     for i, cid in enumerate(cids):
@@ -169,7 +168,7 @@ def test_cid_set_grows_its_buckets_and_stays_exact(monkeypatch: pytest.MonkeyPat
         if i % 7 == 0:
             assert got.add(cids[i // 2]) is False
     assert len(got) == 3000
-    table = next(iter(got._tables.values()))
+    table = next(iter(got._map._tables.values()))
     assert table.bits > 1 and table.count == 3000  # it grew, and no digest was lost
     assert sum(len(b) for b in table.buckets) == 3000 * 32
     assert all(cid in got for cid in cids)
