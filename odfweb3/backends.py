@@ -24,13 +24,12 @@ The layers and this registry are described in docs/design.md ("Layers", "Backend
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from odfweb3.errors import OdfWeb3Error, UsageError
 
@@ -53,6 +52,7 @@ __all__ = [
     "KeyEnvelopeReader",
     "KeyNamer",
     "NamePusher",
+    "NoOptions",
     "PinReporter",
     "ReadAccess",
     "Republisher",
@@ -72,6 +72,8 @@ __all__ = [
     "key_namer",
     "open_target",
     "opened_name",
+    "own_options",
+    "parse_options",
     "state_facts",
     "target_kinds",
     "target_traits",
@@ -88,12 +90,22 @@ DnsTxtLookup = Callable[[str], Sequence[str]]
 
 
 @dataclass(frozen=True)
-class TargetOptions:
-    """What a publish opens any target with: its sealer and hooks, whatever the network,
-    and each backend's own options (:attr:`Declaration.options_type`: the IPFS CID profile,
-    the Arweave wallet...), which only that backend reads (:meth:`own`).
+class NoOptions:
+    """The options of a backend that adds none to ``publish`` (:attr:`Declaration.options_type`)."""
+
+
+@dataclass(frozen=True)
+class TargetOptions(Generic[_O]):
+    """What a publish opens a target with: its backend's own options (:attr:`own`, of its
+    :attr:`Declaration.options_type`: the IPFS CID profile, the Arweave wallet...), and what
+    every network's target takes: the sealer, a private drive's password, the hooks.
+
+    Typed by the backend's options: ``TargetOptions[IpfsOptions]``. :func:`open_target` refuses
+    options of another backend's type, so a target never reads defaults in place of options
+    it was not given.
     """
 
+    own: _O  # its backend's options, completed (backend_options / complete_options)
     sealer: Sealer | None = None  # encrypt (docs/design.md, "Encryption")
     # a target with TargetTraits.private_drives: an ArFS private drive with this password
     # (never in a repr)
@@ -109,15 +121,6 @@ class TargetOptions:
     on_price: Callable[[int, int], None] | None = None  # (amount, bytes) before posting
     # the price (None: not known) before anything is paid; False: send nothing
     approve: Callable[[Price | None], bool] | None = None
-    # each backend's own options, one object of its options type each (from backend_options)
-    backends: tuple[object, ...] = ()
-
-    def own(self, kind: type[_O]) -> _O:
-        """The options of type ``kind`` among :attr:`backends` (its defaults when none is)."""
-        for given in self.backends:
-            if isinstance(given, kind):
-                return given
-        return kind()
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,8 @@ class CliOption:
     """One ``publish`` command-line option a backend adds: ``argparse`` arguments as data.
 
     Its value sets the field of the same name as its destination (``--max-cost`` ->
-    ``max_cost``) in the library's publish options (:class:`odfweb3.api.PublishOptions`).
+    ``max_cost``) in its backend's options (:attr:`Declaration.options_type`), which the CLI
+    builds from the parsed values (:func:`parse_options`).
 
     Attributes:
         flags: the option strings (``("--wallet",)``).
@@ -251,9 +255,11 @@ class Declaration:
         opened_name: the name the target ``spec`` gets once opened (``ipfs`` ->
             ``ipfs:<ipfs.api>``): the name its publish state is saved under.
         publish_options: the options it adds to ``odfweb3 publish``; each one's destination
-            is a field of :attr:`options_type` (and of the library's publish options).
-        options_type: its own options (a frozen dataclass whose fields all have defaults),
-            which its targets find in :attr:`TargetOptions.backends`.
+            is a field of :attr:`options_type`.
+        options_type: its own options (a frozen dataclass whose fields all have defaults:
+            ``publish`` without flags), given in the library's publish options
+            (:attr:`odfweb3.api.PublishOptions.backends`), read by its targets as
+            :attr:`TargetOptions.own`.
         complete_options: its options with the configuration's defaults filled in and made
             consistent (the CID version a profile implies), before any target is opened and
             whatever the target; UsageError for options that contradict each other.
@@ -267,7 +273,7 @@ class Declaration:
     traits: Mapping[str, TargetTraits] = field(default_factory=dict)
     opened_name: Callable[[str, Config], str] = _own_name
     publish_options: tuple[CliOption, ...] = ()
-    options_type: type[Any] | None = None
+    options_type: type[Any] = NoOptions
     complete_options: Callable[[Any, Config], Any] | None = None
 
 
@@ -308,8 +314,9 @@ class Backend(Protocol):
         """How the references it reads begin (``car:``, ``ipfs://``, ``ipns://``)."""
         ...
 
-    def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
-        """The publish target named ``spec`` (one of :attr:`target_schemes`).
+    def open_target(self, spec: str, config: Config, options: TargetOptions[Any]) -> PublishTarget:
+        """The publish target named ``spec`` (one of :attr:`target_schemes`), with this
+        backend's options (``options.own``, of its declared options type, completed).
 
         Raises:
             UsageError: an incomplete target name, or a missing wallet.
@@ -489,25 +496,37 @@ def key_namer() -> KeyNamer | None:
     return None
 
 
-def backend_options(values: Mapping[str, Any], config: Config) -> tuple[object, ...]:
-    """Every backend's own options (:attr:`Declaration.options_type`) from ``values`` (by
-    field name: the library's publish options; a field not given keeps its default), each
-    completed from ``config`` and checked, whatever the target.
+def backend_options(given: Sequence[object], config: Config) -> tuple[object, ...]:
+    """Every backend's own options (:attr:`Declaration.options_type`), by rank: the one of
+    its type in ``given``, else its defaults (``publish`` without flags), each completed from
+    ``config`` and checked, whatever the target (a contradictory CID profile is refused
+    everywhere).
 
     Raises:
-        UsageError: options that contradict each other.
+        UsageError: an object of no backend's options type, two of one type, or options
+            that contradict each other.
     """
-    made: list[object] = []
-    for declared in declarations():
-        kind = declared.options_type
-        if kind is None:
-            continue
-        names = {f.name for f in dataclasses.fields(kind)}
-        own = kind(**{k: v for k, v in values.items() if k in names})
-        if declared.complete_options is not None:
-            own = declared.complete_options(own, config)
-        made.append(own)
-    return tuple(made)
+    kinds = {d.options_type: d for d in declarations()}
+    mine: dict[type[Any], object] = {}
+    for options in given:
+        kind = type(options)
+        if kind not in kinds:
+            names = ", ".join(k.__name__ for k in kinds)
+            raise UsageError(f"publish options: {kind.__name__} is no backend's (give {names})")
+        if kind in mine:
+            raise UsageError(f"publish options: {kind.__name__} given twice")
+        mine[kind] = options
+    return tuple(_completed(d, mine[k] if k in mine else k(), config) for k, d in kinds.items())
+
+
+def parse_options(values: Mapping[str, Any]) -> tuple[object, ...]:
+    """Every backend's own options from parsed command-line values (an ``argparse``
+    namespace's ``vars``): each of its :attr:`Declaration.publish_options` sets the field
+    named after its destination; not completed (:func:`backend_options` does that)."""
+    return tuple(
+        d.options_type(**{o.dest: values[o.dest] for o in d.publish_options})
+        for d in declarations()
+    )
 
 
 _declared: list[Declaration] | None = None
@@ -578,16 +597,54 @@ def backend_for_ref(ref: str) -> Backend | None:
     return _backend(declared) if declared is not None else None
 
 
-def open_target(spec: str, config: Config, options: TargetOptions | None = None) -> PublishTarget:
-    """The publish target for ``spec`` (``car:DIR``, ``ipfs``, ``bundle:DIR``, ``arweave``).
+def own_options(spec: str, completed: Sequence[object]) -> object:
+    """The options among ``completed`` (:func:`backend_options`) that the backend of the
+    target named ``spec`` takes (its :attr:`Declaration.options_type`).
 
     Raises:
-        UsageError: an unknown or incomplete target name.
+        UsageError: an unknown target name, or none of ``completed`` is of that type.
     """
-    backend = backend_for_target(spec)
-    if backend is None:
+    declared = _target_declaration(spec)
+    mine = next((o for o in completed if type(o) is declared.options_type), None)
+    if mine is None:
+        raise UsageError(
+            f"--to {spec}: no {declared.options_type.__name__} among the publish options"
+        )
+    return mine
+
+
+def open_target(
+    spec: str, config: Config, options: TargetOptions[Any] | None = None
+) -> PublishTarget:
+    """The publish target for ``spec`` (``car:DIR``, ``ipfs``, ``bundle:DIR``, ``arweave``),
+    with ``options`` (None: its backend's defaults, completed from ``config``).
+
+    Raises:
+        UsageError: an unknown or incomplete target name, or options of another backend's
+            type (``options.own``).
+    """
+    declared = _target_declaration(spec)
+    kind = declared.options_type
+    if options is None:
+        options = TargetOptions(own=_completed(declared, kind(), config))
+    elif type(options.own) is not kind:
+        raise UsageError(
+            f"--to {spec}: the {declared.name} backend takes {kind.__name__}, "
+            f"not {type(options.own).__name__}"
+        )
+    return _backend(declared).open_target(spec, config, options)
+
+
+def _completed(declared: Declaration, own: object, config: Config) -> object:
+    complete = declared.complete_options
+    return own if complete is None else complete(own, config)
+
+
+def _target_declaration(spec: str) -> Declaration:
+    declared = _declaration_for_target(spec)
+    if declared is None:
         raise UsageError(
             f"unknown target {spec!r}: use car:DIR, ipfs, pinning:NAME, bundle:DIR or arweave "
             "(see odfweb3 publish -h)"
         )
-    return backend.open_target(spec, config, options or TargetOptions())
+    return declared

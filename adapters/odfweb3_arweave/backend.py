@@ -49,7 +49,7 @@ __all__ = ["ArweaveBackend", "open_arweave_target"]
 
 
 def open_arweave_target(
-    config: Config, options: TargetOptions | None = None, *, gateway: str | None = None
+    config: Config, options: TargetOptions[ArweaveOptions], *, gateway: str | None = None
 ) -> GatewayTarget:
     """The live Arweave target: ``gateway`` (default ``config.arweave_gateway``) + a wallet.
 
@@ -63,11 +63,10 @@ def open_arweave_target(
     from odfweb3_arweave.publish.gateway_target import GatewayTarget
     from odfweb3_arweave.wallet import load_wallet
 
-    options = options or TargetOptions()
     url = gateway or config.arweave_gateway
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--to arweave:{url}: give the gateway as http(s)://HOST[:PORT]")
-    own = options.own(ArweaveOptions)
+    own = options.own
     wallet = own.wallet or config.arweave_wallet
     if wallet is None:
         raise UsageError(
@@ -96,7 +95,7 @@ def open_arweave_target(
 
 
 def open_turbo_target(
-    config: Config, options: TargetOptions | None = None, *, url: str | None = None
+    config: Config, options: TargetOptions[ArweaveOptions], *, url: str | None = None
 ) -> TurboTarget:
     """``--to turbo[:URL]``: the bundler ``url`` (default config ``arweave.turbo``), the
     wallet that signs the items, the gateway readers use; the bundler's key pinned by
@@ -111,13 +110,12 @@ def open_turbo_target(
     from odfweb3_arweave.publish.turbo_target import TurboTarget
     from odfweb3_arweave.wallet import load_wallet
 
-    options = options or TargetOptions()
     url = url or config.get("arweave", "turbo")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise UsageError(
             "--to turbo needs the bundler's URL: --to turbo:https://HOST or set arweave.turbo"
         )
-    own = options.own(ArweaveOptions)
+    own = options.own
     wallet = own.wallet or config.arweave_wallet
     if wallet is None:
         raise UsageError(
@@ -299,7 +297,9 @@ class ArweaveBackend:
     target_schemes: Final = DECLARATION.target_schemes
     ref_prefixes: Final = DECLARATION.ref_prefixes
 
-    def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
+    def open_target(
+        self, spec: str, config: Config, options: TargetOptions[ArweaveOptions]
+    ) -> PublishTarget:
         from odfweb3_arweave.publish.bundle_target import BundleTarget
         from odfweb3_arweave.wallet import load_wallet
 
@@ -307,7 +307,7 @@ class ArweaveBackend:
         if kind == "bundle":
             if not arg:
                 raise UsageError("--to bundle:OUT_DIR needs a directory, e.g. --to bundle:./out")
-            wallet = options.own(ArweaveOptions).wallet
+            wallet = options.own.wallet
             if wallet is None:
                 raise UsageError(
                     "--to bundle:OUT_DIR needs an Arweave wallet to sign with: pass --wallet "

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 
 __all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
 
+# The node target that re-signs a record or reads the node's (republish, status) publishes
+# no data: the CID profile and --unpin-previous of a publish are not its to know.
+_NO_PUBLISH: Final = TargetOptions(own=IpfsOptions())
+
 
 def _record_ttl_ns(config: Config) -> int:
     """The records' TTL: ``ipfs.record_ttl`` seconds (default 300, Kubo's). How long a
@@ -73,20 +77,18 @@ def _record_lifetime(config: Config) -> timedelta:
     return timedelta(hours=float(config.get("ipfs", "record_lifetime_hours", default=48)))
 
 
-def _cid_profile(options: TargetOptions) -> CidProfile:
+def _cid_profile(options: TargetOptions[IpfsOptions]) -> CidProfile:
     """The UnixFS import profile of an IPFS publish (``--cid-profile``, ``--cid-version``)."""
-    own = options.own(IpfsOptions)
-    return profile_for(own.cid_profile, own.cid_version)
+    return profile_for(options.own.cid_profile, options.own.cid_version)
 
 
 def open_ipfs_target(
-    config: Config, options: TargetOptions | None = None, *, api: str | None = None
+    config: Config, options: TargetOptions[IpfsOptions], *, api: str | None = None
 ) -> IpfsNodeTarget:
     """The live IPFS target: the node at ``api`` (default ``config.ipfs_api``)."""
     from odfweb3_ipfs.client.kubo import KuboClient
     from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 
-    options = options or TargetOptions()
     url = api or config.ipfs_api
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--to ipfs:{url}: give the node's RPC API as http://HOST:PORT")
@@ -100,7 +102,7 @@ def open_ipfs_target(
         profile=_cid_profile(options),
         lifetime=_record_lifetime(config),
         ttl_ns=_record_ttl_ns(config),
-        unpin_previous=options.own(IpfsOptions).unpin_previous,
+        unpin_previous=options.own.unpin_previous,
         sealer=options.sealer,
         publisher=config.get("publisher"),
         announce=options.announce,
@@ -158,7 +160,9 @@ class IpfsBackend:
     target_schemes: Final = DECLARATION.target_schemes
     ref_prefixes: Final = DECLARATION.ref_prefixes
 
-    def open_target(self, spec: str, config: Config, options: TargetOptions) -> PublishTarget:
+    def open_target(
+        self, spec: str, config: Config, options: TargetOptions[IpfsOptions]
+    ) -> PublishTarget:
         kind, _, arg = spec.partition(":")
         if kind == "car":
             if not arg:
@@ -255,7 +259,7 @@ class IpfsBackend:
         """The node's target for ``ipfs:URL``; ``car:`` records are re-signed by publishing."""
         if not target.startswith("ipfs:"):
             return None
-        return open_ipfs_target(config, TargetOptions(), api=target.removeprefix("ipfs:"))
+        return open_ipfs_target(config, _NO_PUBLISH, api=target.removeprefix("ipfs:"))
 
     def query_status(
         self, states: Sequence[PublishState], config: Config
@@ -272,7 +276,7 @@ class IpfsBackend:
                 continue
             api = state.target[len("ipfs:") :]
             if api not in opened:
-                opened[api] = open_ipfs_target(config, TargetOptions(), api=api)
+                opened[api] = open_ipfs_target(config, _NO_PUBLISH, api=api)
             if not name:
                 out.append(None)
                 continue

@@ -28,12 +28,14 @@ class IpfsOptions:
     ``--unpin-previous``).
 
     Attributes:
-        cid_version: the CID version; None: the profile's (or 1).
-        cid_profile: a Kubo UnixFS import profile name (:mod:`.publish.cid_profile`).
+        cid_version: the CID version; None: config ``ipfs.cid_version``, else the profile's
+            (or 1).
+        cid_profile: a Kubo UnixFS import profile name (:mod:`.publish.cid_profile`); None:
+            config ``ipfs.cid_profile``.
         unpin_previous: the node target unpins the previous root once the name moved.
     """
 
-    cid_version: int | None = 1
+    cid_version: int | None = None
     cid_profile: str | None = None
     unpin_previous: bool = False
 

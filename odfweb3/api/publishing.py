@@ -10,7 +10,6 @@ printed, and how, is the caller's (:class:`odfweb3.api.hooks.Hooks`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,33 +34,29 @@ class PublishOptions:
         dry_run: plan only; nothing is sent or written.
         queue: plan only, as ``dry_run``, but record the encryption decision (``--batch``:
             the update is queued and sent by a later flush).
-        cid_version: IPFS CID version; None: config ``ipfs.cid_version``, else the profile's
-            (or 1).
-        cid_profile: Kubo UnixFS import profile; None: config ``ipfs.cid_profile``.
-        wallet: Arweave JWK wallet; None: config ``arweave.wallet``.
-        unpin_previous: IPFS node: unpin the previous root once the name moved.
         encrypt: encrypt every object (docs/security.md, "Encryption").
         no_encrypt: publish plaintext although the dataset was published encrypted before;
             needs ``confirm_plaintext`` or a yes from :attr:`Hooks.ask`.
         confirm_plaintext: ``--yes``: confirm ``no_encrypt`` without asking.
         drive_password: an ArFS private drive with this password (never in a repr).
-        max_cost: Arweave: refuse an upload above this many winston.
         env: where pinning service tokens are read (``ODFWEB3_PINNING_<NAME>_TOKEN``).
+        backends: each backend's own options, one object of its options type each
+            (``odfweb3_ipfs.declaration.IpfsOptions``: the CID version and profile,
+            ``--unpin-previous``; ``odfweb3_arweave.declaration.ArweaveOptions``: the wallet,
+            ``--max-cost``); a backend not given takes its defaults, each completed from the
+            configuration (``ipfs.cid_profile``, ``arweave.wallet``) and checked whatever
+            the target. An object of no backend's type is refused.
     """
 
     force: bool = False
     dry_run: bool = False
     queue: bool = False
-    cid_version: int | None = None
-    cid_profile: str | None = None
-    wallet: Path | None = None
-    unpin_previous: bool = False
     encrypt: bool = False
     no_encrypt: bool = False
     confirm_plaintext: bool = False
     drive_password: str | None = field(default=None, repr=False)
-    max_cost: int | None = None
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    backends: tuple[object, ...] = ()
 
 
 def publish(
@@ -98,6 +93,7 @@ def publish(
         TargetOptions,
         backend_options,
         open_target,
+        own_options,
         state_facts,
         target_traits,
     )
@@ -109,9 +105,7 @@ def publish(
     dataset = str(dataset)
     # Each backend's own options, completed from the configuration and checked whatever the
     # target (a contradictory CID profile is refused everywhere).
-    own = backend_options(
-        {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}, config
-    )
+    completed = backend_options(options.backends, config)
     password = options.drive_password
     if password is not None and not target_traits(to).private_drives:
         raise UsageError("--arfs-private needs an Arweave target: --to bundle:DIR or arweave")
@@ -143,6 +137,7 @@ def publish(
             to,
             config,
             TargetOptions(
+                own=own_options(to, completed),
                 sealer=sealer,
                 drive_password=password,
                 env=options.env,
@@ -151,7 +146,6 @@ def publish(
                 progress=bar,
                 on_price=on_price,
                 approve=approve,
-                backends=own,
             ),
         )
         # A queued update (--batch) is planned like a dry run, but its encryption decision is

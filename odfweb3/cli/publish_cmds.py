@@ -420,10 +420,8 @@ def _publish_everywhere(args: argparse.Namespace, ctx: Context) -> int:
 def _options(args: argparse.Namespace, ctx: Context) -> PublishOptions:
     """The library's publish options from the command line."""
     from odfweb3.api.publishing import PublishOptions
-    from odfweb3.backends import declarations
+    from odfweb3.backends import parse_options
 
-    # Each backend's option sets the field it is named after (odfweb3.backends.CliOption).
-    declared = {o.dest: getattr(args, o.dest) for d in declarations() for o in d.publish_options}
     return PublishOptions(
         force=args.force,
         dry_run=args.dry_run,
@@ -433,7 +431,8 @@ def _options(args: argparse.Namespace, ctx: Context) -> PublishOptions:
         confirm_plaintext=bool(args.yes),
         drive_password=_drive_password(args, ctx),
         env=ctx.env,
-        **declared,
+        # Each backend's options from the ones it declared (odfweb3.backends.CliOption).
+        backends=parse_options(vars(args)),
     )
 
 

@@ -254,7 +254,7 @@ def test_open_target_publishes_and_never_copies_wallet(tmp_path, wallet_file) ->
     out = tmp_path / "out"
     config = load_config(None, env={})
     target = open_target(
-        f"bundle:{out}", config, TargetOptions(backends=(ArweaveOptions(wallet=wallet_file),))
+        f"bundle:{out}", config, TargetOptions(own=ArweaveOptions(wallet=wallet_file))
     )
     assert isinstance(target, BundleTarget)
     publish_dataset(ds, target)
@@ -286,7 +286,7 @@ def test_bad_wallet_clear_error_nothing_written(tmp_path, content, needle) -> No
         open_target(
             f"bundle:{out}",
             load_config(None, env={}),
-            TargetOptions(backends=(ArweaveOptions(wallet=wallet),)),
+            TargetOptions(own=ArweaveOptions(wallet=wallet)),
         )
     assert str(wallet) in str(ei.value) and "\n" not in str(ei.value)
     assert not out.exists()
@@ -295,11 +295,9 @@ def test_bad_wallet_clear_error_nothing_written(tmp_path, content, needle) -> No
 def test_bundle_target_needs_wallet_and_dir(tmp_path: Path) -> None:
     config = load_config(None, env={})
     with pytest.raises(UsageError, match="--wallet"):
-        open_target(f"bundle:{tmp_path / 'out'}", config, TargetOptions())
+        open_target(f"bundle:{tmp_path / 'out'}", config)
     with pytest.raises(UsageError, match="directory"):
-        open_target(
-            "bundle:", config, TargetOptions(backends=(ArweaveOptions(wallet=FIXED_WALLET_PATH),))
-        )
+        open_target("bundle:", config, TargetOptions(own=ArweaveOptions(wallet=FIXED_WALLET_PATH)))
     assert not (tmp_path / "out").exists()
 
 

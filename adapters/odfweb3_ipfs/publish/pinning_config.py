@@ -38,6 +38,7 @@ from odfweb3_ipfs.publish.pinning_target import PinningService, PinningTarget
 
 if TYPE_CHECKING:
     from odfweb3.backends import TargetOptions
+    from odfweb3_ipfs.declaration import IpfsOptions
     from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 
 __all__ = ["load_service", "open_pinning_target", "service_names", "token_env_name"]
@@ -123,7 +124,7 @@ def load_service(config: Config, name: str, env: Mapping[str, str]) -> PinningSe
     )
 
 
-def _staging_car_target(config: Config, options: TargetOptions) -> CarTarget:
+def _staging_car_target(config: Config, options: TargetOptions[IpfsOptions]) -> CarTarget:
     """``pinning.via: car``: the CARs and the record go to STATE_DIR/pinning-car."""
     from odfweb3.backends import open_target
 
@@ -133,7 +134,7 @@ def _staging_car_target(config: Config, options: TargetOptions) -> CarTarget:
 
 
 def open_pinning_target(
-    config: Config, options: TargetOptions, arg: str, node: IpfsNodeTarget | None
+    config: Config, options: TargetOptions[IpfsOptions], arg: str, node: IpfsNodeTarget | None
 ) -> PinningTarget:
     """``pinning:NAME[,NAME...]``: the node target plus the named services."""
     services = [load_service(config, n, options.env) for n in service_names(config, arg)]

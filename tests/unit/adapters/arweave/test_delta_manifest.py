@@ -253,7 +253,7 @@ def test_arweave_manifest_config_reaches_both_targets(tmp_path, value, kind) -> 
         arweave["manifest"] = value
     cfg.write_text(json.dumps({"arweave": arweave, "state_dir": str(tmp_path / "state")}))
     config = load_config(cfg, env={})
-    options = TargetOptions(backends=(ArweaveOptions(wallet=FIXED_WALLET_PATH),))
+    options = TargetOptions(own=ArweaveOptions(wallet=FIXED_WALLET_PATH))
     assert open_target(f"bundle:{tmp_path / 'out'}", config, options).manifest == kind
     assert open_target("arweave", config, options).manifest == kind
 
@@ -265,7 +265,7 @@ def test_an_unknown_arweave_manifest_value_is_a_config_error(tmp_path) -> None:
         open_target(
             f"bundle:{tmp_path / 'out'}",
             load_config(cfg, env={}),
-            TargetOptions(backends=(ArweaveOptions(wallet=FIXED_WALLET_PATH),)),
+            TargetOptions(own=ArweaveOptions(wallet=FIXED_WALLET_PATH)),
         )
 
 
