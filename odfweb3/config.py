@@ -29,7 +29,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -215,6 +214,8 @@ class Config:
 
 @cache
 def _schema() -> dict[str, Any]:
+    from importlib import resources  # only when there are settings to check
+
     text = resources.files("odfweb3.schemas").joinpath("config.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import secrets
 from typing import TYPE_CHECKING, Any
 
 from odfweb3.cli.output import format_bytes
@@ -128,6 +127,8 @@ def _example(args: argparse.Namespace, ctx: Context) -> int:
     out = ctx.out
     # Without --seed: a fresh key (its own dataset ID) and random data.
     keypair = generate_keypair() if args.seed is None else None
+    import secrets  # random, hmac, hashlib: not for every command's start
+
     seed = secrets.randbits(63) if args.seed is None else args.seed
     if args.blocks < 0 or (args.append is not None and args.append < 1):
         raise UsageError("example: block counts must be positive")

@@ -9,7 +9,6 @@ keys by epoch. Passphrases are never taken from the command line: from
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,6 +158,8 @@ def prompts(ctx: Context, file: Path | None) -> bool:
 def prompt_secret(ctx: Context, what: str, *, confirm: bool) -> str:
     """``what`` typed on the terminal (not echoed); with ``confirm`` typed twice, up to
     :data:`TRIES` times until both agree."""
+    import getpass  # termios: only when a password is typed
+
     for attempt in range(1, TRIES + 1):
         text = getpass.getpass(f"{what}: ")
         if not confirm or getpass.getpass(f"{what} again: ") == text:

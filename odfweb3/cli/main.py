@@ -35,13 +35,11 @@ Exit codes:
 from __future__ import annotations
 
 import argparse
-import difflib
 import errno
 import json
 import os
 import re
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +171,8 @@ def _is_unknown_short(word: str, shorts: set[str]) -> bool:
 
 def suggest(word: str, choices: Sequence[str]) -> str | None:
     """The closest of ``choices`` to a mistyped ``word`` (difflib), or None."""
+    import difflib  # only for a mistyped word
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return close[0] if close else None
 
@@ -354,6 +354,8 @@ def _internal(exc: BaseException, out: Output) -> int:
         prefix="odfweb3: internal error: ",
     )
     if out.verbosity >= 2:
+        import traceback  # a bug's report only: linecache, textwrap
+
         traceback.print_exception(exc, file=sys.stderr)
     return EXIT_INTERNAL
 

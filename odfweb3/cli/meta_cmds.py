@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import platform
 from typing import TYPE_CHECKING, Any
 
 from odfweb3 import __version__
@@ -49,6 +48,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _version(args: argparse.Namespace, ctx: Context) -> int:
+    import platform  # here: the other commands' start-up does not load it
+
     ctx.out.result(
         {"version": __version__, "python": platform.python_version()},
         f"odfweb3 {__version__}",

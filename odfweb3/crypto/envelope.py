@@ -53,7 +53,7 @@ import base64
 import binascii
 import hashlib
 import json
-import secrets
+import os
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -236,7 +236,7 @@ def passphrase_recipient(
         raise UsageError(f"scrypt n must be a power of two in {MIN_SCRYPT_N} .. {MAX_SCRYPT_N}")
     if not label.isprintable() or not label or len(label) > 64:
         raise UsageError("a passphrase label is 1-64 printable characters")
-    recipient = Recipient(f"passphrase:{label}", "passphrase", salt=secrets.token_bytes(16), n=n)
+    recipient = Recipient(f"passphrase:{label}", "passphrase", salt=os.urandom(16), n=n)
     recipient = replace(recipient, r=SCRYPT_R, p=SCRYPT_P)
     return recipient, derive_passphrase_kek(recipient, passphrase)
 
@@ -273,7 +273,7 @@ def _raw_public(key: X25519PublicKey) -> bytes:
 
 
 def _wrap(recipient: Recipient, key: ContentKey, kek: bytes | None) -> WrappedKey:
-    nonce = secrets.token_bytes(_NONCE)
+    nonce = os.urandom(_NONCE)  # secrets.token_bytes is os.urandom; secrets loads random
     aad = _aad(key.dataset_id, key.epoch, recipient.id)
     if recipient.kind == "x25519":
         ephemeral = X25519PrivateKey.generate()

@@ -16,16 +16,13 @@ plaintext beside the ciphertext (``none``, the default, or ``summary``:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, BinaryIO, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, cast
 
 from odfweb3.crypto.keys import ContentKey
-from odfweb3.crypto.segments import (
-    DEFAULT_SEGMENT_SIZE,
-    EncryptingReader,
-    ciphertext_size,
-    encrypt_bytes,
-)
 from odfweb3.errors import UsageError
+
+if TYPE_CHECKING:
+    from odfweb3.crypto.segments import EncryptingReader
 
 __all__ = ["ENVELOPE_FILE", "Discovery", "Sealer", "discovery_setting", "sensitive_setting"]
 
@@ -51,12 +48,16 @@ class Sealer:
         key: ContentKey,
         envelope: bytes,
         *,
-        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        segment_size: int | None = None,
         discovery: Discovery = "none",
     ) -> None:
+        # The segment code is imported with the first sealer: a plaintext publish, whose
+        # start-up imports this module for its types, never loads it.
+        from odfweb3.crypto.segments import DEFAULT_SEGMENT_SIZE
+
         self._key = key
         self.envelope = envelope
-        self.segment_size = segment_size
+        self.segment_size = DEFAULT_SEGMENT_SIZE if segment_size is None else segment_size
         self.discovery: Discovery = discovery
 
     @property
@@ -80,6 +81,8 @@ class Sealer:
         ``salt`` (random unless given) makes a second read of the same object yield the
         same ciphertext: for targets that sign a stream, then read it again to send it.
         """
+        from odfweb3.crypto.segments import EncryptingReader
+
         return EncryptingReader(
             raw,
             self._key,
@@ -91,10 +94,14 @@ class Sealer:
 
     def seal_bytes(self, data: bytes, path: str) -> bytes:
         """Encrypt a small object held in memory (``refs/head``)."""
+        from odfweb3.crypto.segments import encrypt_bytes
+
         return encrypt_bytes(data, self._key, path, segment_size=self.segment_size)
 
     def sealed_size(self, plaintext_size: int) -> int:
         """Exact ciphertext size of an object of ``plaintext_size`` bytes."""
+        from odfweb3.crypto.segments import ciphertext_size
+
         return ciphertext_size(plaintext_size, self.segment_size)
 
 

@@ -40,7 +40,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from importlib import resources
 from typing import Any, Final
 
 from odfweb3.odf.chain import ChainEntry
@@ -81,6 +80,8 @@ _IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
 
 @cache
 def _context_file() -> dict[str, Any]:
+    from importlib import resources  # tempfile, zipfile machinery: once, when first read
+
     text = resources.files("odfweb3.schemas").joinpath(CONTEXT_RESOURCE).read_text("utf-8")
     ctx: dict[str, Any] = json.loads(text)["@context"]
     return ctx

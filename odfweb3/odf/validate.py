@@ -19,8 +19,8 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, ValidationFailed
 from odfweb3.odf import lineage
@@ -46,6 +46,9 @@ from odfweb3.odf.model_gen import AddData, ExecuteTransform, Seed
 from odfweb3.odf.multihash import hash_fd, multihash_from_str, multihash_to_str
 from odfweb3.odf.parquet_links import local_links
 from odfweb3.odf.violation import Violation
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = [
     "RULES",
@@ -155,6 +158,10 @@ class _DeepChecks:
 
     def __init__(self, reader: DatasetReader, workers: int) -> None:
         self._reader = reader
+        # Imported here: concurrent.futures brings logging and queue to every start-up of a
+        # command that imports this module but checks nothing deep (a publish's dry run).
+        from concurrent.futures import ThreadPoolExecutor
+
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
         self._window = _BATCHES_PER_WORKER * max(1, workers)
         self._batch: list[DatasetObject] = []

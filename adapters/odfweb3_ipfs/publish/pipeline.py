@@ -33,17 +33,11 @@ from typing import Any, BinaryIO, Literal, NoReturn, cast
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from odfweb3.crypto.sealer import Sealer
-from odfweb3.descriptor import (
-    build_descriptor,
-    descriptor_from_facts,
-    encode_descriptor,
-    validate_descriptor,
-)
-from odfweb3.descriptor.codec import encode_descriptor_chunks
+from odfweb3.descriptor.build import build_descriptor, descriptor_from_facts
+from odfweb3.descriptor.codec import encode_descriptor, encode_descriptor_chunks
 from odfweb3.descriptor.croissant import data_file_urls, local_sha256
 from odfweb3.descriptor.discovery_facts import Presentation
 from odfweb3.descriptor.published import Earlier, facts_since, published_croissant, published_dcat
-from odfweb3.descriptor.summary import summary_descriptor, validate_summary
 from odfweb3.errors import FormatError
 from odfweb3.odf.chain import DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
@@ -404,6 +398,8 @@ def side_files(
             return SideFiles((envelope,), {"descriptorSkipped": ENCRYPTED_NO_DESCRIPTOR})
         # Allowed by the owner: the catalogue facts only (odfweb3.descriptor.summary), no
         # locator (an ipfs:// or ipns:// URL would point into the ciphertext).
+        from odfweb3.descriptor.summary import summary_descriptor, validate_summary
+
         summary = summary_descriptor(
             list(plan.chain) or list(walk_chain(reader, plan.head)), publisher
         )
@@ -426,6 +422,8 @@ def side_files(
     files, kept = discovery_documents(
         plan, reader, root, settings, view, f"ipns://{name}", known_sha256
     )
+    from odfweb3.descriptor.validate import validate_descriptor  # not for a dry run's start
+
     errors = [p for p in validate_descriptor(doc) if p.severity == "error"]
     if errors:
         return SideFiles(files, {"descriptorSkipped": "; ".join(p.message for p in errors)}, kept)

@@ -125,3 +125,21 @@ def test_an_offline_publish_loads_one_backend_and_no_http(tmp_path) -> None:
         assert [m for m in modules if m.split(".")[0] == "multiformats"] == []
     assert "flatbuffers" in seen[0]  # the check can see it
     assert [m for m in seen[1] if m.split(".")[0] in {"flatbuffers", "numpy", "pyarrow"}] == []
+    # Nor what only another path of a publish needs: the encryption segments (a sealer),
+    # the descriptor's checks and summary (built when there is something to send), the
+    # thread pools of a deep check (concurrent.futures brings logging and queue), the
+    # resource reader of a schema or context file, a traceback printer.
+    unneeded = {
+        "odfweb3.crypto.segments",
+        "odfweb3.descriptor.validate",
+        "odfweb3.descriptor.summary",
+        "odfweb3.descriptor.turtle",
+        "concurrent.futures",
+        "logging",
+        "importlib.resources",
+        "traceback",
+        "difflib",
+        "getpass",
+        "platform",
+    }
+    assert sorted(seen[1] & unneeded) == []
