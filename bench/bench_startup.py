@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_startup.py [--repeat 15]
+    python bench/bench_startup.py [--repeat 15] [--before-root DIR]
 
 Each command runs in a child process (the installed console script, the interpreter beside
 this one), in interleaved rounds; the best wall time and the CPU seconds (user + system, from
@@ -18,6 +18,11 @@ timed ones writes it (``PYTHONPYCACHEPREFIX``, in the run's temp directory; an i
 ``PYTHONDONTWRITEBYTECODE`` is dropped, under which every start compiles its modules from
 source, about 1 s for a publish), and makes the publish's verified-chain cache, which a
 second publish of the same head reads.
+
+``--before-root DIR`` (another checkout, e.g. a ``git archive`` of the commit before a change)
+adds each odfweb3 command again, run with that checkout's library first on ``PYTHONPATH``
+(the same console script and interpreter), in the same interleaved rounds: before and after
+under the same load.
 """
 
 from __future__ import annotations
@@ -37,20 +42,26 @@ from _common import machine, print_table
 from odfweb3.odf.builder import create_root_dataset
 
 
-def _run(cmd: list[str]) -> tuple[float, float, int]:
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """(wall s, CPU s, exit status) of one child process."""
     start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
     return wall, usage.ru_utime + usage.ru_stime, child.returncode
 
 
-def _imports(cmd: list[str]) -> tuple[int, list[tuple[str, int]]]:
+def _imports(
+    cmd: list[str], env: dict[str, str] | None = None
+) -> tuple[int, list[tuple[str, int]]]:
     """Modules a command loads and its three largest (cumulative microseconds)."""
     done = subprocess.run(
-        [cmd[0], "-X", "importtime", *cmd[1:]], capture_output=True, text=True, check=False
+        [cmd[0], "-X", "importtime", *cmd[1:]],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     rows: list[tuple[str, int]] = []
     for line in done.stderr.splitlines():
@@ -66,6 +77,9 @@ def _imports(cmd: list[str]) -> tuple[int, list[tuple[str, int]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="rounds, best counts (15)")
+    parser.add_argument(
+        "--before-root", type=Path, help="also run each command with this checkout's library"
+    )
     args = parser.parse_args(argv)
     python = sys.executable
     script = str(Path(python).with_name("odfweb3"))
@@ -92,11 +106,18 @@ def main(argv: list[str] | None = None) -> int:
                 str(dataset),
             ],
         }
+        envs: dict[str, dict[str, str] | None] = dict.fromkeys(cases)
+        if args.before_root is not None:
+            root = args.before_root.resolve()
+            before = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'adapters'}"}
+            for name in [n for n in cases if n.startswith("odfweb3")]:
+                cases[f"{name} (before)"] = cases[name]
+                envs[f"{name} (before)"] = before
         wall: dict[str, float] = dict.fromkeys(cases, float("inf"))
         cpu: dict[str, float] = dict.fromkeys(cases, float("inf"))
         for round_ in range(args.repeat + 1):
             for name, cmd in cases.items():
-                w, c, code = _run(cmd)
+                w, c, code = _run(cmd, envs[name])
                 if code != 0:
                     print(f"{name}: exit {code}", file=sys.stderr)
                     return 1
@@ -123,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         ]
         for name, cmd in cases.items():
-            count, largest = _imports(cmd)
+            count, largest = _imports(cmd, envs[name])
             top = ", ".join(f"{m} {us / 1000:.0f} ms" for m, us in largest)
             rows.append(
                 (
