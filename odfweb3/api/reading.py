@@ -422,11 +422,12 @@ def _local_dataset_id(path: str | Path) -> str:
     from odfweb3.odf.chain import walk_chain
     from odfweb3.odf.identity import DatasetId
     from odfweb3.odf.layout import DatasetReader
+    from odfweb3.odf.model_gen import Seed
 
     seed = None
     for e in walk_chain(DatasetReader.open(path)):  # to the Seed, holding one block
         seed = e.block.event
-    return str(DatasetId.from_bytes(getattr(seed, "dataset_id", None) or b""))
+    return str(DatasetId.from_bytes((seed.dataset_id if isinstance(seed, Seed) else None) or b""))
 
 
 def verify_lineage(

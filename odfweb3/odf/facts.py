@@ -26,6 +26,7 @@ from odfweb3.odf.chain_rules import RuleState, RuleStateBuilder, RuleStateWalk
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
     AddData,
+    AttachmentsEmbedded,
     DatasetKind,
     ExecuteTransform,
     Seed,
@@ -139,8 +140,9 @@ class ChainFacts:
 
 
 def _attachment_paths(ev: SetAttachments) -> tuple[str, ...]:
-    items = getattr(ev.attachments, "items", None) if ev.attachments is not None else None
-    return tuple(i.path for i in items or () if i.path)
+    if not isinstance(ev.attachments, AttachmentsEmbedded):  # none (the only kind ODF has)
+        return ()
+    return tuple(i.path for i in ev.attachments.items or () if i.path)
 
 
 @dataclass

@@ -27,7 +27,6 @@ import base64
 import binascii
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -191,18 +190,25 @@ def private_data_tags(iv: bytes, app_version: str) -> tuple[Tag, ...]:
     return (Tag.of("Content-Type", OCTET_STREAM), *cipher_tags(iv), *app_tags(app_version))
 
 
-class _Readable(Protocol):
+class _Source(Protocol):
+    """What an encrypting stream reads: a verified stream over one object (bundle_plan's
+    VerifiedStream), whose ``finish`` checks its hash and size."""
+
     def read(self, n: int = -1, /) -> bytes: ...
+
+    def finish(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class EncryptingStream:
     """Reads plaintext from ``source``, yields ArFS ciphertext (GCM tag at the end).
 
     Bounded memory: one read at a time. ``finish`` and ``close`` are passed on to the
-    source when it has them (a verified reader checks its hash there).
+    source (a verified reader checks its hash there).
     """
 
-    def __init__(self, key: FileKey, iv: bytes, source: _Readable) -> None:
+    def __init__(self, key: FileKey, iv: bytes, source: _Source) -> None:
         if len(iv) != IV_SIZE:
             raise FormatError(f"ArFS cipher IV: {len(iv)} bytes, need {IV_SIZE}")
         self._enc = Cipher(algorithms.AES(key.key), modes.GCM(iv)).encryptor()
@@ -226,13 +232,9 @@ class EncryptingStream:
         return out
 
     def finish(self) -> None:
-        """Pass on to the source's ``finish`` (hash and size check), if any."""
-        finish: Callable[[], None] | None = getattr(self._source, "finish", None)
-        if finish is not None:
-            finish()
+        """Pass on to the source's ``finish`` (hash and size check)."""
+        self._source.finish()
 
     def close(self) -> None:
-        """Close the source, if it can be closed."""
-        close: Callable[[], None] | None = getattr(self._source, "close", None)
-        if close is not None:
-            close()
+        """Close the source."""
+        self._source.close()
