@@ -32,7 +32,6 @@ import builtins
 import contextlib
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +46,7 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
-from odfweb3.atomic_file import write_file_atomic
+from odfweb3.atomic_file import write_file_atomic, write_secret_atomic
 from odfweb3.errors import ConflictError, CryptoError, FormatError, NotFound, UsageError
 from odfweb3.foreign_json import load_foreign_json
 
@@ -222,23 +221,13 @@ class Keystore:
 
     def _write(self, path: Path, label: str, key: Ed25519PrivateKey) -> Path:
         self._ensure_root()
-        tmp = self.root / f".{secrets.token_hex(8)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(_encode_key(key))
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                os.link(tmp, path)  # atomic, and fails instead of replacing a key
-            except FileExistsError as exc:
-                raise ConflictError(
-                    f"a key for {label} already exists in {self.root}; it is never replaced"
-                ) from exc
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        self._fsync_root()
+            # 0600 from its creation, then a hard link that fails instead of replacing a key
+            write_secret_atomic(path, _encode_key(key), replace=False)
+        except ConflictError:
+            raise ConflictError(
+                f"a key for {label} already exists in {self.root}; it is never replaced"
+            ) from None
         return path
 
     def _extra_path(self, label: str, pub: str) -> Path:
@@ -367,15 +356,6 @@ class Keystore:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.root, 0o700)  # mkdir's mode is filtered by the umask
         self._check_private(os.stat(self.root).st_mode, self.root)
-
-    def _fsync_root(self) -> None:
-        if os.name != "posix":
-            return
-        fd = os.open(self.root, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     @staticmethod
     def _check_private(mode: int, path: Path) -> None:
