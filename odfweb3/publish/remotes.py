@@ -16,17 +16,15 @@ from pathlib import Path
 from typing import Final
 
 from odfweb3.atomic_file import write_file_atomic
-from odfweb3.backends import target_traits
+from odfweb3.backends import declarations, target_traits
 from odfweb3.errors import FormatError, NotFound, UsageError
 from odfweb3.foreign_json import load_foreign_json
 
-__all__ = ["REMOTES_FILE", "RESERVED", "Remotes", "normalize_target"]
+__all__ = ["REMOTES_FILE", "Remotes", "normalize_target", "reserved_words"]
 
 REMOTES_FILE: Final = "remotes.json"
-#: Words that already mean a target kind or a reference scheme.
-RESERVED: Final = frozenset(
-    {"car", "bundle", "ipfs", "ipns", "arweave", "ar", "pinning", "did", "http", "https"}
-)
+#: Words that mean a reference whatever the backends: a did:odf, a gateway URL.
+_OTHER_SCHEMES: Final = frozenset({"did", "http", "https"})
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _MAX_BYTES: Final = 1 << 20
 
@@ -39,11 +37,22 @@ def normalize_target(spec: str, cwd: Path | None = None) -> str:
     return spec
 
 
+def reserved_words() -> frozenset[str]:
+    """Words that already mean a target kind or a reference scheme: every backend's target
+    schemes and reference schemes (``car``, ``turbo``, ``ipns``, ``ar``...), as declared."""
+    words = set(_OTHER_SCHEMES)
+    for declared in declarations():
+        words.update(declared.target_schemes)
+        words.update(prefix.partition(":")[0] for prefix in declared.ref_prefixes)
+    return frozenset(words)
+
+
 def _check_name(name: str) -> None:
-    if not _NAME.match(name) or name in RESERVED:
+    reserved = reserved_words()
+    if not _NAME.match(name) or name in reserved:
         raise UsageError(
             f"remote name {name!r}: use a short lower-case word (a-z, 0-9, -, _) that is "
-            f"not a target kind ({', '.join(sorted(RESERVED))})"
+            f"not a target kind ({', '.join(sorted(reserved))})"
         )
 
 

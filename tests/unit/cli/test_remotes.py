@@ -84,6 +84,9 @@ def test_remote_rename_keeps_the_target_and_the_order(cli, tmp_path):
     assert code == 64 and "remote live already exists" in err
     code, _, err = cli("remote", "rename", "backup", "ipfs")
     assert code == 64 and "not a target kind" in err
+    # Every backend's target kinds, as declared (turbo was once missing from a fixed list).
+    code, _, err = cli("remote", "add", "turbo", "car:out3")
+    assert code == 64 and "not a target kind" in err
     assert cli("remote")[1].split() == ["backup", "car:out", "live", "ipfs"]
 
 
