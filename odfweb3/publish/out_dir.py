@@ -26,6 +26,7 @@ from odfweb3.errors import ConflictError
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.pack_index import PackIndex, drop_packs
+from odfweb3.publish.pid_lock import PidLock
 from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
 
 __all__ = ["LOCK_NAME", "SUMMARY_NAME", "OutDirHome"]
@@ -54,7 +55,7 @@ class OutDirHome:
     ) -> None:
         self.out_dir = out_dir
         self._opened = opened
-        self._locked = False
+        self._pid_lock = PidLock(out_dir / LOCK_NAME, str(out_dir))
         self._seen_head: bytes | None = None
         self._seen_stat: _Stat | None = None
 
@@ -139,35 +140,10 @@ class OutDirHome:
             ended()
 
     def _lock(self) -> None:
-        if self._locked:
-            return
-        for _ in range(2):
-            try:
-                fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                try:
-                    pid = int(self.lock_path.read_text("ascii").strip() or "0")
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and pid != os.getpid() and _alive(pid):
-                    raise ConflictError(
-                        f"{self.out_dir}: another publisher (pid {pid}) is writing here; "
-                        f"wait for it, or remove {LOCK_NAME} if no such process runs"
-                    ) from None
-                with contextlib.suppress(FileNotFoundError):
-                    self.lock_path.unlink()  # stale (dead or our own earlier, failed run)
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
-            self._locked = True
-            return
-        raise ConflictError(f"{self.out_dir}: could not take {LOCK_NAME}; publish again")
+        self._pid_lock.acquire()
 
     def _unlock(self) -> None:
-        if self._locked:
-            with contextlib.suppress(FileNotFoundError):
-                self.lock_path.unlink()
-            self._locked = False
+        self._pid_lock.release()
 
     def write(
         self,
@@ -201,13 +177,3 @@ class OutDirHome:
             seal.save(self.out_dir, json.loads(text), files, written)
         if packed is not None:
             drop_packs(self.out_dir, packed.packs)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
