@@ -26,6 +26,7 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 
 __all__ = [
     "CHECKPOINT_SUFFIX",
+    "MAX_CHECKPOINT_SIZE",
     "STATE_VERSION",
     "ParsedOnce",
     "PublishState",
@@ -50,7 +51,8 @@ CHECKPOINT_SUFFIX: Final = ".upload.json"
 _KEY_LEN: Final = 24
 _STATE_NAME: Final = re.compile(rf"[0-9a-f]{{{_KEY_LEN}}}\.json")
 _CHECKPOINT_NAME: Final = re.compile(rf"[0-9a-f]{{{_KEY_LEN}}}{re.escape(CHECKPOINT_SUFFIX)}")
-_MAX_CHECKPOINT_READ: Final = 64 << 20
+# An upload checkpoint (a signed transaction, an objects map of older versions), read bounded.
+MAX_CHECKPOINT_SIZE: Final = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,7 @@ class StateScan:
 
 def _read_unfinished(path: Path) -> UnfinishedUpload:
     try:
-        doc = read_foreign_json_file(path, max_bytes=_MAX_CHECKPOINT_READ, expect=dict)
+        doc = read_foreign_json_file(path, max_bytes=MAX_CHECKPOINT_SIZE, expect=dict)
     except (FormatError, NotFound) as exc:
         return UnfinishedUpload(path, error=str(exc))
     did, target = doc.get("datasetId"), doc.get("target")
