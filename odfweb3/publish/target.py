@@ -215,7 +215,10 @@ class SessionTarget(Protocol):
 
     :func:`odfweb3.publish.execute.publish_dataset` holds the session around steps 4-6
     (``upload``, ``commit``, ``save``) and closes it however they end, so the target
-    never takes or drops the exclusion itself (``car:`` holds ``OUT_DIR/.publish.lock``).
+    never takes or drops the exclusion itself: the offline targets hold
+    ``OUT_DIR/.publish.lock`` (:class:`~odfweb3.publish.out_dir.OutDirHome`), the network
+    targets ``<state dir>/<dataset>/<target>.lock``
+    (:class:`~odfweb3.publish.state_home.StateHome`).
     """
 
     def session(self) -> AbstractContextManager[None]:

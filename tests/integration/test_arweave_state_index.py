@@ -62,7 +62,7 @@ def check_state(t: GatewayTarget, ds: Path, did: str) -> None:
     loaded = t._load(did)
     assert loaded is not None and isinstance(loaded.objects, FileIndex)
     assert set(loaded.objects) == dataset_paths(ds)
-    assert not t._checkpoint_path(did).exists()
+    assert not t.home.checkpoint(did).exists()
 
 
 def test_updates_read_only_their_parts(arlocal, wallet, tmp_path, monkeypatch) -> None:
@@ -157,13 +157,13 @@ def test_a_crash_between_pack_and_state_loses_nothing(
         def die(*a, **k):
             raise Crash
 
-        monkeypatch.setattr(t.states, "save", die)
+        monkeypatch.setattr(t.home, "write", die)
     with pytest.raises(Crash):
         publish_dataset(ds, t)
     monkeypatch.undo()
     assert state_doc(t, did) == before  # the state as it was, its packs all there
     assert packs_named(before) <= {p.name for p in t.index_dir(did).glob("index-*.pack")}
-    assert t._checkpoint_path(did).exists() == (point == "state")
+    assert t.home.checkpoint(did).exists() == (point == "state")
     again = publish_dataset(ds, target(arlocal, wallet, state_dir))
     if point == "state":  # posted: rebuilt from the network, nothing to send, now indexed
         assert again.plan.is_noop and "nothing new" in again.upload.summary["note"]

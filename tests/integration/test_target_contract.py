@@ -21,7 +21,12 @@ The contract:
   the record, so the new head may be named, whole); the rerun publishes the new head and
   sends none of the old head's objects;
 - compare-and-set: a rival that publishes after we planned and before we upload wins, and
-  our publish is a ``ConflictError`` (exit 75); the target then names the rival's head.
+  our publish is a ``ConflictError`` (exit 75); the target then names the rival's head. A
+  rival on this machine (the same state, through its state home: ``OUT_DIR/publish.json``,
+  or the network targets' private state, :mod:`odfweb3.publish.state_home`) is refused
+  before anything of ours is sent (no write request reaches the node, gateway or bundler);
+- one publisher at a time: a live process holding the target's lock (``OUT_DIR/.publish.lock``,
+  ``<state>.lock``) makes our publish a ``ConflictError`` with nothing sent.
 
 Where a target does not meet the contract yet, the table below says exactly how
 (``COMPARE_AND_SET``). The crash and the rival are the one seam
@@ -31,6 +36,7 @@ point; the nodes are real).
 
 from __future__ import annotations
 
+import os
 import shutil
 import zlib
 from collections.abc import Callable, Iterator
@@ -57,6 +63,7 @@ from odfweb3_arweave.wallet import generate_wallet
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+from odfweb3_ipfs.publish.pinning_target import PinningTarget
 from tests.support.lying_proxy import LyingProxy, lying_proxy
 
 RICH = 10**15
@@ -72,6 +79,9 @@ COMMIT_MAKES_VISIBLE = {"car", "bundle", "ipfs"}
 # car:DIR and bundle:DIR through their one state home (odfweb3.publish.out_dir): the
 # publish.json inspect read must still be there at upload and at commit.
 COMPARE_AND_SET = {"car", "bundle", "ipfs", "arweave", "turbo"}
+# Which targets keep their state in this machine's state directory (a StateHome) rather than
+# in the directory they write (OutDirHome).
+PRIVATE_STATE = {"ipfs", "arweave", "turbo"}
 # Requests that write: Kubo RPC commands that store, pin or name; Arweave transaction posts.
 _KUBO_WRITES = ("block/put", "dag/import", "name/put", "routing/put", "pin/add", "/api/v0/add")
 
@@ -295,3 +305,58 @@ def test_a_rival_publish_after_our_plan_is_a_conflict(env: Env) -> None:
         publish_dataset(ours, stepped_in(env.target(), "upload", rival))
     env.settle()
     assert env.named_head() == rival_head
+
+
+@pytest.mark.parametrize("env", sorted(PRIVATE_STATE), indirect=True)
+def test_a_rival_on_this_machine_is_refused_before_anything_is_sent(env: Env) -> None:
+    env.publish()
+    ours, theirs = env.tmp / "ours", env.tmp / "theirs"
+    shutil.copytree(env.ds, ours)
+    shutil.copytree(env.ds, theirs)
+    append_blocks(ours, 1, data_bytes=2_000, seed=env.seed + 4)
+    append_blocks(theirs, 1, data_bytes=2_000, seed=env.seed + 5)
+    rival_head = DatasetReader.open(theirs).head()
+    with env.watched() as proxy:
+        assert proxy is not None
+        via = proxy.url
+
+        def rival() -> None:
+            # Another process of this machine, the same state directory and the same
+            # target (its name is the URL), publishes after we planned.
+            done = publish_dataset(theirs, env.target(via))
+            env.settle(done.state.record.get("recordId") if done.state is not None else None)
+            proxy.requests.clear()
+
+        with pytest.raises(ConflictError, match=r"another publish of .* saved .* meanwhile"):
+            publish_dataset(ours, stepped_in(env.target(via), "upload", rival))
+        assert env.writes(proxy) == []  # refused by the state home: nothing of ours sent
+    env.settle()
+    assert env.named_head() == rival_head
+
+
+def test_a_live_publisher_holds_the_target(env: Env) -> None:
+    env.publish()
+    append_blocks(env.ds, 1, data_bytes=2_000, seed=env.seed + 6)
+    with env.watched() as proxy:
+        via = proxy.url if proxy is not None else None
+        target = env.target(via)
+        lock = _lock_of(env, target)
+        lock.write_text(str(os.getppid()))  # a live process, not us: publishing now
+        if proxy is not None:
+            proxy.requests.clear()
+        with pytest.raises(ConflictError, match=r"another publisher \(pid"):
+            publish_dataset(env.ds, target)
+        if proxy is not None:
+            assert env.writes(proxy) == []
+        lock.unlink()  # it finished: our publish goes through
+        env.publish(target=env.target(via))
+    assert env.named_head() == DatasetReader.open(env.ds).head()
+
+
+def _lock_of(env: Env, target: PublishTarget) -> Path:
+    """The lock file of ``target``'s state home for the dataset."""
+    if isinstance(target, (CarTarget, BundleTarget)):
+        return env.tmp / "out" / ".publish.lock"
+    node = target.node if isinstance(target, PinningTarget) else target
+    assert isinstance(node, (IpfsNodeTarget, GatewayTarget))
+    return node.home.path(env.dataset_id).with_suffix(".lock")

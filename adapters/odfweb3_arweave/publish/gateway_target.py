@@ -27,7 +27,10 @@ drives it:
   if another upload won, it raises :class:`~odfweb3.errors.ConflictError` and nothing
   is saved. Unsettled at the deadline, state records the upload as pending;
   ``odfweb3 status`` asks the gateway for confirmations (:func:`upload_statuses`).
-- ``save``: publish state (temp file + rename), then the checkpoint and spool file go.
+- ``save``: publish state, written last through the target's state home
+  (:class:`~odfweb3.publish.state_home.StateHome`: read once by ``inspect``, the lock the
+  executor's session holds, compare-and-set at ``upload`` and ``commit``, the checkpoint,
+  the packs), then the checkpoint and spool file go.
 
 State: the per-path file revisions are not listed in the state file nor in the
 checkpoint; they are in a :class:`.file_index.FileIndex` (the ``bundle:DIR`` form: content-
@@ -45,32 +48,30 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from odfweb3 import __version__
-from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import (
     BackendError,
     BackendRejected,
     ConflictError,
     FormatError,
-    NotFound,
     UsageError,
 )
-from odfweb3.foreign_json import read_foreign_json_file
 from odfweb3.odf.layout import DatasetReader, object_relpath
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.pack_index import drop_packs, write_pack
+from odfweb3.publish.pack_index import write_pack
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state_home import StateHome, UploadCheckpoint
 from odfweb3.publish.target import NoPhases, Phases, Price, RemoteView, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
@@ -130,7 +131,6 @@ from odfweb3_arweave.wallet import Wallet
 
 __all__ = ["GatewayFileIndex", "GatewayTarget", "PriceFn", "checkpoint_doc", "upload_statuses"]
 
-_MAX_CHECKPOINT = 64 << 20  # the upload checkpoint (objects map), read bounded
 
 PriceFn = Callable[[int, int], None]
 ApproveFn = Callable[[Price | None], bool]
@@ -219,13 +219,14 @@ class GatewayTarget:
         self.new_id = new_id
         self.publisher = publisher
         self.name = f"arweave:{gateway.url}"
+        # The state file: read once, locked, compared, written last (odfweb3.publish.state_home)
+        self.home = StateHome(states, self.name)
         self.confirm_timeout = confirm_timeout
         self.race_timeout = race_timeout
         self.poll_interval = poll_interval
         self.sleep = sleep
         self.monotonic = monotonic
         self._unchanged = False  # upload found nothing new: commit returns the saved state
-        self._started = 0.0  # when inspect began: older unreferenced packs go after save
         self._final: frozenset[str] = frozenset()  # listed uploads inspect saw final: folded
 
     def __repr__(self) -> str:
@@ -236,7 +237,6 @@ class GatewayTarget:
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """The latest upload of ``dataset_id`` by this wallet; state checked against it."""
         notes: list[str] = []
-        self._started = time.time()
         state = self._load(dataset_id)
         owner = self._typed(state).extra.owner if state is not None else None
         if state is not None and owner != self.wallet.address:
@@ -291,22 +291,26 @@ class GatewayTarget:
 
     def index_dir(self, dataset_id: str) -> Path:
         """Where this target keeps the dataset's file index packs: beside its state file,
-        ``<state>.index/`` (never a path a remote value chose)."""
-        path = self.states.path_for(dataset_id, self.name)
-        return path.with_name(path.stem + ".index")
+        ``<state>.index/``."""
+        return self.home.index_dir(dataset_id)
+
+    def session(self) -> AbstractContextManager[None]:
+        """The state home's lock of (dataset, this target), held by the executor around
+        upload, commit and save (:class:`~odfweb3.publish.target.SessionTarget`)."""
+        return self.home.session()
 
     def _index(self, dataset_id: str, raw: Mapping[str, Any], where: str) -> GatewayFileIndex:
         return GatewayFileIndex.from_json(self.index_dir(dataset_id), raw, where)
 
     def _load(self, dataset_id: str) -> PublishState | None:
-        """The saved state; its ``objects`` are the file index (read part by part) when
-        the state has one."""
-        state = self.states.load(dataset_id, self.name)
+        """The saved state, read once per publish (:meth:`StateHome.inspect`); its
+        ``objects`` are the file index (read part by part) when the state has one."""
+        state = self.home.inspect(dataset_id)
         if state is None:
             return None
         index = self._typed(state).extra.object_index
         if index is not None:
-            where = str(self.states.path_for(dataset_id, self.name))
+            where = str(self.home.path(dataset_id))
             state = state.evolve(objects=self._index(dataset_id, index, where))
         return state
 
@@ -341,7 +345,7 @@ class GatewayTarget:
     def _typed(self, state: PublishState) -> ArweaveState:
         """The typed record and extra of one of this target's states (FormatError naming
         the state file when a field has the wrong type)."""
-        return parse_arweave_state(state, str(self.states.path_for(state.dataset_id, self.name)))
+        return parse_arweave_state(state, str(self.home.path(state.dataset_id)))
 
     def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
         record = self._typed(state).record
@@ -445,8 +449,8 @@ class GatewayTarget:
 
     # -- steps 3-5 -------------------------------------------------------------------
 
-    def _checkpoint_path(self, dataset_id: str) -> Path:
-        return self.states.checkpoint_path(dataset_id, self.name)
+    def _checkpoint(self, dataset_id: str) -> UploadCheckpoint:
+        return self.home.checkpoint(dataset_id)
 
     @property
     def spool_dir(self) -> Path:
@@ -471,7 +475,8 @@ class GatewayTarget:
         ``_pay`` and ``_send``.
         """
         self._unchanged = False
-        where = str(self.states.path_for(plan.dataset_id, self.name))
+        self.home.check_unchanged()  # another publish on this machine moved it: nothing sent
+        where = str(self.home.path(plan.dataset_id))
         previous = previous_from_state(view.state, where)
         prev_id = previous.record_id if previous else None
         inputs = self._record_inputs(plan, view, where)
@@ -511,7 +516,7 @@ class GatewayTarget:
             fold=self._final,
         )
         checkpoint.update(pinned)
-        self._save_checkpoint(plan.dataset_id, checkpoint)
+        self._checkpoint(plan.dataset_id).write(checkpoint)
         return self._send(plan.dataset_id, checkpoint, resumed=False)
 
     #: The summary's note when nothing new was sent.
@@ -591,7 +596,7 @@ class GatewayTarget:
         self, plan: PublishPlan, reader: DatasetReader, view: RemoteView
     ) -> PreparedBundle | None:
         """The bundle :meth:`upload` would sign for ``plan`` (None: nothing new)."""
-        where = str(self.states.path_for(plan.dataset_id, self.name))
+        where = str(self.home.path(plan.dataset_id))
         previous = previous_from_state(view.state, where)
         inputs = self._record_inputs(plan, view, where)
         if plan.keep_record:
@@ -705,7 +710,7 @@ class GatewayTarget:
 
         def save(p: ChunkProgress) -> None:
             checkpoint["nextChunk"] = p.next_chunk
-            self._save_checkpoint(dataset_id, checkpoint)
+            self._checkpoint(dataset_id).write(checkpoint)
 
         start = int(checkpoint.get("nextChunk", 0))
         progress = ChunkProgress(tx.id_b64, start, save)
@@ -716,7 +721,7 @@ class GatewayTarget:
         summary = dict(result["summary"])
         if resumed:
             summary["resumed"] = f"transaction {tx.id_b64} from chunk {start}"
-        where = str(self._checkpoint_path(dataset_id))
+        where = str(self._checkpoint(dataset_id).path)
         index = parse_arweave_extra(result["extra"], where).object_index
         objects: Mapping[str, Mapping[str, Any]] = (
             self._index(dataset_id, index, where) if index is not None else dict(result["objects"])
@@ -730,37 +735,28 @@ class GatewayTarget:
         )
 
     def _load_checkpoint(self, plan: PublishPlan, prev_upload: str | None) -> dict[str, Any] | None:
-        path = self._checkpoint_path(plan.dataset_id)
+        """The checkpoint of this upload to resume (same head, same previous upload, its
+        spool file there); any other is dropped, with its spool file."""
         try:
-            doc = read_foreign_json_file(path, max_bytes=_MAX_CHECKPOINT)
-        except NotFound:
-            return None
+            doc = self._checkpoint(plan.dataset_id).read()
         except FormatError:
-            doc = None
+            doc = {}  # half written or damaged: dropped
+        if doc is None:
+            return None
         if (
-            isinstance(doc, dict)
-            and doc.get("head") == multihash_to_str(plan.head)
+            doc.get("head") == multihash_to_str(plan.head)
             and doc.get("prevUpload") == prev_upload
             and (self.spool_dir / str(doc.get("spool"))).is_file()
         ):
             return doc
-        self._drop_checkpoint(plan.dataset_id, doc if isinstance(doc, dict) else None)
+        self._drop_checkpoint(plan.dataset_id, doc)
         return None
-
-    def _save_checkpoint(self, dataset_id: str, doc: dict[str, Any]) -> None:
-        path = self._checkpoint_path(dataset_id)
-        # What the upload is for, read by `status` (StateStore.scan) without knowing the rest.
-        doc.update(datasetId=dataset_id, target=self.name)
-        # fsynced before the rename: a crash after a chunk was posted must find the checkpoint
-        # that says so, or the rerun pays for the upload again.
-        write_file_atomic(path, json.dumps(doc, sort_keys=True).encode("utf-8"))
 
     def _drop_checkpoint(self, dataset_id: str, doc: dict[str, Any] | None) -> None:
         if doc is not None and isinstance(doc.get("spool"), str):
             with contextlib.suppress(FileNotFoundError):
                 (self.spool_dir / doc["spool"]).unlink()
-        with contextlib.suppress(FileNotFoundError):
-            self._checkpoint_path(dataset_id).unlink()
+        self._checkpoint(dataset_id).clear()
 
     # -- steps 6-7 -------------------------------------------------------------------
 
@@ -768,13 +764,12 @@ class GatewayTarget:
         """The record is inside the posted bundle: assemble the (pending) state."""
         if self._unchanged and view.state is not None:
             return view.state
-        sent = parse_arweave_extra(upload.extra, str(self._checkpoint_path(plan.dataset_id)))
+        self.home.check_unchanged()  # the state is still the one this upload builds on
+        where = self._checkpoint(plan.dataset_id).path
+        sent = parse_arweave_extra(upload.extra, str(where))
         up = sent.upload
         if up is None:
-            raise FormatError(
-                f"{self._checkpoint_path(plan.dataset_id)}: the upload names no record; "
-                "delete it and publish again"
-            )
+            raise FormatError(f"{where}: the upload names no record; delete it and publish again")
         settled = self._post_check(plan.dataset_id, up.record_id)
         record = UploadFacts(
             record_id=up.record_id,
@@ -855,34 +850,23 @@ class GatewayTarget:
             self.sleep(self.poll_interval)
 
     def _read_checkpoint(self, dataset_id: str) -> dict[str, Any] | None:
-        with contextlib.suppress(FormatError, NotFound):
-            doc = read_foreign_json_file(
-                self._checkpoint_path(dataset_id), max_bytes=_MAX_CHECKPOINT
-            )
-            return doc if isinstance(doc, dict) else None
+        """The checkpoint, or None (none, or unreadable: then only the file goes)."""
+        with contextlib.suppress(FormatError):
+            return self._checkpoint(dataset_id).read()
         return None
 
     def save(self, state: PublishState) -> None:
-        """Save the state, then drop the checkpoint and the spooled bundle."""
-        doc = None
-        with contextlib.suppress(FormatError, NotFound):
-            doc = read_foreign_json_file(
-                self._checkpoint_path(state.dataset_id), max_bytes=_MAX_CHECKPOINT
-            )
+        """Save the state (the state home drops the packs it no longer names), then drop the
+        checkpoint, the spooled bundle and the tier files the state no longer names."""
+        doc = self._read_checkpoint(state.dataset_id)
         if not isinstance(state.objects, FileIndex) and state.objects:
             state = self._indexed(state)
-        where = str(self.states.path_for(state.dataset_id, self.name))
+        where = str(self.home.path(state.dataset_id))
         side = self.index_dir(state.dataset_id)
         state = with_stored_tiers(state, side, where)  # tier files before the state
-        if isinstance(state.objects, FileIndex):
-            # The paths stay in the packs (extra.objectIndex names them).
-            self.states.save(state.evolve(objects={}))
-        else:
-            self.states.save(state)
-        self._drop_checkpoint(state.dataset_id, doc if isinstance(doc, dict) else None)
-        if isinstance(state.objects, FileIndex):
-            drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
-        drop_tier_files(side, tier_digests(state, where), older_than=self._started)
+        self.home.write(state)  # the paths stay in the packs (extra.objectIndex names them)
+        self._drop_checkpoint(state.dataset_id, doc)
+        drop_tier_files(side, tier_digests(state, where), older_than=self.home.started)
 
 
 def _count(n: int, word: str) -> str:

@@ -36,6 +36,7 @@ from odfweb3.errors import BackendError, FormatError, NotYetConfirmed, UsageErro
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state_home import StateHome
 from odfweb3.publish.target import Phases, Price, RemoteView, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.client.turbo import TurboClient, TurboPayment, TurboStatus
@@ -154,6 +155,7 @@ class TurboTarget(GatewayTarget):
         self.chunk_bytes = chunk_bytes
         self.chunked_timeout = chunked_timeout
         self.name = f"turbo:{turbo.url}"
+        self.home = StateHome(states, self.name)  # the state under this target's own name
 
     def __repr__(self) -> str:
         return f"TurboTarget({self.turbo.url}, owner={self.wallet.address})"
@@ -176,7 +178,7 @@ class TurboTarget(GatewayTarget):
 
     def _check_receipts(self, state: PublishState) -> None:
         """The saved state's receipts verify, by the key it pinned."""
-        where = str(self.states.path_for(state.dataset_id, self.name))
+        where = str(self.home.path(state.dataset_id))
         extra = parse_arweave_extra(state.extra, where)
         record = self._typed(state).record
         receipts = extra.receipts or {}
@@ -220,7 +222,7 @@ class TurboTarget(GatewayTarget):
     def _pin(self, view: RemoteView) -> str:
         """The bundler's key: configured, else seen before (state), else ``/v1/info``'s."""
         if self.turbo.signer is None and view.state is not None:
-            where = str(self.states.path_for(view.state.dataset_id, self.name))
+            where = str(self.home.path(view.state.dataset_id))
             self.turbo.signer = parse_arweave_extra(view.state.extra, where).bundler
         return self.turbo.pinned_signer()
 
@@ -245,7 +247,7 @@ class TurboTarget(GatewayTarget):
         self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool
     ) -> UploadResult:
         spool = self.spool_dir / str(checkpoint["spool"])
-        where = str(self._checkpoint_path(dataset_id))
+        where = str(self._checkpoint(dataset_id).path)
         signer = checkpoint.get("bundler")
         receipts = checkpoint.get("receipts")
         if not isinstance(signer, str) or not isinstance(receipts, dict):
@@ -275,7 +277,7 @@ class TurboTarget(GatewayTarget):
                     checkpoint.pop("chunked", None)
                 else:
                     checkpoint["chunked"] = entry
-                self._save_checkpoint(dataset_id, checkpoint)
+                self._checkpoint(dataset_id).write(checkpoint)
 
             skipped = 0
             for item_id, offset, size in entries:
@@ -312,7 +314,7 @@ class TurboTarget(GatewayTarget):
                     body = f.read(size)
                     receipt = self.turbo.post_item(item_id, body)
                 receipts[item_id] = encode_receipt(receipt)
-                self._save_checkpoint(dataset_id, checkpoint)
+                self._checkpoint(dataset_id).write(checkpoint)
                 if size < self.chunked_above:
                     self.progress.advance(size)
         extra = dataclasses.replace(sent, bundler=signer, receipts=dict(receipts))
@@ -362,7 +364,11 @@ class TurboTarget(GatewayTarget):
             raise BackendError(line)
         if status.state != "FINALIZED":
             raise NotYetConfirmed(line)
-        record_finalized(self.states, state)
+        # Still inside the session: the state just written, compared, then marked.
+        self.home.check_unchanged()
+        saved = self.home.seen
+        assert saved is not None
+        self.home.write(saved.evolve(record={**saved.record, "status": "finalized"}))
 
 
 def wait_finalized(

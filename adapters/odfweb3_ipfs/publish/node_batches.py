@@ -41,6 +41,7 @@ from typing import Any, BinaryIO, Final
 from odfweb3.atomic_file import open_partial, remove_partials, write_file_atomic
 from odfweb3.errors import BackendError, BackendRejected, FormatError, NotFound
 from odfweb3.foreign_json import read_foreign_json_file
+from odfweb3.publish.state_home import UploadCheckpoint
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.formats.car import CarWriter, CidSet
 from odfweb3_ipfs.formats.cid import Cid
@@ -171,23 +172,21 @@ class BatchLog:
     Args:
         directory: where the records are.
         client: the node (pins).
-        marker: the core's upload checkpoint path for (dataset, target)
-            (:meth:`~odfweb3.publish.state.StateStore.checkpoint_path`), written with the
-            first record and removed with the last, so ``status`` shows the upload as in
-            progress; ``marked``: its ``datasetId`` and ``target``.
+        marker: the target's upload checkpoint
+            (:meth:`~odfweb3.publish.state_home.StateHome.checkpoint`), written with the
+            first record (naming this directory) and cleared with the last, so ``status``
+            shows the upload as in progress.
     """
 
     def __init__(
         self,
         directory: Path,
         client: KuboClient,
-        marker: Path | None = None,
-        marked: Mapping[str, str] | None = None,
+        marker: UploadCheckpoint | None = None,
     ) -> None:
         self.directory = directory
         self.client = client
         self.marker = marker
-        self.marked = dict(marked or {})
 
     def _paths(self) -> list[Path]:
         try:
@@ -205,8 +204,7 @@ class BatchLog:
         name = f"{_RECORD_PREFIX}{record.root.encode()}.json"
         data = json.dumps(encode_batch_record(record), separators=(",", ":")).encode()
         if self.marker is not None and not self.marker.exists():
-            doc = {**self.marked, "batches": str(self.directory)}
-            write_file_atomic(self.marker, json.dumps(doc, sort_keys=True).encode())
+            self.marker.write({"batches": str(self.directory)})
         write_file_atomic(self.directory / name, data)
 
     def resume(
@@ -237,8 +235,7 @@ class BatchLog:
             for p, link in record.objects.items():
                 objects[p] = link.to_json()
         if not batches and self.marker is not None:
-            with contextlib.suppress(OSError):
-                self.marker.unlink()  # nothing left to resume
+            self.marker.clear()  # nothing left to resume
         return objects, batches
 
     def _whole(self, root: Cid) -> bool:
@@ -262,8 +259,7 @@ class BatchLog:
                 root = Cid.decode(str(raw.get("root")))
             self._drop(path, root)
         if self.marker is not None:
-            with contextlib.suppress(OSError):
-                self.marker.unlink()
+            self.marker.clear()
 
     def _drop(self, path: Path, root: Cid | None) -> None:
         if root is not None:

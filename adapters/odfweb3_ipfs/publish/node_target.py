@@ -33,8 +33,11 @@ docs/design.md, "Commit order" and "IPFS mapping", in commit order:
   ``name/publish`` signs a plain record (no extension: resolvers read ``refs/head``).
   The record read back must be ours, and still ours after a settle pause (no endpoint
   is a compare-and-set; see ``IpfsNodeTarget``'s ``settle``).
-- ``save``: state via :class:`~odfweb3.publish.state.StateStore`; then, only with
-  ``unpin_previous``, the previous root is unpinned (shared blocks stay pinned).
+- ``save``: the state written last through the target's state home
+  (:class:`~odfweb3.publish.state_home.StateHome`: read once by ``inspect``, the lock the
+  executor's session holds, compare-and-set at ``upload`` and ``commit``, the checkpoint,
+  the packs); then, only with ``unpin_previous``, the previous root is unpinned (shared
+  blocks stay pinned).
 
 Encrypted publishes (``sealer``, docs/design.md, "Encryption") use the scheme of ``car:DIR``: every
 object and ``refs/head`` under the root is ciphertext at the same path; the key envelope
@@ -56,9 +59,9 @@ publish added (:mod:`odfweb3.descriptor.published`; state and ``_odf``: ``croiss
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -73,9 +76,9 @@ from odfweb3.crypto.segments import MAGIC
 from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
-from odfweb3.publish.pack_index import drop_packs
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
 from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state_home import StateHome
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.formats.cid import Cid
@@ -292,6 +295,8 @@ class IpfsNodeTarget:
         self.states = states
         self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
         self.name = f"ipfs:{client.api_url}"
+        # The state file: read once, locked, compared, written last (odfweb3.publish.state_home)
+        self.home = StateHome(states, self.name)
         # One name per dataset and target (:mod:`.signing_key`): decided in inspect.
         self.keys = KeyChooser(keystore, self.name, announce=announce, others=other_names)
         self.profile = profile or profile_for(None, cid_version)
@@ -305,44 +310,26 @@ class IpfsNodeTarget:
         self._seen: NodeRecord | None = None  # the node's record at inspect time
         self._unchanged = False  # upload found nothing new: commit and save do nothing
         self._previous_root: str | None = None
-        # The state file as inspect read it (on-disk form) and its identity, so the
-        # checkpoint does not read it again; when inspect started (pack cleanup).
-        self._loaded: PublishState | None = None
-        self._loaded_stat: tuple[int, int, int, int] | None = None
-        self._started = 0.0
         # Where the upload is cut into batches (node_batches' defaults; tests make it small).
         self.batch_bytes = BATCH_BYTES
         self.batch_objects = BATCH_OBJECTS
 
     # -- the state file and its object index ---------------------------------
 
-    def _state_path(self, dataset_id: str) -> Path:
-        return self.states.path_for(dataset_id, self.name)
-
     def index_dir(self, dataset_id: str) -> Path:
         """Where this target keeps the dataset's object index packs: beside its state
-        file, ``<state>.index/`` (never a path a remote value chose)."""
-        path = self._state_path(dataset_id)
-        return path.with_name(path.stem + ".index")
+        file, ``<state>.index/``."""
+        return self.home.index_dir(dataset_id)
 
     def _index(self, dataset_id: str, raw: Mapping[str, Any]) -> NodeObjectIndex:
         """An ``objectIndex`` of this target's state as an :class:`ObjectIndex`."""
-        where = str(self._state_path(dataset_id))
+        where = str(self.home.path(dataset_id))
         return NodeObjectIndex.from_json(self.index_dir(dataset_id), raw, where)
 
-    def _file_stat(self, dataset_id: str) -> tuple[int, int, int, int] | None:
-        try:
-            st = os.stat(self._state_path(dataset_id), follow_symlinks=False)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
     def _load(self, dataset_id: str) -> PublishState | None:
-        """The saved state, read once per publish: its ``objects`` are the object index
-        (read part by part) when the state has one."""
-        self._loaded_stat = self._file_stat(dataset_id)
-        state = self.states.load(dataset_id, self.name)
-        self._loaded = state
+        """The saved state, read once per publish (:meth:`StateHome.inspect`): its
+        ``objects`` are the object index (read part by part) when the state has one."""
+        state = self.home.inspect(dataset_id)
         if state is None:
             return None
         index = self._typed(state).extra.object_index
@@ -350,11 +337,10 @@ class IpfsNodeTarget:
             state = state.evolve(objects=self._index(dataset_id, index))
         return state
 
-    def _save_state(self, state: PublishState) -> None:
-        """Write a state; an object index stays in its packs (``extra.objectIndex``)."""
-        if isinstance(state.objects, ObjectIndex):
-            state = state.evolve(objects={})
-        self.states.save(state)
+    def session(self) -> AbstractContextManager[None]:
+        """The state home's lock of (dataset, this node), held by the executor around
+        upload, commit and save (:class:`~odfweb3.publish.target.SessionTarget`)."""
+        return self.home.session()
 
     # -- step 2 -------------------------------------------------------------------------
 
@@ -372,7 +358,6 @@ class IpfsNodeTarget:
     def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
         """What the node holds for the dataset (state checked against the node)."""
         notes: list[str] = []
-        self._started = time.time()
         state = self._load(dataset_id)
         seen = self._record_of_name(dataset_id, state)
         self._seen = seen
@@ -486,9 +471,7 @@ class IpfsNodeTarget:
 
     def _batches(self, dataset_id: str) -> BatchLog:
         """The batch records of an unfinished upload (:mod:`.node_batches`)."""
-        marked = {"datasetId": dataset_id, "target": self.name}
-        marker = self.states.checkpoint_path(dataset_id, self.name)
-        return BatchLog(self.index_dir(dataset_id), self.client, marker, marked)
+        return BatchLog(self.index_dir(dataset_id), self.client, self.home.checkpoint(dataset_id))
 
     def _resumed(self, dataset_id: str, view: RemoteView) -> RemoteView:
         """``view`` (nothing on the node to link), with the objects an interrupted upload
@@ -653,6 +636,7 @@ class IpfsNodeTarget:
     ) -> UploadResult:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing sent
+        self.home.check_unchanged()  # another publish on this machine moved it: nothing sent
         self._unchanged = False
         if plan.keep_record and view.state is not None:
             # The plan keeps the record (same head, the node serves our record, not due for
@@ -799,12 +783,10 @@ class IpfsNodeTarget:
         """Remember what is on the node before the name moves (resumes an interruption).
 
         The checkpoint names the root's object index (its packs already written) and shard
-        tables, so it stays small; it is added to the state inspect read, unless
-        another process replaced the file since.
+        tables, so it stays small; it is added to the state inspect read (the state home's
+        compare-and-set at upload, and its lock, keep any other publisher's off it).
         """
-        saved = self._loaded
-        if saved is None or self._file_stat(plan.dataset_id) != self._loaded_stat:
-            saved = self.states.load(plan.dataset_id, self.name)
+        saved = self.home.seen
         if saved is None:
             saved = PublishState(dataset_id=plan.dataset_id, target=self.name)
         typed = self._typed(saved)
@@ -818,7 +800,7 @@ class IpfsNodeTarget:
             hamt_shards=shards,
         )
         typed = replace(typed, extra=replace(typed.extra, pending=pending))
-        self.states.save(saved.evolve(**serialize_node_state(typed)))
+        self.home.write(saved.evolve(**serialize_node_state(typed)))
 
     def _profile_facts(self) -> DagFacts:
         """How this target's CIDs are made, as publish state records it."""
@@ -827,7 +809,7 @@ class IpfsNodeTarget:
     def _typed(self, state: PublishState) -> NodeState:
         """The typed record and extra of one of this target's states (FormatError naming
         the state file when a field has the wrong type)."""
-        return parse_node_state(state, str(self.states.path_for(state.dataset_id, self.name)))
+        return parse_node_state(state, str(self.home.path(state.dataset_id)))
 
     # -- step 6 -------------------------------------------------------------------------
 
@@ -835,6 +817,7 @@ class IpfsNodeTarget:
         """Put the signed record (sequence + 1) for the new root; detect a lost race."""
         if self._unchanged and view.state is not None:
             return view.state
+        self.home.check_unchanged()  # the state is still ours: the name may move
         key = self.keys.key(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
         now_seen = read_node_record(self.client, name)
@@ -964,13 +947,11 @@ class IpfsNodeTarget:
     # -- step 7 -------------------------------------------------------------------------
 
     def save(self, state: PublishState) -> None:
-        """Save the state; then drop the index packs it no longer names, and unpin the
-        previous root if asked (the name has moved). Nothing new: nothing."""
+        """Save the state (the state home drops the index packs it no longer names), then
+        unpin the previous root if asked (the name has moved). Nothing new: nothing."""
         if self._unchanged:
             return
-        self._save_state(state)
-        if isinstance(state.objects, ObjectIndex):
-            drop_packs(state.objects.out_dir, state.objects.packs, older_than=self._started)
+        self.home.write(state)
         old = self._previous_root
         if self.unpin_previous and old and old != state.locator:
             self.client.pin_rm(Cid.decode(old))
@@ -1014,7 +995,7 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
     Raises:
         NotFound: nothing was published for this dataset on this node.
     """
-    state = target.states.load(dataset_id, target.name)
+    state = target.home.inspect(dataset_id)
     typed = target._typed(state) if state is not None else None
     key = _state_key(target, dataset_id, typed)
     if key is None or state is None or typed is None or typed.record.value is None:
@@ -1036,7 +1017,10 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
         )
     if seen is not None and seen.record.sequence >= sequence:
         value, sequence, ext = seen.record.value_text, seen.record.sequence, seen.record.odf
-    mode, record = target._put_record(dataset_id, key, name, value, sequence + 1, ext)
-    facts = _record_facts(name, record, mode)
-    target.states.save(state.evolve(record=serialize_ipns_facts(facts)))
+    # One publisher of (dataset, node) at a time, and the state still the one read above.
+    with target.home.session():
+        target.home.check_unchanged()
+        mode, record = target._put_record(dataset_id, key, name, value, sequence + 1, ext)
+        facts = _record_facts(name, record, mode)
+        target.home.write(state.evolve(record=serialize_ipns_facts(facts)))
     return RepublishResult(dataset_id, str(name), value, record.sequence, record.expires_at, mode)

@@ -28,7 +28,9 @@ Commit order (docs/design.md, "Commit order"), around the ``ipfs`` target (:mod:
   (the name record is not moved; the node keeps the data; re-running retries).
 - ``commit``: the IPNS record, exactly as for ``--to ipfs``.
 - ``save``: the node's state, then one state per service (target ``pinning:NAME``: root,
-  head, ``requestid``, status; never the token).
+  head, ``requestid``, status; never the token), each through its state home
+  (:class:`~odfweb3.publish.state_home.StateHome`: read once by ``inspect``, compared at
+  ``upload``, locked with the node's (or ``car:``'s) own by the executor's session).
 
 **Without a local node** (``pinning.via: car``): the base target is a ``car:DIR`` in the
 state directory instead of the node. ``upload`` writes the delta CAR there as ``car:DIR``
@@ -45,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state_home import StateHome
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_ipfs.client.pinning import (
     PinFailed,
@@ -144,9 +147,14 @@ class PinningTarget:
     outcomes: dict[str, _Outcome] = field(default_factory=dict)
     name: str = ""
     _car: Path | None = None
+    # Each service's pin state (target pinning:NAME): read once, compared, written last.
+    _homes: dict[str, StateHome] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.name = "pinning:" + ",".join(s.name for s in self.services)
+        self._homes = {
+            s.name: StateHome(self.states, service_state_target(s.name)) for s in self.services
+        }
 
     @property
     def sealer(self) -> Any:
@@ -161,7 +169,19 @@ class PinningTarget:
             except (BackendError, FormatError) as exc:
                 self.outcomes[svc.name] = _Outcome(error=exc)
         self._stop_if_none_left()
+        for home in self._homes.values():
+            home.inspect(dataset_id)  # the pin this machine made last, read once
         return self.node.inspect(dataset_id, local_head)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        """The node's (or ``car:``'s) session and each service's state lock, held by the
+        executor around upload, commit and save."""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.node.session())
+            for home in self._homes.values():
+                stack.enter_context(home.session())
+            yield
 
     def check_signing(self, dataset_id: str) -> None:
         """The node's (or car:'s) refusal of a name whose key is not here (exit 77)."""
@@ -174,6 +194,8 @@ class PinningTarget:
         view: RemoteView,
         progress: Callable[[int], None],
     ) -> UploadResult:
+        for home in self._homes.values():
+            home.check_unchanged()  # another publish moved a service's pin meanwhile
         up = self.node.upload(plan, reader, view, progress)
         self._car = None
         if isinstance(self.node, CarTarget):
@@ -215,7 +237,7 @@ class PinningTarget:
                     node=self.node.name,
                 ),
             )
-            self.states.save(
+            self._homes[svc.name].write(
                 PublishState(
                     dataset_id=state.dataset_id,
                     target=service_state_target(svc.name),
@@ -270,8 +292,8 @@ class PinningTarget:
             origins=origins,
             meta={"odf_dataset_id": dataset_id, "odf_head": head},
         )
-        prev = self.states.load(dataset_id, service_state_target(svc.name))
-        where = str(self.states.path_for(dataset_id, service_state_target(svc.name)))
+        home = self._homes[svc.name]
+        prev, where = home.seen, str(home.path(dataset_id))
         prev_rid = (parse_pin_state(prev, where).extra.requestid or "") if prev else ""
         old = client.get(prev_rid) if prev_rid else None
         if old is not None and prev is not None and old.cid not in (prev.locator, root):

@@ -7,7 +7,9 @@ other target, run on the contract's own functions: nothing new writes nothing (n
 node, not at the service: its old pin of the same root is kept, asked with one ``GET``),
 Ctrl-C before commit leaves a whole head named and the rerun sends none of the old head's
 objects, a rival publishing after our plan is a ConflictError (the node target's
-compare-and-set; the commit is the node's). The cluster pins each root on two of its peers.
+compare-and-set; the commit is the node's), a rival on this machine is refused by the
+state home before anything is sent, and a live holder of the node target's lock refuses
+us. The cluster pins each root on two of its peers.
 """
 
 from __future__ import annotations
@@ -122,3 +124,11 @@ def test_an_interrupted_publish_leaves_a_whole_head_named_and_the_rerun_publishe
 
 def test_a_rival_publish_after_our_plan_is_a_conflict(env: PinningEnv) -> None:
     contract.test_a_rival_publish_after_our_plan_is_a_conflict(env)
+
+
+def test_a_rival_on_this_machine_is_refused_before_anything_is_sent(env: PinningEnv) -> None:
+    contract.test_a_rival_on_this_machine_is_refused_before_anything_is_sent(env)
+
+
+def test_a_live_publisher_holds_the_target(env: PinningEnv) -> None:
+    contract.test_a_live_publisher_holds_the_target(env)

@@ -27,6 +27,7 @@ from odfweb3.odf.yaml_form import _value_to
 from odfweb3.publish.batch import BatchQueue
 from odfweb3.publish.offline import INDEX_NAME, OfflineIndex
 from odfweb3.publish.remotes import REMOTES_FILE, Remotes
+from odfweb3.publish.state_home import UploadCheckpoint
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
 from odfweb3_arweave.read.bundle_replica import BundleDirReplica
@@ -225,7 +226,8 @@ def test_content_key_file_and_wallet_are_bounded(tmp_path: Path) -> None:
 def test_arweave_upload_checkpoint_is_bounded(tmp_path: Path) -> None:
     target = GatewayTarget.__new__(GatewayTarget)
     for kind, path in _hostile_files(tmp_path).items():
-        target._checkpoint_path = lambda dataset_id, p=path: p  # type: ignore[method-assign]
+        checkpoint = UploadCheckpoint(path, "did:odf:x", "arweave:x")
+        target._checkpoint = lambda dataset_id, c=checkpoint: c  # type: ignore[method-assign]
         assert target._read_checkpoint("did:odf:x") is None, kind
 
 
