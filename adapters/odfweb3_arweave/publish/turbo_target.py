@@ -340,7 +340,8 @@ class TurboTarget(GatewayTarget):
     def save(self, state: PublishState) -> None:
         """Save the state (the upload is sent: its receipts prove it), then, with
         ``finalize_timeout``, wait that long for the bundler's FINALIZED of the record and
-        record it (:func:`record_finalized`).
+        record it (``record.status: finalized``, as :func:`record_finalized` does for
+        ``status``; here through the state home, still inside the session).
 
         Raises:
             NotYetConfirmed: not FINALIZED by the deadline (exit 75); the state saved says
