@@ -52,6 +52,7 @@ __all__ = [
     "KeyEnvelopeReader",
     "KeyNamer",
     "NamePusher",
+    "NextSteps",
     "NoOptions",
     "PinReporter",
     "ReadAccess",
@@ -75,6 +76,7 @@ __all__ = [
     "own_options",
     "parse_options",
     "state_facts",
+    "target_forms",
     "target_kinds",
     "target_traits",
 ]
@@ -177,6 +179,8 @@ class StateFacts:
         cache_ttl: seconds readers' caches may keep showing the previous version after an
             update (an IPNS record's TTL: Kubo caches a resolved name that long and a new
             record put to it does not refresh that cache); None when the network says none.
+        next_steps: the commands to run next, shown after a publish (an offline target's
+            directory loaded into a node); None: none.
     """
 
     name: str | None = None
@@ -189,6 +193,24 @@ class StateFacts:
     source: str | None = None
     share: tuple[tuple[str, str], ...] = ()
     cache_ttl: int | None = None
+    next_steps: NextSteps | None = None
+
+
+@dataclass(frozen=True)
+class NextSteps:
+    """Commands a user runs next, in order, in one directory (:attr:`StateFacts.next_steps`).
+
+    Attributes:
+        why: why they are needed as they are (one sentence).
+        what: what they do (``import into a node``).
+        directory: the local directory they run in.
+        commands: the shell commands, each quoted for a shell, in order.
+    """
+
+    why: str
+    what: str
+    directory: str
+    commands: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -251,6 +273,8 @@ class Declaration:
         ref_prefixes: how the references it reads begin (``car:``, ``ipfs://``).
         backend: ``module:attribute`` of the factory of its :class:`Backend`, imported when
             the backend is first used.
+        target_forms: how its targets are written after ``--to``, for help and errors
+            (``car:DIR``, ``ipfs``, ``ipfs:URL``).
         traits: what each of its target schemes is (a scheme not listed: nothing special).
         opened_name: the name the target ``spec`` gets once opened (``ipfs`` ->
             ``ipfs:<ipfs.api>``): the name its publish state is saved under.
@@ -270,6 +294,7 @@ class Declaration:
     target_schemes: tuple[str, ...]
     ref_prefixes: tuple[str, ...]
     backend: str
+    target_forms: tuple[str, ...] = ()
     traits: Mapping[str, TargetTraits] = field(default_factory=dict)
     opened_name: Callable[[str, Config], str] = _own_name
     publish_options: tuple[CliOption, ...] = ()
@@ -533,6 +558,12 @@ _declared: list[Declaration] | None = None
 _backends: dict[str, Backend] = {}
 
 
+def target_forms() -> list[str]:
+    """How every backend's targets are written after ``--to`` (``car:DIR``, ``ipfs``…), by
+    backend rank."""
+    return [form for declared in declarations() for form in declared.target_forms]
+
+
 def declarations() -> list[Declaration]:
     """Every backend's :class:`Declaration`, by rank (imports the declaration modules only)."""
     global _declared
@@ -644,7 +675,6 @@ def _target_declaration(spec: str) -> Declaration:
     declared = _declaration_for_target(spec)
     if declared is None:
         raise UsageError(
-            f"unknown target {spec!r}: use car:DIR, ipfs, pinning:NAME, bundle:DIR or arweave "
-            "(see odfweb3 publish -h)"
+            f"unknown target {spec!r}: use {' | '.join(target_forms())} (see odfweb3 publish -h)"
         )
     return declared

@@ -69,6 +69,7 @@ DECLARATION: Final = Declaration(
     target_schemes=("bundle", "arweave", "turbo"),
     ref_prefixes=("ar://", "bundle:"),
     backend="odfweb3_arweave.backend:ArweaveBackend",
+    target_forms=("bundle:DIR", "arweave", "arweave:URL", "turbo", "turbo:URL"),
     # bundle:DIR is a local directory; it and the gateway can hold an ArFS private drive
     # (Turbo's uploads are not signed as drive entities here: public only).
     traits={

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 from odfweb3.backends import (
     Backend,
     DnsTxtLookup,
+    NextSteps,
     ReadAccess,
     StateFacts,
     TargetOptions,
@@ -40,10 +41,11 @@ from odfweb3.read.replica import Replica
 from odfweb3_ipfs.declaration import DECLARATION, IpfsOptions
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
-from odfweb3_ipfs.publish.car_target import CarTarget
+from odfweb3_ipfs.publish.car_target import CarTarget, import_commands
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.signing_key import KnownName, other_names
 from odfweb3_ipfs.publish.state import (
+    CarState,
     DagFacts,
     parse_car_extra,
     parse_ipns_facts,
@@ -319,12 +321,13 @@ class IpfsBackend:
         """The shown facts of a ``car:``, ``ipfs:`` or ``pinning:`` state, from its typed form."""
         where = f"publish state of {state.target}"
         record = parse_ipns_facts(state.record, where)
-        pending, source, dag = False, None, DagFacts()
+        pending, source, dag, steps = False, None, DagFacts(), None
         if state.target.startswith("ipfs:"):
             node = parse_node_extra(state.extra, where)
             pending, source, dag = node.pending is not None, node.source, node.dag
         elif state.target.startswith("car:"):
-            dag = parse_car_extra(state.extra, where).dag
+            car = CarState(record, parse_car_extra(state.extra, where))
+            dag, steps = car.extra.dag, _car_import_steps(state.target, car)
         return StateFacts(
             name=record.name,
             sequence=record.sequence,
@@ -336,6 +339,7 @@ class IpfsBackend:
             # The signed record follows every later publish: the name is what to give.
             share=(("latest version", f"ipns://{record.name}"),) if record.name else (),
             cache_ttl=record.ttl,
+            next_steps=steps,
         )
 
     def record_locator(self, state: PublishState) -> str | None:
@@ -436,3 +440,16 @@ def _pin_status(
 def _conforms() -> Backend:
     """mypy checks that the class is a registry Backend."""
     return IpfsBackend()
+
+
+def _car_import_steps(target: str, car: CarState) -> NextSteps | None:
+    """``car:DIR``: the commands that load it into a node (none before a record exists)."""
+    if not car.record.name or not car.record.file:
+        return None
+    return NextSteps(
+        why="every CAR is needed, oldest first (each holds only what the ones before it lack; "
+        "importing only the newest hangs, the node looking for the rest)",
+        what="import into a node",
+        directory=target.partition(":")[2],
+        commands=import_commands(car),
+    )

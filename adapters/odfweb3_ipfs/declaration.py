@@ -66,6 +66,7 @@ DECLARATION: Final = Declaration(
     target_schemes=("car", "ipfs", "pinning"),
     ref_prefixes=("car:", "ipfs://", "ipns://"),
     backend="odfweb3_ipfs.backend:IpfsBackend",
+    target_forms=("car:DIR", "ipfs", "ipfs:URL", "pinning:NAME"),
     # car:DIR is a local directory; several pinning services are one node upload.
     traits={"car": TargetTraits(offline=True), "pinning": TargetTraits(combines=True)},
     opened_name=_opened_name,

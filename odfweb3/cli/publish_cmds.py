@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from odfweb3.cli.output import format_bytes, format_duration, terminal_text
 from odfweb3.cli.text import format_winston, key_values, plural, shown_path, shown_target
-from odfweb3.errors import FormatError, NotFound, OdfWeb3Error, UsageError
+from odfweb3.errors import OdfWeb3Error, UsageError
 
 if TYPE_CHECKING:
     from odfweb3.api.publishing import PublishOptions
@@ -31,6 +31,8 @@ DRIVE_PASSWORD_ENV = "ODFWEB3_DRIVE_PASSWORD"  # --arfs-private: the drive passw
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the publishing commands to the CLI."""
+    from odfweb3.backends import target_forms
+
     p = sub.add_parser(
         "publish",
         parents=[common],
@@ -60,8 +62,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="TARGET",
-        help="car:DIR | ipfs | ipfs:URL | pinning:NAME | bundle:DIR | arweave | arweave:URL | "
-        "turbo | turbo:URL; "
+        help=f"{' | '.join(target_forms())}; "
         "or a remote's name (odfweb3 remote add); repeat --to pinning:NAME for several pinning "
         "services (each reported separately); without --to: every target DATASET was published "
         "to from here",
@@ -238,19 +239,16 @@ def _combine_to(targets: Sequence[str]) -> str:
     return f"{kind}:" + ",".join(names)
 
 
-def _pin_failures(ctx: Context, outcome: PublishOutcome) -> int:
-    """Report each pinning service that failed (one line each); the exit code (0: none)."""
-    pins = outcome.upload.summary.get("pins") if outcome.upload is not None else None
-    if not isinstance(pins, dict):
-        return 0
-    codes = []
-    for name, result in pins.items():
-        if isinstance(result, dict) and "error" in result:
-            ctx.out.warn(f"pinning service {name} failed: {result['error']}")
-            codes.append(int(result.get("exitCode", 69)))
-    if not codes:
-        return 0
-    return 77 if all(c == 77 for c in codes) else 69
+def _part_failures(ctx: Context, outcome: PublishOutcome) -> int:
+    """Report each part of the upload that failed (a pinning service; one line each); the
+    exit code (0: none)."""
+    from odfweb3.publish.target import parts_exit_code
+
+    parts = outcome.upload.parts if outcome.upload is not None else ()
+    for part in parts:
+        if part.exit_code is not None:
+            ctx.out.warn(f"{part.subject} failed: {part.text}")
+    return parts_exit_code(parts)
 
 
 def _publish(args: argparse.Namespace, ctx: Context) -> int:
@@ -334,7 +332,7 @@ def _publish(args: argparse.Namespace, ctx: Context) -> int:
     ctx.out.result(data, lambda: text)
     if push_failed is not None:
         return push_failed.exit_code
-    return _pin_failures(ctx, outcome)
+    return _part_failures(ctx, outcome)
 
 
 def _pushes_records(to: str) -> bool:
@@ -734,7 +732,7 @@ def _human(o: PublishOutcome) -> str:
     assert o.upload is not None
     if _nothing_new(o):
         seq = _facts(o.state).sequence
-        kept = "record unchanged" if o.upload.summary.get("note") else "record renewed"
+        kept = "record unchanged" if o.upload.record_kept else "record renewed"
         where = f" (sequence {seq})" if seq is not None else ""
         nothing = f"nothing new: {target} already has head {multihash_to_str(plan.head)}"
         # What to give others is the same as after the first publish: said again.
@@ -742,31 +740,22 @@ def _human(o: PublishOutcome) -> str:
     items: list[tuple[str, object]] = [*_plan_lines(plan), ("root", o.upload.locator)]
     items.append(("bytesSent", o.upload.bytes_sent))
     shown = {k for k, _ in items}
-    pins = o.upload.summary.get("pins")
     for k, v in (*o.upload.summary.items(), *o.state.record.items()):
-        if k == "pins":
+        # Summary and record may repeat a fact (record id, manifest). A nested object is
+        # detail for --json (a part's facts: each part has its own line below).
+        if k in shown or (isinstance(v, dict) and any(isinstance(x, dict) for x in v.values())):
             continue
-        if k not in shown:  # summary and record may repeat a fact (record id, manifest)
-            shown.add(k)
-            items.append((k, v))
-    for name, pin in (pins or {}).items():
-        if "error" in pin:
-            items.append((f"pin {name}", f"FAILED: {pin['error']}"))
-        else:
-            items.append(
-                (
-                    f"pin {name}",
-                    f"{pin['status']} ({pin['update']}, {pin['seconds']} s, "
-                    f"request {pin['requestid']})",
-                )
-            )
+        shown.add(k)
+        items.append((k, v))
+    for part in o.upload.parts:
+        items.append((part.label, part.text if part.exit_code is None else f"FAILED: {part.text}"))
     return "\n".join(
         [
             header,
             *key_values(items),
             *_share_lines(o.state),
             *_cache_lines(o),
-            *_import_lines(plan.target),
+            *_next_steps_lines(o.state),
         ]
     )
 
@@ -777,30 +766,13 @@ def _share_lines(state: PublishState) -> list[str]:
     return ["share:", *key_values(share, indent="    ")] if share else []
 
 
-def _import_lines(target: str) -> list[str]:
-    """car:DIR: the exact commands that load it into a node, in order (from publish.json)."""
-    from odfweb3.backends import target_traits
-    from odfweb3.foreign_json import read_foreign_json_file
-
-    if not target_traits(target).offline:
+def _next_steps_lines(state: PublishState) -> list[str]:
+    """What to run next, as the target's backend says (car:DIR: import into a node)."""
+    steps = _facts(state).next_steps
+    if steps is None:
         return []
-    # The directory's publish.json is read bounded (a FIFO or a 3 GB file costs nothing,
-    # nested or non-UTF-8 JSON is refused); this is only a hint, so a bad one prints none.
-    try:
-        doc = read_foreign_json_file(
-            Path(target.partition(":")[2]) / "publish.json", max_bytes=1 << 20, expect=dict
-        )
-    except (FormatError, NotFound):
-        return []
-    commands = doc.get("import") if isinstance(doc, dict) else None
-    if not isinstance(commands, list):
-        return []
-    where = shown_path(target.partition(":")[2])
-    # Every CAR, oldest first: each holds only what the ones before it lacked, so importing
-    # the newest alone leaves its root's older blocks missing and the node waits for them.
     return [
-        "every CAR is needed, oldest first (each holds only what the ones before it lack; "
-        "importing only the newest hangs, the node looking for the rest)",
-        f"import into a node (in this order, in {where}):",
-        *(f"  {c}" for c in commands),
+        steps.why,
+        f"{steps.what} (in this order, in {shown_path(steps.directory)}):",
+        *(f"  {c}" for c in steps.commands),
     ]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NoPhases",
+    "PartOutcome",
     "Phases",
     "Price",
     "PricingTarget",
@@ -30,6 +31,7 @@ __all__ = [
     "SessionTarget",
     "SigningTarget",
     "UploadResult",
+    "parts_exit_code",
 ]
 
 ProgressFn = Callable[[int], None]
@@ -97,24 +99,66 @@ class RemoteView:
 
 
 @dataclass(frozen=True)
+class PartOutcome:
+    """A part of an upload done beside the upload itself (a pinning service asked to pin
+    the new root): shown on its own line; a failed part does not undo the upload, but the
+    publish exits with its code (:func:`parts_exit_code`).
+
+    Attributes:
+        label: its key in the publish's report (``pin NAME``).
+        subject: what it is, in a sentence (``pinning service NAME``).
+        text: what it did (``pinned (add, 1.2 s, request ID)``), or why it failed.
+        exit_code: None when it succeeded; else its error's exit code (docs/cli.md).
+    """
+
+    label: str
+    subject: str
+    text: str
+    exit_code: int | None = None
+
+
+def parts_exit_code(parts: Collection[PartOutcome]) -> int:
+    """The publish's exit code from its parts: 0 when none failed; 77 when every failure
+    was a refusal (77: a service refused the token); else 69 (a service unreachable)."""
+    codes = [p.exit_code for p in parts if p.exit_code is not None]
+    if not codes:
+        return 0
+    return 77 if all(c == 77 for c in codes) else 69
+
+
+@dataclass(frozen=True)
 class UploadResult:
-    """What steps 3-5 produced: the new locator and facts for the state."""
+    """What steps 3-5 produced: the new locator and facts for the state.
+
+    Attributes:
+        locator: where the whole dataset now is (root CID, manifest id).
+        objects: object path -> the adapter's locator facts, for the state.
+        extra: the adapter's facts for the state.
+        bytes_sent: bytes sent to the network (or written to the directory).
+        summary: the adapter's facts for the report (``--json``), JSON values.
+        record_kept: nothing was new: the name record stays as it is (the report says
+            "record unchanged").
+        parts: what the parts done beside the upload did (:class:`PartOutcome`).
+    """
 
     locator: str
     objects: Mapping[str, Mapping[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)
     bytes_sent: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
+    record_kept: bool = False
+    parts: tuple[PartOutcome, ...] = ()
 
     @classmethod
     def kept(cls, state: PublishState, **summary: Any) -> UploadResult:
         """An upload that sent nothing: the saved state's locator, objects and extra as they
-        are (``summary`` says why, e.g. ``note="nothing new: ..."``)."""
+        are, the record kept (``summary`` says why, e.g. ``note="nothing new: ..."``)."""
         return cls(
             locator=str(state.locator),
             objects=state.objects,
             extra=dict(state.extra),
             summary=dict(summary),
+            record_kept=True,
         )
 
 

@@ -80,8 +80,11 @@ def test_a_target_gets_its_own_backends_options_and_refuses_another_backends(
     completed = backend_options((IpfsOptions(cid_version=0), ArweaveOptions(max_cost=3)), config)
     assert own_options("car:out", completed) == IpfsOptions(0, "unixfs-v0-2015")
     assert own_options("bundle:out", completed) == ArweaveOptions(max_cost=3)
-    with pytest.raises(UsageError, match="unknown target"):
+    with pytest.raises(UsageError, match="unknown target") as unknown:
         own_options("nowhere:out", completed)
+    # The forms come from the backends' declarations: every scheme they publish to is named.
+    for form in ("car:DIR", "ipfs", "pinning:NAME", "bundle:DIR", "arweave", "turbo:URL"):
+        assert form in str(unknown.value), form
     with pytest.raises(UsageError, match="no ArweaveOptions among"):
         own_options("arweave", completed[:1])
     # Another backend's options are an error, not its defaults in their place.

@@ -117,7 +117,7 @@ from odfweb3_ipfs.publish.state import (
 from odfweb3_ipfs.read.car_replica import CarDirCheck, check_car_dir
 from odfweb3_ipfs.read.replay_memory import SequenceMemory, sequence_floor
 
-__all__ = ["LOCK_NAME", "CarTarget", "objects_of", "write_atomic"]
+__all__ = ["LOCK_NAME", "CarTarget", "import_commands", "objects_of", "write_atomic"]
 
 _MAX_SUMMARY_SIZE = 64 << 20  # publish.json, read bounded as car:DIR readers do
 
@@ -583,7 +583,6 @@ class CarTarget:
             self._unchanged = False
             return
         car = self._typed(state)
-        cars = [*(car.extra.cars or ()), *car.extra.side_cars]
         summary = {
             "root": state.locator,
             "ipnsName": car.record.name,
@@ -591,21 +590,7 @@ class CarTarget:
             "descriptor": car.extra.dag.descriptor,
             "keyEnvelope": car.extra.dag.key_envelope,
             "filesWritten": list(self._written),
-            # Every word quoted (the names were checked, check_file_names; quoting
-            # still keeps a pasted hint one command whatever a name holds).
-            "import": [
-                shlex.join(["ipfs", "dag", "import", *cars]),
-                shlex.join(
-                    [
-                        "ipfs",
-                        "routing",
-                        "put",
-                        "--allow-offline",
-                        f"/ipns/{car.record.name}",
-                        str(car.record.file),
-                    ]
-                ),
-            ],
+            "import": list(import_commands(car)),
         }
         large = len(state.objects) > 1000 or len(car.extra.dag.dir_blocks or ()) > 1000
         self.home.write(
@@ -701,3 +686,27 @@ def head_of_summary(path: Path) -> bytes | None:
     data = read_foreign_json_file(path, max_bytes=_MAX_SUMMARY_SIZE, expect=dict)
     head = data.get("head")
     return multihash_from_str(head) if head else None
+
+
+def import_commands(car: CarState) -> tuple[str, ...]:
+    """The commands that load ``car:DIR`` into a Kubo node, run in ``DIR``: every CAR, oldest
+    first (each holds only what the ones before it lacked, so importing the newest alone
+    leaves its root's older blocks missing and the node waits for them), then the record.
+
+    Every word quoted (the names were checked, check_file_names; quoting still keeps a
+    pasted hint one command whatever a name holds).
+    """
+    cars = [*(car.extra.cars or ()), *car.extra.side_cars]
+    return (
+        shlex.join(["ipfs", "dag", "import", *cars]),
+        shlex.join(
+            [
+                "ipfs",
+                "routing",
+                "put",
+                "--allow-offline",
+                f"/ipns/{car.record.name}",
+                str(car.record.file),
+            ]
+        ),
+    )

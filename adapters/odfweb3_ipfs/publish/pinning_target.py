@@ -58,7 +58,7 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
 from odfweb3.publish.state_home import StateHome
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.target import PartOutcome, RemoteView, UploadResult
 from odfweb3_ipfs.client.pinning import (
     PinFailed,
     PinningAuthError,
@@ -133,6 +133,19 @@ class _Outcome:
         if self.kept_peers:
             out["keptPeers"] = self.kept_peers
         return out
+
+    def to_part(self, service: str) -> PartOutcome:
+        """This pin as a line of the publish's report."""
+        label, subject = f"pin {service}", f"pinning service {service}"
+        if self.error is not None:
+            return PartOutcome(label, subject, str(self.error), self.error.exit_code)
+        assert self.status is not None
+        return PartOutcome(
+            label,
+            subject,
+            f"{self.status.status} ({self.mode}, {round(self.seconds, 2)} s, "
+            f"request {self.status.requestid})",
+        )
 
 
 @dataclass
@@ -215,7 +228,8 @@ class PinningTarget:
             self.outcomes[svc.name] = outcome
         self._stop_if_none_left()
         pins = {name: o.to_json() for name, o in self.outcomes.items()}
-        return dataclasses.replace(up, summary={**up.summary, "pins": pins})
+        parts = tuple(o.to_part(name) for name, o in self.outcomes.items())
+        return dataclasses.replace(up, summary={**up.summary, "pins": pins}, parts=parts)
 
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         return self.node.commit(plan, upload, view)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from odfweb3.cli.publish_cmds import _import_lines
 from odfweb3.crypto.keyfiles import decode_keyring
 from odfweb3.errors import BackendRejected, ConfigError, FormatError, OdfWeb3Error
 from odfweb3.odf.model_gen import ExtraAttributes
@@ -138,11 +137,6 @@ def test_bundle_dir_record_hint_is_bounded(tmp_path: Path) -> None:
         replica = BundleDirReplica.__new__(BundleDirReplica)
         replica.out_dir = path.parent
         assert replica._summary_record_id() is None, kind
-
-
-def test_publish_to_car_import_hint_is_bounded(tmp_path: Path) -> None:
-    for kind, path in _hostile_files(tmp_path).items():
-        assert _import_lines(f"car:{path.parent}") == [], kind
 
 
 def test_head_of_summary_is_bounded(tmp_path: Path) -> None:
