@@ -13,17 +13,16 @@ the target reads the ciphertext (docs/design.md, "Encryption"), in the same sing
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import BinaryIO
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import HashMismatch, IntegrityError
 from odfweb3.odf.chain import DatasetObject
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str, new_hasher
+from odfweb3.streams import VerifiedStreamBase
 
 __all__ = [
-    "DeferrableStream",
     "SealedReader",
     "VerifyingReader",
     "open_for_publish",
@@ -31,29 +30,7 @@ __all__ = [
 ]
 
 
-@runtime_checkable
-class DeferrableStream(Protocol):
-    """A plaintext verifying reader whose hashing can move to another thread
-    (:meth:`VerifyingReader.defer_hashing`) and whose end can be checked on its own: what a
-    target asks of a stream before it hashes on a worker or checks a second read by another
-    digest (an encrypted :class:`SealedReader` is not one)."""
-
-    where: str
-
-    def read(self, n: int = -1) -> bytes: ...
-
-    def defer_hashing(self) -> object: ...
-
-    def absorb(self, chunk: bytes) -> None: ...
-
-    def end(self) -> None: ...
-
-    def finish(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class VerifyingReader:
+class VerifyingReader(VerifiedStreamBase):
     """A read-only binary stream that hashes what it yields and checks it at the end."""
 
     def __init__(self, raw: BinaryIO, obj: DatasetObject, where: str) -> None:
@@ -131,24 +108,13 @@ class VerifyingReader:
         """Close the file."""
         self._raw.close()
 
-    def __enter__(self) -> VerifyingReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
 
 def open_verified(reader: DatasetReader, obj: DatasetObject) -> VerifyingReader:
     """Open an object of the dataset for a verified single-pass read."""
     return VerifyingReader(reader.open_object(obj.kind, obj.hash), obj, f"{reader.root}/{obj.path}")
 
 
-class SealedReader:
+class SealedReader(VerifiedStreamBase):
     """The ciphertext of a verified object: read it, then ``finish()`` checks the plaintext.
 
     Attributes:
@@ -196,17 +162,6 @@ class SealedReader:
     def close(self) -> None:
         """Close the file."""
         self._plain.close()
-
-    def __enter__(self) -> SealedReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def open_for_publish(

@@ -144,7 +144,7 @@ def test_the_cli_and_the_builder_start_without_pyarrow():
 # The core's own layers, lowest first (docs/design.md, "Layers"): a part imports only parts
 # below it, so the formats and the crypto can be read, tested and audited without the
 # publishing and reading machinery, the library without the CLI.
-_BASE = {"errors", "atomic_file", "foreign_json", "writeback", "odfweb3"}
+_BASE = {"errors", "atomic_file", "foreign_json", "streams", "writeback", "odfweb3"}
 _CORE_MAY_IMPORT = {
     "odf": _BASE,
     "transport": _BASE,

@@ -28,7 +28,7 @@ import binascii
 import os
 import uuid
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from odfweb3.errors import DecryptionError, FormatError
+from odfweb3.streams import VerifiedStream
 from odfweb3_arweave.formats.arfs import OCTET_STREAM, Entity, app_tags
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.wallet import Wallet
@@ -190,17 +191,6 @@ def private_data_tags(iv: bytes, app_version: str) -> tuple[Tag, ...]:
     return (Tag.of("Content-Type", OCTET_STREAM), *cipher_tags(iv), *app_tags(app_version))
 
 
-class _Source(Protocol):
-    """What an encrypting stream reads: a verified stream over one object (bundle_plan's
-    VerifiedStream), whose ``finish`` checks its hash and size."""
-
-    def read(self, n: int = -1, /) -> bytes: ...
-
-    def finish(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class EncryptingStream:
     """Reads plaintext from ``source``, yields ArFS ciphertext (GCM tag at the end).
 
@@ -208,7 +198,7 @@ class EncryptingStream:
     source (a verified reader checks its hash there).
     """
 
-    def __init__(self, key: FileKey, iv: bytes, source: _Source) -> None:
+    def __init__(self, key: FileKey, iv: bytes, source: VerifiedStream) -> None:
         if len(iv) != IV_SIZE:
             raise FormatError(f"ArFS cipher IV: {len(iv)} bytes, need {IV_SIZE}")
         self._enc = Cipher(algorithms.AES(key.key), modes.GCM(iv)).encryptor()

@@ -48,7 +48,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
@@ -81,7 +81,6 @@ __all__ = [
     "Overlay",
     "PreviousUpload",
     "Tier",
-    "VerifiedStream",
     "merged_tiers",
     "plan_bundle",
     "plan_tier",
@@ -97,22 +96,6 @@ _PLACEHOLDER_ID = "A" * 43
 # "delta": the manifest maps the paths the bundle adds, when the chain allows it;
 # "full": every path (a consolidation: one id serves the whole dataset again).
 ManifestKind = Literal["delta", "full"]
-
-
-class VerifiedStream(Protocol):
-    """A stream over one object that checks its hash and size at the end (``open_verified``)."""
-
-    def read(self, n: int = -1) -> bytes:
-        """Read up to ``n`` bytes."""
-        ...
-
-    def finish(self) -> None:
-        """Raise unless everything read matched the recorded size and hash."""
-        ...
-
-    def close(self) -> None:
-        """Close the file."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from types import TracebackType
 from typing import BinaryIO, TypeVar, cast
 
 from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf.chain import DatasetObject
-from odfweb3.publish.source import DeferrableStream
+from odfweb3.streams import DeferrableStream, VerifiedStream, VerifiedStreamBase
 from odfweb3_arweave.formats.ans104 import (
     DataItem,
     StreamedDataItem,
@@ -64,7 +63,6 @@ from odfweb3_arweave.publish.bundle_plan import (
     FileRef,
     FileToAdd,
     Overlay,
-    VerifiedStream,
     _record,
     _record_tags,
 )
@@ -133,13 +131,15 @@ def _in_order(pool: ThreadPoolExecutor, jobs: Iterable[Callable[[], T]]) -> Iter
             future.cancel()
 
 
-class _CheckedStream:
+class _CheckedStream(VerifiedStreamBase):
     """Re-reading an object for the bundle: verified again when its ``with`` block ends.
 
     A large plaintext object (a reader with ``defer_hashing``) is hashed on ``hasher``'s
     one thread, in order, while the caller writes what it read: the check still covers
     exactly the bytes read, and runs before the ``with`` block ends.
     """
+
+    finish_on_exit = True
 
     def __init__(
         self, stream: VerifiedStream, hasher: ThreadPoolExecutor | None = None, size: int = 0
@@ -160,25 +160,18 @@ class _CheckedStream:
                 self._pending.popleft().result()
         return data
 
-    def __enter__(self) -> _CheckedStream:
-        return self
+    def finish(self) -> None:
+        _drain(self._pending)
+        self._stream.finish()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         try:
-            while self._pending:
-                self._pending.popleft().result()
-            if exc is None:
-                self._stream.finish()
+            _drain(self._pending)
         finally:
             self._stream.close()
 
 
-class _SignedBytes:
+class _SignedBytes(VerifiedStreamBase):
     """Re-reading a signed plaintext object for the bundle: the same bytes as signed.
 
     Signing read the object once through its verifying reader (SHA3-256 and size against
@@ -189,6 +182,8 @@ class _SignedBytes:
     ``hasher``'s one thread, in order, while the caller writes; the check runs before the
     ``with`` block ends, so a file changed in between never reaches a renamed bundle.
     """
+
+    finish_on_exit = True
 
     def __init__(
         self,
@@ -217,29 +212,28 @@ class _SignedBytes:
                 self._sha384.update(data)
         return data
 
-    def __enter__(self) -> _SignedBytes:
-        return self
+    def finish(self) -> None:
+        _drain(self._pending)
+        self._stream.end()  # nothing after the last byte
+        got = self._sha384.digest()
+        if got != self._signed:
+            raise HashMismatch(
+                f"SHA-384 {self._signed.hex()} (signed)",
+                f"SHA-384 {got.hex()}",
+                f"{self._where} (changed between signing and writing the bundle)",
+            )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         try:
-            while self._pending:
-                self._pending.popleft().result()
-            if exc is None:
-                self._stream.end()  # nothing after the last byte
-                got = self._sha384.digest()
-                if got != self._signed:
-                    raise HashMismatch(
-                        f"SHA-384 {self._signed.hex()} (signed)",
-                        f"SHA-384 {got.hex()}",
-                        f"{self._where} (changed between signing and writing the bundle)",
-                    )
+            _drain(self._pending)
         finally:
             self._stream.close()
+
+
+def _drain(pending: deque[Future[None]]) -> None:
+    """Wait for the hashing handed to the worker (its errors raised here, in order)."""
+    while pending:
+        pending.popleft().result()
 
 
 def _sign_object(
