@@ -71,6 +71,10 @@ TURBO_DIR = ROOT / ".testnodes" / "turbo" / "service"
 STAMP = ROOT / ".testnodes" / "turbo" / "stamp"
 
 READY_TIMEOUT = 240.0  # node start-up on a loaded 2-core machine
+# Receipt to seeded bundle: a few seconds idle, but the pipeline is five node.js jobs polling
+# through moto's SQS and postgres, and at load 20-30 on 2 cores it once took over 300 s. Well
+# inside the suite's per-test timeout (pyproject: 900 s).
+SEED_TIMEOUT = 600.0
 NOBODY = (65534, 65534)
 REGION = "us-east-1"
 BUCKET = "raw-data-items"
@@ -200,7 +204,28 @@ class TurboNode:
         doc: dict[str, Any] = r.json()
         return doc
 
-    def wait_seeded(self, item_id: str, timeout: float = 300.0) -> str:
+    def stage_of(self, item_id: str) -> str:
+        """Where `item_id` is in the fulfillment pipeline, for a failure message: the tables
+        holding it (new, planned, permanent, failed) and its plan's bundle tables."""
+        held = []
+        for table in ("new_data_item", "planned_data_item", "permanent_data_items"):
+            if self.query(f"select 1 from {table} where data_item_id = '{item_id}'"):
+                held.append(table)
+        if self.query(f"select 1 from failed_data_item where data_item_id = '{item_id}'"):
+            held.append("failed_data_item")
+        plans = self.query(
+            f"select plan_id from planned_data_item where data_item_id = '{item_id}' "
+            f"union select plan_id from permanent_data_items where data_item_id = '{item_id}'"
+        )
+        for (plan,) in plans:
+            for table in ("bundle_plan", "new_bundle", "posted_bundle", "seeded_bundle"):
+                if self.query(f"select 1 from {table} where plan_id = '{plan}'"):
+                    held.append(f"{table}({plan})")
+            if self.query(f"select 1 from failed_bundle where plan_id = '{plan}'"):
+                held.append(f"failed_bundle({plan})")
+        return ", ".join(held) or "in no table"
+
+    def wait_seeded(self, item_id: str, timeout: float = SEED_TIMEOUT) -> str:
         """The bundle carrying `item_id` once the bundler posted it and seeded its chunks to
         arlocal (mine only after that: arlocal unbundles on /mine from the chunks it has).
         A bundle another test's mining made permanent already has left seeded_bundle for
@@ -219,7 +244,8 @@ class TurboNode:
                 return rows[0][0]
             time.sleep(1.0)
         raise TimeoutError(
-            f"item {item_id} not in a seeded bundle after {timeout:.0f} s; logs: {self.logs}"
+            f"item {item_id} not in a seeded bundle after {timeout:.0f} s (it is in: "
+            f"{self.stage_of(item_id)}); logs: {self.logs}"
         )
 
     def wait_status(self, item_id: str, want: str, timeout: float = 300.0) -> dict[str, Any]:
