@@ -19,7 +19,7 @@ from typing import Protocol, overload
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
 from odfweb3.odf.digest_map import DigestMap
-from odfweb3.odf.layout import DatasetReader, ObjectKind, object_relpath
+from odfweb3.odf.layout import LAYOUT_DIRS, DatasetReader, ObjectKind, object_relpath
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import (
     AddData,
@@ -146,6 +146,18 @@ class ObjectList(Sequence[DatasetObject]):
             bytes(self._hashes[start : self._ends[i]]),
             None if size < 0 else size,
         )
+
+    def paths(self) -> Iterator[str]:
+        """Every object's layout path, in order, made from the packed kind and hash (no
+        :class:`DatasetObject`): a build that reads the layout again instead of keeping
+        a path string an object (300,000 at 100,000 blocks)."""
+        dirs = [LAYOUT_DIRS[kind] + "/f" for kind in _KINDS]
+        kinds, hashes, ends = self._kinds, self._hashes, self._ends
+        start = 0
+        for i in range(len(kinds)):
+            end = ends[i]
+            yield dirs[kinds[i]] + hashes[start:end].hex()
+            start = end
 
     def __len__(self) -> int:
         return len(self._kinds)

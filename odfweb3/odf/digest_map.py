@@ -4,6 +4,7 @@ fixed-size values: the memory of the per-object tables a publish, a verify or a 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Final
 
 __all__ = ["DigestMap"]
@@ -133,6 +134,19 @@ class DigestMap:
             table.grow()
         self._len += 1
         return True
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every ``(key, value)``, in no particular order (the map must not change while
+        they are read)."""
+        width = self._width
+        for prefix, table in self._tables.items():
+            slot = table.slot
+            for bucket in table.buckets:
+                for at in range(0, len(bucket), slot):
+                    yield prefix + bucket[at : at + _DIGEST], bytes(
+                        bucket[at + _DIGEST : at + _DIGEST + width]
+                    )
+        yield from self._other.items()
 
     def discard(self, key: bytes) -> None:
         """Remove ``key`` if present."""

@@ -22,14 +22,16 @@ the previous publish already sent (``previous_dir_blocks``) are not emitted agai
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, cast
+from typing import Any, ClassVar, Final, Protocol, cast
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
 from odfweb3.errors import FormatError
-from odfweb3.odf.chain import DatasetObject
+from odfweb3.odf.chain import DatasetObject, ObjectList
+from odfweb3.odf.digest_map import DigestMap
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
@@ -66,6 +68,7 @@ __all__ = [
 ]
 
 _TOP_DIRS: Final = ("blocks", "checkpoints", "data")
+_FOLDER_CODE: Final = {name: i for i, name in enumerate(_TOP_DIRS)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +145,7 @@ class _Sha256Tap:
 
     __slots__ = ("_key", "_out", "_sha", "_source")
 
-    def __init__(self, source: ImportSource, key: bytes, out: dict[bytes, str]) -> None:
+    def __init__(self, source: ImportSource, key: bytes, out: DataSha256) -> None:
         self._source = source
         self._key = key
         self._out = out
@@ -160,10 +163,38 @@ class _Sha256Tap:
 
     def check(self) -> None:
         self._source.check()
-        self._out[self._key] = self._sha.hexdigest()  # one key per file: safe from any thread
+        self._out.put(self._key, self._sha.digest())
 
     def close(self) -> None:
         self._source.close()
+
+
+class DataSha256(Mapping[bytes, str]):
+    """Plain data files' SHA-256 (hex when read) by physical hash (multihash), each kept as
+    its 32 bytes in a :class:`DigestMap` (about 70 bytes a file, where a ``dict`` of hex
+    strings was some 230: 100,000 data files at 100,000 blocks). Put from the hashing
+    workers as each file's check passes, hence the lock; read once the import is done."""
+
+    def __init__(self) -> None:
+        self._map = DigestMap(32)
+        self._lock = threading.Lock()
+
+    def put(self, mh: bytes, digest: bytes) -> None:
+        """Record ``digest`` (32 bytes) of the data file ``mh``."""
+        with self._lock:
+            self._map.put(mh, digest)
+
+    def __getitem__(self, mh: bytes) -> str:
+        value = self._map.get(mh)
+        if value is None:
+            raise KeyError(mh)
+        return value.hex()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (key for key, _ in self._map.items())
+
+    def __len__(self) -> int:
+        return len(self._map)
 
 
 def _opener(
@@ -171,7 +202,7 @@ def _opener(
     sealer: Sealer | None,
     observer: ObjectObserver | None,
     tap: Callable[[DatasetObject], bool] = lambda obj: False,
-    sha256: dict[bytes, str] | None = None,
+    sha256: DataSha256 | None = None,
 ) -> Callable[[DatasetObject], ImportSource]:
     def open_new(obj: DatasetObject) -> ImportSource:
         source: ImportSource = open_for_publish(reader, obj, sealer, defer_hashing=True)
@@ -256,44 +287,108 @@ class IndexLinks(Mapping[str, ObjectLink]):
         return len(self.index)
 
 
-class _PackedLinks(Mapping[str, ObjectLink]):
-    """New objects' links, each kept as one ``bytes`` (CID bytes, then tsize and size, 8
-    bytes each) instead of an :class:`ObjectLink`, a :class:`Cid` and two ints (memory:
-    300,000 of them at 100,000 blocks); an :class:`ObjectLink` is made when one is asked."""
+def _link_key(path: str) -> bytes | None:
+    """A layout path's key in :class:`_PackedLinks`: its folder's number, then its name's
+    multihash bytes; None when the name is not the canonical text of a multihash of more
+    than 32 bytes (``f`` and lower-case hex: what the layout writes), so two paths never
+    share a key."""
+    folder, _, name = path.partition("/")
+    code = _FOLDER_CODE.get(folder)
+    if code is None or len(name) < 67 or name[0] != "f" or not name.islower():
+        return None
+    try:
+        mh = bytes.fromhex(name[1:])
+    except ValueError:
+        return None
+    if len(mh) * 2 + 1 != len(name):  # bytes.fromhex skips spaces: not the canonical text
+        return None
+    return bytes((code,)) + mh
 
-    def __init__(self) -> None:
-        self._packed: dict[str, bytes] = {}
+
+class _PackedLinks(Mapping[str, ObjectLink]):
+    """New objects' links by path, kept without the path string: in a :class:`DigestMap`
+    keyed by the path's folder and multihash (:func:`_link_key`), the value the CID's
+    prefix (its number in a small table), its digest, tsize and size (81 bytes a slot,
+    where a ``dict`` of the path string to packed ``bytes`` was some 135 and the path
+    string some 120: 300,000 links at 100,000 blocks). A path or a CID of another shape
+    (none a layout or a sha2-256 profile makes) goes to a plain ``dict``. Iterated in the
+    order added only when ``ordered`` (an update's few new links); an :class:`ObjectLink`
+    is made when one is asked."""
+
+    _WIDTH: ClassVar[int] = 1 + 32 + 8 + 8
+
+    def __init__(self, *, ordered: bool = False) -> None:
+        self._map = DigestMap(self._WIDTH)
+        self._prefixes: list[bytes] = []
+        self._other: dict[str, bytes] = {}  # CID bytes, then tsize and size, 8 bytes each
+        self._order: list[str] | None = [] if ordered else None
 
     def add(self, path: str, cid: Cid, tsize: int, size: int) -> None:
-        self._packed[path] = cid.raw + tsize.to_bytes(8, "big") + size.to_bytes(8, "big")
+        raw, tail = cid.raw, tsize.to_bytes(8, "big") + size.to_bytes(8, "big")
+        key = _link_key(path)
+        prefix = raw[:-32]
+        if key is not None and len(cid.digest) == 32 and prefix in self._prefixes[:255]:
+            new = self._map.put(key, bytes((self._prefixes.index(prefix),)) + raw[-32:] + tail)
+        elif key is not None and len(cid.digest) == 32 and len(self._prefixes) < 255:
+            self._prefixes.append(prefix)
+            new = self._map.put(key, bytes((len(self._prefixes) - 1,)) + raw[-32:] + tail)
+        else:
+            if key is not None:
+                self._map.discard(key)
+            new = path not in self._other
+            self._other[path] = raw + tail
+        if new and self._order is not None:
+            self._order.append(path)
+
+    def _packed(self, path: str) -> tuple[bytes, int, int] | None:
+        """``(CID bytes, tsize, size)`` of ``path``; None when it is not here."""
+        if self._other:
+            b = self._other.get(path)
+            if b is not None:
+                return b[:-16], int.from_bytes(b[-16:-8], "big"), int.from_bytes(b[-8:], "big")
+        key = _link_key(path)
+        v = None if key is None else self._map.get(key)
+        if v is None:
+            return None
+        raw = self._prefixes[v[0]] + v[1:33]
+        return raw, int.from_bytes(v[33:41], "big"), int.from_bytes(v[41:49], "big")
 
     def pair(self, path: str) -> tuple[bytes, int] | None:
         """``(CID bytes, tsize)`` of ``path``; None when it is not here."""
-        b = self._packed.get(path)
-        return None if b is None else (b[:-16], int.from_bytes(b[-16:-8], "big"))
+        got = self._packed(path)
+        return None if got is None else (got[0], got[1])
 
     def __contains__(self, key: object) -> bool:
-        return key in self._packed
+        return isinstance(key, str) and self._packed(key) is not None
 
     def __getitem__(self, key: str) -> ObjectLink:
-        b = self._packed[key]
-        size = int.from_bytes(b[-8:], "big")
-        return ObjectLink(Cid(b[:-16]), int.from_bytes(b[-16:-8], "big"), size)
+        got = self._packed(key)
+        if got is None:
+            raise KeyError(key)
+        return ObjectLink(Cid(got[0]), got[1], got[2])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._packed)
+        if self._order is None:
+            raise TypeError("these links are looked up by path, not listed")
+        return iter(self._order)
 
     def __len__(self) -> int:
-        return len(self._packed)
+        return len(self._map) + len(self._other)
 
 
 class _AllLinks(Mapping[str, ObjectLink]):
-    """Every object's link, in dataset order: new ones, and reused ones parsed when asked."""
+    """Every object's link, in dataset order (``paths()`` lists them again each time):
+    new ones, and reused ones parsed when asked."""
 
     def __init__(
-        self, order: list[str], new: Mapping[str, ObjectLink], previous: Mapping[str, ObjectLink]
+        self,
+        paths: Callable[[], Iterable[str]],
+        count: int,
+        new: Mapping[str, ObjectLink],
+        previous: Mapping[str, ObjectLink],
     ) -> None:
-        self._order = order
+        self._paths = paths
+        self._count = count
         self._new = new
         self._previous = previous
 
@@ -305,10 +400,10 @@ class _AllLinks(Mapping[str, ObjectLink]):
         return link if link is not None else self._previous[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
+        return iter(self._paths())
 
     def __len__(self) -> int:
-        return len(self._order)
+        return self._count
 
 
 def reusable_links(
@@ -417,8 +512,8 @@ class _Sinks:
 class _Links:
     """Every object's link while a build runs: the new ones (packed) over ``previous``."""
 
-    def __init__(self, previous: Mapping[str, ObjectLink]) -> None:
-        self.new = _PackedLinks()
+    def __init__(self, previous: Mapping[str, ObjectLink], *, ordered: bool = False) -> None:
+        self.new = _PackedLinks(ordered=ordered)
         self.previous = previous
 
     def pair_at(self, path: str) -> tuple[bytes, int]:
@@ -482,29 +577,42 @@ def _grown_hamt(
 
 
 class _Listed(_Layout):
-    """Every path of the layout given (``folders``), the new ones among them (``added``)."""
+    """Every path of the layout, listed again by ``paths()`` each time a folder is built
+    (no list of path strings held), and which of them ``previous`` links (``linked``: a
+    byte per path, in the same order)."""
 
     def __init__(
         self,
-        folders: dict[str, list[str]],
-        added: dict[str, list[str]],
+        paths: Callable[[], Iterable[str]],
+        linked: bytearray,
+        counts: dict[str, tuple[int, int]],
         previous_shards: Mapping[str, ShardTable] | None,
     ) -> None:
-        super().__init__(added, previous_shards)
-        self.folders = folders
+        super().__init__({}, previous_shards)
+        self.paths = paths
+        self.linked = linked
+        self.counts = counts  # folder -> (paths, new paths)
+
+    def _names(self, folder: str, *, new_only: bool = False) -> Iterator[str]:
+        """The entry names of ``folder`` (all, or those ``previous`` lacks), in order."""
+        prefix = folder + "/"
+        cut = len(prefix)
+        for path, held in zip(self.paths(), self.linked, strict=True):
+            if path.startswith(prefix) and not (new_only and held):
+                yield path[cut:]
 
     def folder(
         self, name: str, prof: CidProfile, links: _Links, sinks: _Sinks
     ) -> tuple[DirNode, ShardTable | None]:
-        paths, added = self.folders[name], self.added[name]
+        total, new = self.counts[name]
         table = self.shards.get(name)
-        if table is not None and len(paths) - len(added) == _count_in(links.previous, name):
+        if table is not None and total - new == _count_in(links.previous, name):
             # Sharded before, and every earlier entry is still there: the directory only
             # grew, so it is still sharded.
-            cut = len(name) + 1
-            names = (p[cut:] for p in paths)
-            return _grown_hamt(prof, names, (p[cut:] for p in added), name, table, links, sinks)
-        return _build_folder(prof, paths, links.pair_at, sinks.dir)
+            names, added = self._names(name), self._names(name, new_only=True)
+            return _grown_hamt(prof, names, added, name, table, links, sinks)
+        encoded = [n.encode("ascii") for n in self._names(name)]
+        return _build_folder(prof, encoded, links.link_of(name), sinks.dir)
 
 
 class _Indexed(_Layout):
@@ -535,20 +643,20 @@ class _Indexed(_Layout):
             return _grown_hamt(prof, names, added, name, table, links, sinks)
         # No new name: the previous publish's directory, block for block.
         sink = sinks.dir if added else sinks.held
-        paths = [f"{name}/{n}" for n in names]
         # Every link of an unsharded directory, straight from its parts (no HAMT hash of
         # each name to find its part, as a lookup by path would do).
         kept = {
-            f"{name}/{n}": (Cid.decode(str(e["cid"])).raw, int(e["tsize"]))
+            n.encode("ascii"): (Cid.decode(str(e["cid"])).raw, int(e["tsize"]))
             for i in sorted(index.refs[name])
             for n, e in index.part(name, i).items()
         }
+        new_link = links.link_of(name)
 
-        def pair_at(p: str) -> tuple[bytes, int]:
-            pair = kept.get(p)
-            return pair if pair is not None else links.pair_at(p)
+        def link_of(entry: bytes) -> tuple[bytes, int]:
+            pair = kept.get(entry)
+            return pair if pair is not None else new_link(entry)
 
-        return _build_folder(prof, paths, pair_at, sink)
+        return _build_folder(prof, [n.encode("ascii") for n in names], link_of, sink)
 
     def _partial(
         self, folder: str, prof: CidProfile, table: ShardTable, links: _Links, sinks: _Sinks
@@ -593,7 +701,7 @@ class _Built:
     root: DirNode
     dirs: dict[str, DirNode]
     shards: dict[str, ShardTable]
-    data_sha256: dict[bytes, str]
+    data_sha256: DataSha256
 
 
 def _build(
@@ -614,7 +722,7 @@ def _build(
     # A plain data file's SHA-256 for the discovery documents: a one-chunk raw-leaf file is
     # its own leaf (the CID's digest is the file's SHA-256); any other is hashed as it is
     # checked.
-    sha256: dict[bytes, str] = {}
+    sha256 = DataSha256()
 
     def tap(obj: DatasetObject) -> bool:
         one_leaf = prof.raw_leaves and obj.size is not None and obj.size <= prof.chunk_size
@@ -628,7 +736,7 @@ def _build(
         if progress is not None:
             progress(node.size)
         if sealer is None and obj.kind == "data" and node.cid.codec == CODEC_RAW:
-            sha256[obj.hash] = node.cid.digest.hex()
+            sha256.put(obj.hash, node.cid.digest)
         links.new.add(obj.path, node.cid, node.tsize, node.size)
         if observer is not None:
             observer.imported(obj.path, ObjectLink(node.cid, node.tsize, node.size))
@@ -695,38 +803,44 @@ def build_dataset_dag(
         IntegrityError / HashMismatch: a new object's size or hash is wrong.
     """
     reused: set[str] = set()
-    # Paths, not names (the path strings are the objects' own: no second string per
-    # object); a folder's names are cut from them when it is built.
-    added: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
-    folders: dict[str, list[str]] = {name: [] for name in _TOP_DIRS}
-    order: list[str] = []
-    # A sequence (the plan's packed objects) is read twice: its paths now, the objects to
-    # import as they are imported, so no DatasetObject of every object is held.
+    # A sequence (the plan's packed objects) is read again: its paths now (an ObjectList
+    # makes them from its packed hashes, no DatasetObject), again for each top directory
+    # and the object index, and the objects to import as they are imported. No path string
+    # is kept an object (300,000 at 100,000 blocks), only a byte saying whether
+    # ``previous`` links it. Any other iterable is listed once, its paths kept.
     again = isinstance(objects, Sequence)
+    packed = isinstance(objects, ObjectList)
+    order: list[str] = []
     new: list[DatasetObject] = []
-    for obj in objects:
+    linked = bytearray()
+    counts = {name: [0, 0] for name in _TOP_DIRS}
+    for obj in cast(ObjectList, objects).paths() if packed else objects:
         path = obj if isinstance(obj, str) else obj.path
-        order.append(path)
         folder, sep, _ = path.partition("/")
-        if folder not in folders or not sep:
+        count = counts.get(folder)
+        if count is None or not sep:
             raise FormatError(f"{path}: not in the dataset layout")
+        count[0] += 1
+        if not again:
+            order.append(path)
         if path in previous:
             reused.add(path)
-        elif isinstance(obj, str):
+            linked.append(1)
+            continue
+        if isinstance(obj, str) and not packed:
             raise FormatError(f"{path}: not an object to import nor a link of the state")
-        else:
-            if not again:
-                new.append(obj)
-            added[folder].append(path)
-        folders[folder].append(path)
-
+        if not again:
+            new.append(cast(DatasetObject, obj))
+        count[1] += 1
+        linked.append(0)
+    paths = _paths_again(objects, order)
     links = _Links(previous)
     sinks = _Sinks(sink, previous_dir_blocks)
     built = _build(
         reader,
         head,
-        _not_linked(cast(Sequence[DatasetObject], objects), order, previous) if again else new,
-        _Listed(folders, added, previous_shards),
+        _not_linked(cast(Sequence[DatasetObject | str], objects), linked) if again else new,
+        _Listed(paths, linked, {k: (a, b) for k, (a, b) in counts.items()}, previous_shards),
         links,
         sinks,
         prof=profile or profile_for(None, cid_version),
@@ -736,7 +850,7 @@ def build_dataset_dag(
     )
     return DatasetDag(
         built.root,
-        _AllLinks(order, links.new, previous),
+        _AllLinks(paths, len(linked), links.new, previous),
         frozenset(sinks.dir_cids),
         sinks.blocks,
         sinks.bytes,
@@ -747,15 +861,27 @@ def build_dataset_dag(
     )
 
 
+def _paths_again(
+    objects: Iterable[DatasetObject | str], order: list[str]
+) -> Callable[[], Iterable[str]]:
+    """What lists the layout's paths again: an :class:`ObjectList`'s from its packed
+    hashes, another sequence's from its items, else ``order`` (the paths read once)."""
+    if isinstance(objects, ObjectList):
+        return objects.paths
+    if isinstance(objects, Sequence):
+        seq = objects
+        return lambda: (o if isinstance(o, str) else o.path for o in seq)
+    return lambda: order
+
+
 def _not_linked(
-    objects: Sequence[DatasetObject], paths: list[str], previous: Mapping[str, ObjectLink]
+    objects: Sequence[DatasetObject | str], linked: bytearray
 ) -> Iterator[DatasetObject]:
-    """The objects to import, read again in the order ``paths`` (their paths, read first)
-    gives; each carries its string of ``paths`` (the links are keyed by it: one string
-    an object)."""
-    for obj, path in zip(objects, paths, strict=True):
-        if path not in previous:
-            yield obj.with_path(path)
+    """The objects to import, read again: those ``linked`` says ``previous`` lacks (a
+    path string among ``objects`` is a linked one: refused on the first read otherwise)."""
+    for obj, held in zip(objects, linked, strict=True):
+        if not held:
+            yield cast(DatasetObject, obj)
 
 
 class _IndexedLayout(Mapping[str, ObjectLink]):
@@ -822,7 +948,7 @@ def build_dataset_dag_indexed(
         new.append(obj)
         added[folder].append(name)
 
-    links = _Links(previous)
+    links = _Links(previous, ordered=True)
     sinks = _Sinks(sink, previous_dir_blocks)
     built = _build(
         reader,
@@ -853,37 +979,29 @@ def build_dataset_dag_indexed(
 
 def _build_folder(
     prof: CidProfile,
-    paths: list[str],
-    pair_at: Callable[[str], tuple[bytes, int]],
+    names: list[bytes],
+    link_of: Callable[[bytes], tuple[bytes, int]],
     sink: BlockSink,
 ) -> tuple[DirNode, ShardTable | None]:
-    """A top directory of the objects at ``paths`` (``folder/name``, one folder, each linked
-    by ``pair_at(path)``: its CID bytes and tsize) and, when it is sharded, its trie's table
+    """A top directory of the entries ``names`` (ASCII, in the layout's order, each linked
+    by ``link_of(name)``: its CID bytes and tsize) and, when it is sharded, its trie's table
     for the next publish.
 
     A sharded one is built once, by the HAMT builder that records the table, emitting the
     blocks :meth:`CidProfile.build_directory` would (the trie is canonical: same nodes, same
     order): no entry dict, link list or second pass over 100,000 entries.
     """
-    if not paths:
+    if not names:
         return prof.build_directory({}, sink), None
-    folder = paths[0].partition("/")[0]
-    cut = len(folder) + 1
-
-    def link_of(entry: bytes) -> tuple[bytes, int]:
-        return pair_at(f"{folder}/{entry.decode('ascii')}")
-
-    encoded = [p[cut:].encode("ascii") for p in paths]
-    if prof.directory_shards((n, *link_of(n)) for n in encoded):
+    if prof.directory_shards((n, *link_of(n)) for n in names):
         cid, tsize, table = build_hamt_tracked(
-            encoded, link_of, cid_version=prof.cid_version, sink=sink, fanout=prof.hamt_fanout
+            names, link_of, cid_version=prof.cid_version, sink=sink, fanout=prof.hamt_fanout
         )
         return DirNode(cid=cid, tsize=tsize, sharded=True), table
-    del encoded
     entries = {}
-    for p in paths:
-        raw, tsize = pair_at(p)
-        entries[p[cut:]] = Entry(Cid(raw), tsize)
+    for n in names:
+        raw, tsize = link_of(n)
+        entries[n.decode("ascii")] = Entry(Cid(raw), tsize)
     return prof.build_directory(entries, sink), None
 
 

@@ -408,6 +408,10 @@ class BatchSender:
     def _record(self, root: Cid, objects: Mapping[str, ObjectLink]) -> None:
         version, profile, epoch = self.facts
         self.log.write(BatchRecord(root, version, profile, epoch is not None, epoch, objects))
+        # Each object is in one batch: once it is recorded its paths are never asked again
+        # (kept, the set held every object's path: 300,000 at 100,000 blocks).
+        with self._checked:
+            self._verified.difference_update(objects)
 
     def _record_checked(self) -> None:
         """Record, then pin, each sent batch whose objects have all passed their checks."""

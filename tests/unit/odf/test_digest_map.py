@@ -131,3 +131,14 @@ def test_hostile_prefixes_make_a_few_tables_at_most() -> None:
     for key in keys[::2]:
         got.discard(key)
     assert len(got) == len(set(keys[1::2]) - set(keys[::2]))
+
+
+def test_items_lists_every_key_and_value() -> None:
+    m = DigestMap(4)
+    want = {
+        b"\x12\x20" + bytes([i % 256, i // 256]) * 16: i.to_bytes(4, "big") for i in range(3000)
+    }
+    want[b"short"] = b"abcd"  # kept in the plain dict
+    for k, v in want.items():
+        m.put(k, v)
+    assert dict(m.items()) == want

@@ -241,3 +241,28 @@ def test_a_crash_before_publish_json_leaves_a_pack_and_the_rerun_recovers(
     fresh = _publish(small, tmp_path / "b", keys)
     assert again.upload.locator == fresh.upload.locator
     shutil.rmtree(tmp_path / "b")
+
+
+def test_a_fresh_index_of_many_slices_is_the_same_pack(tmp_path, monkeypatch):
+    # Past the slice size the paths are read again, a slice of parts at a time (no list of
+    # every path held): the same pack and refs as one group of every entry.
+    objects = _entries(900) | _entries(300, "blocks") | _entries(50, "checkpoints")
+    want, pack = ObjectIndex.of_objects(tmp_path / "a", objects)
+    monkeypatch.setattr(oi, "_SLICE", 64)
+    reads = 0
+
+    class Paths:
+        def __iter__(self):
+            nonlocal reads
+            reads += 1
+            return iter(objects)
+
+    def value(path):
+        e = objects[path]
+        return [e["cid"], e["tsize"], e["size"]]
+
+    got = ObjectIndex.write_fresh(tmp_path, Paths(), value)
+    assert (tmp_path / ObjectIndex.pack_name(pack)).read_bytes() == pack
+    assert got.to_json() == want.to_json()
+    assert reads > 2  # the count, then a read per slice
+    assert dict(ObjectIndex.from_json(tmp_path, got.to_json(), "t")) == objects
