@@ -159,6 +159,17 @@ class ObjectList(Sequence[DatasetObject]):
             yield dirs[kinds[i]] + hashes[start:end].hex()
             start = end
 
+    def in_folder(self, folder: str) -> array[int]:
+        """The positions of the objects in the layout folder ``folder`` (``data``:
+        data files and linked objects), in order."""
+        codes = {i for i, kind in enumerate(_KINDS) if LAYOUT_DIRS[kind] == folder}
+        return array("I", (i for i, code in enumerate(self._kinds) if code in codes))
+
+    def name_at(self, i: int) -> bytes:
+        """The layout name of object ``i`` (``f`` and its multihash in hex), ASCII."""
+        start = self._ends[i - 1] if i else 0
+        return b"f" + self._hashes[start : self._ends[i]].hex().encode("ascii")
+
     def __len__(self) -> int:
         return len(self._kinds)
 

@@ -143,8 +143,9 @@ class DigestMap:
             slot = table.slot
             for bucket in table.buckets:
                 for at in range(0, len(bucket), slot):
-                    yield prefix + bucket[at : at + _DIGEST], bytes(
-                        bucket[at + _DIGEST : at + _DIGEST + width]
+                    yield (
+                        prefix + bucket[at : at + _DIGEST],
+                        bytes(bucket[at + _DIGEST : at + _DIGEST + width]),
                     )
         yield from self._other.items()
 

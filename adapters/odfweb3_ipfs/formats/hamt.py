@@ -21,7 +21,7 @@ Facts taken from boxo (``hamt/hamt.go``, ``hamt/util.go``) and go-bitfield:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 import mmh3
@@ -91,8 +91,9 @@ def build_hamt(
             sink(cid, block)
 
     # keep_depth -1: no table is kept (nobody updates this trie later).
-    builder = _Builder(links.__getitem__, cid_version, counted, fanout, {}, None, -1)
-    cid, tsize = builder.level([(hamt_hash(name), name) for name in links], 0, "")
+    names = list(links)
+    builder = _Builder(links.__getitem__, cid_version, counted, fanout, {}, None, -1, names)
+    cid, tsize = builder.level(_items(names), 0, "")
     return cid, tsize, count
 
 
@@ -136,9 +137,8 @@ def build_hamt_tracked(
     _check_fanout(fanout)
     table: ShardTable = dict(previous) if previous is not None else {}
     dirty = _paths_of(added, fanout) if previous is not None else None
-    hashed = [(hamt_hash(name), name) for name in names]
-    builder = _Builder(link_of, cid_version, sink, fanout, table, dirty, keep_depth)
-    root, tsize = builder.level(hashed, 0, "")
+    builder = _Builder(link_of, cid_version, sink, fanout, table, dirty, keep_depth, names)
+    root, tsize = builder.level(_items(names), 0, "")
     return root, tsize, table
 
 
@@ -167,15 +167,32 @@ def build_hamt_partial(
     """
     fanout = DEFAULT_FANOUT
     table: ShardTable = dict(previous)
+    flat: list[bytes] = []
+    root: dict[int, list[int] | None] = {}
+    for index, names in buckets.items():
+        if names is None:
+            root[index] = None
+        else:
+            root[index] = _items(names, len(flat))
+            flat.extend(names)
     builder = _Builder(
-        link_of, cid_version, sink, fanout, table, _paths_of(added, fanout), 1, single
+        link_of, cid_version, sink, fanout, table, _paths_of(added, fanout), 1, flat, single
     )
-    root = {
-        index: None if names is None else [(hamt_hash(n), n) for n in names]
-        for index, names in buckets.items()
-    }
     cid, tsize = builder.shard(root, 0, "")
     return cid, tsize, table
+
+
+# An entry while a trie is built: its 64-bit HAMT hash above its index in the builder's
+# names, in one int (some 36 bytes, where a (hash, name) tuple was some 100 and the names
+# list another 100 an entry: a first publish's top directory holds 100,000 of them at
+# 100,000 blocks, and the names may be made when asked).
+_INDEX_BITS: Final = 32
+_INDEX_MASK: Final = (1 << _INDEX_BITS) - 1
+
+
+def _items(names: Iterable[bytes], first: int = 0) -> list[int]:
+    """Each name's entry: its hash and its index (from ``first``)."""
+    return [(hamt_hash(n) << _INDEX_BITS) | i for i, n in enumerate(names, first)]
 
 
 def _paths_of(added: Sequence[bytes], fanout: int) -> set[str]:
@@ -204,9 +221,11 @@ class _Builder:
         table: ShardTable,
         dirty: set[str] | None,
         keep_depth: int,
+        names: Sequence[bytes],
         single: Callable[[int], bytes] | None = None,
     ) -> None:
         self.link_of = link_of
+        self.names = names
         self._single = single
         self.cid_version = cid_version
         self.sink = sink
@@ -219,24 +238,26 @@ class _Builder:
         self.dirty = dirty
         self.keep_depth = keep_depth
 
-    def level(self, items: list[tuple[int, bytes]], depth: int, path: str) -> tuple[Cid, int]:
-        """The shard at ``path`` (``depth`` levels down) holding ``items`` (hash, name)."""
+    def level(self, items: list[int], depth: int, path: str) -> tuple[Cid, int]:
+        """The shard at ``path`` (``depth`` levels down) holding ``items`` (:func:`_items`)."""
         shift = 64 - (depth + 1) * self.bits
         if shift < 0:
             # boxo: "sharded directory too deep" (needs a 64-bit hash collision)
             raise FormatError("HAMT directory too deep: entry names collide in all 64 hash bits")
         mask = self.fanout - 1
-        buckets: dict[int, list[tuple[int, bytes]] | None] = {}
+        shift += _INDEX_BITS
+        buckets: dict[int, list[int] | None] = {}
         for item in items:
-            group = buckets.get((item[0] >> shift) & mask)
+            index = (item >> shift) & mask
+            group = buckets.get(index)
             if group is None:
-                buckets[(item[0] >> shift) & mask] = [item]
+                buckets[index] = [item]
             else:
                 group.append(item)
         return self.shard(buckets, depth, path)
 
     def shard(
-        self, buckets: Mapping[int, list[tuple[int, bytes]] | None], depth: int, path: str
+        self, buckets: Mapping[int, list[int] | None], depth: int, path: str
     ) -> tuple[Cid, int]:
         """The shard at ``path`` from its buckets: each used bucket's entries, or None for a
         bucket known unchanged without its entries (linked from the table, or its one entry
@@ -263,7 +284,7 @@ class _Builder:
             elif len(group) == 1:
                 # One entry: linked straight, no child shard (none kept for this bucket).
                 table.pop(sub, None)
-                name = group[0][1]
+                name = self.names[group[0] & _INDEX_MASK]
                 child, tsize = self.link_of(name)
                 parts.append(encode_link(child, prefix + name, tsize))
             else:

@@ -25,7 +25,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Protocol, cast
+from typing import Any, ClassVar, Final, Protocol, cast, overload
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.crypto.sealer import Sealer
@@ -595,8 +595,10 @@ class _Listed(_Layout):
         linked: bytearray,
         counts: dict[str, tuple[int, int]],
         previous_shards: Mapping[str, ShardTable] | None,
+        objects: ObjectList | None = None,
     ) -> None:
         super().__init__({}, previous_shards)
+        self.objects = objects
         self.paths = paths
         self.linked = linked
         self.counts = counts  # folder -> (paths, new paths)
@@ -619,8 +621,39 @@ class _Listed(_Layout):
             # grew, so it is still sharded.
             names, added = self._names(name), self._names(name, new_only=True)
             return _grown_hamt(prof, names, added, name, table, links, sinks)
-        encoded = [n.encode("ascii") for n in self._names(name)]
+        encoded: Sequence[bytes]
+        if self.objects is not None:
+            # Each name made from the packed hash when the build asks it (hashing it, then
+            # linking it), not a list of 100,000 names held while the trie is built.
+            encoded = _FolderNames(self.objects, self.objects.in_folder(name))
+        else:
+            encoded = [n.encode("ascii") for n in self._names(name)]
         return _build_folder(prof, encoded, links.link_of(name), sinks.dir)
+
+
+class _FolderNames(Sequence[bytes]):
+    """The names of one folder's objects of an :class:`ObjectList` (at ``positions``),
+    each made when asked."""
+
+    def __init__(self, objects: ObjectList, positions: Sequence[int]) -> None:
+        self._objects = objects
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, i: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(i, slice):
+            return [self._objects.name_at(p) for p in self._positions[i]]
+        return self._objects.name_at(self._positions[i])
+
+    def __iter__(self) -> Iterator[bytes]:
+        name_at = self._objects.name_at
+        return (name_at(p) for p in self._positions)
 
 
 class _Indexed(_Layout):
@@ -847,7 +880,13 @@ def build_dataset_dag(
         reader,
         head,
         _not_linked(cast(Sequence[DatasetObject | str], objects), linked) if again else new,
-        _Listed(paths, linked, {k: (a, b) for k, (a, b) in counts.items()}, previous_shards),
+        _Listed(
+            paths,
+            linked,
+            {k: (a, b) for k, (a, b) in counts.items()},
+            previous_shards,
+            objects if isinstance(objects, ObjectList) else None,
+        ),
         links,
         sinks,
         prof=profile or profile_for(None, cid_version),
@@ -986,7 +1025,7 @@ def build_dataset_dag_indexed(
 
 def _build_folder(
     prof: CidProfile,
-    names: list[bytes],
+    names: Sequence[bytes],
     link_of: Callable[[bytes], tuple[bytes, int]],
     sink: BlockSink,
 ) -> tuple[DirNode, ShardTable | None]:

@@ -9,7 +9,13 @@ import pytest
 
 from odfweb3.odf.chain import DatasetObject, ObjectList
 from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid
-from odfweb3_ipfs.publish.dataset_dag import DataSha256, ObjectLink, _link_key, _PackedLinks
+from odfweb3_ipfs.publish.dataset_dag import (
+    DataSha256,
+    ObjectLink,
+    _FolderNames,
+    _link_key,
+    _PackedLinks,
+)
 
 
 def _mh(i: int) -> bytes:
@@ -75,3 +81,16 @@ def test_object_list_paths_are_the_objects_paths() -> None:
         for i, kind in enumerate(("block", "data", "checkpoint", "linked") * 5)
     ]
     assert list(ObjectList(objects).paths()) == [o.path for o in objects]
+
+
+def test_folder_names_are_made_from_the_packed_hashes() -> None:
+    objects = [
+        DatasetObject(kind, _mh(i), i)  # type: ignore[arg-type]
+        for i, kind in enumerate(("block", "data", "checkpoint", "linked") * 5)
+    ]
+    packed = ObjectList(objects)
+    for folder in ("blocks", "checkpoints", "data"):
+        names = _FolderNames(packed, packed.in_folder(folder))
+        want = [o.path.split("/")[1].encode() for o in objects if o.path.startswith(folder)]
+        assert list(names) == want and len(names) == len(want)
+        assert [names[i] for i in range(len(names))] == want and list(names[1:3]) == want[1:3]
