@@ -37,10 +37,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -50,11 +52,13 @@ from odfweb3.odf.chain import (
     ChainEntry,
     DatasetObject,
     ObjectCount,
+    ObjectList,
     columns_at,
     count_objects,
     iter_objects,
     walk_chain,
 )
+from odfweb3.odf.digest_map import DigestMap
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import (
     HEAD_REF,
@@ -62,14 +66,13 @@ from odfweb3.odf.layout import (
     DatasetReader,
     ObjectKind,
     local_io_error,
-    object_relpath,
 )
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import Seed, SetDataSchema
-from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.odf.parquet_links import ParquetLinks
 from odfweb3.odf.validate import ChainRulesBackwards, chain_state, check_chain_rules
-from odfweb3.read.replica import FolderPrefetch, Replica
+from odfweb3.read.replica import LOCAL_READ_THREADS, FolderPrefetch, LocalReads, Replica
 from odfweb3.store.local import WORK_DIR, LocalStore, sync_filesystem, sync_paths
 
 __all__ = ["PullResult", "pull_dataset"]
@@ -196,6 +199,8 @@ def pull_dataset(
     """Pull ``replica`` into the dataset directory ``dest`` (created if absent).
 
     ``on_total`` gets the bytes to fetch once the chain is read; ``progress`` each chunk.
+    ``parallel`` fetch threads, at most :data:`~odfweb3.read.replica.LOCAL_READ_THREADS`
+    from a replica that reads this machine's disk (:class:`~odfweb3.read.replica.LocalReads`).
 
     Raises:
         ConflictError: ``dest`` holds a head that is not in the replica's chain (unless
@@ -209,6 +214,8 @@ def pull_dataset(
     if old_head is None:
         _check_not_foreign(dest_path)
     head = replica.head()
+    if isinstance(replica, LocalReads) and replica.reads_local():
+        parallel = min(parallel, LOCAL_READ_THREADS)
     with contextlib.ExitStack() as stack:
         prefetch = _prefetcher(replica, old_head, stack)
         return _pull(
@@ -329,7 +336,7 @@ def _pull(
 ChainFn = Callable[[], Iterable[ChainEntry]]
 
 
-def _walk_first(replica: Replica, head: bytes) -> tuple[list[DatasetObject], ChainFn]:
+def _walk_first(replica: Replica, head: bytes) -> tuple[ObjectList, ChainFn]:
     """A first pull's walk, holding no decoded block: every block checked as it is read
     (hash, sequence, Seed) and fed to the chain rules walking back
     (:class:`~odfweb3.odf.chain_rules.ChainRulesBackwards`, the verdict of
@@ -356,7 +363,7 @@ def _walk_first(replica: Replica, head: bytes) -> tuple[list[DatasetObject], Cha
                     links[0] = True  # the linked objects' walk reports it
             yield entry
 
-    named = list(iter_objects(fed()))
+    named = ObjectList(iter_objects(fed()))
     if not rules.finish():
         again = list(walk_chain(replica.read_block, head))
         violations = check_chain_rules(list(reversed(again)))
@@ -403,7 +410,7 @@ def _fetch_and_place(
     store: LocalStore,
     head: bytes,
     old_head: bytes | None,
-    named: list[DatasetObject],
+    named: Sequence[DatasetObject],
     chain: ChainFn,
     below: tuple[str, ...],
     replaced: bool,
@@ -416,8 +423,10 @@ def _fetch_and_place(
     """Steps 3 and 4 of the module docstring, the replica's chain already checked:
     ``named`` its new blocks and the objects they name (:func:`iter_objects`, head
     first), ``chain`` walks those blocks again (for the linked objects)."""
-    objects = [o for o in named if o.kind != "block"]
-    blocks = [o for o in reversed(named) if o.kind == "block"]  # oldest first
+    # What a pull keeps per object is an index into ``named`` (packed, an ObjectList, for a
+    # first pull: 300,000 objects at 100,000 blocks), not a list of its objects again.
+    count = count_objects(named)
+    blocks_bytes = sum(o.size or 0 for o in named if o.kind == "block")
     # A first pull lists DEST's layout folders once (usually empty) instead of an lstat per
     # object; an incremental pull asks about its few new objects one by one.
     in_dest = _Listings(dest_path) if old_head is None else None
@@ -427,9 +436,15 @@ def _fetch_and_place(
             return False
         return store.has(kind, mh)  # a link or folder at the name is refused here
 
-    missing = [o for o in objects if not present(o.kind, o.hash)]
+    # the objects to fetch, in the order named; then the new blocks, oldest first
+    missing = array("I")
+    new_blocks = array("I")
+    for i, o in enumerate(named):
+        if not present(o.kind, o.hash):
+            (new_blocks if o.kind == "block" else missing).append(i)
+    new_blocks.reverse()
     if on_total is not None:
-        on_total(sum(o.size or 0 for o in missing))
+        on_total(sum(named[i].size or 0 for i in missing))
     # Objects are staged in DEST/.odfweb3/incoming and moved into place only when all are
     # verified: a lying replica leaves DEST as it was; an interrupted pull resumes from the
     # staged objects. They are written at their staged names (no temp file: a staged file
@@ -439,7 +454,7 @@ def _fetch_and_place(
     staging_root = dest_path / WORK_DIR / "incoming"
     staging = LocalStore(staging_root, fsync=False, in_place=True)
     # the blocks were read from the replica to walk the chain: fetched too
-    fetched_bytes = sum(o.size or 0 for o in blocks)
+    fetched_bytes = blocks_bytes
     # Verified and staged by an interrupted run: already present, not fetched now. Read
     # back and hashed again: a crash may have left a staged file short of its bytes. (The
     # staging area listed once: empty but after an interruption.)
@@ -448,7 +463,11 @@ def _fetch_and_place(
     def intact(kind: ObjectKind, mh: bytes) -> bool:
         return in_staging.may_hold(kind, mh) and staging.has_intact(kind, mh)
 
-    staged = {o.hash for o in missing if intact(o.kind, o.hash)}
+    staged = DigestMap()  # the hashes of the objects found staged
+    for i in missing:
+        obj = named[i]
+        if intact(obj.kind, obj.hash):
+            staged.put(obj.hash)
     staged_before = len(staged)
     if prefetch is not None and missing and not staged:
         # A first pull: each folder in one stream, bounded by what the blocks record it
@@ -456,15 +475,20 @@ def _fetch_and_place(
         # size, beyond that bound are read one by one. A rerun after an interruption
         # fetches only the objects it did not stage, one by one.
         for folder in ("checkpoints", "data"):
-            held = [o for o in objects if LAYOUT_DIRS[o.kind] == folder]
-            if held:
-                prefetch(folder, sum(o.size or 0 for o in held) + 4096 * len(held) + (1 << 20))
+            n = most = 0
+            for o in named:
+                if o.kind != "block" and LAYOUT_DIRS[o.kind] == folder:
+                    n += 1
+                    most += o.size or 0
+            if n:
+                prefetch(folder, most + 4096 * n + (1 << 20))
 
     # The first failed fetch stops the others (those queued return at once): an interrupted
     # pull stops fetching, and what it staged does not depend on thread timing.
     failed = threading.Event()
 
-    def fetch(obj: DatasetObject) -> int:
+    def fetch(i: int) -> int:
+        obj = named[i]
         if obj.kind == "block":
             # Read again (the walk kept none), checked against its hash by the store;
             # staged on the same threads as the objects (file creation is the kernel's).
@@ -475,9 +499,10 @@ def _fetch_and_place(
         staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress))
         return obj.size or 0
 
-    def fetch_linked(obj: DatasetObject) -> int:
+    def fetch_linked(i: int) -> int:
         # No block records its size: bounded by its blocks' linkedObjects summaries
         # (sizeNaive), its hash checked by the staging store.
+        obj = new_linked[i]
         if obj.hash in staged:
             return 0  # verified and staged by an interrupted run
         bound = links.bound(obj.hash)
@@ -490,42 +515,51 @@ def _fetch_and_place(
 
     # A linked object's size is known only once fetched (no block records it).
     links = ParquetLinks(open_data, lambda mh: None, replica.name)
-    # Blocks too, oldest first.
-    new_blocks = [o for o in blocks if not present("block", o.hash)]
+    linked = ObjectList()
+    new_linked = ObjectList()
     try:
-        fetched_bytes += _fetch_all(fetch, missing + new_blocks, parallel, failed)
-        linked = [o for o in iter_objects(chain(), links, below) if o.kind == "linked"]
-        new_linked = [o for o in linked if not present(o.kind, o.hash)]
-        again = {o.hash for o in new_linked if intact(o.kind, o.hash)}
-        staged_before += len(again)
-        staged |= again
-        fetched_bytes += _fetch_all(fetch_linked, new_linked, parallel, failed)
-        objects += linked
-        missing += new_linked
+        fetched_bytes += _fetch_all(fetch, [missing, new_blocks], parallel, failed)
+        linked = ObjectList(o for o in iter_objects(chain(), links, below) if o.kind == "linked")
+        new_linked = ObjectList(o for o in linked if not present(o.kind, o.hash))
+        for obj in new_linked:
+            if intact(obj.kind, obj.hash):
+                staged_before += staged.put(obj.hash)
+        fetched_bytes += _fetch_all(fetch_linked, [range(len(new_linked))], parallel, failed)
     except (IntegrityError, FormatError):
         # The replica lied: drop what it served. (Transient failures keep the staged,
         # verified objects for the next run.)
         shutil.rmtree(staging_root, ignore_errors=True)
         raise
-    moves = [(o.kind, o.hash) for o in missing] + [("block", o.hash) for o in new_blocks]
-    sync_filesystem(staging_root, (staging.os_path(kind, mh) for kind, mh in moves))
+
+    def moves() -> Iterator[tuple[ObjectKind, bytes]]:
+        """What goes into the layout (made again for each pass: 300,000 tuples were some
+        30 MB): the objects, then the blocks."""
+        for i in missing:
+            obj = named[i]
+            yield obj.kind, obj.hash
+        for obj in new_linked:
+            yield obj.kind, obj.hash
+        for i in new_blocks:
+            yield "block", named[i].hash
+
+    sync_filesystem(staging_root, (staging.os_path(kind, mh) for kind, mh in moves()))
     _place(staging_root, dest_path, moves)
-    if blocks:
+    if count.blocks:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)
     removed = 0
     if replaced:
         # --force: the new head is in place; what only the old chain referenced goes.
-        keep = {HEAD_REF, *(o.path for o in objects), *(o.path for o in blocks)}
+        keep = {HEAD_REF, *(o.path for o in named), *(o.path for o in linked)}
         removed = _prune(dest_path, keep)
-    count = count_objects(named) + ObjectCount(linked=len(linked))
+    count += ObjectCount(linked=len(linked))
     # fetched now: the new blocks and the missing objects not found staged by an earlier run
-    fetched = len(new_blocks) + len(missing) - staged_before
+    fetched = len(new_blocks) + len(missing) + len(new_linked) - staged_before
     return PullResult(
         dest=dest_path,
         head=head,
         previous_head=old_head,
-        new_blocks=len(blocks),
+        new_blocks=count.blocks,
         objects_fetched=fetched,
         bytes_fetched=fetched_bytes,
         objects_present=count.total - fetched,
@@ -535,21 +569,31 @@ def _fetch_and_place(
 
 
 class _Listings:
-    """The names in a dataset directory's layout folders, each folder listed once when first
-    asked (one ``scandir`` instead of an ``lstat`` per object)."""
+    """What a dataset directory's layout folders hold, each folder listed once when first
+    asked (one ``scandir`` instead of an ``lstat`` per object): the multihashes its
+    canonical names spell, in a :class:`DigestMap` (about 35 bytes a name, where a set of
+    the name strings was some 110: a staging area left by an interrupted pull of 100,000
+    blocks holds up to 300,000)."""
 
     def __init__(self, root: Path) -> None:
         self._root = str(root)
-        self._names: dict[str, frozenset[str]] = {}
+        self._names: dict[str, DigestMap] = {}
 
     def may_hold(self, kind: ObjectKind, mh: bytes) -> bool:
         """False when the folder holds nothing at the object's name (absent, or not listed
         as anything); True asks the store (which checks what the entry is)."""
-        folder, _, name = object_relpath(kind, mh).partition("/")
+        folder = LAYOUT_DIRS[kind]
         names = self._names.get(folder)
         if names is None:
-            names = self._names[folder] = frozenset(_entries(f"{self._root}/{folder}"))
-        return name in names
+            names = self._names[folder] = DigestMap()
+            for name in _entries(f"{self._root}/{folder}"):
+                try:
+                    held = multihash_from_str(name)
+                except FormatError:
+                    continue  # not an object's name: never asked about
+                if multihash_to_str(held) == name:
+                    names.put(held)
+        return mh in names
 
 
 def _entries(folder: str) -> Iterator[str]:
@@ -560,45 +604,65 @@ def _entries(folder: str) -> Iterator[str]:
         return
 
 
-def _place(staging_root: Path, dest: Path, moves: list[tuple[ObjectKind, bytes]]) -> None:
-    """Move the staged ``moves`` (flushed) into ``dest``'s layout: objects first, then
+# The order a pull places its folders in: the objects, then the blocks that name them.
+_PLACE_ORDER: tuple[str, ...] = ("data", "checkpoints", "blocks")
+
+
+def _place(
+    staging_root: Path, dest: Path, moves: Callable[[], Iterable[tuple[ObjectKind, bytes]]]
+) -> None:
+    """Move the staged ``moves()`` (flushed) into ``dest``'s layout: objects first, then
     blocks, every rename made durable before the caller moves the head.
 
     A folder of the layout that ``dest`` holds empty (a first pull) gets the staged folder
-    itself in one rename, when the staged folder holds exactly its moves as regular files:
+    itself in one rename, when the staged folder holds as many regular files as it has
+    moves (each of them staged and verified by this pull, so exactly them):
     30,000 renames of a 10,000-block pull were a sixth of its wall time on a loaded machine.
     Otherwise (an incremental pull, a rerun after an interruption between folders, anything
     else in a folder) each object is renamed on its own.
     """
-    folders: dict[str, list[str]] = {}  # objects' folders first: data/, checkpoints/, blocks/
-    for kind, mh in moves:
-        folder, _, name = object_relpath(kind, mh).partition("/")
-        folders.setdefault(folder, []).append(name)
-    if "blocks" in folders:
-        folders["blocks"] = folders.pop("blocks")
+    counts: dict[str, int] = {}
+    for kind, _ in moves():
+        folder = LAYOUT_DIRS[kind]
+        counts[folder] = counts.get(folder, 0) + 1
     synced: set[str] = set()
-    for folder, names in folders.items():
+    for folder in _PLACE_ORDER:
+        n = counts.get(folder)
+        if not n:
+            continue
         staged, target = f"{staging_root}/{folder}", f"{dest}/{folder}"
-        if _swap_folder(staged, target, names):
+        if _swap_folder(staged, target, n):
             synced.add(str(dest))
             continue
-        for name in names:
-            os.replace(f"{staged}/{name}", f"{target}/{name}")
+        for kind, mh in moves():
+            if LAYOUT_DIRS[kind] == folder:
+                name = multihash_to_str(mh)
+                os.replace(f"{staged}/{name}", f"{target}/{name}")
         synced.add(target)
     sync_paths(sorted(synced))
 
 
-def _swap_folder(staged: str, target: str, names: list[str]) -> bool:
+def _swap_folder(staged: str, target: str, n: int) -> bool:
     """Rename ``staged`` over ``target`` when ``target`` is an empty directory and ``staged``
-    holds exactly ``names``, regular files; False (nothing done) otherwise."""
+    holds ``n`` entries, all regular files; False (nothing done) otherwise.
+
+    The count stands for the names: the caller staged (or found staged and hashed again)
+    each of its ``n`` distinct objects in ``staged`` in this pull, under the pull's lock,
+    so ``n`` regular files there are exactly those; anything else in it (a leftover of
+    another pull) makes more.
+    """
     if next(_entries(target), None) is not None:
         return False
+    held = 0
     try:
         with os.scandir(staged) as it:
-            held = {e.name: e.is_file(follow_symlinks=False) for e in it}
+            for e in it:
+                if not e.is_file(follow_symlinks=False):
+                    return False
+                held += 1
     except OSError:
         return False
-    if len(held) != len(names) or not all(held.get(n, False) for n in names):
+    if held != n:
         return False
     try:
         os.replace(staged, target)  # rename(2) over an empty directory: atomic
@@ -610,12 +674,13 @@ def _swap_folder(staged: str, target: str, names: list[str]) -> bool:
 
 
 def _fetch_all(
-    fetch: Callable[[DatasetObject], int],
-    objs: list[DatasetObject],
+    fetch: Callable[[int], int],
+    queues: list[Sequence[int]],
     parallel: int,
     failed: threading.Event,
 ) -> int:
-    """``fetch`` each object on ``parallel`` threads; the sum of what it returns.
+    """``fetch`` each index of ``queues``, one after the other, on ``parallel`` threads; the
+    sum of what it returns.
 
     The first failure sets ``failed`` (the other threads take no new object), the threads
     finish the object in hand and the failure is raised. Ctrl-C (KeyboardInterrupt in the
@@ -625,9 +690,10 @@ def _fetch_all(
     temp file of the staging area, as after a kill (the store renames an object into place
     only once its hash matches).
     """
-    if not objs:
+    total_n = sum(len(q) for q in queues)
+    if not total_n:
         return 0
-    queue = iter(list(objs))
+    queue = itertools.chain.from_iterable(queues)
     lock = threading.Lock()
     errors: list[BaseException] = []
     total = [0]
@@ -635,11 +701,11 @@ def _fetch_all(
     def work() -> None:
         while not failed.is_set():
             with lock:
-                obj = next(queue, None)
-            if obj is None:
+                i = next(queue, None)
+            if i is None:
                 return
             try:
-                n = fetch(obj)
+                n = fetch(i)
             except BaseException as exc:
                 with lock:
                     errors.append(exc)
@@ -650,7 +716,7 @@ def _fetch_all(
 
     threads = [
         threading.Thread(target=work, name=f"pull-{i}", daemon=True)
-        for i in range(max(1, min(parallel, len(objs))))
+        for i in range(max(1, min(parallel, total_n)))
     ]
     try:
         for t in threads:

@@ -20,6 +20,7 @@ __all__ = [
     "FolderPrefetch",
     "LineageInputsSource",
     "LocalInputsSource",
+    "LocalReads",
     "LocalReplica",
     "MaybeUnverified",
     "Replica",
@@ -91,6 +92,23 @@ class FolderPrefetch(Protocol):
     def drop_prefetched(self) -> None:
         """Forget what was fetched and remove the spool."""
         ...
+
+
+@runtime_checkable
+class LocalReads(Protocol):
+    """A replica read from this machine's disk (``car:DIR``), not over a network: a pull
+    fetches from it on :data:`LOCAL_READ_THREADS` threads whatever ``--parallel`` says."""
+
+    def reads_local(self) -> bool:
+        """True: every read is a local file read (no round trip to wait out)."""
+        ...
+
+
+#: Fetch threads for a :class:`LocalReads` replica. Its reads wait for no network; what
+#: waits is the kernel creating each staged file, which a second thread overlaps. More
+#: threads only hand the GIL to one another at every system call: 726,000 futex calls for a
+#: pull of 10,000 blocks on 8 threads, 15,000 on 2 (``strace -c``).
+LOCAL_READ_THREADS = 2
 
 
 @runtime_checkable

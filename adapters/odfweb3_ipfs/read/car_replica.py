@@ -40,7 +40,13 @@ from odfweb3_ipfs.formats.car import iter_car
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
-from odfweb3_ipfs.formats.unixfs_reader import iter_dag, list_directory, read_file, resolve_path
+from odfweb3_ipfs.formats.unixfs_reader import (
+    iter_dag,
+    iter_directory,
+    list_directory,
+    read_file,
+    resolve_path,
+)
 
 __all__ = [
     "MAX_HEAD_SIZE",
@@ -210,11 +216,13 @@ class _Listing:
         self._map = DigestMap(_CID_WIDTH)
         self._long: dict[bytes, bytes] = {}
 
-    def put(self, mh: bytes, raw: bytes) -> None:
+    def put(self, mh: bytes, raw: bytes) -> bool:
+        """List ``mh`` at the CID bytes ``raw``; False if it was listed already."""
         if len(raw) < _CID_WIDTH:
-            self._map.put(mh, bytes((len(raw),)) + raw.ljust(_CID_WIDTH - 1, b"\0"))
-        else:
-            self._long[mh] = raw
+            return self._map.put(mh, bytes((len(raw),)) + raw.ljust(_CID_WIDTH - 1, b"\0"))
+        new = mh not in self._long and self._map.get(mh) is None
+        self._long[mh] = raw
+        return new
 
     def get(self, mh: bytes) -> bytes | None:
         """The CID bytes listed for ``mh``, or None."""
@@ -224,18 +232,25 @@ class _Listing:
         return self._long.get(mh)
 
 
-def _by_multihash(listing: dict[str, Cid]) -> _Listing:
-    """A layout folder's listing keyed by the multihash its name spells; a name that is not
-    a multihash in its canonical spelling is left out (no lookup by a hash formats it)."""
+def _by_multihash(folder: Cid, entries: Iterator[tuple[str, Cid]]) -> _Listing:
+    """A layout folder's listing keyed by the multihash its name spells, read entry by
+    entry (no listing of names and ``Cid`` objects held whole); a name that is not a
+    multihash in its canonical spelling is left out (no lookup by a hash formats it).
+
+    Raises:
+        FormatError: a name listed twice (a canonical directory never has one).
+    """
     out = _Listing()
-    while listing:
-        name, cid = listing.popitem()
+    for name, cid in entries:
         try:
             mh = multihash_from_str(name)
         except FormatError:
             continue
-        if multihash_to_str(mh) == name:
-            out.put(mh, cid.raw)
+        if multihash_to_str(mh) == name and not out.put(mh, cid.raw):
+            raise FormatError(
+                f"{folder}: a directory with two entries named {name!r}; the DAG is corrupt "
+                "or hostile: use another replica"
+            )
     return out
 
 
@@ -289,6 +304,7 @@ class CarDirReplica:
         # 100,000 name strings and Cid objects was about 400 bytes an entry)
         self._folders: dict[str, _Listing] = {}
         self._broken: dict[str, FormatError] = {}
+        self._listing_lock = threading.Lock()
 
     def lineage_inputs(self) -> Mapping[str, str]:
         """The signed record's ``_odf.inputs`` (dataset ID -> locator), as signed.
@@ -345,21 +361,36 @@ class CarDirReplica:
 
     def _cid_of(self, kind: ObjectKind, mh: bytes) -> Cid:
         folder = LAYOUT_DIRS[kind]
-        if folder in self._broken:
-            raise self._broken[folder]  # a hostile folder is walked once, not once per object
-        if folder not in self._folders:
-            get = self.check.index.get
-            try:
-                listing = list_directory(resolve_path(self.check.root, folder, get), get)
-            except FormatError as exc:
-                self._broken[folder] = exc
-                raise
-            self._folders[folder] = _by_multihash(listing)
-            del listing
-        raw = self._folders[folder].get(mh)
+        listing = self._folders.get(folder)
+        if listing is None:
+            listing = self._listing(folder)
+        raw = listing.get(mh)
         if raw is None:
             raise NotFound(f"{self.name}: {folder}/{multihash_to_str(mh)} is not published")
         return Cid.from_bytes(raw)
+
+    def _listing(self, folder: str) -> _Listing:
+        """``folder``'s listing, read once: the first of the pull's fetch threads to ask
+        lists it while the others wait (eight threads each listing a folder of 100,000
+        entries at once cost eight times the work and the memory)."""
+        with self._listing_lock:
+            if folder in self._broken:
+                raise self._broken[folder]  # a hostile folder is walked once, not once per object
+            listing = self._folders.get(folder)
+            if listing is None:
+                get = self.check.index.get
+                try:
+                    top = resolve_path(self.check.root, folder, get)
+                    listing = _by_multihash(top, iter_directory(top, get))
+                except FormatError as exc:
+                    self._broken[folder] = exc
+                    raise
+                self._folders[folder] = listing
+            return listing
+
+    def reads_local(self) -> bool:
+        """Every read is a positioned read of a local CAR file (:class:`.LocalReads`)."""
+        return True
 
     def head(self) -> bytes:
         return self.check.head
@@ -432,7 +463,10 @@ def check_car_dir(
     # Bounded before any signature check: the record is small by spec.
     raw_record = read_bounded(record_file, MAX_RECORD_SIZE, "the IPNS record")
     index = CarIndex(cars)
-    reachable = sum(1 for _ in iter_dag(root, index.get, max_blocks=index.blocks))
+    # Every block of the CARs was checked against its CID as it was indexed: the raw leaves
+    # the DAG links to need only be there (each read checks its block again).
+    walk = iter_dag(root, index.get, max_blocks=index.blocks, has=index.__contains__)
+    reachable = sum(1 for _ in walk)
     head_cid = resolve_path(root, "refs/head", index.get)
     served_head = b"".join(read_file(head_cid, index.get, max_size=MAX_HEAD_SIZE))
     if key_envelope is not None:
