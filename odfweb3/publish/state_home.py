@@ -29,7 +29,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,11 +117,22 @@ class StateHome:
     Args:
         states: the state directory.
         target: the target's name (the state's ``target``).
+        settled: the target's rule for a state that moved only by what a later look at the
+            network settled about the same upload (``settled(seen, now)``: Turbo's
+            ``status`` recording the bundler's FINALIZED): compare-and-set takes ``now`` as
+            what the publish builds on instead of a conflict. None: any other state is one.
     """
 
-    def __init__(self, states: StateStore, target: str) -> None:
+    def __init__(
+        self,
+        states: StateStore,
+        target: str,
+        settled: Callable[[PublishState, PublishState], bool] | None = None,
+    ) -> None:
         self.states = states
         self.target = target
+        self._settled = settled
+        self._settled_now: PublishState | None = None
         self._dataset: str | None = None
         self._seen: PublishState | None = None
         self._seen_stat: _Stat | None = None
@@ -169,6 +180,7 @@ class StateHome:
         """
         self._dataset = dataset_id
         self._started = time.time()
+        self._settled_now = None
         self._seen_stat = _stat(self.path(dataset_id))  # before reading: a later change shows
         self._seen = load_state_file(self.path(dataset_id))
         return self._seen
@@ -178,10 +190,17 @@ class StateHome:
         """The state as :meth:`inspect` read it, or as this publish last wrote it."""
         return self._seen
 
+    @property
+    def settled_now(self) -> PublishState | None:
+        """The state the target's ``settled`` rule accepted since :meth:`inspect` (None:
+        none): a publish that writes the state it read keeps what was settled in it."""
+        return self._settled_now
+
     def check_unchanged(self) -> None:
         """Compare-and-set: the state file must still be what :meth:`inspect` read (or what
         this publish wrote since). The same file (inode, size, times) is that state with no
-        second parse; another file is read and compared, but for its ``objects``.
+        second parse; another file is read and compared, but for its ``objects``; one the
+        target's ``settled`` rule accepts is taken as the state built on from now on.
 
         Raises:
             ConflictError: another publish of this dataset to this target, on this machine,
@@ -194,6 +213,17 @@ class StateHome:
         current = load_state_file(path)
         if _same(current, self._seen):
             self._seen_stat = now
+            return
+        seen = self._seen
+        settled = self._settled
+        if (
+            settled is not None
+            and current is not None
+            and seen is not None
+            and settled(seen, current)
+        ):
+            self._seen, self._seen_stat = current, now
+            self._settled_now = current
             return
         head = current.head if current is not None else None
         raise ConflictError(

@@ -763,7 +763,10 @@ class GatewayTarget:
     def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
         """The record is inside the posted bundle: assemble the (pending) state."""
         if self._unchanged and view.state is not None:
-            return view.state
+            later = self.home.settled_now
+            # What a look at the network settled since inspect (Turbo's ``status``: the
+            # bundler's FINALIZED) is kept, not written over with the state inspect read.
+            return view.state if later is None else view.state.evolve(record=later.record)
         self.home.check_unchanged()  # the state is still the one this upload builds on
         where = self._checkpoint(plan.dataset_id).path
         sent = parse_arweave_extra(upload.extra, str(where))

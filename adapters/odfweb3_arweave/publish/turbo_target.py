@@ -32,7 +32,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from odfweb3.errors import BackendError, FormatError, NotYetConfirmed, UsageError
+from odfweb3.errors import (
+    BackendError,
+    ConflictError,
+    FormatError,
+    NotYetConfirmed,
+    UsageError,
+)
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
 from odfweb3.publish.state import PublishState, StateStore
@@ -48,6 +54,7 @@ from odfweb3_arweave.publish.state import (
     parse_arweave_extra,
     parse_arweave_state,
     serialize_arweave_extra,
+    serialize_arweave_state,
 )
 from odfweb3_arweave.publish.turbo_chunks import (
     DEFAULT_CHUNK_BYTES,
@@ -62,6 +69,7 @@ __all__ = [
     "TurboTarget",
     "bundle_index",
     "not_finalized",
+    "only_finalized",
     "record_finalized",
     "turbo_price",
     "turbo_statuses",
@@ -155,7 +163,9 @@ class TurboTarget(GatewayTarget):
         self.chunk_bytes = chunk_bytes
         self.chunked_timeout = chunked_timeout
         self.name = f"turbo:{turbo.url}"
-        self.home = StateHome(states, self.name)  # the state under this target's own name
+        # The state under this target's own name; a ``status`` that recorded the bundler's
+        # FINALIZED meanwhile is no rival (:func:`only_finalized`).
+        self.home = StateHome(states, self.name, settled=only_finalized)
 
     def __repr__(self) -> str:
         return f"TurboTarget({self.turbo.url}, owner={self.wallet.address})"
@@ -472,18 +482,51 @@ def turbo_statuses(
     ]
 
 
+def only_finalized(seen: PublishState, now: PublishState) -> bool:
+    """``now`` is ``seen`` with only its record marked finalized (what
+    :func:`record_finalized` writes): the same upload, settled further, not a rival's."""
+    if (seen.head, seen.locator, seen.extra) != (now.head, now.locator, now.extra):
+        return False
+    where = f"publish state of {seen.target}"
+    before, after = parse_arweave_state(seen, where).record, parse_arweave_state(now, where).record
+    return (
+        before is not None
+        and after is not None
+        and after.status == "finalized"
+        and dataclasses.replace(after, status=before.status) == before
+    )
+
+
 def record_finalized(states: StateStore, state: PublishState) -> bool:
     """Save ``record.status: finalized`` in the state of ``state``'s upload once the
     bundler said FINALIZED (its bundle is in a block and it verified it), so ``status
-    --offline`` and the next publish know without asking. The state is read again just
-    before it is written and left alone unless it still names the same record (a publish
-    that moved on in between wins). True when the saved state says finalized after.
+    --offline`` and the next publish know without asking. True when the saved state says
+    finalized after.
+
+    The write goes through the target's state home as a publish's does: read once, the
+    target's lock held, compared and set. A publish of this dataset to this target that
+    holds the lock, or wrote its state since the read, wins: its state is left as it is
+    (the next ``status`` records the finalized record it names), never overwritten with
+    this older view, and the publish never sees a state it did not read (no spurious
+    conflict). The state is left alone too unless it still names the same record.
     """
-    record_id = state.record.get("recordId")
-    current = states.load(state.dataset_id, state.target)
-    if current is None or current.record.get("recordId") != record_id:
+    where = f"publish state of {state.target}"
+    asked = parse_arweave_state(state, where).record
+    home = StateHome(states, state.target, settled=only_finalized)
+    current = home.inspect(state.dataset_id)
+    if asked is None or current is None:
         return False
-    if current.record.get("status") == "finalized":
+    typed = parse_arweave_state(current, str(home.path(state.dataset_id)))
+    if typed.record is None or typed.record.record_id != asked.record_id:
+        return False
+    if typed.record.status == "finalized":
         return True
-    states.save(current.evolve(record={**current.record, "status": "finalized"}))
+    final = dataclasses.replace(typed.record, status="finalized")
+    marked = dataclasses.replace(typed, record=final)
+    try:
+        with home.session():
+            home.check_unchanged()
+            home.write(current.evolve(**serialize_arweave_state(marked)))
+    except ConflictError:
+        return False
     return True

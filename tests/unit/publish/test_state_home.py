@@ -75,6 +75,27 @@ def test_a_state_saved_by_another_publish_after_inspect_is_a_conflict(tmp_path: 
         ours.check_unchanged()
 
 
+def test_a_state_the_targets_rule_calls_settled_is_built_on_not_a_conflict(
+    tmp_path: Path,
+) -> None:
+    def settled(seen: PublishState, now: PublishState) -> bool:
+        return now.evolve(record={**now.record, "status": seen.record["status"]}) == seen
+
+    ours = StateHome(StateStore(tmp_path / "state"), TARGET, settled=settled)
+    theirs = _home(tmp_path)
+    ours.write(_state(HEAD_A, record={"status": "pending"}))
+    ours.inspect(DID)
+    assert ours.settled_now is None
+    theirs.inspect(DID)
+    theirs.write(_state(HEAD_A, record={"status": "finalized"}))  # a ``status`` marked it
+    ours.check_unchanged()
+    assert ours.settled_now is not None and ours.settled_now.record == {"status": "finalized"}
+    assert ours.seen == ours.settled_now
+    theirs.write(_state(HEAD_B, record={"status": "pending"}))  # a rival's publish
+    with pytest.raises(ConflictError, match=r"another publish of .* saved .* meanwhile"):
+        ours.check_unchanged()
+
+
 def test_our_own_writes_and_an_identical_rewrite_are_no_conflict(tmp_path: Path) -> None:
     home = _home(tmp_path)
     home.inspect(DID)  # nothing saved yet
