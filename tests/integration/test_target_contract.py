@@ -263,6 +263,13 @@ def test_nothing_new_sends_nothing(env: Env) -> None:
 
 
 def _reads_back_as_written(env: Env, target: PublishTarget) -> None:
+    if isinstance(target, PinningTarget):
+        for pins in target._homes.values():  # each service's pin state, then the node's
+            saved = env.states.load(env.dataset_id, pins.target)
+            assert saved is not None
+            typed = pins.codec.serialize(pins.codec.parse(saved, "pin state"))
+            assert typed.to_json() == saved.to_json()
+        target = target.node
     if isinstance(target, (CarTarget, BundleTarget)):
         home: OutDirHome[Any, Any] | StateHome[Any, Any] = target.home
         raw, doc = load_summary_file(target.home.summary_path)
