@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from odfweb3.config import Config
     from odfweb3.crypto.sealer import Sealer
     from odfweb3.publish.state import PublishState
-    from odfweb3.publish.target import Phases, Price, PublishTarget
+    from odfweb3.publish.target import AnyTarget, Phases, Price
     from odfweb3.read.claims import NameClaims
     from odfweb3.read.replica import Replica
 
@@ -339,7 +339,7 @@ class Backend(Protocol):
         """How the references it reads begin (``car:``, ``ipfs://``, ``ipns://``)."""
         ...
 
-    def open_target(self, spec: str, config: Config, options: TargetOptions[Any]) -> PublishTarget:
+    def open_target(self, spec: str, config: Config, options: TargetOptions[Any]) -> AnyTarget:
         """The publish target named ``spec`` (one of :attr:`target_schemes`), with this
         backend's options (``options.own``, of its declared options type, completed).
 
@@ -644,9 +644,7 @@ def own_options(spec: str, completed: Sequence[object]) -> object:
     return mine
 
 
-def open_target(
-    spec: str, config: Config, options: TargetOptions[Any] | None = None
-) -> PublishTarget:
+def open_target(spec: str, config: Config, options: TargetOptions[Any] | None = None) -> AnyTarget:
     """The publish target for ``spec`` (``car:DIR``, ``ipfs``, ``bundle:DIR``, ``arweave``),
     with ``options`` (None: its backend's defaults, completed from ``config``).
 

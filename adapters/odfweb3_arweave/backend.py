@@ -33,7 +33,7 @@ from odfweb3.errors import BackendError, ConfigError, OdfWeb3Error, ResolutionEr
 from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import PublishTarget
+from odfweb3.publish.target import AnyTarget
 from odfweb3.read.claims import NameClaims
 from odfweb3.read.replica import Replica
 from odfweb3_arweave.declaration import DECLARATION, ArweaveOptions
@@ -299,7 +299,7 @@ class ArweaveBackend:
 
     def open_target(
         self, spec: str, config: Config, options: TargetOptions[ArweaveOptions]
-    ) -> PublishTarget:
+    ) -> AnyTarget:
         from odfweb3_arweave.publish.bundle_target import BundleTarget
         from odfweb3_arweave.wallet import load_wallet
 

@@ -36,7 +36,7 @@ from odfweb3.errors import BackendError, FormatError, OdfWeb3Error, UsageError
 from odfweb3.odf.identity import DatasetId
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import PublishTarget
+from odfweb3.publish.target import AnyTarget
 from odfweb3.read.replica import Replica
 from odfweb3_ipfs.declaration import DECLARATION, IpfsOptions
 from odfweb3_ipfs.formats.cid import Cid
@@ -164,7 +164,7 @@ class IpfsBackend:
 
     def open_target(
         self, spec: str, config: Config, options: TargetOptions[IpfsOptions]
-    ) -> PublishTarget:
+    ) -> AnyTarget:
         kind, _, arg = spec.partition(":")
         if kind == "car":
             if not arg:

@@ -24,7 +24,7 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic
 
 from odfweb3.crypto.policy import EncryptionFacts, settle_encryption
 from odfweb3.crypto.sealer import Sealer
@@ -36,7 +36,7 @@ from odfweb3.odf.model_gen import Seed
 from odfweb3.odf.validate import check_chain_rules
 from odfweb3.publish.chain_cache import ChainCache, VerifiedChain, load_chain
 from odfweb3.publish.plan import PublishPlan, plan_publish, plan_record
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import E, R, RawState
 from odfweb3.publish.target import (
     Price,
     PricingTarget,
@@ -54,14 +54,16 @@ ProgressFn = Callable[[int], None]
 
 
 @dataclass(frozen=True)
-class PublishOutcome:
+class PublishOutcome(Generic[R, E]):
     """What a publish did (``state`` is None for a dry run; ``price``: a dry run's price
-    of what would be sent, when the target charges and could be asked)."""
+    of what would be sent, when the target charges and could be asked). ``view`` and
+    ``upload`` hold the target's typed state; ``state`` is the saved state in the file's
+    form, as ``status`` reads it back."""
 
     plan: PublishPlan
-    view: RemoteView
-    upload: UploadResult | None = None
-    state: PublishState | None = None
+    view: RemoteView[R, E]
+    upload: UploadResult[E] | None = None
+    state: RawState | None = None
     notes: tuple[str, ...] = field(default=())
     price: Price | None = None
 
@@ -86,7 +88,7 @@ def load_verified_chain(reader: DatasetReader) -> tuple[list[ChainEntry], Datase
 
 def publish_dataset(
     path: str | os.PathLike[str],
-    target: PublishTarget,
+    target: PublishTarget[R, E],
     *,
     force: bool = False,
     dry_run: bool = False,
@@ -98,7 +100,7 @@ def publish_dataset(
     encryption: EncryptionFacts | None = None,
     ask: Callable[[str], bool] | None = None,
     quote: bool = False,
-) -> PublishOutcome:
+) -> PublishOutcome[R, E]:
     """Publish the dataset at ``path`` to ``target`` in commit order.
 
     Args:
@@ -173,8 +175,8 @@ def publish_dataset(
     with session:
         upload = target.upload(plan, reader, view, progress or (lambda n: None))  # 4
         state = target.commit(plan, upload, view)  # 5
-        target.save(state)  # 6
-    return PublishOutcome(plan, view, upload, state, (*notes, *view.notes))
+        saved = target.save(state)  # 6
+    return PublishOutcome(plan, view, upload, saved, (*notes, *view.notes))
 
 
 def _orphan_notes(chain: VerifiedChain) -> list[str]:

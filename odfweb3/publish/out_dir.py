@@ -8,8 +8,10 @@ fields), the lock (``OUT_DIR/.publish.lock``, held by the executor's session; a 
 holder's is taken over) and the removal of what an interrupted writer left half written,
 compare-and-set (the ``publish.json`` that ``inspect`` read must still be there when the
 upload starts and when the record is committed), and the write of ``publish.json`` last:
-atomically, then the seal, then the packs it no longer names dropped. The target adds only
-what its network writes (CARs and the IPNS record, or bundles) and its summary's fields.
+atomically, then the seal, then the packs it no longer names dropped. The state is the
+target's typed one in between: its :class:`~odfweb3.publish.state.StateCodec` parses it once
+where ``publish.json`` is read and serializes it once where it is written. The target adds
+only what its network writes (CARs and the IPNS record, or bundles) and its summary's fields.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from odfweb3.atomic_file import remove_partials, write_file_atomic
 from odfweb3.errors import ConflictError
@@ -27,7 +29,13 @@ from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.pack_index import PackIndex, drop_packs
 from odfweb3.publish.pid_lock import PidLock
-from odfweb3.publish.state import PublishState, load_summary_file, state_json_text
+from odfweb3.publish.state import (
+    PublishState,
+    RawState,
+    StateCodec,
+    load_summary_file,
+    state_json_text,
+)
 
 __all__ = ["LOCK_NAME", "SUMMARY_NAME", "OutDirHome"]
 
@@ -35,25 +43,34 @@ LOCK_NAME = ".publish.lock"
 SUMMARY_NAME = "publish.json"
 
 _Stat = tuple[int, int, int, int]
+R = TypeVar("R")
+E = TypeVar("E")
+_S = TypeVar("_S")
 
 
-def _identity(state: PublishState) -> PublishState:
+def _identity(state: _S) -> _S:
     return state
 
 
-class OutDirHome:
+class OutDirHome(Generic[R, E]):
     """``OUT_DIR/publish.json`` of one offline target: read, locked, compared, written.
 
     Args:
         out_dir: the output directory.
-        opened: what the target makes of a state read from ``publish.json`` (its packs
-            attached, its typed fields checked; FormatError naming the file).
+        codec: the target's typed ``record`` and ``extra`` (FormatError naming the file
+            when a field has the wrong type).
+        opened: what the target makes of its typed state read from ``publish.json`` (its
+            packs attached, its names checked; FormatError naming the file).
     """
 
     def __init__(
-        self, out_dir: Path, opened: Callable[[PublishState], PublishState] = _identity
+        self,
+        out_dir: Path,
+        codec: StateCodec[R, E],
+        opened: Callable[[PublishState[R, E]], PublishState[R, E]] = _identity,
     ) -> None:
         self.out_dir = out_dir
+        self.codec = codec
         self._opened = opened
         self._pid_lock = PidLock(out_dir / LOCK_NAME, str(out_dir))
         self._seen_head: bytes | None = None
@@ -69,17 +86,20 @@ class OutDirHome:
         """``OUT_DIR/.publish.lock``: holds the pid of the publisher writing the directory."""
         return self.out_dir / LOCK_NAME
 
-    def load(self) -> tuple[PublishState | None, dict[str, Any]]:
-        """The state ``publish.json`` holds, as the target opens it, and the whole document
-        (``(None, {})``: none).
+    def load(self) -> tuple[PublishState[R, E] | None, dict[str, Any]]:
+        """The state ``publish.json`` holds, typed and as the target opens it, and the whole
+        document (``(None, {})``: none).
 
         Raises:
-            FormatError: unreadable, or not a publish state.
+            FormatError: unreadable, not a publish state, or a field of the target's of the
+                wrong type.
         """
-        state, raw = load_summary_file(self.summary_path)
-        return (self._opened(state) if state is not None else None), raw
+        state, doc = load_summary_file(self.summary_path)
+        if state is None:
+            return None, doc
+        return self._opened(self.codec.parse(state, str(self.summary_path))), doc
 
-    def inspect(self) -> tuple[PublishState | None, dict[str, Any]]:
+    def inspect(self) -> tuple[PublishState[R, E] | None, dict[str, Any]]:
         """:meth:`load`, remembered as what the publish builds on (compare-and-set)."""
         self._seen_stat = self._stat()  # before reading: a later change shows
         state, raw = self.load()
@@ -147,23 +167,26 @@ class OutDirHome:
 
     def write(
         self,
-        state: PublishState,
+        state: PublishState[R, E],
         summary: Mapping[str, Any],
         *,
         large: bool,
         seal: OutDirSeal | None,
         files: Iterable[str],
         written: Iterable[str],
-    ) -> None:
-        """Write ``publish.json`` (the state plus the target's ``summary`` fields) last,
-        atomically; then record it in ``seal`` with the content ``files`` it names (those
-        ``written`` by this publish hashed now); then drop the packs it no longer names.
+    ) -> RawState:
+        """Write ``publish.json`` (the state, serialized here once, plus the target's
+        ``summary`` fields) last, atomically; then record it in ``seal`` with the content
+        ``files`` it names (those ``written`` by this publish hashed now); then drop the
+        packs it no longer names. Returns the file's form of ``state`` (its ``objects`` as
+        given).
 
         ``large``: a state whose objects are in packs is written compact (the indenting
         encoder is pure Python); a state listing its objects decides for itself
         (:func:`~odfweb3.publish.state.state_json_text`).
         """
-        doc = state.to_json()
+        raw = self.codec.serialize(state)
+        doc = raw.to_json()
         packed = state.objects if isinstance(state.objects, PackIndex) else None
         if packed is not None:
             del doc["objects"]  # in OUT_DIR's packs (extra.objectIndex says where)
@@ -177,3 +200,4 @@ class OutDirHome:
             seal.save(self.out_dir, json.loads(text), files, written)
         if packed is not None:
             drop_packs(self.out_dir, packed.packs)
+        return raw

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import FormatError, NotFound
@@ -27,9 +27,14 @@ from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 __all__ = [
     "CHECKPOINT_SUFFIX",
     "MAX_CHECKPOINT_SIZE",
+    "RAW_CODEC",
     "STATE_VERSION",
-    "ParsedOnce",
+    "E",
+    "JSONMap",
     "PublishState",
+    "R",
+    "RawState",
+    "StateCodec",
     "StateScan",
     "StateStore",
     "UnfinishedUpload",
@@ -55,9 +60,38 @@ _CHECKPOINT_NAME: Final = re.compile(rf"[0-9a-f]{{{_KEY_LEN}}}{re.escape(CHECKPO
 MAX_CHECKPOINT_SIZE: Final = 64 << 20
 
 
+# A JSON object as read from a state file: its values are whatever the file held, checked
+# by whoever reads them (the adapters' ``parse_*``).
+JSONMap = dict[str, Any]
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    # A state's typed ``record`` and ``extra``: the adapter's dataclasses; left out, the
+    # JSON objects of the file (what the core and ``status`` read).
+    R = _DefaultTypeVar("R", default=JSONMap)
+    E = _DefaultTypeVar("E", default=JSONMap)
+else:  # typing's TypeVar takes a default from Python 3.13 on; the checker reads the above
+    R = TypeVar("R")
+    E = TypeVar("E")
+
+
+def _empty() -> Any:
+    # The default of a state's record and extra: an empty JSON object (a typed state always
+    # passes its own).
+    return {}
+
+
 @dataclass(frozen=True)
-class PublishState:
+class PublishState(Generic[R, E]):
     """The last completed publish of one dataset to one target.
+
+    Generic over the adapter's typed ``record`` and ``extra`` (``PublishState[R, E]``): a
+    target holds its own dataclasses from ``inspect`` to ``save``, parsed once where its
+    state home reads the file and serialized once where it writes it (a
+    :class:`StateCodec`). ``PublishState`` alone is the file's form (:data:`RawState`),
+    which is what the core, ``status`` and ``history`` read: they use only the fields the
+    core owns (dataset ID, target, head, locator, objects) and ask the backend for the rest.
 
     Attributes:
         dataset_id: ``did:odf:…``.
@@ -65,7 +99,7 @@ class PublishState:
         head: the head hash that was published.
         locator: where the whole dataset is (root CID, manifest id).
         record: the name record's public facts (IPNS name, sequence, validity; Arweave
-            upload id) — adapter-defined, JSON-serializable.
+            upload id) — adapter-defined.
         objects: object path -> adapter-defined locator facts (e.g. ``{"cid", "tsize"}``).
         extra: adapter-defined public facts (directory node CIDs, pending uploads).
     """
@@ -74,16 +108,17 @@ class PublishState:
     target: str
     head: bytes | None = None
     locator: str | None = None
-    record: dict[str, Any] = field(default_factory=dict)
+    record: R = field(default_factory=_empty)
     objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: E = field(default_factory=_empty)
 
-    def evolve(self, **changes: Any) -> PublishState:
+    def evolve(self, **changes: Any) -> PublishState[R, E]:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
-    def to_json(self) -> dict[str, Any]:
-        """The on-disk JSON form."""
+    def to_json(self: PublishState[JSONMap, JSONMap]) -> JSONMap:
+        """The on-disk JSON form (of the file's form: a typed state is serialized by its
+        :class:`StateCodec` first)."""
         return {
             "version": STATE_VERSION,
             "datasetId": self.dataset_id,
@@ -96,13 +131,13 @@ class PublishState:
         }
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> PublishState:
+    def from_json(cls, data: Any, where: str) -> PublishState[JSONMap, JSONMap]:
         """Parse the on-disk form (raises FormatError naming ``where``)."""
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise FormatError(f"{where}: not an odfweb3 publish state (version {STATE_VERSION})")
         try:
             head = data.get("head")
-            return cls(
+            return PublishState(
                 dataset_id=str(data["datasetId"]),
                 target=str(data["target"]),
                 head=multihash_from_str(head) if head else None,
@@ -117,6 +152,54 @@ class PublishState:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(f"{where}: malformed publish state ({exc})") from None
+
+
+RawState = PublishState[JSONMap, JSONMap]
+"""A state as its file holds it: ``record`` and ``extra`` the JSON objects."""
+
+_R = TypeVar("_R")
+_E = TypeVar("_E")
+
+
+@dataclass(frozen=True)
+class StateCodec(Generic[_R, _E]):
+    """An adapter's typed reading of its states' ``record`` and ``extra``: its pure
+    ``parse_*`` (FormatError naming ``where``) and ``serialize_*`` pair, with
+    ``serialize(parse(x)) == x`` for every state it writes (the files stay byte for byte
+    what they were). A state home applies it once where it reads the file, once where it
+    writes it.
+    """
+
+    parse_parts: Callable[[Mapping[str, Any], Mapping[str, Any], str], tuple[_R, _E]]
+    serialize_parts: Callable[[_R, _E], tuple[JSONMap, JSONMap]]
+
+    def parse(self, raw: RawState, where: str) -> PublishState[_R, _E]:
+        """The typed state of a file's state (FormatError naming ``where``)."""
+        record, extra = self.parse_parts(raw.record, raw.extra, where)
+        return PublishState(
+            raw.dataset_id, raw.target, raw.head, raw.locator, record, raw.objects, extra
+        )
+
+    def serialize(self, state: PublishState[_R, _E]) -> RawState:
+        """The file's form of a typed state (``objects`` as they are)."""
+        record, extra = self.serialize_parts(state.record, state.extra)
+        return PublishState(
+            state.dataset_id, state.target, state.head, state.locator, record, state.objects, extra
+        )
+
+
+def _raw_parts(
+    record: Mapping[str, Any], extra: Mapping[str, Any], where: str
+) -> tuple[JSONMap, JSONMap]:
+    return dict(record), dict(extra)
+
+
+def _raw_json(record: JSONMap, extra: JSONMap) -> tuple[JSONMap, JSONMap]:
+    return record, extra
+
+
+RAW_CODEC: Final = StateCodec(_raw_parts, _raw_json)
+"""The file's form as it is: for a target that reads its JSON maps itself."""
 
 
 def state_json_text(doc: dict[str, Any]) -> str:
@@ -166,33 +249,6 @@ def load_state_file(path: Path) -> PublishState | None:
     except FormatError as exc:
         raise FormatError(f"{exc}; delete it to rebuild from the network") from None
     return PublishState.from_json(data, str(path))
-
-
-_T = TypeVar("_T")
-
-
-class ParsedOnce(Generic[_T]):
-    """An adapter's typed reading of its publish states (``parse``: its pure ``parse_*``,
-    FormatError naming ``where``), parsed once per state rather than at every step of a
-    publish that asks.
-
-    The last state's ``record`` and ``extra`` (the same objects: :meth:`PublishState.evolve`
-    keeps them when only ``objects`` changes, as when a state's packs are attached) and
-    ``where`` give the last typed state again. A state's maps are never changed in place.
-    """
-
-    def __init__(self, parse: Callable[[PublishState, str], _T]) -> None:
-        self._parse = parse
-        self._last: tuple[Mapping[str, Any], Mapping[str, Any], str, _T] | None = None
-
-    def __call__(self, state: PublishState, where: str) -> _T:
-        last = self._last
-        same = last is not None and last[0] is state.record and last[1] is state.extra
-        if last is not None and same and last[2] == where:
-            return last[3]
-        typed = self._parse(state, where)
-        self._last = (state.record, state.extra, where, typed)
-        return typed
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,10 @@ targets (docs/design.md, "State files"):
   those it no longer names dropped after, if older than this publish);
 - the state written last, atomically (:meth:`StateHome.write`).
 
-The target adds only its network pipeline and its typed fields.
+The state is typed between the two file edges: the target's :class:`~odfweb3.publish.state.
+StateCodec` parses it once where :meth:`StateHome.inspect` reads the file and serializes it
+once where :meth:`StateHome.write` writes it; compare-and-set compares typed states. The
+target adds only its network pipeline and its typed fields.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from odfweb3.atomic_file import write_file_atomic
 from odfweb3.errors import ConflictError, NotFound
@@ -42,6 +45,8 @@ from odfweb3.publish.pid_lock import PidLock
 from odfweb3.publish.state import (
     MAX_CHECKPOINT_SIZE,
     PublishState,
+    RawState,
+    StateCodec,
     StateStore,
     load_state_file,
     save_state_file,
@@ -50,6 +55,8 @@ from odfweb3.publish.state import (
 __all__ = ["StateHome", "UploadCheckpoint"]
 
 _Stat = tuple[int, int, int, int]
+R = TypeVar("R")
+E = TypeVar("E")
 
 
 def _stat(path: Path) -> _Stat | None:
@@ -61,7 +68,7 @@ def _stat(path: Path) -> _Stat | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _same(a: PublishState | None, b: PublishState | None) -> bool:
+def _same(a: PublishState[R, E] | None, b: PublishState[R, E] | None) -> bool:
     """The same publish state, but for how ``objects`` is held (listed or in packs)."""
     if a is None or b is None:
         return a is b
@@ -108,7 +115,7 @@ class UploadCheckpoint:
             self.path.unlink()
 
 
-class StateHome:
+class StateHome(Generic[R, E]):
     """The private publish state of one target (see the module docstring).
 
     One instance per target object; :meth:`inspect` binds it to the dataset being
@@ -117,13 +124,28 @@ class StateHome:
     Args:
         states: the state directory.
         target: the target's name (the state's ``target``).
+        codec: the target's typed ``record`` and ``extra`` (parsed at the read, serialized
+            at the write).
+        settled: the target's rule for a state that moved only by what a later look at the
+            network settled about the same upload (``settled(seen, now)``: Turbo's
+            ``status`` recording the bundler's FINALIZED): compare-and-set takes ``now`` as
+            what the publish builds on instead of a conflict. None: any other state is one.
     """
 
-    def __init__(self, states: StateStore, target: str) -> None:
+    def __init__(
+        self,
+        states: StateStore,
+        target: str,
+        codec: StateCodec[R, E],
+        settled: Callable[[PublishState[R, E], PublishState[R, E]], bool] | None = None,
+    ) -> None:
         self.states = states
         self.target = target
+        self.codec = codec
+        self._settled = settled
+        self._settled_now: PublishState[R, E] | None = None
         self._dataset: str | None = None
-        self._seen: PublishState | None = None
+        self._seen: PublishState[R, E] | None = None
         self._seen_stat: _Stat | None = None
         self._started = 0.0
         self._lock: PidLock | None = None
@@ -160,28 +182,43 @@ class StateHome:
 
     # -- read once ---------------------------------------------------------------------
 
-    def inspect(self, dataset_id: str) -> PublishState | None:
-        """The saved state (on-disk form; None: none), read once per publish and
-        remembered as what the publish builds on (compare-and-set).
+    def inspect(self, dataset_id: str) -> PublishState[R, E] | None:
+        """The saved state, typed (None: none; its ``objects`` as the file lists them: the
+        target attaches its packs), read once per publish and remembered as what the
+        publish builds on (compare-and-set).
 
         Raises:
-            FormatError: the state file is unreadable or not a publish state.
+            FormatError: the state file is unreadable, not a publish state, or a field of
+                the target's has the wrong type.
         """
         self._dataset = dataset_id
         self._started = time.time()
+        self._settled_now = None
         self._seen_stat = _stat(self.path(dataset_id))  # before reading: a later change shows
-        self._seen = load_state_file(self.path(dataset_id))
+        self._seen = self._load(dataset_id)
+        return self._seen
+
+    def _load(self, dataset_id: str) -> PublishState[R, E] | None:
+        path = self.path(dataset_id)
+        raw = load_state_file(path)
+        return self.codec.parse(raw, str(path)) if raw is not None else None
+
+    @property
+    def seen(self) -> PublishState[R, E] | None:
+        """The state as :meth:`inspect` read it, or as this publish last wrote it."""
         return self._seen
 
     @property
-    def seen(self) -> PublishState | None:
-        """The state as :meth:`inspect` read it, or as this publish last wrote it."""
-        return self._seen
+    def settled_now(self) -> PublishState[R, E] | None:
+        """The state the target's ``settled`` rule accepted since :meth:`inspect` (None:
+        none): a publish that writes the state it read keeps what was settled in it."""
+        return self._settled_now
 
     def check_unchanged(self) -> None:
         """Compare-and-set: the state file must still be what :meth:`inspect` read (or what
         this publish wrote since). The same file (inode, size, times) is that state with no
-        second parse; another file is read and compared, but for its ``objects``.
+        second parse; another file is read and compared, but for its ``objects``; one the
+        target's ``settled`` rule accepts is taken as the state built on from now on.
 
         Raises:
             ConflictError: another publish of this dataset to this target, on this machine,
@@ -191,9 +228,20 @@ class StateHome:
         now = _stat(path)
         if now == self._seen_stat:
             return
-        current = load_state_file(path)
+        current = self._load(self.dataset_id)
         if _same(current, self._seen):
             self._seen_stat = now
+            return
+        seen = self._seen
+        settled = self._settled
+        if (
+            settled is not None
+            and current is not None
+            and seen is not None
+            and settled(seen, current)
+        ):
+            self._seen, self._seen_stat = current, now
+            self._settled_now = current
             return
         head = current.head if current is not None else None
         raise ConflictError(
@@ -226,16 +274,19 @@ class StateHome:
 
     # -- write last ------------------------------------------------------------------
 
-    def write(self, state: PublishState) -> None:
-        """Write ``state`` atomically (an object index stays in its packs: the state file's
-        ``objects`` is then empty and ``extra`` names the packs), remembered as what the
-        publish builds on; then drop the packs of the index directory it no longer names
-        that are older than this publish."""
+    def write(self, state: PublishState[R, E]) -> RawState:
+        """Write ``state`` atomically, serialized here once (an object index stays in its
+        packs: the state file's ``objects`` is then empty and ``extra`` names the packs),
+        remembered as what the publish builds on; then drop the packs of the index
+        directory it no longer names that are older than this publish. Returns the file's
+        form of ``state`` (its ``objects`` as given)."""
+        raw = self.codec.serialize(state)
         packed = state.objects if isinstance(state.objects, PackIndex) else None
-        on_disk = state.evolve(objects={}) if packed is not None else state
         path = self.path(state.dataset_id)
-        save_state_file(path, on_disk)
+        save_state_file(path, raw.evolve(objects={}) if packed is not None else raw)
         if state.dataset_id == self._dataset:
-            self._seen, self._seen_stat = on_disk, _stat(path)
+            self._seen = state.evolve(objects={}) if packed is not None else state
+            self._seen_stat = _stat(path)
         if packed is not None:
             drop_packs(packed.out_dir, packed.packs, older_than=self._started)
+        return raw

@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import E, PublishState, R, RawState
 
 if TYPE_CHECKING:
     from odfweb3.crypto.sealer import Sealer
 
 __all__ = [
+    "AnyTarget",
     "NoPhases",
     "PartOutcome",
     "Phases",
@@ -67,14 +68,16 @@ class NoPhases:
 
 
 @dataclass(frozen=True)
-class RemoteView:
+class RemoteView(Generic[R, E]):
     """What the target holds now for a dataset, checked against the network.
 
     Attributes:
         head: the head its name points at (None: nothing published).
         has: object paths known to be stored there.
         ahead: the target's chain contains our head (it is ahead of us).
-        state: the publish state to build on (verified, or rebuilt), if any.
+        state: the publish state to build on (verified, or rebuilt), if any: the target's
+            typed state, for its own ``upload`` and ``commit`` (the core reads none of its
+            adapter fields).
         notes: human notes (e.g. "state was stale: rebuilt from the node").
         holds_head: the target holds every object of ``head`` as this publish would make
             it (False: only those in ``has``; e.g. a node that lost the published root,
@@ -91,11 +94,18 @@ class RemoteView:
     head: bytes | None
     has: Collection[str] = frozenset()
     ahead: bool = False
-    state: PublishState | None = None
+    state: PublishState[R, E] | None = None
     notes: tuple[str, ...] = ()
     holds_head: bool = True
     record: RemoteRecord | None = None
     encrypted: bool = False
+
+
+_R = TypeVar("_R")
+
+
+def _empty() -> Any:
+    return {}  # the default ``extra`` of an untyped upload: an empty JSON object
 
 
 @dataclass(frozen=True)
@@ -127,13 +137,14 @@ def parts_exit_code(parts: Collection[PartOutcome]) -> int:
 
 
 @dataclass(frozen=True)
-class UploadResult:
+class UploadResult(Generic[E]):
     """What steps 3-5 produced: the new locator and facts for the state.
 
     Attributes:
         locator: where the whole dataset now is (root CID, manifest id).
         objects: object path -> the adapter's locator facts, for the state.
-        extra: the adapter's facts for the state.
+        extra: the target's typed extra for the state (its dataclass), which its
+            ``commit`` puts in the state.
         bytes_sent: bytes sent to the network (or written to the directory).
         summary: the adapter's facts for the report (``--json``), JSON values.
         record_kept: nothing was new: the name record stays as it is (the report says
@@ -143,47 +154,63 @@ class UploadResult:
 
     locator: str
     objects: Mapping[str, Mapping[str, Any]]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: E = field(default_factory=_empty)
     bytes_sent: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
     record_kept: bool = False
     parts: tuple[PartOutcome, ...] = ()
 
     @classmethod
-    def kept(cls, state: PublishState, **summary: Any) -> UploadResult:
+    def kept(cls, state: PublishState[_R, E], **summary: Any) -> UploadResult[E]:
         """An upload that sent nothing: the saved state's locator, objects and extra as they
         are, the record kept (``summary`` says why, e.g. ``note="nothing new: ..."``)."""
-        return cls(
+        return UploadResult(
             locator=str(state.locator),
             objects=state.objects,
-            extra=dict(state.extra),
+            extra=state.extra,
             summary=dict(summary),
             record_kept=True,
         )
 
 
-class PublishTarget(Protocol):
-    """A place datasets are published to (IPFS node, CAR directory, Arweave gateway)."""
+class PublishTarget(Protocol[R, E]):
+    """A place datasets are published to (IPFS node, CAR directory, Arweave gateway),
+    generic over its typed state (``R``: its ``record``, ``E``: its ``extra``), which it
+    holds from ``inspect`` to ``save``; the executor only passes it back."""
 
     name: str
 
-    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView[R, E]:
         """Step 2: what the target holds now (never trusting saved state blindly)."""
         ...
 
     def upload(
-        self, plan: PublishPlan, reader: DatasetReader, view: RemoteView, progress: ProgressFn
-    ) -> UploadResult:
+        self,
+        plan: PublishPlan,
+        reader: DatasetReader,
+        view: RemoteView[R, E],
+        progress: ProgressFn,
+    ) -> UploadResult[E]:
         """Steps 3-5: upload the plan's objects, the new directory/manifest, and pin."""
         ...
 
-    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def commit(
+        self, plan: PublishPlan, upload: UploadResult[E], view: RemoteView[R, E]
+    ) -> PublishState[R, E]:
         """Step 6: publish the name record; returns the state to save."""
         ...
 
-    def save(self, state: PublishState) -> None:
-        """Step 7: save the publish state atomically."""
+    def save(self, state: PublishState[R, E]) -> RawState:
+        """Step 7: save the publish state atomically; returns it in the file's form (what
+        ``status`` and ``history`` read back), serialized once, where it is written."""
         ...
+
+
+AnyTarget = PublishTarget[Any, Any]
+"""A target of whichever backend the registry opened (its ``open_target``'s type): each
+target is typed over its own state, which only it reads; the registry's callers publish
+through it (:func:`~odfweb3.publish.execute.publish_dataset`) and get the saved state in the
+file's form (``PublishOutcome.state``), never a target's typed fields."""
 
 
 @dataclass(frozen=True)
@@ -218,10 +245,12 @@ class Price:
 
 
 @runtime_checkable
-class PricingTarget(Protocol):
+class PricingTarget(Protocol[R, E]):
     """A target that charges for an upload: ``--dry-run`` asks it the price of the plan."""
 
-    def quote(self, plan: PublishPlan, reader: DatasetReader, view: RemoteView) -> Price | None:
+    def quote(
+        self, plan: PublishPlan, reader: DatasetReader, view: RemoteView[R, E]
+    ) -> Price | None:
         """The price of what :meth:`PublishTarget.upload` would send for ``plan`` (None:
         the service's price cannot be asked, e.g. no price service is configured). Sends
         nothing and writes nothing that lasts.

@@ -106,7 +106,7 @@ def test_private_drive_through_arlocal(arlocal, tmp_path, monkeypatch) -> None:
     )
     view = again.inspect(world.did, world.built.head)
     assert view.head == world.built.head and view.state is not None
-    assert view.state.extra["drive"]["privacy"] == "private"
+    assert view.state.extra.drive is not None and view.state.extra.drive.privacy == "private"
     assert view.has
 
 

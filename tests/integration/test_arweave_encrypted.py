@@ -90,7 +90,7 @@ def test_encrypted_round_trip_through_arlocal(arlocal, wallet, tmp_path, monkeyp
     )
     view = again.inspect(world.did, world.built.head)
     assert view.head == world.built.head and view.state is not None
-    assert view.state.extra.get("encrypted") is True
+    assert view.state.extra.encrypted is True
     assert view.has  # nothing to resend
 
 

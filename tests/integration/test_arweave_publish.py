@@ -86,7 +86,7 @@ def test_publish_three_times_read_back_and_walk(arlocal, wallet, tmp_path) -> No
     assert first.view.head is None
     assert first.state.record["status"] == "pending"
     # priced before posting, with the gateway's own price for the bundle's size
-    assert prices and prices[0][1] == first.upload.extra["bundleBytes"]
+    assert prices and prices[0][1] == first.upload.summary["bundleBytes"]
     assert prices[0][0] == ArweaveGateway(arlocal.url).price(prices[0][1])
     check_read_back(arlocal, first.state, ds, set(dataset_files(ds)))
     assert first.state.extra["fullManifestId"] == first.state.locator  # the first is full
@@ -216,7 +216,7 @@ def test_spoofed_record_from_another_wallet_is_ignored(
     assert find_latest_upload(gw, wallet.address, out.state.dataset_id).id == genuine.id
     again = publish_dataset(ds, make_target(arlocal, wallet, tmp_path / "fresh-state"))
     assert any("rebuilt" in n for n in again.view.notes)
-    assert again.view.state.record["recordId"] == genuine.id
+    assert again.view.state.record.record_id == genuine.id
     assert again.plan.is_noop
 
 

@@ -33,6 +33,7 @@ from odfweb3.publish.execute import publish_dataset
 from odfweb3.publish.state import StateStore
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.publish.state import ARWEAVE_CODEC
 from odfweb3_arweave.read.lookup import fetch_record, find_latest_upload, walk_to_full_manifest
 from odfweb3_arweave.wallet import Wallet, generate_wallet, save_wallet
 from tests.support.ar_chains import Chain, build_chain, post_chain
@@ -251,7 +252,7 @@ def test_a_second_machine_rebuilds_its_state_from_the_tiers(
     paths = 3 * (UPDATES + 1) + 1  # the records' objects and refs/head
     assert asked <= MAX_REQUESTS + paths // 100 + 1, proxy.requests
     assert view.state is not None and any("rebuilt" in n for n in view.notes)
-    extra = view.state.extra
+    extra = ARWEAVE_CODEC.serialize(view.state).extra  # as the state file would hold it
     assert extra["rebuilt"] is True and extra["deltaUploads"] == UPDATES
     assert extra["fullManifestId"] == chain.full_manifest
     # The publisher's counter after upload 300 = 256 + 32 + 8 + 4: the next record jumps on.

@@ -53,7 +53,9 @@ from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3.odf.chain import iter_objects, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.execute import PublishTarget, publish_dataset
-from odfweb3.publish.state import StateStore
+from odfweb3.publish.out_dir import OutDirHome
+from odfweb3.publish.state import StateStore, load_summary_file
+from odfweb3.publish.state_home import StateHome
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.client.turbo import TurboClient
 from odfweb3_arweave.publish.bundle_target import BundleTarget
@@ -255,6 +257,32 @@ def test_nothing_new_sends_nothing(env: Env) -> None:
     # upload's record, which never expires), and the plan, not the target, keeps it.
     assert again.view.record is not None and again.plan.keep_record
     assert env.named_head() == DatasetReader.open(env.ds).head()
+    # The state as written is what the target's typed reading gives back: parsed where its
+    # state home reads the file, serialized where it writes it, the same JSON.
+    _reads_back_as_written(env, env.target(via))
+
+
+def _reads_back_as_written(env: Env, target: PublishTarget) -> None:
+    if isinstance(target, PinningTarget):
+        for pins in target._homes.values():  # each service's pin state, then the node's
+            saved = env.states.load(env.dataset_id, pins.target)
+            assert saved is not None
+            typed = pins.codec.serialize(pins.codec.parse(saved, "pin state"))
+            assert typed.to_json() == saved.to_json()
+        target = target.node
+    if isinstance(target, (CarTarget, BundleTarget)):
+        home: OutDirHome[Any, Any] | StateHome[Any, Any] = target.home
+        raw, doc = load_summary_file(target.home.summary_path)
+        assert raw is not None and {"record", "extra"} <= doc.keys()
+    else:
+        assert isinstance(target, (IpfsNodeTarget, GatewayTarget))
+        home = target.home
+        raw = env.states.load(env.dataset_id, target.name)
+        assert raw is not None
+    codec = home.codec
+    again = codec.serialize(codec.parse(raw, "state"))
+    assert (again.record, again.extra) == (raw.record, raw.extra)
+    assert again.to_json() == raw.to_json()
 
 
 def test_an_interrupted_publish_leaves_a_whole_head_named_and_the_rerun_publishes(

@@ -62,7 +62,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.out_dir import OutDirHome
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import ParsedOnce, PublishState, load_summary_file
+from odfweb3.publish.state import RawState, load_summary_file
 from odfweb3.publish.target import RemoteView, UploadResult
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
@@ -75,6 +75,7 @@ from odfweb3_arweave.publish.bundle_plan import (
 )
 from odfweb3_arweave.publish.file_index import FileIndex, index_after
 from odfweb3_arweave.publish.publish_bundle import (
+    ArweaveView,
     manifest_chain,
     manifest_extra,
     previous_from_state,
@@ -86,13 +87,11 @@ from odfweb3_arweave.publish.publish_bundle import (
     write_bundle_file,
 )
 from odfweb3_arweave.publish.state import (
+    ARWEAVE_CODEC,
     ArweaveExtra,
-    ArweaveState,
+    ArweaveTyped,
     UploadFacts,
-    parse_arweave_extra,
     parse_arweave_state,
-    serialize_arweave_extra,
-    serialize_arweave_state,
 )
 from odfweb3_arweave.publish.tier_files import drop_tier_files
 from odfweb3_arweave.read.bundle_replica import BundleDirReplica
@@ -146,9 +145,9 @@ class BundleTarget:
         self._added: dict[str, str] = {}  # this bundle's paths -> data items (itemsAdded)
         self._unchanged = False  # upload found nothing new: commit and save write nothing
         self._raw: dict[str, Any] = {}  # publish.json as inspect read it
-        # publish.json: read, locked, compared and written (odfweb3.publish.out_dir)
-        self.home = OutDirHome(out_dir, self._opened)
-        self._parsed = ParsedOnce(parse_arweave_state)  # each state parsed once
+        # publish.json: read (its typed state parsed there, once), locked, compared and
+        # written (serialized there, once): odfweb3.publish.out_dir
+        self.home = OutDirHome(out_dir, ARWEAVE_CODEC, self._opened)
         self._refused: IntegrityError | None = None  # found by inspect, raised by upload
 
     def __repr__(self) -> str:
@@ -159,10 +158,10 @@ class BundleTarget:
         """The ``publish.json`` of this directory."""
         return self.out_dir / "publish.json"
 
-    def _opened(self, state: PublishState) -> PublishState:
+    def _opened(self, state: ArweaveTyped) -> ArweaveTyped:
         """A state read from ``publish.json``, its file index attached (the paths are in
         OUT_DIR's packs, read when asked)."""
-        index = self._typed(state).extra.object_index
+        index = state.extra.object_index
         if index is None:
             return state
         where = str(self.summary_path)
@@ -177,12 +176,7 @@ class BundleTarget:
     def _ended(self) -> None:
         self._unchanged = False
 
-    def _typed(self, state: PublishState) -> ArweaveState:
-        """The typed record and extra of a state of this directory (FormatError naming
-        ``publish.json`` when a field has the wrong type)."""
-        return self._parsed(state, str(self.summary_path))
-
-    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+    def inspect(self, dataset_id: str, local_head: bytes) -> ArweaveView:
         """What the directory holds: the last ``publish.json``, if its bundles are all there."""
         state, self._raw = self.home.inspect()
         if state is None:
@@ -192,7 +186,7 @@ class BundleTarget:
                 f"{self.out_dir}: holds dataset {state.dataset_id}, not {dataset_id}; "
                 "use another output directory"
             )
-        typed = self._typed(state)
+        typed = state
         owner = typed.extra.owner
         if owner != self.wallet.address:
             raise ConflictError(
@@ -220,7 +214,7 @@ class BundleTarget:
         has = state.objects if isinstance(state.objects, FileIndex) else frozenset(state.objects)
         return upload_view(RemoteView(head=state.head, has=has, state=state), self.sealer)
 
-    def _reread(self, state: PublishState, doubt: str) -> IntegrityError | None:
+    def _reread(self, state: ArweaveTyped, doubt: str) -> IntegrityError | None:
         """The refusal to build on a ``publish.json`` this machine did not write (a full
         manifest maps every path the file index names: signed over an item in no bundle,
         posted to Arweave, that is permanent), unless the directory, re-read and verified as
@@ -239,7 +233,7 @@ class BundleTarget:
         self.seal.forget_files()  # checked as they are now: hashed again at save
         return None
 
-    def _previous(self, view: RemoteView) -> PreviousUpload | None:
+    def _previous(self, view: ArweaveView) -> PreviousUpload | None:
         # complete=False: a bundle is missing, only the ids are kept
         return previous_from_state(
             view.state, str(self.summary_path), complete=view.head is not None
@@ -249,9 +243,9 @@ class BundleTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: ArweaveView,
         progress: Callable[[int], None],
-    ) -> UploadResult:
+    ) -> UploadResult[ArweaveExtra]:
         """Sign every item, then stream the bundle to a temp file renamed ``<record>.bundle``.
 
         Raises:
@@ -264,7 +258,7 @@ class BundleTarget:
         self._unchanged = False
         self._added = {}
         previous = self._previous(view)
-        prev = self._typed(view.state) if view.state is not None else None
+        prev = view.state
         # A plain publish keeps the inputs map the last upload recorded.
         last_inputs = dict(prev.extra.inputs) if prev and prev.extra.inputs else None
         asked = plan.record_extra.get("inputs")
@@ -320,7 +314,7 @@ class BundleTarget:
         return UploadResult(
             locator=signed.manifest_id,
             objects=index,
-            extra=serialize_arweave_extra(sealed_extra(extra, self.sealer, descriptor)),
+            extra=sealed_extra(extra, self.sealer, descriptor),
             bytes_sent=size,
             summary={
                 "bundle": bundle_name,
@@ -335,7 +329,7 @@ class BundleTarget:
 
     def _write_index(
         self,
-        view: RemoteView,
+        view: ArweaveView,
         keep: Mapping[str, Any],
         files: Mapping[str, FileRef],
         added: Mapping[str, Any],
@@ -345,7 +339,9 @@ class BundleTarget:
         old = view.state.objects if view.state is not None else None
         return index_after(old, keep, files, added, partial(FileIndex.of_objects, self.out_dir))
 
-    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def commit(
+        self, plan: PublishPlan, upload: UploadResult[ArweaveExtra], view: ArweaveView
+    ) -> ArweaveTyped:
         """The record travels inside the bundle; here only the state is assembled, once
         ``publish.json`` is still the one the plan was made on (compare-and-set)."""
         self.home.check_unchanged()
@@ -353,7 +349,7 @@ class BundleTarget:
             self._written = []
             self._added = {}
             return view.state
-        sent = parse_arweave_extra(upload.extra, self.name)
+        sent = upload.extra
         up = sent.upload
         assert up is not None  # our own upload's facts
         record = UploadFacts(
@@ -364,16 +360,17 @@ class BundleTarget:
             bundle=up.bundle,
             bundle_bytes=up.bundle_bytes,
         )
-        return PublishState(
+        return ArweaveTyped(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
+            record=record,
             objects=upload.objects,
-            **serialize_arweave_state(ArweaveState(record, sent)),
+            extra=sent,
         )
 
-    def save(self, state: PublishState) -> None:
+    def save(self, state: ArweaveTyped) -> RawState:
         """Write ``publish.json`` last: the state plus what to do with the bundle.
 
         Nothing new (no bundle written, the state :meth:`inspect` read kept): nothing is
@@ -381,10 +378,9 @@ class BundleTarget:
         and a nothing-new publish leaves OUT_DIR byte for byte as it was.
         """
         if self._unchanged:
-            return
-        where = str(self.summary_path)
-        state = with_stored_tiers(state, self.out_dir, where)  # tier files before the state
-        typed = self._typed(state)
+            return ARWEAVE_CODEC.serialize(state)  # as publish.json holds it, not written
+        state = with_stored_tiers(state, self.out_dir)  # tier files before the state
+        typed = state
         record = typed.record
         size = record.bundle_bytes or 0 if record is not None else 0
         l1_tags = [*BUNDLE_TAGS, *app_tags(self.app_version)]
@@ -404,7 +400,7 @@ class BundleTarget:
             "filesWritten": list(self._written),
         }
         # Up to 1,024 index refs: compact past 1,000 paths, as a state listing them was.
-        self.home.write(
+        saved = self.home.write(
             state,
             summary,
             large=len(state.objects) > 1000,
@@ -412,7 +408,8 @@ class BundleTarget:
             files=typed.extra.bundles or (),
             written=self._written,
         )
-        drop_tier_files(self.out_dir, tier_digests(state, where))
+        drop_tier_files(self.out_dir, tier_digests(state))
+        return saved
 
 
 def objects_of(out_dir: Path) -> dict[str, Mapping[str, Any]]:

@@ -70,9 +70,9 @@ from odfweb3.odf.layout import DatasetReader, object_relpath
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.pack_index import write_pack
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state import PublishState, RawState, StateStore
 from odfweb3.publish.state_home import StateHome, UploadCheckpoint
-from odfweb3.publish.target import NoPhases, Phases, Price, RemoteView, UploadResult
+from odfweb3.publish.target import NoPhases, Phases, Price, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway, ChunkProgress, TxStatus, format_winston
 from odfweb3_arweave.formats.ans104 import BUNDLE_TAGS
 from odfweb3_arweave.formats.arfs import app_tags
@@ -94,6 +94,7 @@ from odfweb3_arweave.publish.bundle_plan import (
 )
 from odfweb3_arweave.publish.file_index import FileIndex, index_after
 from odfweb3_arweave.publish.publish_bundle import (
+    ArweaveView,
     PreparedBundle,
     manifest_chain,
     manifest_extra,
@@ -106,15 +107,15 @@ from odfweb3_arweave.publish.publish_bundle import (
     write_bundle_file,
 )
 from odfweb3_arweave.publish.state import (
+    ARWEAVE_CODEC,
     ArweaveExtra,
-    ArweaveState,
+    ArweaveTyped,
     ManifestChain,
     UploadEntry,
     UploadFacts,
     parse_arweave_extra,
     parse_arweave_state,
     serialize_arweave_extra,
-    serialize_arweave_state,
     serialize_upload_facts,
 )
 from odfweb3_arweave.publish.tier_files import drop_tier_files
@@ -220,7 +221,8 @@ class GatewayTarget:
         self.publisher = publisher
         self.name = f"arweave:{gateway.url}"
         # The state file: read once, locked, compared, written last (odfweb3.publish.state_home)
-        self.home = StateHome(states, self.name)
+        # The state, typed from its read to its write (ARWEAVE_CODEC)
+        self.home = StateHome(states, self.name, ARWEAVE_CODEC)
         self.confirm_timeout = confirm_timeout
         self.race_timeout = race_timeout
         self.poll_interval = poll_interval
@@ -234,11 +236,11 @@ class GatewayTarget:
 
     # -- step 2 ----------------------------------------------------------------------
 
-    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+    def inspect(self, dataset_id: str, local_head: bytes) -> ArweaveView:
         """The latest upload of ``dataset_id`` by this wallet; state checked against it."""
         notes: list[str] = []
         state = self._load(dataset_id)
-        owner = self._typed(state).extra.owner if state is not None else None
+        owner = state.extra.owner if state is not None else None
         if state is not None and owner != self.wallet.address:
             notes.append(
                 f"saved state is for wallet {owner}: ignored, reading the "
@@ -259,14 +261,14 @@ class GatewayTarget:
                 if isinstance(state.objects, FileIndex)
                 else frozenset(p for p in state.objects if p != "refs/head")
             )
-            view = RemoteView(head=state.head, has=has, state=state, notes=tuple(notes))
+            view = ArweaveView(head=state.head, has=has, state=state, notes=tuple(notes))
             return upload_view(view, self.sealer)
         if latest is None:
             if state is not None:
                 notes.append(
                     f"{self.gateway.url} knows none of the saved uploads: publishing everything"
                 )
-            return RemoteView(head=None, notes=tuple(notes))
+            return ArweaveView(head=None, notes=tuple(notes))
         if state is not None:
             notes.append("saved state is not the latest upload: rebuilt from the network")
         else:
@@ -278,7 +280,7 @@ class GatewayTarget:
             and object_relpath("block", local_head) in paths
         )
         has = frozenset(p for p in rebuilt.objects if p != "refs/head")
-        view = RemoteView(
+        view = ArweaveView(
             head=multihash_from_str(latest.facts.head),
             has=has,
             ahead=ahead,
@@ -302,20 +304,20 @@ class GatewayTarget:
     def _index(self, dataset_id: str, raw: Mapping[str, Any], where: str) -> GatewayFileIndex:
         return GatewayFileIndex.from_json(self.index_dir(dataset_id), raw, where)
 
-    def _load(self, dataset_id: str) -> PublishState | None:
-        """The saved state, read once per publish (:meth:`StateHome.inspect`); its
-        ``objects`` are the file index (read part by part) when the state has one."""
+    def _load(self, dataset_id: str) -> ArweaveTyped | None:
+        """The saved state, read and parsed once per publish (:meth:`StateHome.inspect`);
+        its ``objects`` are the file index (read part by part) when the state has one."""
         state = self.home.inspect(dataset_id)
         if state is None:
             return None
-        index = self._typed(state).extra.object_index
+        index = state.extra.object_index
         if index is not None:
             where = str(self.home.path(dataset_id))
             state = state.evolve(objects=self._index(dataset_id, index, where))
         return state
 
     def _write_index(
-        self, dataset_id: str, view: RemoteView, prepared: PreparedBundle
+        self, dataset_id: str, view: ArweaveView, prepared: PreparedBundle
     ) -> FileIndex:
         """The file index after this bundle, its pack written before the checkpoint naming
         it (:func:`.file_index.index_after`)."""
@@ -324,7 +326,7 @@ class GatewayTarget:
         fresh = partial(GatewayFileIndex.of_objects, self.index_dir(dataset_id))
         return index_after(old, prepared.plan.keep, signed.files, signed.added, fresh)
 
-    def _indexed(self, state: PublishState) -> PublishState:
+    def _indexed(self, state: ArweaveTyped) -> ArweaveTyped:
         """A state listing every path (rebuilt from the network, or an unchanged publish
         over a state written before the index) with its paths moved to one pack, written
         before the state naming it; as it was when a path is not of the dataset layout."""
@@ -336,19 +338,11 @@ class GatewayTarget:
             return state
         index.out_dir.mkdir(parents=True, exist_ok=True)
         write_pack(index.out_dir, pack)
-        typed = self._typed(state)
-        extra = dataclasses.replace(typed.extra, object_index=index.to_json())
-        return state.evolve(
-            objects=index, **serialize_arweave_state(ArweaveState(typed.record, extra))
-        )
+        extra = dataclasses.replace(state.extra, object_index=index.to_json())
+        return state.evolve(objects=index, extra=extra)
 
-    def _typed(self, state: PublishState) -> ArweaveState:
-        """The typed record and extra of one of this target's states (FormatError naming
-        the state file when a field has the wrong type)."""
-        return parse_arweave_state(state, str(self.home.path(state.dataset_id)))
-
-    def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
-        record = self._typed(state).record
+    def _state_is_current(self, state: ArweaveTyped, latest: Upload | None) -> bool:
+        record = state.record
         if record is None:
             return False
         if latest is not None and latest.id == record.record_id:
@@ -362,12 +356,12 @@ class GatewayTarget:
                 return True
         return False
 
-    def _final_uploads(self, state: PublishState, latest: Upload | None) -> frozenset[str]:
+    def _final_uploads(self, state: ArweaveTyped, latest: Upload | None) -> frozenset[str]:
         """The uploads the saved state lists that are final: the last one when the gateway's
         latest is it, in a block, or the state says confirmed/finalized (the bundler's
         FINALIZED); any other listed one when GraphQL shows it in a block (one request per
         100, asked only when the list holds more than the last upload)."""
-        typed = self._typed(state)
+        typed = state
         record = typed.record
         final: set[str] = set()
         if record is not None and (
@@ -392,7 +386,7 @@ class GatewayTarget:
             }
         return frozenset(final)
 
-    def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[PublishState, frozenset[str]]:
+    def _rebuild(self, dataset_id: str, latest: Upload) -> tuple[ArweaveTyped, frozenset[str]]:
         """The state the network's records give (and every path they name): the tiered
         walk (:func:`.lookup.walk_records`, about log2(n) records for n uploads, each
         verified), their ``earlier`` and ``added`` maps oldest first, one GraphQL ``ids``
@@ -413,7 +407,12 @@ class GatewayTarget:
             size = int((node.get("data") or {}).get("size") or 0)
             objects[path] = FileRef(file_id, data_id, meta_id, size).to_json()
         last = records[-1]
-        typed = ArweaveState(
+        state = ArweaveTyped(
+            dataset_id=dataset_id,
+            target=self.name,
+            head=multihash_from_str(last.head),
+            locator=last.manifest_id,
+            objects=objects,
             record=UploadFacts(
                 record_id=latest.id,
                 manifest_id=last.manifest_id,
@@ -437,14 +436,6 @@ class GatewayTarget:
                 inputs=dict(last.inputs) if last.inputs else None,
             ),
         )
-        state = PublishState(
-            dataset_id=dataset_id,
-            target=self.name,
-            head=multihash_from_str(last.head),
-            locator=last.manifest_id,
-            objects=objects,
-            **serialize_arweave_state(typed),
-        )
         return state, frozenset(added)
 
     # -- steps 3-5 -------------------------------------------------------------------
@@ -461,9 +452,9 @@ class GatewayTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: ArweaveView,
         progress: Callable[[int], None],
-    ) -> UploadResult:
+    ) -> UploadResult[ArweaveExtra]:
         """Sign, price, check the balance, post (see the module docstring).
 
         The steps, in order: decide the record's inputs map and whether anything is new
@@ -522,7 +513,7 @@ class GatewayTarget:
     #: The summary's note when nothing new was sent.
     nothing_sent: ClassVar[str] = "nothing new: no transaction posted"
 
-    def _before_signing(self, view: RemoteView) -> dict[str, Any]:
+    def _before_signing(self, view: ArweaveView) -> dict[str, Any]:
         """What must be fixed before anything is signed, as checkpoint fields (none here)."""
         return {}
 
@@ -534,17 +525,19 @@ class GatewayTarget:
         reward = self._price(size, len(sizes))
         return self._sign_transaction(spool, size, reward, record_id), reward
 
-    def _send(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+    def _send(
+        self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool
+    ) -> UploadResult[ArweaveExtra]:
         """Post what the checkpoint holds (:meth:`_post`: the transaction and its chunks)."""
         return self._post(dataset_id, checkpoint, resumed=resumed)
 
-    def _last_inputs(self, view: RemoteView) -> dict[str, str] | None:
+    def _last_inputs(self, view: ArweaveView) -> dict[str, str] | None:
         """The inputs map the last upload recorded (None: none)."""
-        last = self._typed(view.state).extra.inputs if view.state is not None else None
+        last = view.state.extra.inputs if view.state is not None else None
         return dict(last) if last else None
 
     def _record_inputs(
-        self, plan: PublishPlan, view: RemoteView, where: str
+        self, plan: PublishPlan, view: ArweaveView, where: str
     ) -> dict[str, str] | None:
         """The inputs map the new record carries (a plain publish keeps the last)."""
         return inputs_to_record(plan.record_extra.get("inputs"), self._last_inputs(view), where)
@@ -573,7 +566,7 @@ class GatewayTarget:
             manifest=self.manifest,
         )
 
-    def quote(self, plan: PublishPlan, reader: DatasetReader, view: RemoteView) -> Price | None:
+    def quote(self, plan: PublishPlan, reader: DatasetReader, view: ArweaveView) -> Price | None:
         """``--dry-run``: the fee of the bundle :meth:`upload` would post for ``plan``.
 
         The bundle is signed as :meth:`upload` signs it (its size is what is charged) but
@@ -593,7 +586,7 @@ class GatewayTarget:
         )
 
     def _prepare_quote(
-        self, plan: PublishPlan, reader: DatasetReader, view: RemoteView
+        self, plan: PublishPlan, reader: DatasetReader, view: ArweaveView
     ) -> PreparedBundle | None:
         """The bundle :meth:`upload` would sign for ``plan`` (None: nothing new)."""
         where = str(self.home.path(plan.dataset_id))
@@ -677,7 +670,7 @@ class GatewayTarget:
             out[did] = f"ar://{latest.id}" if latest is not None else locator
         return out
 
-    def _check_latest(self, dataset_id: str, expected: str | None, view: RemoteView) -> None:
+    def _check_latest(self, dataset_id: str, expected: str | None, view: ArweaveView) -> None:
         """Re-read the latest record just before posting: another publisher's is a conflict.
 
         Our own last upload may not be indexed yet: the record it replaced is accepted too.
@@ -686,7 +679,7 @@ class GatewayTarget:
         """
         latest = find_latest_upload(self.gateway, self.wallet.address, dataset_id, verify=False)
         ours = {expected}
-        record = self._typed(view.state).record if view.state is not None else None
+        record = view.state.record if view.state is not None else None
         if record is not None:
             ours.add(record.prev_upload)
         if latest is not None and latest.id not in ours:
@@ -696,7 +689,9 @@ class GatewayTarget:
                 "posted: run publish again"
             )
 
-    def _post(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+    def _post(
+        self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool
+    ) -> UploadResult[ArweaveExtra]:
         tx = from_json(checkpoint["tx"])
         spool = self.spool_dir / str(checkpoint["spool"])
 
@@ -722,14 +717,16 @@ class GatewayTarget:
         if resumed:
             summary["resumed"] = f"transaction {tx.id_b64} from chunk {start}"
         where = str(self._checkpoint(dataset_id).path)
-        index = parse_arweave_extra(result["extra"], where).object_index
+        # The checkpoint's extra, parsed once where it is read.
+        extra = parse_arweave_extra(result["extra"], where)
+        index = extra.object_index
         objects: Mapping[str, Mapping[str, Any]] = (
             self._index(dataset_id, index, where) if index is not None else dict(result["objects"])
         )
         return UploadResult(
             locator=str(result["locator"]),
             objects=objects,
-            extra=dict(result["extra"]),
+            extra=extra,
             bytes_sent=int(tx.data_size),
             summary=summary,
         )
@@ -760,13 +757,18 @@ class GatewayTarget:
 
     # -- steps 6-7 -------------------------------------------------------------------
 
-    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def commit(
+        self, plan: PublishPlan, upload: UploadResult[ArweaveExtra], view: ArweaveView
+    ) -> ArweaveTyped:
         """The record is inside the posted bundle: assemble the (pending) state."""
         if self._unchanged and view.state is not None:
-            return view.state
+            later = self.home.settled_now
+            # What a look at the network settled since inspect (Turbo's ``status``: the
+            # bundler's FINALIZED) is kept, not written over with the state inspect read.
+            return view.state if later is None else view.state.evolve(record=later.record)
         self.home.check_unchanged()  # the state is still the one this upload builds on
         where = self._checkpoint(plan.dataset_id).path
-        sent = parse_arweave_extra(upload.extra, str(where))
+        sent = upload.extra
         up = sent.upload
         if up is None:
             raise FormatError(f"{where}: the upload names no record; delete it and publish again")
@@ -781,13 +783,14 @@ class GatewayTarget:
             status="pending",
         )
         extra = dataclasses.replace(sent, race_check="won" if settled else "unsettled")
-        return PublishState(
+        return ArweaveTyped(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
+            record=record,
             objects=upload.objects,
-            **serialize_arweave_state(ArweaveState(record, extra)),
+            extra=extra,
         )
 
     def _post_check(self, dataset_id: str, record_id: str) -> bool:
@@ -855,18 +858,19 @@ class GatewayTarget:
             return self._checkpoint(dataset_id).read()
         return None
 
-    def save(self, state: PublishState) -> None:
-        """Save the state (the state home drops the packs it no longer names), then drop the
-        checkpoint, the spooled bundle and the tier files the state no longer names."""
+    def save(self, state: ArweaveTyped) -> RawState:
+        """Save the state (serialized once, by the state home, which drops the packs it no
+        longer names), then drop the checkpoint, the spooled bundle and the tier files the
+        state no longer names."""
         doc = self._read_checkpoint(state.dataset_id)
         if not isinstance(state.objects, FileIndex) and state.objects:
             state = self._indexed(state)
-        where = str(self.home.path(state.dataset_id))
         side = self.index_dir(state.dataset_id)
-        state = with_stored_tiers(state, side, where)  # tier files before the state
-        self.home.write(state)  # the paths stay in the packs (extra.objectIndex names them)
+        state = with_stored_tiers(state, side)  # tier files before the state
+        saved = self.home.write(state)  # the paths stay in the packs (extra.objectIndex)
         self._drop_checkpoint(state.dataset_id, doc)
-        drop_tier_files(side, tier_digests(state, where), older_than=self.home.started)
+        drop_tier_files(side, tier_digests(state), older_than=self.home.started)
+        return saved
 
 
 def _count(n: int, word: str) -> str:
@@ -889,7 +893,7 @@ def _manifest_chain(pairs: list[tuple[Upload, UploadRecord]]) -> ManifestChain:
 
 def checkpoint_doc(
     prepared: PreparedBundle,
-    view: RemoteView,
+    view: ArweaveView,
     tx: Transaction | None,
     *,
     spool: str,
@@ -916,9 +920,7 @@ def checkpoint_doc(
     :mod:`.turbo_target`)."""
     signed, bplan = prepared.signed, prepared.plan
     tx_id = tx.id_b64 if tx is not None else None
-    state = view.state
-    where = f"publish state of {state.target}" if state is not None else ""
-    prev = parse_arweave_extra(state.extra, where) if state is not None else None
+    prev = view.state.extra if view.state is not None else None
     prev_uploads = prev.uploads if prev is not None else None
     new_upload = UploadEntry(signed.record_id, bplan.head, signed.manifest_id, tx_id)
     folded = prev.folded if prev is not None else None

@@ -57,7 +57,6 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan, RemoteRecord, held_entries
 from odfweb3.publish.source import SealedReader, VerifyingReader, open_for_publish
-from odfweb3.publish.state import PublishState
 from odfweb3.publish.target import RemoteView
 from odfweb3.writeback import WritebackFile
 from odfweb3_arweave.formats.arfs import app_tags
@@ -77,16 +76,17 @@ from odfweb3_arweave.publish.file_index import FileIndex
 from odfweb3_arweave.publish.item_spool import ItemSpool
 from odfweb3_arweave.publish.state import (
     ArweaveExtra,
-    ArweaveState,
+    ArweaveTyped,
     ManifestChain,
-    parse_arweave_extra,
-    parse_arweave_state,
-    serialize_arweave_state,
+    UploadFacts,
 )
 from odfweb3_arweave.publish.tier_files import load_merged_tiers, store_tiers
 from odfweb3_arweave.wallet import Wallet
 
+ArweaveView = RemoteView[UploadFacts | None, ArweaveExtra]
+
 __all__ = [
+    "ArweaveView",
     "PreparedBundle",
     "manifest_chain",
     "manifest_extra",
@@ -101,7 +101,7 @@ __all__ = [
 
 
 def previous_from_state(
-    state: PublishState | None, where: str, *, complete: bool = True
+    state: ArweaveTyped | None, where: str, *, complete: bool = True
 ) -> PreviousUpload | None:
     """What earlier uploads left, from a checked publish state (None: a first upload).
 
@@ -117,7 +117,7 @@ def previous_from_state(
     """
     if state is None:
         return None
-    typed = parse_arweave_state(state, where)
+    typed = state
     # The last full manifest and the deltas since (None: the next manifest is a
     # full one). A state written before delta manifests existed names a full manifest as
     # its locator.
@@ -143,23 +143,21 @@ def previous_from_state(
     )
 
 
-def with_stored_tiers(state: PublishState, directory: Path, where: str) -> PublishState:
+def with_stored_tiers(state: ArweaveTyped, directory: Path) -> ArweaveTyped:
     """``state`` with every tier whose files it holds (made by this upload, rebuilt from the
     network, or a state written before tier files) moved to its tier file in ``directory``
     (:mod:`.tier_files`, written here, before the state naming it is saved)."""
-    typed = parse_arweave_state(state, where)
-    chain = typed.extra.manifests
+    chain = state.extra.manifests
     if chain is None or chain.tiers is None or all(t.digest or not t.files for t in chain.tiers):
         return state
     directory.mkdir(parents=True, exist_ok=True)
     stored = replace(chain, tiers=store_tiers(directory, chain.tiers))
-    extra = replace(typed.extra, manifests=stored)
-    return state.evolve(**serialize_arweave_state(ArweaveState(typed.record, extra)))
+    return state.evolve(extra=replace(state.extra, manifests=stored))
 
 
-def tier_digests(state: PublishState, where: str) -> set[str]:
+def tier_digests(state: ArweaveTyped) -> set[str]:
     """The tier files a saved state names (the rest may go: :func:`.tier_files.drop_tier_files`)."""
-    chain = parse_arweave_state(state, where).extra.manifests
+    chain = state.extra.manifests
     return {t.digest for t in (chain.tiers or ()) if t.digest} if chain is not None else set()
 
 
@@ -461,7 +459,7 @@ def write_bundle_file(items: ItemSpool, directory: Path, name: str) -> tuple[Pat
     return directory / name, size
 
 
-def upload_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
+def upload_view(view: ArweaveView, sealer: Sealer | None) -> ArweaveView:
     """``view`` as the earlier uploads of its state make it: the record a publish that sends
     nothing keeps, ``encrypted`` when the uploads hold ciphertext, and nothing counted as
     uploaded when encryption was switched on or off.
@@ -476,7 +474,7 @@ def upload_view(view: RemoteView, sealer: Sealer | None) -> RemoteView:
     state = view.state
     if state is None:
         return view
-    extra = parse_arweave_extra(state.extra, f"publish state of {state.target}")
+    extra = state.extra
     # The state (or the record it was rebuilt from) names a key envelope, or an ArFS private
     # drive: the target holds ciphertext, which the encryption policy does not let a plain
     # publish cover.

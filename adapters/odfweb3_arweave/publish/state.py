@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import JSONMap, PublishState, StateCodec
 from odfweb3.publish.state_fields import (
     json_object,
     malformed,
@@ -42,8 +42,10 @@ from odfweb3_arweave.formats.record import MAX_SKIP_CHAIN, AddedFile, SkipLink
 from odfweb3_arweave.publish.bundle_plan import Tier
 
 __all__ = [
+    "ARWEAVE_CODEC",
     "ArweaveExtra",
     "ArweaveState",
+    "ArweaveTyped",
     "ManifestChain",
     "StateParts",
     "UploadEntry",
@@ -426,3 +428,23 @@ def serialize_arweave_state(typed: ArweaveState) -> StateParts:
     return StateParts(
         record=serialize_upload_facts(typed.record), extra=serialize_arweave_extra(typed.extra)
     )
+
+
+def _parse_parts(
+    record: Mapping[str, Any], extra: Mapping[str, Any], where: str
+) -> tuple[UploadFacts | None, ArweaveExtra]:
+    return parse_upload_facts(record, where, "record"), parse_arweave_extra(extra, where)
+
+
+def _serialize_parts(record: UploadFacts | None, extra: ArweaveExtra) -> tuple[JSONMap, JSONMap]:
+    return serialize_upload_facts(record), serialize_arweave_extra(extra)
+
+
+ARWEAVE_CODEC: StateCodec[UploadFacts | None, ArweaveExtra] = StateCodec(
+    _parse_parts, _serialize_parts
+)
+"""The Arweave targets' typed state (``bundle:DIR``, the gateway, Turbo): parsed once where
+their state home reads the file, serialized once where it writes it."""
+
+ArweaveTyped = PublishState[UploadFacts | None, ArweaveExtra]
+"""An Arweave target's state as it holds it from ``inspect`` to ``save``."""

@@ -32,22 +32,31 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from odfweb3.errors import BackendError, FormatError, NotYetConfirmed, UsageError
+from odfweb3.errors import (
+    BackendError,
+    ConflictError,
+    FormatError,
+    NotYetConfirmed,
+    UsageError,
+)
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state import PublishState, RawState, StateStore
 from odfweb3.publish.state_home import StateHome
-from odfweb3.publish.target import Phases, Price, RemoteView, UploadResult
+from odfweb3.publish.target import Phases, Price, UploadResult
 from odfweb3_arweave.client.gateway import ArweaveGateway
 from odfweb3_arweave.client.turbo import TurboClient, TurboPayment, TurboStatus
 from odfweb3_arweave.formats.b64 import b64url_encode
 from odfweb3_arweave.formats.receipt import decode_receipt, encode_receipt, verify_receipt
 from odfweb3_arweave.formats.tx import Transaction
 from odfweb3_arweave.publish.gateway_target import GatewayTarget
+from odfweb3_arweave.publish.publish_bundle import ArweaveView
 from odfweb3_arweave.publish.state import (
+    ARWEAVE_CODEC,
+    ArweaveExtra,
+    ArweaveTyped,
     parse_arweave_extra,
     parse_arweave_state,
-    serialize_arweave_extra,
 )
 from odfweb3_arweave.publish.turbo_chunks import (
     DEFAULT_CHUNK_BYTES,
@@ -62,6 +71,7 @@ __all__ = [
     "TurboTarget",
     "bundle_index",
     "not_finalized",
+    "only_finalized",
     "record_finalized",
     "turbo_price",
     "turbo_statuses",
@@ -155,15 +165,17 @@ class TurboTarget(GatewayTarget):
         self.chunk_bytes = chunk_bytes
         self.chunked_timeout = chunked_timeout
         self.name = f"turbo:{turbo.url}"
-        self.home = StateHome(states, self.name)  # the state under this target's own name
+        # The state under this target's own name; a ``status`` that recorded the bundler's
+        # FINALIZED meanwhile is no rival (:func:`only_finalized`).
+        self.home = StateHome(states, self.name, ARWEAVE_CODEC, settled=only_finalized)
 
     def __repr__(self) -> str:
         return f"TurboTarget({self.turbo.url}, owner={self.wallet.address})"
 
     # -- the saved state is current while the bundler has our last record ------------------
 
-    def _state_is_current(self, state: PublishState, latest: Upload | None) -> bool:
-        record = self._typed(state).record
+    def _state_is_current(self, state: ArweaveTyped, latest: Upload | None) -> bool:
+        record = state.record
         if record is None:
             return False
         if latest is not None and latest.id == record.record_id:
@@ -176,11 +188,10 @@ class TurboTarget(GatewayTarget):
             return self.turbo.status(record.record_id).state in ("CONFIRMED", "FINALIZED")
         return False
 
-    def _check_receipts(self, state: PublishState) -> None:
+    def _check_receipts(self, state: ArweaveTyped) -> None:
         """The saved state's receipts verify, by the key it pinned."""
         where = str(self.home.path(state.dataset_id))
-        extra = parse_arweave_extra(state.extra, where)
-        record = self._typed(state).record
+        extra, record = state.extra, state.record
         receipts = extra.receipts or {}
         if record is None or extra.bundler is None or record.record_id not in receipts:
             raise FormatError(f"{where}: no bundler receipt for upload record; {_REMEDY}")
@@ -190,7 +201,7 @@ class TurboTarget(GatewayTarget):
 
     # -- the price first ---------------------------------------------------------------
 
-    def quote(self, plan: PublishPlan, reader: DatasetReader, view: RemoteView) -> Price | None:
+    def quote(self, plan: PublishPlan, reader: DatasetReader, view: ArweaveView) -> Price | None:
         """``--dry-run``: the credits the items :meth:`upload` would post cost (signed in
         the item spool only, which goes; nothing written or sent). None when nothing is new
         or no payment service is configured."""
@@ -219,16 +230,15 @@ class TurboTarget(GatewayTarget):
 
     # -- upload: sign as --to arweave does, post the items ---------------------------------
 
-    def _pin(self, view: RemoteView) -> str:
+    def _pin(self, view: ArweaveView) -> str:
         """The bundler's key: configured, else seen before (state), else ``/v1/info``'s."""
         if self.turbo.signer is None and view.state is not None:
-            where = str(self.home.path(view.state.dataset_id))
-            self.turbo.signer = parse_arweave_extra(view.state.extra, where).bundler
+            self.turbo.signer = view.state.extra.bundler
         return self.turbo.pinned_signer()
 
     nothing_sent: ClassVar[str] = "nothing new: nothing sent to the bundler"
 
-    def _before_signing(self, view: RemoteView) -> dict[str, Any]:
+    def _before_signing(self, view: ArweaveView) -> dict[str, Any]:
         """The bundler's key, pinned before signing (:meth:`_pin`), and no receipt yet."""
         return {"bundler": self._pin(view), "receipts": {}}
 
@@ -239,13 +249,15 @@ class TurboTarget(GatewayTarget):
         self._charge(sizes, size)
         return None, 0
 
-    def _send(self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool) -> UploadResult:
+    def _send(
+        self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool
+    ) -> UploadResult[ArweaveExtra]:
         """Post each item without a receipt (:meth:`_post_items`)."""
         return self._post_items(dataset_id, checkpoint, resumed=resumed)
 
     def _post_items(
         self, dataset_id: str, checkpoint: dict[str, Any], *, resumed: bool
-    ) -> UploadResult:
+    ) -> UploadResult[ArweaveExtra]:
         spool = self.spool_dir / str(checkpoint["spool"])
         where = str(self._checkpoint(dataset_id).path)
         signer = checkpoint.get("bundler")
@@ -330,14 +342,14 @@ class TurboTarget(GatewayTarget):
         return UploadResult(
             locator=str(result["locator"]),
             objects=objects,
-            extra=serialize_arweave_extra(extra),
+            extra=extra,
             bytes_sent=int(checkpoint.get("result", {}).get("summary", {}).get("bundleBytes", 0)),
             summary=summary,
         )
 
     # -- after the save: the bundler's FINALIZED, within the deadline ----------------------
 
-    def save(self, state: PublishState) -> None:
+    def save(self, state: ArweaveTyped) -> RawState:
         """Save the state (the upload is sent: its receipts prove it), then, with
         ``finalize_timeout``, wait that long for the bundler's FINALIZED of the record and
         record it (``record.status: finalized``, as :func:`record_finalized` does for
@@ -347,10 +359,11 @@ class TurboTarget(GatewayTarget):
             NotYetConfirmed: not FINALIZED by the deadline (exit 75); the state saved says
                 pending, never finalized.
         """
-        super().save(state)
-        if self.finalize_timeout <= 0 or state.record.get("status") == "finalized":
-            return
-        record_id = str(state.record.get("recordId"))
+        saved = super().save(state)
+        record = state.record
+        if self.finalize_timeout <= 0 or record is None or record.status == "finalized":
+            return saved
+        record_id = record.record_id
         status = wait_finalized(
             self.turbo,
             record_id,
@@ -367,9 +380,10 @@ class TurboTarget(GatewayTarget):
             raise NotYetConfirmed(line)
         # Still inside the session: the state just written, compared, then marked.
         self.home.check_unchanged()
-        saved = self.home.seen
-        assert saved is not None
-        self.home.write(saved.evolve(record={**saved.record, "status": "finalized"}))
+        seen = self.home.seen
+        assert seen is not None and seen.record is not None
+        final = dataclasses.replace(seen.record, status="finalized")
+        return self.home.write(seen.evolve(record=final)).evolve(objects=saved.objects)
 
 
 def wait_finalized(
@@ -472,18 +486,48 @@ def turbo_statuses(
     ]
 
 
+def only_finalized(seen: ArweaveTyped, now: ArweaveTyped) -> bool:
+    """``now`` is ``seen`` with only its record marked finalized (what
+    :func:`record_finalized` writes): the same upload, settled further, not a rival's."""
+    if (seen.head, seen.locator, seen.extra) != (now.head, now.locator, now.extra):
+        return False
+    before, after = seen.record, now.record
+    return (
+        before is not None
+        and after is not None
+        and after.status == "finalized"
+        and dataclasses.replace(after, status=before.status) == before
+    )
+
+
 def record_finalized(states: StateStore, state: PublishState) -> bool:
     """Save ``record.status: finalized`` in the state of ``state``'s upload once the
     bundler said FINALIZED (its bundle is in a block and it verified it), so ``status
-    --offline`` and the next publish know without asking. The state is read again just
-    before it is written and left alone unless it still names the same record (a publish
-    that moved on in between wins). True when the saved state says finalized after.
+    --offline`` and the next publish know without asking. True when the saved state says
+    finalized after.
+
+    The write goes through the target's state home as a publish's does: read once, the
+    target's lock held, compared and set. A publish of this dataset to this target that
+    holds the lock, or wrote its state since the read, wins: its state is left as it is
+    (the next ``status`` records the finalized record it names), never overwritten with
+    this older view, and the publish never sees a state it did not read (no spurious
+    conflict). The state is left alone too unless it still names the same record.
     """
-    record_id = state.record.get("recordId")
-    current = states.load(state.dataset_id, state.target)
-    if current is None or current.record.get("recordId") != record_id:
+    where = f"publish state of {state.target}"
+    asked = parse_arweave_state(state, where).record
+    home = StateHome(states, state.target, ARWEAVE_CODEC, settled=only_finalized)
+    current = home.inspect(state.dataset_id)
+    if asked is None or current is None:
         return False
-    if current.record.get("status") == "finalized":
+    if current.record is None or current.record.record_id != asked.record_id:
+        return False
+    if current.record.status == "finalized":
         return True
-    states.save(current.evolve(record={**current.record, "status": "finalized"}))
+    final = dataclasses.replace(current.record, status="finalized")
+    try:
+        with home.session():
+            home.check_unchanged()
+            home.write(current.evolve(record=final))
+    except ConflictError:
+        return False
     return True

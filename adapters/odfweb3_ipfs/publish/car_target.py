@@ -77,8 +77,8 @@ from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.out_dir import LOCK_NAME, OutDirHome
 from odfweb3.publish.outdir_seal import OutDirSeal
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
-from odfweb3.publish.state import ParsedOnce, PublishState, load_summary_file
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.state import RawState, load_summary_file
+from odfweb3.publish.target import UploadResult
 from odfweb3.writeback import WritebackFile
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.cid import Cid
@@ -105,14 +105,14 @@ from odfweb3_ipfs.publish.pipeline import (
 )
 from odfweb3_ipfs.publish.signing_key import KeyChooser, KnownName, names_in_car_dir
 from odfweb3_ipfs.publish.state import (
+    CAR_CODEC,
     CarExtra,
     CarState,
+    CarTyped,
+    CarView,
     DagFacts,
     IpnsFacts,
-    parse_car_extra,
     parse_car_state,
-    serialize_car_extra,
-    serialize_car_state,
 )
 from odfweb3_ipfs.read.car_replica import CarDirCheck, check_car_dir
 from odfweb3_ipfs.read.replay_memory import SequenceMemory, sequence_floor
@@ -174,9 +174,9 @@ class CarTarget:
         self.clock = clock
         self._written: list[str] = []
         self._unchanged = False
-        # publish.json: read, locked, compared and written (odfweb3.publish.out_dir)
-        self.home = OutDirHome(out_dir, self._opened)
-        self._parsed = ParsedOnce(self._checked)  # each state parsed and checked once
+        # publish.json: read (its typed state parsed there, once, and its names checked),
+        # locked, compared and written (serialized there, once): odfweb3.publish.out_dir
+        self.home = OutDirHome(out_dir, CAR_CODEC, self._opened)
         # A first publish: its resume files, what they hold, their identity (inspect).
         self._resume: tuple[CarResume, Resumed | None, tuple[int, int, int, int] | None] | None
         self._resume = None
@@ -186,33 +186,24 @@ class CarTarget:
         """The ``publish.json`` of this directory."""
         return self.out_dir / "publish.json"
 
-    def _opened(self, state: PublishState) -> PublishState:
-        """A state read from ``publish.json``, its names checked and its object index
-        attached (the objects are in OUT_DIR's packs, read when asked)."""
-        index = self._typed(state).extra.object_index
+    def _opened(self, state: CarTyped) -> CarTyped:
+        """A state read from ``publish.json``, typed: its names checked (FormatError naming
+        ``publish.json`` for a file name that is not one this target writes:
+        :func:`check_file_names`) and its object index attached (the objects are in
+        OUT_DIR's packs, read when asked)."""
+        where = str(self.summary_path)
+        check_file_names(state, where)
+        index = state.extra.object_index
         if index is None:
             return state
-        where = str(self.summary_path)
         return state.evolve(objects=ObjectIndex.from_json(self.out_dir, index, where))
-
-    def _typed(self, state: PublishState) -> CarState:
-        """The typed record and extra of a state of this directory (FormatError naming
-        ``publish.json`` when a field has the wrong type, or a file name that is not one
-        this target writes: :func:`check_file_names`)."""
-        return self._parsed(state, str(self.summary_path))
-
-    @staticmethod
-    def _checked(state: PublishState, where: str) -> CarState:
-        typed = parse_car_state(state, where)
-        check_file_names(typed, where)
-        return typed
 
     @property
     def build_settings(self) -> BuildSettings:
         """How this target builds what it publishes (:mod:`.pipeline`)."""
         return BuildSettings(self.keys.key, self.profile, self.sealer, self.publisher)
 
-    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+    def inspect(self, dataset_id: str, local_head: bytes) -> CarView:
         """What the directory holds: the last ``publish.json``, if its CARs are all there."""
         self._resume = None
         state, raw = self.home.inspect()
@@ -225,22 +216,22 @@ class CarTarget:
         self.keys.decide(dataset_id, names_in_car_dir(self.out_dir, dataset_id, state))
         if state is None:
             return self._resumed_view(dataset_id)
-        car = self._typed(state)
+        car = state
         # Its publish.json says whether its CARs hold ciphertext (also to a new machine).
         encrypted = bool(car.extra.dag.encrypted or car.extra.dag.key_envelope)
         cars = car.extra.cars or ()
         missing = [c for c in cars if not (self.out_dir / c).is_file()]
         if missing:
             note = f"{missing[0]} is gone from {self.out_dir}: writing a full CAR again"
-            return RemoteView(head=None, state=None, notes=(note,), encrypted=encrypted)
-        doubt = self._trusted(car, state, raw)
+            return CarView(head=None, state=None, notes=(note,), encrypted=encrypted)
+        doubt = self._trusted(car, raw)
         if doubt is not None:
-            return RemoteView(head=None, state=None, notes=(doubt,), encrypted=encrypted)
+            return CarView(head=None, state=None, notes=(doubt,), encrypted=encrypted)
         if not reusable_state(car.extra.dag, self.profile, encrypted=self.sealer is not None):
             # Its CARs hold the objects made another way (CID profile, encryption).
-            return RemoteView(head=state.head, state=state, holds_head=False, encrypted=encrypted)
+            return CarView(head=state.head, state=state, holds_head=False, encrypted=encrypted)
         has = state.objects if isinstance(state.objects, ObjectIndex) else frozenset(state.objects)
-        return RemoteView(
+        return CarView(
             head=state.head, has=has, state=state, record=self._served(car), encrypted=encrypted
         )
 
@@ -252,31 +243,32 @@ class CarTarget:
     def _tag(self) -> str | None:
         return self.profile.state_tag or None
 
-    def _resumed_view(self, dataset_id: str) -> RemoteView:
+    def _resumed_view(self, dataset_id: str) -> CarView:
         """A first publish: the objects an interrupted one left whole in its partial CAR
         are linked, not written again (:mod:`.car_resume`)."""
         resume = self._resume_files(dataset_id)
         self._resume = (resume, resume.load(), resume.identity())
         resumed = self._resume[1]
         if resumed is None:
-            return RemoteView(head=None)
+            return CarView(head=None)
         dag = DagFacts(
             cid_version=self.cid_version,
             cid_profile=self._tag,
             encrypted=True if self.sealer else None,
             key_epoch=self.sealer.epoch if self.sealer else None,
         )
-        state = PublishState(
+        state = CarTyped(
             dataset_id=dataset_id,
             target=self.name,
+            record=IpnsFacts(),
             objects=resumed.objects,
-            **serialize_car_state(CarState(IpnsFacts(), CarExtra(dag=dag))),
+            extra=CarExtra(dag=dag),
         )
         note = (
             f"resuming an interrupted publish: {len(resumed.objects)} objects are whole in "
             f"its partial CAR ({resumed.offset} bytes kept)"
         )
-        return RemoteView(
+        return CarView(
             head=None,
             has=frozenset(resumed.objects),
             state=state,
@@ -284,10 +276,10 @@ class CarTarget:
             encrypted=self.sealer is not None,  # resumed only under the same key
         )
 
-    def _content_files(self, car: CarState) -> list[str]:
+    def _content_files(self, car: CarTyped) -> list[str]:
         return [*(car.extra.cars or ()), *car.extra.side_cars]
 
-    def _trusted(self, car: CarState, state: PublishState, raw: Mapping[str, Any]) -> str | None:
+    def _trusted(self, car: CarTyped, raw: Mapping[str, Any]) -> str | None:
         """None when what the directory holds may be reused: the seal vouches for
         ``publish.json`` and every CAR it names, or, when it does not (no seal, or a
         mismatch), the directory re-read checks out (:meth:`_reread`). Else the note of a
@@ -297,7 +289,7 @@ class CarTarget:
         doubt = self.seal.vouches(self.out_dir, raw, self._content_files(car))
         if doubt is None:
             return None
-        failed = self._reread(car, state)
+        failed = self._reread(car)
         if failed is None:
             self.seal.forget_files()  # checked as they are now: hashed again at save
             return None
@@ -306,7 +298,7 @@ class CarTarget:
             "writing a full CAR again"
         )
 
-    def _reread(self, car: CarState, state: PublishState) -> str | None:
+    def _reread(self, state: CarTyped) -> str | None:
         """Check the directory as a reader would, and what a publish reuses of it: the
         record, the DAG under the root complete in the CARs, ``refs/head``
         (:func:`.check_car_dir`), the object index equal to the DAG's directories, and every
@@ -330,7 +322,7 @@ class CarTarget:
                     }
                 if index != listed:
                     return f"its object index differs from the DAG's {folder}/"
-            for table in (car.extra.hamt_shards or {}).values():
+            for table in (state.extra.hamt_shards or {}).values():
                 for value in table.values():
                     if Cid.from_bytes(bytes.fromhex(str(value[0]))) not in check.index:
                         return "a HAMT shard publish.json names is in no CAR"
@@ -338,7 +330,7 @@ class CarTarget:
             return str(exc)
         return None
 
-    def _served(self, car: CarState) -> RemoteRecord | None:
+    def _served(self, car: CarTyped) -> RemoteRecord | None:
         """The record this directory serves, as facts for the plan (:func:`.plan_record`);
         None when there is none to keep: no record file, or an encrypted publish (its key
         envelope is not compared, so it is always re-signed)."""
@@ -363,9 +355,9 @@ class CarTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: CarView,
         progress: Callable[[int], None],
-    ) -> UploadResult:
+    ) -> UploadResult[CarExtra]:
         """Write the delta CAR (temp file, then renamed to ``<root>.car``)."""
         self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing written
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -384,7 +376,7 @@ class CarTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: CarView,
         progress: Callable[[int], None],
     ) -> tuple[DeltaCar, str, int]:
         """A first publish's CAR, resumable (:mod:`.car_resume`): the delta, the partial
@@ -419,9 +411,9 @@ class CarTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: CarView,
         progress: Callable[[int], None],
-    ) -> UploadResult:
+    ) -> UploadResult[CarExtra]:
         prev = view.state
         first = prev is None or (self._resume is not None and self._resume[1] is not None)
         if first:
@@ -452,12 +444,12 @@ class CarTarget:
                     car_bytes = 0
         dag = delta.dag
         car_name = f"{dag.root.cid.encode()}.car"
-        cars = list(self._typed(prev).extra.cars or ()) if prev else []
+        cars = list(prev.extra.cars or ()) if prev else []
         if car_name not in cars:
             cars.append(car_name)
         self._written = [car_name]
         desc = dict(delta.side.skipped) | dict(delta.side.kept)
-        discovery = list(self._typed(prev).extra.discovery_cars or ()) if prev else []
+        discovery = list(prev.extra.discovery_cars or ()) if prev else []
         for file in delta.side.files:  # each its own CAR beside the root's
             desc |= {file.kind: file.cid.encode(), f"{file.kind}Car": self._write_side_car(file)}
             if file.kind in DISCOVERY_KINDS and desc[f"{file.kind}Car"] not in discovery:
@@ -466,36 +458,34 @@ class CarTarget:
         return UploadResult(
             locator=dag.root.cid.encode(),
             objects=index,
-            extra=serialize_car_extra(
-                CarExtra(
-                    dag=DagFacts(
-                        cid_version=self.cid_version,
-                        cid_profile=self.profile.state_tag or None,
-                        encrypted=True if self.sealer else None,
-                        key_epoch=self.sealer.epoch if self.sealer else None,
-                        # No dirBlocks: the next build knows from the layout
-                        # which directory blocks are new (build_dataset_dag_indexed).
-                        dir_blocks=None,
-                        descriptor=desc.get("descriptor"),
-                        key_envelope=desc.get("keyEnvelope"),
-                        croissant=desc.get("croissant"),
-                        dcat=desc.get("dcat"),
-                    ),
-                    cars=tuple(cars),
-                    # The HAMT tries of the top directories: the next publish rebuilds
-                    # only the shards its new entries fall under.
-                    hamt_shards=shards_json(dag.shards) if dag.shards else None,
-                    descriptor_car=desc.get("descriptorCar"),
-                    key_envelope_car=desc.get("keyEnvelopeCar"),
-                    object_index=index.to_json(),
-                    discovery_cars=tuple(discovery) or None,
-                )
+            extra=CarExtra(
+                dag=DagFacts(
+                    cid_version=self.cid_version,
+                    cid_profile=self.profile.state_tag or None,
+                    encrypted=True if self.sealer else None,
+                    key_epoch=self.sealer.epoch if self.sealer else None,
+                    # No dirBlocks: the next build knows from the layout
+                    # which directory blocks are new (build_dataset_dag_indexed).
+                    dir_blocks=None,
+                    descriptor=desc.get("descriptor"),
+                    key_envelope=desc.get("keyEnvelope"),
+                    croissant=desc.get("croissant"),
+                    dcat=desc.get("dcat"),
+                ),
+                cars=tuple(cars),
+                # The HAMT tries of the top directories: the next publish rebuilds
+                # only the shards its new entries fall under.
+                hamt_shards=shards_json(dag.shards) if dag.shards else None,
+                descriptor_car=desc.get("descriptorCar"),
+                key_envelope_car=desc.get("keyEnvelopeCar"),
+                object_index=index.to_json(),
+                discovery_cars=tuple(discovery) or None,
             ),
             bytes_sent=car_bytes,
             summary={"car": car_name, "carBlocks": dag.new_blocks, "carBytes": car_bytes} | desc,
         )
 
-    def _write_index(self, dag: DatasetDag, prev: PublishState | None) -> ObjectIndex:
+    def _write_index(self, dag: DatasetDag, prev: CarTyped | None) -> ObjectIndex:
         """The object index of the new layout, its new pack written before publish.json."""
         return write_dag_index(
             dag, prev, partial(ObjectIndex.write_fresh, self.out_dir), public=True
@@ -522,24 +512,24 @@ class CarTarget:
         self._written.append(car_name)
         return car_name
 
-    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def commit(self, plan: PublishPlan, upload: UploadResult[CarExtra], view: CarView) -> CarTyped:
         """Sign and write the IPNS record (sequence + 1) pointing at the new root."""
         self.home.check_unchanged()
         if self._unchanged and view.state is not None:
             return view.state
         return self._commit(plan, upload, view)
 
-    def _commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def _commit(self, plan: PublishPlan, upload: UploadResult[CarExtra], view: CarView) -> CarTyped:
         key = self.keys.key(plan.dataset_id)
         name = IpnsName.from_public_key(public_key_bytes(key))
-        prev = self._typed(view.state) if view.state else None
+        prev = view.state
         last = prev.record.sequence if prev else None
         sequence = (-1 if last is None else last) + 1 if prev else 0
         # Above all this machine signed or saw for the name, whatever publish.json says.
         floor = sequence_floor(name, self.keystore, self.seen, plan.dataset_id)
         if floor is not None and sequence <= floor:
             sequence = floor + 1
-        sent = parse_car_extra(upload.extra, self.name)
+        sent = upload.extra
         ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev else None)
         now = self.clock()
         record = create_record(
@@ -556,33 +546,30 @@ class CarTarget:
         record_file = f"{name}.ipns-record"
         write_atomic(self.out_dir / record_file, encode_record(record))
         self._written.append(record_file)
-        return PublishState(
+        return CarTyped(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
-            objects=upload.objects,
-            **serialize_car_state(
-                CarState(
-                    record=IpnsFacts(
-                        name=str(name),
-                        sequence=sequence,
-                        validity=record.expires_at.isoformat(),
-                        value=record.value_text,
-                        file=record_file,
-                        ttl=record.ttl_ns // 1_000_000_000,
-                    ),
-                    extra=replace(sent, dag=dag),
-                )
+            record=IpnsFacts(
+                name=str(name),
+                sequence=sequence,
+                validity=record.expires_at.isoformat(),
+                value=record.value_text,
+                file=record_file,
+                ttl=record.ttl_ns // 1_000_000_000,
             ),
+            objects=upload.objects,
+            extra=replace(sent, dag=dag),
         )
 
-    def save(self, state: PublishState) -> None:
-        """Write ``publish.json`` last: the state plus a human-facing summary."""
+    def save(self, state: CarTyped) -> RawState:
+        """Write ``publish.json`` last: the state (serialized there, once) plus a
+        human-facing summary."""
         if self._unchanged:  # nothing new: publish.json stays as it was
             self._unchanged = False
-            return
-        car = self._typed(state)
+            return CAR_CODEC.serialize(state)  # as publish.json holds it, not written
+        car = state
         summary = {
             "root": state.locator,
             "ipnsName": car.record.name,
@@ -593,7 +580,7 @@ class CarTarget:
             "import": list(import_commands(car)),
         }
         large = len(state.objects) > 1000 or len(car.extra.dag.dir_blocks or ()) > 1000
-        self.home.write(
+        return self.home.write(
             state,
             summary,
             large=large,
@@ -628,7 +615,7 @@ def _listing(check: CarDirCheck, folder: str) -> dict[str, str]:
     return {n: c.encode() for n, c in list_directory(folder_cid, check.index.get).items()}
 
 
-def check_file_names(car: CarState, where: str) -> None:
+def check_file_names(car: CarTyped, where: str) -> None:
     """Refuse a state whose file names are not the plain names this target writes:
     ``<cid>.car`` for every CAR, ``<ipns name>.ipns-record`` for the record.
 
@@ -688,7 +675,7 @@ def head_of_summary(path: Path) -> bytes | None:
     return multihash_from_str(head) if head else None
 
 
-def import_commands(car: CarState) -> tuple[str, ...]:
+def import_commands(car: CarState | CarTyped) -> tuple[str, ...]:
     """The commands that load ``car:DIR`` into a Kubo node, run in ``DIR``: every CAR, oldest
     first (each holds only what the ones before it lacked, so importing the newest alone
     leaves its root's older blocks missing and the node waits for them), then the record.

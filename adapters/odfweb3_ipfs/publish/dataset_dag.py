@@ -35,7 +35,7 @@ from odfweb3.odf.digest_map import DigestMap
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import E, PublishState, R
 from odfweb3_ipfs.formats.cid import CODEC_RAW, Cid
 from odfweb3_ipfs.formats.hamt import (
     DEFAULT_FANOUT,
@@ -45,7 +45,7 @@ from odfweb3_ipfs.formats.hamt import (
 )
 from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
 from odfweb3_ipfs.publish.object_index import ObjectIndex, partition_of
-from odfweb3_ipfs.publish.state import parse_car_extra, parse_dag_facts
+from odfweb3_ipfs.publish.state import IpfsTyped, X
 from odfweb3_ipfs.publish.unixfs_import import (
     BlockSink,
     DirNode,
@@ -407,7 +407,7 @@ class _AllLinks(Mapping[str, ObjectLink]):
 
 
 def reusable_links(
-    state: PublishState | None,
+    state: IpfsTyped[X] | None,
     has: Collection[str],
     *,
     cid_version: int,
@@ -423,7 +423,7 @@ def reusable_links(
     """
     if state is None:
         return {}, frozenset()
-    facts = parse_dag_facts(state.extra, f"publish state of {state.target}")
+    facts = state.extra.dag
     previous: Mapping[str, ObjectLink] = (
         IndexLinks(state.objects)
         if isinstance(state.objects, ObjectIndex)
@@ -450,7 +450,7 @@ def _count_in(links: Mapping[str, ObjectLink], folder: str) -> int:
 
 
 def reusable_shards(
-    state: PublishState | None, previous: Mapping[str, ObjectLink]
+    state: IpfsTyped[X] | None, previous: Mapping[str, ObjectLink]
 ) -> dict[str, ShardTable]:
     """The previous publish's HAMT shard tables (state ``hamtShards``), per top directory.
 
@@ -459,7 +459,7 @@ def reusable_shards(
     """
     if state is None or not previous:
         return {}
-    raw = parse_car_extra(state.extra, f"publish state of {state.target}").hamt_shards
+    raw = state.extra.hamt_shards
     if raw is None:
         return {}
     out: dict[str, ShardTable] = {}
@@ -1066,7 +1066,7 @@ def _recorded_size(obj: DatasetObject) -> int | None:
 
 def write_dag_index(
     dag: DatasetDag,
-    prev: PublishState | None,
+    prev: PublishState[R, E] | None,
     write_fresh: Callable[[Mapping[str, ObjectLink], Callable[[str], list[Any]]], ObjectIndex],
     *,
     public: bool,

@@ -77,9 +77,9 @@ from odfweb3.errors import BackendRejected, ConflictError, FormatError, NotFound
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.publish.plan import PublishPlan, RemoteRecord
-from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state import RawState, StateStore
 from odfweb3.publish.state_home import StateHome
-from odfweb3.publish.target import RemoteView, UploadResult
+from odfweb3.publish.target import UploadResult
 from odfweb3_ipfs.client.kubo import KuboClient
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import (
@@ -108,16 +108,13 @@ from odfweb3_ipfs.publish.pipeline import (
 )
 from odfweb3_ipfs.publish.signing_key import KeyChooser, KnownName, dataset_name
 from odfweb3_ipfs.publish.state import (
+    NODE_CODEC,
     DagFacts,
     IpnsFacts,
     NodeExtra,
     NodePending,
-    NodeState,
-    parse_node_extra,
-    parse_node_state,
-    serialize_ipns_facts,
-    serialize_node_extra,
-    serialize_node_state,
+    NodeTyped,
+    NodeView,
 )
 from odfweb3_ipfs.read.replay_memory import sequence_floor
 
@@ -183,7 +180,7 @@ def _names_envelope(seen: NodeRecord | None) -> bool:
 
 
 def _state_key(
-    target: IpfsNodeTarget, dataset_id: str, typed: NodeState | None
+    target: IpfsNodeTarget, dataset_id: str, typed: NodeTyped | None
 ) -> Ed25519PrivateKey | None:
     """The key of the name a saved state says the dataset is published under (republish).
 
@@ -296,7 +293,8 @@ class IpfsNodeTarget:
         self.gateway_url = gateway_url.rstrip("/") if gateway_url else None
         self.name = f"ipfs:{client.api_url}"
         # The state file: read once, locked, compared, written last (odfweb3.publish.state_home)
-        self.home = StateHome(states, self.name)
+        # The state, typed from its read to its write (NODE_CODEC)
+        self.home = StateHome(states, self.name, NODE_CODEC)
         # One name per dataset and target (:mod:`.signing_key`): decided in inspect.
         self.keys = KeyChooser(keystore, self.name, announce=announce, others=other_names)
         self.profile = profile or profile_for(None, cid_version)
@@ -326,13 +324,13 @@ class IpfsNodeTarget:
         where = str(self.home.path(dataset_id))
         return NodeObjectIndex.from_json(self.index_dir(dataset_id), raw, where)
 
-    def _load(self, dataset_id: str) -> PublishState | None:
-        """The saved state, read once per publish (:meth:`StateHome.inspect`): its
-        ``objects`` are the object index (read part by part) when the state has one."""
+    def _load(self, dataset_id: str) -> NodeTyped | None:
+        """The saved state, read and parsed once per publish (:meth:`StateHome.inspect`):
+        its ``objects`` are the object index (read part by part) when the state has one."""
         state = self.home.inspect(dataset_id)
         if state is None:
             return None
-        index = self._typed(state).extra.object_index
+        index = state.extra.object_index
         if index is not None:
             state = state.evolve(objects=self._index(dataset_id, index))
         return state
@@ -355,7 +353,7 @@ class IpfsNodeTarget:
         """How this target builds what it publishes (:mod:`.pipeline`)."""
         return BuildSettings(self.keys.key, self.profile, self.sealer, self.publisher)
 
-    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+    def inspect(self, dataset_id: str, local_head: bytes) -> NodeView:
         """What the node holds for the dataset (state checked against the node)."""
         notes: list[str] = []
         state = self._load(dataset_id)
@@ -364,7 +362,7 @@ class IpfsNodeTarget:
         if seen is not None and seen.expired:
             notes.append("the node's IPNS record has expired; this publish renews it")
 
-        typed = self._typed(state) if state is not None else None
+        typed = state
         last = typed.record.sequence if typed is not None else None
         our_seq = -1 if last is None else last
         if (
@@ -380,7 +378,7 @@ class IpfsNodeTarget:
             return self._view_from_record(dataset_id, seen, state, notes)
         if state is None or typed is None:
             # A first publish: what an interrupted one left whole on the node is linked.
-            return self._resumed(dataset_id, RemoteView(head=None, notes=tuple(notes)))
+            return self._resumed(dataset_id, NodeView(head=None, notes=tuple(notes)))
 
         # The committed state, checked against the node.
         has: Collection[str] = frozenset()
@@ -431,9 +429,9 @@ class IpfsNodeTarget:
         )
         if seen is None and state.head is not None:
             notes.append("the node has no record for the name; this publish puts it back")
-        checked = state.evolve(objects=objects, **serialize_node_state(replace(typed, extra=extra)))
+        checked = state.evolve(objects=objects, extra=extra)
         whole = holds_head and bool(has) and pending is None
-        view = RemoteView(
+        view = NodeView(
             head=state.head,
             has=has,
             state=checked,
@@ -447,7 +445,7 @@ class IpfsNodeTarget:
         return view
 
     def _served(
-        self, seen: NodeRecord | None, typed: NodeState, root: str | None
+        self, seen: NodeRecord | None, typed: NodeTyped, root: str | None
     ) -> RemoteRecord | None:
         """The node's record as facts for the plan (:func:`.plan_record`), when it is the one
         our state names (same sequence, same root) and could be kept; None otherwise: no
@@ -473,7 +471,7 @@ class IpfsNodeTarget:
         """The batch records of an unfinished upload (:mod:`.node_batches`)."""
         return BatchLog(self.index_dir(dataset_id), self.client, self.home.checkpoint(dataset_id))
 
-    def _resumed(self, dataset_id: str, view: RemoteView) -> RemoteView:
+    def _resumed(self, dataset_id: str, view: NodeView) -> NodeView:
         """``view`` (nothing on the node to link), with the objects an interrupted upload
         left whole on the node (its batch nodes still pinned) linked instead of sent."""
         facts = self._profile_facts()
@@ -486,10 +484,11 @@ class IpfsNodeTarget:
             return view
         if self.sealer is not None:
             facts = replace(facts, encrypted=True, key_epoch=self.sealer.epoch)
-        base = view.state or PublishState(
+        base = view.state or NodeTyped(
             dataset_id=dataset_id,
             target=self.name,
-            **serialize_node_state(NodeState(IpnsFacts(), NodeExtra(dag=facts))),
+            record=IpnsFacts(),
+            extra=NodeExtra(dag=facts),
         )
         note = (
             f"resuming an interrupted upload: {len(objects)} objects ({batches} batches) "
@@ -504,7 +503,7 @@ class IpfsNodeTarget:
             encrypted=view.encrypted or self.sealer is not None,
         )
 
-    def _record_of_name(self, dataset_id: str, state: PublishState | None) -> NodeRecord | None:
+    def _record_of_name(self, dataset_id: str, state: NodeTyped | None) -> NodeRecord | None:
         """Decide which key signs (:mod:`.signing_key`) from the records the node holds,
         and return the node's record for that name. Asked, in order, until the node holds
         a record of a name whose key is here: the name of our state, the keystore's names
@@ -516,7 +515,7 @@ class IpfsNodeTarget:
         before anything is sent.
         """
         held = self.keys.held(dataset_id)
-        typed = self._typed(state) if state is not None else None
+        typed = state
         first = [parse_ipns_name(typed.record.name)] if typed and typed.record.name else []
         found: list[KnownName] = []
         records: dict[IpnsName, NodeRecord] = {}
@@ -553,37 +552,37 @@ class IpfsNodeTarget:
         return records.get(plan.name) if plan.name is not None else None
 
     def _view_from_record(
-        self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
-    ) -> RemoteView:
+        self, dataset_id: str, seen: NodeRecord, state: NodeTyped | None, notes: list[str]
+    ) -> NodeView:
         """Rebuild the view from the node's record (no or stale state)."""
         view = self._rebuilt_view(dataset_id, seen, state, notes)
         # The record names a key envelope: the name serves ciphertext (a new machine too).
         return replace(view, encrypted=_names_envelope(seen))
 
     def _rebuilt_view(
-        self, dataset_id: str, seen: NodeRecord, state: PublishState | None, notes: list[str]
-    ) -> RemoteView:
+        self, dataset_id: str, seen: NodeRecord, state: NodeTyped | None, notes: list[str]
+    ) -> NodeView:
         root = seen.root
         record_facts = IpnsFacts(sequence=seen.record.sequence, value=seen.record.value_text)
-        base = PublishState(
-            dataset_id=dataset_id, target=self.name, record=serialize_ipns_facts(record_facts)
+        base = NodeTyped(
+            dataset_id=dataset_id, target=self.name, record=record_facts, extra=NodeExtra()
         )
         if root is None:
             notes.append(f"the node's record points at {seen.record.value_text}, not /ipfs/<cid>")
-            return RemoteView(head=None, state=base, notes=tuple(notes))
+            return NodeView(head=None, state=base, notes=tuple(notes))
         if self.client.block_size(root) is None:
             notes.append(
                 f"the node's record points at {root}, which the node does not hold: "
                 "sending the whole dataset"
             )
-            return RemoteView(head=None, state=base, notes=tuple(notes))
+            return NodeView(head=None, state=base, notes=tuple(notes))
         head = _head_of(self.client, seen, root)
         notes.append(
             f"rebuilt the publish state from the node's record (sequence "
             f"{seen.record.sequence}, root {root})"
         )
         base = base.evolve(head=head, locator=root.encode())
-        typed = self._typed(state) if state is not None else None
+        typed = state
         pending = typed.extra.pending if typed is not None else None
         if (
             typed is not None
@@ -611,13 +610,13 @@ class IpfsNodeTarget:
             extra = NodeExtra(
                 dag=dag, hamt_shards=pending.hamt_shards, object_index=pending.object_index
             )
-            base = base.evolve(objects=objects, extra=serialize_node_extra(extra))
+            base = base.evolve(objects=objects, extra=extra)
             self._previous_root = root.encode()
             notes.append("the record names the root of our interrupted publish: reusing it")
             if reusable_state(dag, self.profile, encrypted=self.sealer is not None):
-                return RemoteView(head=head, has=objects, state=base, notes=tuple(notes))
+                return NodeView(head=head, has=objects, state=base, notes=tuple(notes))
         # No links for the root's objects: the plan sends them all.
-        return RemoteView(head=head, state=base, notes=tuple(notes), holds_head=False)
+        return NodeView(head=head, state=base, notes=tuple(notes), holds_head=False)
 
     # -- steps 3-5 ----------------------------------------------------------------------
 
@@ -631,9 +630,9 @@ class IpfsNodeTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: NodeView,
         progress: Callable[[int], None],
-    ) -> UploadResult:
+    ) -> UploadResult[NodeExtra]:
         """Build the delta CAR in a temp file, ``dag/import`` it, pin the new root."""
         self.check_signing(plan.dataset_id)  # a name whose key is not here: nothing sent
         self.home.check_unchanged()  # another publish on this machine moved it: nothing sent
@@ -726,16 +725,14 @@ class IpfsNodeTarget:
         return UploadResult(
             locator=root.encode(),
             objects=index,
-            extra=serialize_node_extra(
-                NodeExtra(
-                    dag=facts,
-                    source=str(reader.root),
-                    node=self.client.node.kind,
-                    # The next publish rebuilds only the shards its new entries fall under
-                    # and reads only the index parts they fall in.
-                    hamt_shards=shards,
-                    object_index=index.to_json(),
-                )
+            extra=NodeExtra(
+                dag=facts,
+                source=str(reader.root),
+                node=self.client.node.kind,
+                # The next publish rebuilds only the shards its new entries fall under
+                # and reads only the index parts they fall in.
+                hamt_shards=shards,
+                object_index=index.to_json(),
             ),
             bytes_sent=self.client.stats.bytes_sent - sent_before,
             summary={
@@ -765,9 +762,7 @@ class IpfsNodeTarget:
                     raise
         self.client.pin_add(root)
 
-    def _write_index(
-        self, dataset_id: str, dag: DatasetDag, prev: PublishState | None
-    ) -> ObjectIndex:
+    def _write_index(self, dataset_id: str, dag: DatasetDag, prev: NodeTyped | None) -> ObjectIndex:
         """The object index of the new root, its new pack written before any state names
         it (:func:`.dataset_dag.write_dag_index`)."""
         fresh = partial(NodeObjectIndex.write_fresh, self.index_dir(dataset_id))
@@ -788,8 +783,7 @@ class IpfsNodeTarget:
         """
         saved = self.home.seen
         if saved is None:
-            saved = PublishState(dataset_id=plan.dataset_id, target=self.name)
-        typed = self._typed(saved)
+            saved = NodeTyped(plan.dataset_id, self.name, record=IpnsFacts(), extra=NodeExtra())
         profile = self._profile_facts()
         pending = NodePending(
             root=root,
@@ -799,21 +793,17 @@ class IpfsNodeTarget:
             object_index=index.to_json(),
             hamt_shards=shards,
         )
-        typed = replace(typed, extra=replace(typed.extra, pending=pending))
-        self.home.write(saved.evolve(**serialize_node_state(typed)))
+        self.home.write(saved.evolve(extra=replace(saved.extra, pending=pending)))
 
     def _profile_facts(self) -> DagFacts:
         """How this target's CIDs are made, as publish state records it."""
         return DagFacts(cid_version=self.cid_version, cid_profile=self.profile.state_tag or None)
 
-    def _typed(self, state: PublishState) -> NodeState:
-        """The typed record and extra of one of this target's states (FormatError naming
-        the state file when a field has the wrong type)."""
-        return parse_node_state(state, str(self.home.path(state.dataset_id)))
-
     # -- step 6 -------------------------------------------------------------------------
 
-    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def commit(
+        self, plan: PublishPlan, upload: UploadResult[NodeExtra], view: NodeView
+    ) -> NodeTyped:
         """Put the signed record (sequence + 1) for the new root; detect a lost race."""
         if self._unchanged and view.state is not None:
             return view.state
@@ -830,7 +820,7 @@ class IpfsNodeTarget:
                 f"({now_seen.record.value_text}) for {name} while we published; "
                 "our objects are stored and pinned, the name was not changed: run publish again"
             )
-        prev = self._typed(view.state) if view.state is not None else None
+        prev = view.state
         last = prev.record.sequence if prev is not None else None
         sequences = [-1 if last is None else last]
         if now_seen is not None:
@@ -845,17 +835,17 @@ class IpfsNodeTarget:
         value = f"/ipfs/{upload.locator}"
         # The inputs map is kept in the state too, so republish re-signs the same
         # map and a plain publish keeps the map the last --with-inputs publish recorded.
-        sent = parse_node_extra(upload.extra, self.name)
+        sent = upload.extra
         ext, dag = record_extension(plan, sent.dag, prev.extra.dag if prev is not None else None)
         mode, record = self._put_record(plan.dataset_id, key, name, value, sequence, ext)
-        typed = NodeState(_record_facts(name, record, mode), replace(sent, dag=dag))
-        return PublishState(
+        return NodeTyped(
             dataset_id=plan.dataset_id,
             target=self.name,
             head=plan.head,
             locator=upload.locator,
+            record=_record_facts(name, record, mode),
             objects=upload.objects,
-            **serialize_node_state(typed),
+            extra=replace(sent, dag=dag),
         )
 
     def _put_record(
@@ -946,15 +936,17 @@ class IpfsNodeTarget:
 
     # -- step 7 -------------------------------------------------------------------------
 
-    def save(self, state: PublishState) -> None:
-        """Save the state (the state home drops the index packs it no longer names), then
-        unpin the previous root if asked (the name has moved). Nothing new: nothing."""
+    def save(self, state: NodeTyped) -> RawState:
+        """Save the state (serialized once, by the state home, which drops the index packs
+        it no longer names), then unpin the previous root if asked (the name has moved).
+        Nothing new: nothing written."""
         if self._unchanged:
-            return
-        self.home.write(state)
+            return NODE_CODEC.serialize(state)  # as the state file holds it
+        saved = self.home.write(state)
         old = self._previous_root
         if self.unpin_previous and old and old != state.locator:
             self.client.pin_rm(Cid.decode(old))
+        return saved
 
     def republish(self, dataset_id: str) -> RepublishResult:
         """Re-sign the current record: same value and extension, sequence + 1."""
@@ -996,7 +988,7 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
         NotFound: nothing was published for this dataset on this node.
     """
     state = target.home.inspect(dataset_id)
-    typed = target._typed(state) if state is not None else None
+    typed = state
     key = _state_key(target, dataset_id, typed)
     if key is None or state is None or typed is None or typed.record.value is None:
         raise NotFound(
@@ -1022,5 +1014,5 @@ def republish(target: IpfsNodeTarget, dataset_id: str) -> RepublishResult:
         target.home.check_unchanged()
         mode, record = target._put_record(dataset_id, key, name, value, sequence + 1, ext)
         facts = _record_facts(name, record, mode)
-        target.home.write(state.evolve(record=serialize_ipns_facts(facts)))
+        target.home.write(state.evolve(record=facts))
     return RepublishResult(dataset_id, str(name), value, record.sequence, record.expires_at, mode)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from odfweb3.backends import TargetOptions
     from odfweb3_ipfs.declaration import IpfsOptions
     from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+    from odfweb3_ipfs.publish.state import CarExtra, NodeExtra
 
 __all__ = ["load_service", "open_pinning_target", "service_names", "token_env_name"]
 
@@ -135,17 +136,13 @@ def _staging_car_target(config: Config, options: TargetOptions[IpfsOptions]) -> 
 
 def open_pinning_target(
     config: Config, options: TargetOptions[IpfsOptions], arg: str, node: IpfsNodeTarget | None
-) -> PinningTarget:
+) -> PinningTarget[NodeExtra] | PinningTarget[CarExtra]:
     """``pinning:NAME[,NAME...]``: the node target plus the named services."""
     services = [load_service(config, n, options.env) for n in service_names(config, arg)]
+    states = StateStore(config.state_dir)
+    notify = options.notify or (lambda text: None)
     if config.get("pinning", "via", default="node") == "car":
-        base: IpfsNodeTarget | CarTarget = _staging_car_target(config, options)
-    else:
-        assert node is not None
-        base = node
-    return PinningTarget(
-        base,
-        services,
-        StateStore(config.state_dir),
-        notify=options.notify or (lambda text: None),
-    )
+        car = _staging_car_target(config, options)
+        return PinningTarget(car, services, states, notify=notify)
+    assert node is not None
+    return PinningTarget(node, services, states, notify=notify)

@@ -48,17 +48,18 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from odfweb3.errors import BackendError, BackendRejected, FormatError, OdfWeb3Error, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan
-from odfweb3.publish.state import PublishState, StateStore
+from odfweb3.publish.state import RawState, StateStore
 from odfweb3.publish.state_home import StateHome
-from odfweb3.publish.target import PartOutcome, RemoteView, UploadResult
+from odfweb3.publish.target import PartOutcome, PublishTarget, UploadResult
 from odfweb3_ipfs.client.pinning import (
     PinFailed,
     PinningAuthError,
@@ -69,13 +70,17 @@ from odfweb3_ipfs.client.pinning import (
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 from odfweb3_ipfs.publish.state import (
+    PIN_CODEC,
+    IpfsTyped,
+    IpfsView,
     IpnsFacts,
     PinExtra,
-    PinState,
-    parse_ipns_facts,
-    parse_pin_state,
-    serialize_pin_state,
+    PinTyped,
+    X,
 )
+
+if TYPE_CHECKING:
+    from odfweb3.crypto.sealer import Sealer
 
 __all__ = [
     "UPDATE_MODES",
@@ -148,11 +153,24 @@ class _Outcome:
         )
 
 
+class PinnedTarget(PublishTarget[IpnsFacts, X], Protocol[X]):
+    """What publishes the roots a pinning target pins: a Kubo node target or ``car:DIR``
+    (:class:`~.node_target.IpfsNodeTarget`, :class:`~.car_target.CarTarget`), whose typed
+    state the pinning target passes through as it is."""
+
+    @property
+    def sealer(self) -> Sealer | None: ...
+
+    def session(self) -> AbstractContextManager[None]: ...
+
+    def check_signing(self, dataset_id: str) -> None: ...
+
+
 @dataclass
-class PinningTarget:
+class PinningTarget(Generic[X]):
     """``pinning:NAME,...`` (see the module docstring)."""
 
-    node: IpfsNodeTarget | CarTarget
+    node: PinnedTarget[X]
     services: list[PinningService]
     states: StateStore
     notify: Callable[[str], None] = lambda text: None
@@ -161,21 +179,22 @@ class PinningTarget:
     name: str = ""
     _car: Path | None = None
     # Each service's pin state (target pinning:NAME): read once, compared, written last.
-    _homes: dict[str, StateHome] = field(default_factory=dict)
+    _homes: dict[str, StateHome[IpnsFacts, PinExtra]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.name = "pinning:" + ",".join(s.name for s in self.services)
         self._homes = {
-            s.name: StateHome(self.states, service_state_target(s.name)) for s in self.services
+            s.name: StateHome(self.states, service_state_target(s.name), PIN_CODEC)
+            for s in self.services
         }
 
     @property
-    def sealer(self) -> Any:
+    def sealer(self) -> Sealer | None:
         return self.node.sealer
 
     # -------------------------------------------------------------- steps
 
-    def inspect(self, dataset_id: str, local_head: bytes) -> RemoteView:
+    def inspect(self, dataset_id: str, local_head: bytes) -> IpfsView[X]:
         for svc in self.services:
             try:
                 svc.client.check_auth(timeout=min(svc.deadline, svc.client.timeout))
@@ -204,9 +223,9 @@ class PinningTarget:
         self,
         plan: PublishPlan,
         reader: DatasetReader,
-        view: RemoteView,
+        view: IpfsView[X],
         progress: Callable[[int], None],
-    ) -> UploadResult:
+    ) -> UploadResult[X]:
         for home in self._homes.values():
             home.check_unchanged()  # another publish moved a service's pin meanwhile
         up = self.node.upload(plan, reader, view, progress)
@@ -231,35 +250,33 @@ class PinningTarget:
         parts = tuple(o.to_part(name) for name, o in self.outcomes.items())
         return dataclasses.replace(up, summary={**up.summary, "pins": pins}, parts=parts)
 
-    def commit(self, plan: PublishPlan, upload: UploadResult, view: RemoteView) -> PublishState:
+    def commit(self, plan: PublishPlan, upload: UploadResult[X], view: IpfsView[X]) -> IpfsTyped[X]:
         return self.node.commit(plan, upload, view)
 
-    def save(self, state: PublishState) -> None:
-        self.node.save(state)
+    def save(self, state: IpfsTyped[X]) -> RawState:
+        saved = self.node.save(state)
         # The IPNS name the node (or car:) target's record stands under, named by the pins.
-        name = parse_ipns_facts(state.record, f"publish state of {state.target}").name
+        name = state.record.name
         for svc in self.services:
             o = self.outcomes.get(svc.name)
             if o is None or o.status is None:
                 continue
-            pin = PinState(
-                IpnsFacts(name=name or None),
-                PinExtra(
-                    endpoint=svc.client.endpoint,
-                    requestid=o.status.requestid,
-                    status=o.status.status,
-                    node=self.node.name,
-                ),
-            )
             self._homes[svc.name].write(
-                PublishState(
+                PinTyped(
                     dataset_id=state.dataset_id,
                     target=service_state_target(svc.name),
                     head=state.head,
                     locator=o.status.cid,
-                    **serialize_pin_state(pin),
+                    record=IpnsFacts(name=name or None),
+                    extra=PinExtra(
+                        endpoint=svc.client.endpoint,
+                        requestid=o.status.requestid,
+                        status=o.status.status,
+                        node=self.node.name,
+                    ),
                 )
             )
+        return saved
 
     # -------------------------------------------------------------- helpers
 
@@ -308,7 +325,7 @@ class PinningTarget:
         )
         home = self._homes[svc.name]
         prev, where = home.seen, str(home.path(dataset_id))
-        prev_rid = (parse_pin_state(prev, where).extra.requestid or "") if prev else ""
+        prev_rid = (prev.extra.requestid or "") if prev else ""
         old = client.get(prev_rid) if prev_rid else None
         if old is not None and prev is not None and old.cid not in (prev.locator, root):
             # The pin this machine made under that request id was for prev.locator: a

@@ -43,7 +43,6 @@ from odfweb3.odf.chain import DatasetObject, walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.plan import PublishPlan, held_entries
-from odfweb3.publish.target import RemoteView
 from odfweb3_ipfs.formats.car import CarWriter
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import OdfExtension
@@ -58,7 +57,7 @@ from odfweb3_ipfs.publish.dataset_dag import (
     reusable_links,
     reusable_shards,
 )
-from odfweb3_ipfs.publish.state import DagFacts, parse_dag_facts
+from odfweb3_ipfs.publish.state import DagFacts, IpfsView, X
 from odfweb3_ipfs.publish.unixfs_import import BlockSink
 
 __all__ = [
@@ -121,7 +120,7 @@ class BuildSettings:
 def build_delta(
     plan: PublishPlan,
     reader: DatasetReader,
-    view: RemoteView,
+    view: IpfsView[X],
     settings: BuildSettings,
     *,
     sink: BlockSink,
@@ -206,7 +205,9 @@ def _disagree(plan: PublishPlan, path: str, sent: bool, linked: bool) -> NoRetur
     )
 
 
-def _grows_held_layout(plan: PublishPlan, view: RemoteView, previous: Mapping[str, object]) -> bool:
+def _grows_held_layout(
+    plan: PublishPlan, view: IpfsView[X], previous: Mapping[str, object]
+) -> bool:
     """The plan only adds its sent objects to the layout the target holds.
 
     True when the target holds its head (an ancestor of ours, or ours: a re-publish, which
@@ -241,7 +242,7 @@ def write_delta_car(
     f: BinaryIO,
     plan: PublishPlan,
     reader: DatasetReader,
-    view: RemoteView,
+    view: IpfsView[X],
     settings: BuildSettings,
     *,
     progress: Callable[[int], None],
@@ -372,7 +373,7 @@ def side_files(
     reader: DatasetReader,
     root: str,
     settings: BuildSettings,
-    view: RemoteView | None = None,
+    view: IpfsView[X] | None = None,
     known_sha256: Mapping[bytes, str] | None = None,
 ) -> SideFiles:
     """The descriptor and the discovery documents (plain) or the key envelope (encrypted,
@@ -432,7 +433,7 @@ def side_files(
     )
 
 
-def earlier_documents(plan: PublishPlan, view: RemoteView | None) -> Earlier:
+def earlier_documents(plan: PublishPlan, view: IpfsView[X] | None) -> Earlier:
     """The documents the target's state names, and the head they were published with;
     nothing when the state has none (a first publish, an older odfweb3's) or when the new
     head does not descend from the target's (a forced publish: every file again)."""
@@ -441,7 +442,7 @@ def earlier_documents(plan: PublishPlan, view: RemoteView | None) -> Earlier:
         return Earlier()
     if plan.forced or state.head != plan.remote_head:
         return Earlier()
-    dag = parse_dag_facts(state.extra, f"publish state of {state.target}")
+    dag = state.extra.dag
     if not (dag.croissant and dag.dcat) or dag.encrypted:
         return Earlier()
     return Earlier(state.head, f"ipfs://{dag.croissant}", f"ipfs://{dag.dcat}")
@@ -452,7 +453,7 @@ def discovery_documents(
     reader: DatasetReader,
     root: str,
     settings: BuildSettings,
-    view: RemoteView | None,
+    view: IpfsView[X] | None,
     identity: str,
     known_sha256: Mapping[bytes, str] | None = None,
 ) -> tuple[tuple[SideFile, ...], dict[str, str]]:

@@ -49,7 +49,7 @@ from odfweb3_ipfs.formats.ipns import (
     verify_record,
 )
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
-from odfweb3_ipfs.publish.state import parse_ipns_facts
+from odfweb3_ipfs.publish.state import CarTyped, parse_ipns_facts
 
 __all__ = [
     "KeyChooser",
@@ -125,14 +125,23 @@ def _name_in_state(state: PublishState | None, dataset_id: str) -> IpnsName | No
         return None
 
 
+def _name_of(summary: CarTyped | None, dataset_id: str) -> IpnsName | None:
+    if summary is None or summary.dataset_id != dataset_id or not summary.record.name:
+        return None
+    try:
+        return parse_ipns_name(summary.record.name)
+    except OdfWeb3Error:  # a damaged or foreign state names nothing
+        return None
+
+
 def names_in_car_dir(
-    out_dir: Path, dataset_id: str, summary: PublishState | None = None
+    out_dir: Path, dataset_id: str, summary: CarTyped | None = None
 ) -> list[KnownName]:
     """The names a ``car:DIR`` holds records of ``dataset_id`` under: ``publish.json``'s, then
     every ``<name>.ipns-record`` whose signature verifies (expired or not) and whose
     ``_odf.datasetId`` is the dataset's (a plain record under a name we already know counts)."""
     out: list[KnownName] = []
-    named = _name_in_state(summary, dataset_id)
+    named = _name_of(summary, dataset_id)
     if named is not None:
         out.append(KnownName(named, f"{out_dir}/publish.json"))
     try:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
 
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import JSONMap, PublishState, StateCodec
 from odfweb3.publish.state_fields import (
     hex_list,
     json_object,
@@ -36,17 +36,29 @@ from odfweb3.publish.state_fields import (
     str_list,
     str_map,
 )
+from odfweb3.publish.target import RemoteView
 
 __all__ = [
+    "CAR_CODEC",
+    "NODE_CODEC",
+    "PIN_CODEC",
     "CarExtra",
     "CarState",
+    "CarTyped",
+    "CarView",
+    "DagExtra",
     "DagFacts",
+    "IpfsTyped",
+    "IpfsView",
     "IpnsFacts",
     "NodeExtra",
     "NodePending",
     "NodeState",
+    "NodeTyped",
+    "NodeView",
     "PinExtra",
     "PinState",
+    "PinTyped",
     "StateParts",
     "parse_car_extra",
     "parse_car_state",
@@ -538,3 +550,71 @@ def serialize_pin_state(pin: PinState) -> StateParts:
             {"endpoint": x.endpoint, "requestid": x.requestid, "status": x.status, "node": x.node}
         ),
     )
+
+
+# -- the typed states the targets hold from inspect to save --------------------------------
+
+
+class DagExtra(Protocol):
+    """What the IPFS builds read of a ``car:`` or node target's ``extra``
+    (:class:`CarExtra`, :class:`NodeExtra`): how its CIDs were made, its HAMT shard tables."""
+
+    @property
+    def dag(self) -> DagFacts: ...
+
+    @property
+    def hamt_shards(self) -> Mapping[str, Any] | None: ...
+
+
+X = TypeVar("X", bound=DagExtra)
+IpfsTyped = PublishState[IpnsFacts, X]
+"""A ``car:`` or node target's typed state (its ``extra``: :class:`CarExtra` or
+:class:`NodeExtra`)."""
+IpfsView = RemoteView[IpnsFacts, X]
+
+CarTyped = PublishState[IpnsFacts, CarExtra]
+CarView = RemoteView[IpnsFacts, CarExtra]
+NodeTyped = PublishState[IpnsFacts, NodeExtra]
+NodeView = RemoteView[IpnsFacts, NodeExtra]
+PinTyped = PublishState[IpnsFacts, PinExtra]
+
+
+def _car_parts(
+    record: Mapping[str, Any], extra: Mapping[str, Any], where: str
+) -> tuple[IpnsFacts, CarExtra]:
+    return parse_ipns_facts(record, where), parse_car_extra(extra, where)
+
+
+def _car_json(record: IpnsFacts, extra: CarExtra) -> tuple[JSONMap, JSONMap]:
+    return serialize_ipns_facts(record), serialize_car_extra(extra)
+
+
+def _node_parts(
+    record: Mapping[str, Any], extra: Mapping[str, Any], where: str
+) -> tuple[IpnsFacts, NodeExtra]:
+    return parse_ipns_facts(record, where), parse_node_extra(extra, where)
+
+
+def _node_json(record: IpnsFacts, extra: NodeExtra) -> tuple[JSONMap, JSONMap]:
+    return serialize_ipns_facts(record), serialize_node_extra(extra)
+
+
+def _pin_parts(
+    record: Mapping[str, Any], extra: Mapping[str, Any], where: str
+) -> tuple[IpnsFacts, PinExtra]:
+    typed = parse_pin_state(PublishState("", "", record=dict(record), extra=dict(extra)), where)
+    return typed.record, typed.extra
+
+
+def _pin_json(record: IpnsFacts, extra: PinExtra) -> tuple[JSONMap, JSONMap]:
+    parts = serialize_pin_state(PinState(record, extra))
+    return parts["record"], parts["extra"]
+
+
+CAR_CODEC: StateCodec[IpnsFacts, CarExtra] = StateCodec(_car_parts, _car_json)
+"""``car:DIR``'s typed state: parsed once where ``publish.json`` is read, serialized once
+where it is written."""
+NODE_CODEC: StateCodec[IpnsFacts, NodeExtra] = StateCodec(_node_parts, _node_json)
+"""A Kubo node target's typed state, likewise for its private state file."""
+PIN_CODEC: StateCodec[IpnsFacts, PinExtra] = StateCodec(_pin_parts, _pin_json)
+"""A pinning service's typed state (``pinning:NAME``)."""

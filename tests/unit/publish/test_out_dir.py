@@ -8,7 +8,7 @@ import pytest
 
 from odfweb3.errors import ConflictError
 from odfweb3.publish.out_dir import LOCK_NAME, OutDirHome
-from odfweb3.publish.state import PublishState
+from odfweb3.publish.state import RAW_CODEC, PublishState
 
 DID = "did:odf:fed0119d20360650afd3d412c6b11529778b784c697559c0107d37ee5da61465726eb"
 
@@ -20,7 +20,7 @@ def _state(head: bytes | None) -> PublishState:
 def test_a_live_publisher_holds_the_directory_and_a_dead_ones_lock_is_taken_over(
     tmp_path: Path,
 ) -> None:
-    home = OutDirHome(tmp_path / "out")
+    home = OutDirHome(tmp_path / "out", RAW_CODEC)
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / LOCK_NAME).write_text(str(os.getppid()))  # alive, not us
     with pytest.raises(ConflictError, match=r"another publisher \(pid"), home.session():
@@ -33,13 +33,14 @@ def test_a_live_publisher_holds_the_directory_and_a_dead_ones_lock_is_taken_over
 
 def test_a_session_that_wrote_nothing_leaves_no_directory(tmp_path: Path) -> None:
     ended = []
-    with pytest.raises(RuntimeError), OutDirHome(tmp_path / "out").session(lambda: ended.append(1)):
+    home = OutDirHome(tmp_path / "out", RAW_CODEC)
+    with pytest.raises(RuntimeError), home.session(lambda: ended.append(1)):
         raise RuntimeError("refused before writing")
     assert not (tmp_path / "out").exists() and ended == [1]
 
 
 def test_publish_json_moved_after_inspect_is_a_conflict(tmp_path: Path) -> None:
-    home = OutDirHome(tmp_path)
+    home = OutDirHome(tmp_path, RAW_CODEC)
     home.write(_state(b"\x12\x20" + b"a" * 32), {}, large=False, seal=None, files=(), written=())
     home.inspect()
     home.check_unchanged()  # the same file

@@ -14,7 +14,13 @@ import pytest
 
 from odfweb3.errors import ConflictError, FormatError
 from odfweb3.publish.pack_index import IndexLayout, PackIndex, write_pack
-from odfweb3.publish.state import MAX_CHECKPOINT_SIZE, PublishState, StateStore, save_state_file
+from odfweb3.publish.state import (
+    MAX_CHECKPOINT_SIZE,
+    RAW_CODEC,
+    PublishState,
+    StateStore,
+    save_state_file,
+)
 from odfweb3.publish.state_home import StateHome
 
 DID = "did:odf:fed0119d20360650afd3d412c6b11529778b784c697559c0107d37ee5da61465726eb"
@@ -28,7 +34,7 @@ def _state(head: bytes | None, **kw: Any) -> PublishState:
 
 
 def _home(tmp_path: Path) -> StateHome:
-    return StateHome(StateStore(tmp_path / "state"), TARGET)
+    return StateHome(StateStore(tmp_path / "state"), TARGET, RAW_CODEC)
 
 
 def test_a_live_publishers_lock_refuses_and_a_dead_ones_is_taken_over(tmp_path: Path) -> None:
@@ -58,7 +64,7 @@ def test_the_session_is_dropped_however_the_publish_ends(tmp_path: Path) -> None
     with pytest.raises(RuntimeError), home.session():
         raise RuntimeError("upload failed")
     assert not home.path(DID).with_suffix(".lock").exists()
-    other = StateHome(home.states, TARGET)  # the next publisher of the pair gets it
+    other = StateHome(home.states, TARGET, RAW_CODEC)  # the next publisher of the pair gets it
     other.inspect(DID)
     with other.session():
         pass
@@ -71,6 +77,27 @@ def test_a_state_saved_by_another_publish_after_inspect_is_a_conflict(tmp_path: 
     ours.check_unchanged()  # the same file
     theirs.inspect(DID)
     theirs.write(_state(HEAD_B, record={"sequence": 2}))
+    with pytest.raises(ConflictError, match=r"another publish of .* saved .* meanwhile"):
+        ours.check_unchanged()
+
+
+def test_a_state_the_targets_rule_calls_settled_is_built_on_not_a_conflict(
+    tmp_path: Path,
+) -> None:
+    def settled(seen: PublishState, now: PublishState) -> bool:
+        return now.evolve(record={**now.record, "status": seen.record["status"]}) == seen
+
+    ours = StateHome(StateStore(tmp_path / "state"), TARGET, RAW_CODEC, settled=settled)
+    theirs = _home(tmp_path)
+    ours.write(_state(HEAD_A, record={"status": "pending"}))
+    ours.inspect(DID)
+    assert ours.settled_now is None
+    theirs.inspect(DID)
+    theirs.write(_state(HEAD_A, record={"status": "finalized"}))  # a ``status`` marked it
+    ours.check_unchanged()
+    assert ours.settled_now is not None and ours.settled_now.record == {"status": "finalized"}
+    assert ours.seen == ours.settled_now
+    theirs.write(_state(HEAD_B, record={"status": "pending"}))  # a rival's publish
     with pytest.raises(ConflictError, match=r"another publish of .* saved .* meanwhile"):
         ours.check_unchanged()
 

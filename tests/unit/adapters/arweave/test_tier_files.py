@@ -17,7 +17,11 @@ from odfweb3_arweave.formats.record import AddedFile, SkipLink
 from odfweb3_arweave.publish.bundle_plan import Tier
 from odfweb3_arweave.publish.bundle_target import BundleTarget
 from odfweb3_arweave.publish.publish_bundle import with_stored_tiers
-from odfweb3_arweave.publish.state import parse_arweave_state, serialize_arweave_state
+from odfweb3_arweave.publish.state import (
+    ARWEAVE_CODEC,
+    parse_arweave_state,
+    serialize_arweave_state,
+)
 from odfweb3_arweave.publish.tier_files import (
     decode_tier_files,
     encode_tier_files,
@@ -84,7 +88,7 @@ def test_a_state_with_inline_tiers_is_converted_when_saved(tmp_path) -> None:
     state = PublishState(dataset_id="did:odf:x", target="t", extra=extra)
     typed = parse_arweave_state(state, "s")
     assert serialize_arweave_state(typed)["extra"] == extra  # read as written
-    saved = with_stored_tiers(state, tmp_path, "s")
+    saved = ARWEAVE_CODEC.serialize(with_stored_tiers(ARWEAVE_CODEC.parse(state, "s"), tmp_path))
     assert [t[4] for t in saved.extra["tiers"]] == [GOLDEN_DIGEST, GOLDEN_DIGEST, {}]
     assert [p.name for p in tmp_path.iterdir()] == [tier_file_name(GOLDEN_DIGEST)]
     again = parse_arweave_state(saved, "s")

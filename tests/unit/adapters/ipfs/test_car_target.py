@@ -353,17 +353,26 @@ def test_inspect_reports_the_record_as_facts_and_the_plan_decides(tmp_path, keys
     assert not again.plan.keep_record and again.state.record["sequence"] == 1
 
 
-def test_an_update_parses_each_state_once(tmp_path, keystore, monkeypatch):
-    # The state inspect read (its packs attached later: the same record and extra) is
-    # parsed once for inspect, upload and commit; the new state once, for save.
-    from odfweb3_ipfs.publish import car_target
+def test_an_update_parses_the_state_once_where_read_and_serializes_once_where_written(
+    tmp_path, keystore, monkeypatch
+):
+    # The typed state goes from inspect to save: publish.json is parsed once, where it is
+    # read (upload and commit compare the same file by its identity), and the new state is
+    # serialized once, where publish.json is written.
+    from odfweb3_ipfs.publish import state as ipfs_state
 
     ds = create_root_dataset(tmp_path / "ds", blocks=3, data_bytes=2000, seed=21).path
     out = tmp_path / "out"
     publish_dataset(ds, CarTarget(out, keystore))
     append_blocks(ds, 1, data_bytes=1000, seed=22)
-    parsed = []
-    real = car_target.parse_car_state
-    monkeypatch.setattr(car_target, "parse_car_state", lambda s, w: parsed.append(w) or real(s, w))
-    publish_dataset(ds, CarTarget(out, keystore))
-    assert len(parsed) == 2
+    parsed, written = [], []
+    parse, serialize = ipfs_state.parse_car_extra, ipfs_state.serialize_car_extra
+    monkeypatch.setattr(
+        ipfs_state, "parse_car_extra", lambda raw, w: parsed.append(w) or parse(raw, w)
+    )
+    monkeypatch.setattr(
+        ipfs_state, "serialize_car_extra", lambda x: written.append(x) or serialize(x)
+    )
+    done = publish_dataset(ds, CarTarget(out, keystore))
+    assert parsed == [str(out / "publish.json")] and len(written) == 1
+    assert done.state is not None and done.state.extra == serialize(written[0])

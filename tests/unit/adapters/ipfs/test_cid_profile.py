@@ -28,6 +28,7 @@ from odfweb3_ipfs.publish.cid_profile import (
     profile_for,
 )
 from odfweb3_ipfs.publish.dataset_dag import reusable_links
+from odfweb3_ipfs.publish.state import CAR_CODEC
 from odfweb3_ipfs.publish.unixfs_import import Entry, import_tree
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -84,8 +85,9 @@ def test_objects_are_reused_only_under_the_same_profile():
     has = frozenset({"data/a"})
 
     def reused(state, profile):
+        typed = CAR_CODEC.parse(state, "t")
         links, _ = reusable_links(
-            state, has, cid_version=profile.cid_version, encrypted=False, profile=profile
+            typed, has, cid_version=profile.cid_version, encrypted=False, profile=profile
         )
         return bool(links)
 
@@ -106,7 +108,7 @@ def test_car_target_with_profile_matches_import_tree_and_records_the_profile(tmp
     expected = p.import_tree(ds)
     assert done.upload.locator == expected.cid.encode()
     assert done.upload.locator != import_tree(ds).cid.encode()  # 3 MiB files: other chunking
-    assert done.upload.extra["cidProfile"] == "unixfs-v1-2025"
+    assert done.state.extra["cidProfile"] == "unixfs-v1-2025"
 
     # Incremental under the same profile: the earlier objects are reused, not re-read.
     append_blocks(ds, 1, data_bytes=5000, seed=1)
@@ -126,7 +128,7 @@ def test_car_target_with_profile_matches_import_tree_and_records_the_profile(tmp
 def test_default_publish_records_no_profile(tmp_path):
     ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=1000, seed=7).path
     done = publish_dataset(ds, CarTarget(tmp_path / "out", Keystore(tmp_path / "keys")))
-    assert "cidProfile" not in done.upload.extra
+    assert "cidProfile" not in done.state.extra
     assert done.upload.locator == import_tree(ds).cid.encode()
 
 
@@ -176,7 +178,7 @@ def test_sharded_top_directories_are_built_once_as_build_directory_would(tmp_pat
     done = publish_dataset(ds, CarTarget(tmp_path / "out", Keystore(tmp_path / "k"), profile=low))
     expected = low.import_tree(ds)
     assert done.upload.locator == expected.cid.encode()
-    assert {"blocks", "checkpoints"} <= set(done.upload.extra["hamtShards"])
+    assert {"blocks", "checkpoints"} <= set(done.state.extra["hamtShards"])
     # The estimate alone says what build_directory does, on both sides of the threshold.
     names = [f"f1620{i:064x}" for i in range(40)]
     cid = Cid.sha256(bytes(32), version=low.cid_version, codec=0x70)

@@ -22,6 +22,7 @@ from odfweb3.publish.execute import publish_dataset
 from odfweb3_ipfs.publish.car_target import CarTarget
 from odfweb3_ipfs.publish.cid_profile import DEFAULT_PROFILE
 from odfweb3_ipfs.publish.dataset_dag import build_dataset_dag, reusable_links, reusable_shards
+from odfweb3_ipfs.publish.state import CAR_CODEC
 
 FLAT = [
     ("bafybeidu5kde34vudurwb4cti6tybgtxuzmgp4ogfi5xldjg7lhcfbxoxu", 18935,
@@ -79,5 +80,5 @@ def test_seeded_car_publishes_are_byte_identical(
                 previous_shards=reusable_shards(prior, previous),
             )
             assert dag.root.cid.encode() == done.upload.locator
-        prior = done.state
+        prior = CAR_CODEC.parse(done.state, "publish.json")
     assert got == expected
