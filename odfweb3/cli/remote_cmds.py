@@ -83,7 +83,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "its record must then be signed by the dataset's key or one of this machine's)",
     )
     p.add_argument("dest", help="destination dataset directory")
-    p.add_argument("--parallel", type=int, default=8, help="concurrent downloads (default 8)")
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=8,
+        help="concurrent downloads (default 8; a replica on this machine's disk, car:DIR, is "
+        "read on at most 2: more threads only wait on each other)",
+    )
     p.add_argument(
         "--force",
         action="store_true",
