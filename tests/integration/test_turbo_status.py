@@ -34,7 +34,9 @@ def _status(ds: Path, cfg: Path, capsys, *extra: str) -> dict:
     return row
 
 
-def test_status_records_finalized(turbo: TurboNode, tmp_path, capsys) -> None:
+def _published(turbo: TurboNode, tmp_path: Path, capsys, seed: int):
+    """A one-block dataset published to the bundler: (wallet, config, dataset, record id,
+    the state store, the state saved)."""
     wallet_path = tmp_path / "wallet.json"
     save_wallet(generate_wallet(), wallet_path)
     cfg = tmp_path / "odfweb3.yaml"
@@ -47,12 +49,17 @@ def test_status_records_finalized(turbo: TurboNode, tmp_path, capsys) -> None:
             }
         )
     )
-    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=4_000, seed=2811).path
+    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=4_000, seed=seed).path
     argv = ["publish", str(ds), "--to", "turbo", "--wallet", str(wallet_path), "--json"]
     assert main([*argv, "--config", str(cfg)]) == 0
     record_id = json.loads(capsys.readouterr().out)["recordId"]
     states = StateStore(tmp_path / "state")
     (state,) = states.scan().states
+    return wallet_path, cfg, ds, record_id, states, state
+
+
+def test_status_records_finalized(turbo: TurboNode, tmp_path, capsys) -> None:
+    _, cfg, ds, record_id, states, state = _published(turbo, tmp_path, capsys, 2811)
     assert state.record["status"] == "pending"
 
     # Not finalized yet: status says what the bundler says, the state stays pending.
@@ -80,24 +87,7 @@ def test_status_records_finalized(turbo: TurboNode, tmp_path, capsys) -> None:
 def test_status_against_a_publisher_holding_or_reading_the_state(
     turbo: TurboNode, tmp_path, capsys
 ) -> None:
-    wallet_path = tmp_path / "wallet.json"
-    save_wallet(generate_wallet(), wallet_path)
-    cfg = tmp_path / "odfweb3.yaml"
-    cfg.write_text(
-        json.dumps(
-            {
-                "state_dir": str(tmp_path / "state"),
-                "keystore": str(tmp_path / "keys"),
-                "arweave": {"gateway": turbo.arlocal.url, "turbo": turbo.url},
-            }
-        )
-    )
-    ds = create_root_dataset(tmp_path / "ds", blocks=1, data_bytes=4_000, seed=2812).path
-    argv = ["publish", str(ds), "--to", "turbo", "--wallet", str(wallet_path), "--json"]
-    assert main([*argv, "--config", str(cfg)]) == 0
-    record_id = json.loads(capsys.readouterr().out)["recordId"]
-    states = StateStore(tmp_path / "state")
-    (state,) = states.scan().states
+    wallet_path, cfg, ds, record_id, states, state = _published(turbo, tmp_path, capsys, 2812)
     path = states.path_for(state.dataset_id, state.target)
     turbo.wait_seeded(record_id)
     turbo.arlocal.mine(20)
