@@ -314,15 +314,23 @@ def _objects_at(env: Env, head: bytes) -> set[str]:
     return {o.path for o in iter_objects(older)}
 
 
-@pytest.mark.parametrize("env", sorted(COMPARE_AND_SET), indirect=True)
-def test_a_rival_publish_after_our_plan_is_a_conflict(env: Env) -> None:
+def _published_then_diverged(env: Env, seed: int) -> tuple[Path, Path, bytes]:
+    """Publish the dataset, then two copies of it each one block further, diverged:
+    ours and a rival's (seeds ``seed`` and ``seed + 1`` past the env's); the rival's head."""
     env.publish()
     ours, theirs = env.tmp / "ours", env.tmp / "theirs"
     shutil.copytree(env.ds, ours)
     shutil.copytree(env.ds, theirs)
-    append_blocks(ours, 1, data_bytes=2_000, seed=env.seed + 2)
-    append_blocks(theirs, 1, data_bytes=2_000, seed=env.seed + 3)
+    append_blocks(ours, 1, data_bytes=2_000, seed=env.seed + seed)
+    append_blocks(theirs, 1, data_bytes=2_000, seed=env.seed + seed + 1)
     rival_head = DatasetReader.open(theirs).head()
+    assert rival_head is not None
+    return ours, theirs, rival_head
+
+
+@pytest.mark.parametrize("env", sorted(COMPARE_AND_SET), indirect=True)
+def test_a_rival_publish_after_our_plan_is_a_conflict(env: Env) -> None:
+    ours, theirs, rival_head = _published_then_diverged(env, 2)
 
     def rival() -> None:
         # Another machine publishes a diverged head after we planned, before we upload.
@@ -337,13 +345,7 @@ def test_a_rival_publish_after_our_plan_is_a_conflict(env: Env) -> None:
 
 @pytest.mark.parametrize("env", sorted(PRIVATE_STATE), indirect=True)
 def test_a_rival_on_this_machine_is_refused_before_anything_is_sent(env: Env) -> None:
-    env.publish()
-    ours, theirs = env.tmp / "ours", env.tmp / "theirs"
-    shutil.copytree(env.ds, ours)
-    shutil.copytree(env.ds, theirs)
-    append_blocks(ours, 1, data_bytes=2_000, seed=env.seed + 4)
-    append_blocks(theirs, 1, data_bytes=2_000, seed=env.seed + 5)
-    rival_head = DatasetReader.open(theirs).head()
+    ours, theirs, rival_head = _published_then_diverged(env, 4)
     with env.watched() as proxy:
         assert proxy is not None
         via = proxy.url
