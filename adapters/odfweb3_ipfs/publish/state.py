@@ -21,7 +21,6 @@ read lazily, entry by entry, by :class:`.dataset_dag.ObjectLink` (100,000 entrie
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict, TypeVar
@@ -193,45 +192,12 @@ class DagFacts:
         return self.version == other.version and self.cid_profile == other.cid_profile
 
 
-# The DagFacts of the last few ``extra`` maps parsed or written, by the map's identity (issue
-# 19): ``dirBlocks`` lists every directory block ever sent (90,000 hex CIDs, 6.8 MB at 100,000
-# blocks) and one publish reads the same ``extra`` in several places (inspect, build, upload,
-# commit, save), so it is validated once, not once per reader. The maps are never changed in
-# place (a PublishState is replaced, not edited); each entry holds its map, so an identity is
-# not reused while it is here. Only maps that parsed (or were written from DagFacts) enter.
-_KNOWN_MAX = 4
-_known: dict[int, tuple[Mapping[str, Any], DagFacts]] = {}
-_known_lock = threading.Lock()
-
-
-def _remember(raw: Mapping[str, Any], facts: DagFacts) -> None:
-    with _known_lock:
-        _known.pop(id(raw), None)
-        _known[id(raw)] = (raw, facts)
-        while len(_known) > _KNOWN_MAX:
-            del _known[next(iter(_known))]
-
-
-def _recall(raw: Mapping[str, Any]) -> DagFacts | None:
-    with _known_lock:
-        hit = _known.get(id(raw))
-    return hit[1] if hit is not None and hit[0] is raw else None
-
-
 def parse_dag_facts(raw: Mapping[str, Any], where: str) -> DagFacts:
     """The :class:`DagFacts` of ``extra`` (FormatError naming ``where`` on a wrong type).
 
-    A map parsed (or written by :func:`serialize_car_extra` / :func:`serialize_node_extra`)
-    just before is not validated again: the same map gives the same facts."""
-    known = _recall(raw)
-    if known is not None:
-        return known
-    facts = _parse_dag_facts(raw, where)
-    _remember(raw, facts)
-    return facts
-
-
-def _parse_dag_facts(raw: Mapping[str, Any], where: str) -> DagFacts:
+    Parsed once per read of the state file: the state home parses the file where it reads
+    it and hands the typed state on (``dirBlocks`` lists every directory block ever sent,
+    90,000 hex CIDs at 100,000 blocks)."""
     p = "extra"
     return DagFacts(
         cid_version=opt_field(raw, "cidVersion", int, where, p),
@@ -337,7 +303,6 @@ def serialize_car_extra(extra: CarExtra) -> dict[str, Any]:
             else None,
         }
     )
-    _remember(out, extra.dag)  # parse_dag_facts(out) == extra.dag
     return out
 
 
@@ -482,7 +447,6 @@ def serialize_node_extra(extra: NodeExtra) -> dict[str, Any]:
             "objectIndex": extra.object_index,
         }
     )
-    _remember(out, extra.dag)  # parse_dag_facts(out) == extra.dag
     return out
 
 
