@@ -11,7 +11,8 @@ finding: the input is saved under ``fuzz-findings/<parser>/`` and counted.
 
 Prints one line per parser: inputs, seconds, inputs/s, findings (and the exception types).
 
-The IPFS readers run with their budgets on (issue 16 item 5): ``dag_walk`` and ``hamt``
+The IPFS readers run with their budgets on (a hostile DAG must hit a bound, not exhaust
+memory): ``dag_walk`` and ``hamt``
 take a mutated root node whose CID is computed from the mutated bytes (so the walk gets
 past the hash check and into the structure) above a store of valid blocks (a multi-level
 file, a sharded directory, an amplifying DAG); ``car_dir`` and ``car_dir_summary`` read a

@@ -658,7 +658,7 @@ class GatewayTarget:
     def _latest_inputs(self, carried: Mapping[str, str]) -> dict[str, str]:
         """A carried inputs map, each input pointed at its latest upload by this wallet.
 
-        Issue 11: ``ar://RECORD`` names one upload, and a derivative republished with new
+        Why: ``ar://RECORD`` names one upload, and a derivative republished with new
         blocks may consume input blocks only a later upload of that input holds. Inputs
         of ``--with-inputs`` go to this gateway with this wallet, so their latest upload
         (the readers' rule, :func:`.resolve.find_latest_upload`) is where they live now;

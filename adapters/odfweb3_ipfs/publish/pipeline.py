@@ -521,8 +521,9 @@ def record_extension(
     """The record's ``_odf`` extension and the state's DAG facts for the new head, from
     the upload's facts ``dag`` and the last publish's ``prev``.
 
-    Issue 11: the inputs map (dataset ID -> where each input lives) is the plan's, else
-    the one the last publish recorded (a plain publish keeps it; republish re-signs it).
+    The inputs map (dataset ID -> where each input lives, so a derivative resolves its
+    inputs from its own record) is the plan's, else the one the last publish recorded (a
+    plain publish keeps it; republish re-signs it).
     """
     inputs = plan.record_extra.get("inputs") or (prev.inputs if prev else None)
     if inputs:
