@@ -18,7 +18,12 @@ large files). Per round, interleaved so the machine's load hits all alike:
    hashing its files with both (hashlib releases the GIL: both cores busy);
 2. ``publish_dataset`` to ``car:DIR`` and to ``bundle:DIR`` (the initial publish; each in
    its own child process on a hard-linked copy, interpreter start not timed; peak RSS by
-   ``wait4``).
+   ``wait4``); with ``--targets ...,ipfs``, also to a Kubo v0.43.1 node this script starts
+   (``make gonodes``; tests/support/kubo.py: loopback only), with a new key store each round
+   (a new IPNS name: no record replayed) after the node's pins were removed and its
+   repository garbage-collected (the node stores every block again). Its row gives the
+   node's CPU seconds during the publish beside ours: the node hashes every block it is
+   sent on the same two cores.
 
 Ratios are limit time / publish time (1.0 = as fast as hashing alone; goal >= 0.8).
 Also measured: the RSA-4096 signing rate (RSA-PSS/SHA-256, one and two threads) and the
@@ -32,6 +37,7 @@ per step. No timing assertions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -138,6 +144,14 @@ def _step(target: str, ds: Path, out: Path, keys: Path) -> dict[str, float]:
         from odfweb3_ipfs.publish.car_target import CarTarget
 
         tgt: object = CarTarget(out, Keystore(keys))
+    elif target == "ipfs":
+        from odfweb3.publish.state import StateStore
+        from odfweb3_ipfs.client.kubo import KuboClient
+        from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+
+        out.mkdir(parents=True, exist_ok=True)
+        client = KuboClient(os.environ[_KUBO_API_ENV], timeout=3600)
+        tgt = IpfsNodeTarget(client, Keystore(keys), StateStore(out / "state"), tmp_dir=out)
     else:
         from odfweb3_arweave.publish.bundle_target import BundleTarget
         from odfweb3_arweave.wallet import load_wallet
@@ -153,6 +167,10 @@ def _step(target: str, ds: Path, out: Path, keys: Path) -> dict[str, float]:
         "cpu": time.process_time() - cpu,
         "bytes": float(outcome.upload.bytes_sent),
     }
+
+
+# The node's RPC URL, handed to the publishing child (the script's own variable).
+_KUBO_API_ENV = "ODFWEB3_BENCH_KUBO_API"
 
 
 def _child(argv: list[str], code: Path | None = None) -> tuple[dict[str, float], int]:
@@ -186,6 +204,8 @@ def _publish(
     keys = scratch / "keys"
     for p in (work, out):
         shutil.rmtree(p, ignore_errors=True)
+    if target == "ipfs":
+        shutil.rmtree(keys, ignore_errors=True)  # a new IPNS name each round
     keys.mkdir(mode=0o700, parents=True, exist_ok=True)
     if target == "bundle" and not (keys / "wallet.json").exists():
         from odfweb3_arweave.wallet import generate_wallet, save_wallet
@@ -197,6 +217,23 @@ def _publish(
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _empty_node(api: str) -> None:
+    """Unpin everything and garbage-collect: the next publish sends every block anew."""
+    import httpx
+
+    pins = httpx.post(f"{api}/api/v0/pin/ls", params={"type": "recursive"}, timeout=600)
+    pins.raise_for_status()
+    for cid in pins.json().get("Keys") or {}:
+        httpx.post(f"{api}/api/v0/pin/rm", params={"arg": cid}, timeout=600).raise_for_status()
+    httpx.post(f"{api}/api/v0/repo/gc", timeout=3600).raise_for_status()
 
 
 def _load() -> str:
@@ -262,8 +299,20 @@ def main(argv: list[str] | None = None) -> int:
     limit: dict[str, list[float]] = {n: [] for n in chosen}
     runs: dict[tuple[str, str], list[tuple[dict[str, float], int]]] = {}
     nbytes: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="odfweb3-bench-initial-", dir=args.cache) as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="odfweb3-bench-initial-", dir=args.cache)
+        )
         scratch = Path(tmp)
+        kubo_pid = 0
+        if "ipfs" in targets:
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+            from tests.support.kubo import start_kubo
+
+            node = stack.enter_context(start_kubo(scratch / "kubo"))
+            assert node.process is not None and node.process.proc is not None
+            kubo_pid = node.process.proc.pid
+            os.environ[_KUBO_API_ENV] = node.api_url
         for rnd in range(max(1, args.repeat)):
             for name in chosen:
                 files = _files(bases[name])
@@ -273,21 +322,30 @@ def main(argv: list[str] | None = None) -> int:
                 for target, code in variants:
                     if target.startswith("bundle") and rnd >= args.bundle_rounds:
                         continue
-                    res, rss = _publish(target.split()[0], bases[name], scratch, code)
+                    kind = target.split()[0]
+                    if kind == "ipfs":
+                        _empty_node(os.environ[_KUBO_API_ENV])
+                        node_cpu = _proc_cpu(kubo_pid)
+                    res, rss = _publish(kind, bases[name], scratch, code)
+                    if kind == "ipfs":
+                        res["nodeCpu"] = _proc_cpu(kubo_pid) - node_cpu
                     runs.setdefault((name, target), []).append((res, rss))
+                    node_note = f", node cpu {res['nodeCpu']:.2f} s" if "nodeCpu" in res else ""
                     print(
                         f"round {rnd + 1} {name}: {target}: {res['seconds']:.2f} s, cpu "
-                        f"{res['cpu']:.2f} s, peak RSS {_mb(rss)}, ratio "
+                        f"{res['cpu']:.2f} s{node_note}, peak RSS {_mb(rss)}, ratio "
                         f"{secs / res['seconds']:.3f} (load {_load()})",
                         flush=True,
                     )
 
-        rows = [("dataset", "step", "best s", "MB/s", "ratio", "cpu s", "peak RSS", "rounds (s)")]
+        rows = [("dataset", "step", "best s", "MB/s", "ratio", "cpu s", "node cpu s", "peak RSS",
+                 "rounds (s)")]  # fmt: skip
         for name in chosen:
             mb = nbytes[name] / 1e6
             best = min(limit[name])
             rows.append((name, "hashing limit (2 threads)", f"{best:.2f}", f"{mb / best:.0f}",
-                         "1.000", "", "", "/".join(f"{t:.2f}" for t in limit[name])))  # fmt: skip
+                         "1.000", "", "", "",
+                         "/".join(f"{t:.2f}" for t in limit[name])))  # fmt: skip
             for target, _ in variants:
                 got = runs.get((name, target), [])
                 if not got:
@@ -297,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
                 # Ratio against the limit of the same round, the best such pair.
                 ratio = max(limit[name][i] / g[0]["seconds"] for i, g in enumerate(got))
                 rows.append((name, f"{target}: initial", f"{secs:.2f}", f"{mb / secs:.0f}",
-                             f"{ratio:.3f}", f"{res[0]['cpu']:.2f}", _mb(max(g[1] for g in got)),
+                             f"{ratio:.3f}", f"{res[0]['cpu']:.2f}",
+                             f"{res[0]['nodeCpu']:.2f}" if "nodeCpu" in res[0] else "",
+                             _mb(max(g[1] for g in got)),
                              "/".join(f"{g[0]['seconds']:.2f}" for g in got)))  # fmt: skip
         print_table(rows)
         if "bundle" in targets:
@@ -341,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
             for target in targets:
                 if target == "bundle" and "blocks" in label:
                     continue  # two signatures per object: minutes (see the floor above)
+                if target == "ipfs":
+                    continue  # the node's memory is not ours; bench_memory.py has --to ipfs
                 res, rss = _publish(target, base, scratch)
                 goal = "met" if rss <= GOAL_RSS else "not met"
                 big.append((label, target, f"{res['seconds']:.1f}", _mb(rss), goal))

@@ -29,6 +29,23 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
         [],
     ),
     "bench_unixfs": (["--mb", "50", "--files", "8", "--repeat", "2"], []),
+    "bench_initial": (
+        [
+            "--mb",
+            "50",
+            "--blocks",
+            "300",
+            "--files",
+            "4",
+            "--targets",
+            "car,ipfs,bundle",
+            "--rss-blocks",
+            "0",
+            "--big-gb",
+            "0",
+        ],
+        ["--targets", "car,ipfs,bundle", "--repeat", "3"],
+    ),
     "bench_import_kubo": (
         ["--big-files", "16", "--small-files", "300", "--rounds", "1"],
         ["--rounds", "3"],
