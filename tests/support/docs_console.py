@@ -15,6 +15,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,10 +164,15 @@ class Console:
         """Run one command with ``--json`` (unless it prints no document), check its exit
         status, keep what its output names."""
         plain = "--help" in args or (bool(args) and args[0] in NOT_JSON)
+        started = time.monotonic()
         r = run_cli(args if plain else [*args, "--json"], self.work, {**self.env, **(extra or {})})
+        took = time.monotonic() - started
         self.ran.append((args, r))
-        with self.log.open("a", encoding="utf-8") as log:  # for a failure
-            log.write(f"$ odfweb3 {shlex.join(args)}\n{r.stdout}{r.stderr}exit {r.returncode}\n")
+        with self.log.open("a", encoding="utf-8") as log:  # for a failure (and a slow page)
+            log.write(
+                f"$ odfweb3 {shlex.join(args)}\n{r.stdout}{r.stderr}"
+                f"exit {r.returncode} ({took:.1f} s)\n"
+            )
         assert r.returncode == expected, (
             f"{where}: exited {r.returncode}, the page expects {expected}\n{r.stderr[-3000:]}"
         )

@@ -79,13 +79,18 @@ NOBODY = (65534, 65534)
 REGION = "us-east-1"
 BUCKET = "raw-data-items"
 # scripts/provision_localstack.sh: name, max receives, visibility timeout, delay, retention.
+# The script delays the prepare, post and seed queues 3 s each: a plan's message is sent once
+# its rows are written to the writer database and read back through the reader endpoint
+# (DB_READER_ENDPOINT), which in a deployment is a replica that lags. Here the reader is the one
+# local postgres, so there is no lag to wait out, and the three delays were 9 s of every bundle's
+# way from plan to seeded (every Turbo test waits for one or two): none here.
 QUEUES = (
     ("finalize-multipart-queue", 3, 30, 0, None),
     ("batch-insert-new-data-items-queue", 3, 60, 0, 3600),
     ("bdi-unbundle-queue", 2, 315, 0, None),
-    ("prepare-bundle-queue", 4, 315, 3, None),
-    ("post-bundle-queue", 4, 315, 3, None),
-    ("seed-bundle-queue", 4, 315, 3, None),
+    ("prepare-bundle-queue", 4, 315, 0, None),
+    ("post-bundle-queue", 4, 315, 0, None),
+    ("seed-bundle-queue", 4, 315, 0, None),
     ("optical-post-queue", 1, 45, 0, 600),
     ("put-offsets-queue", 4, 300, 0, None),
 )
@@ -242,7 +247,7 @@ class TurboNode:
             )
             if rows:
                 return rows[0][0]
-            time.sleep(1.0)
+            time.sleep(0.25)  # one psql look: a few ms; the seed job moves in well under 1 s
         raise TimeoutError(
             f"item {item_id} not in a seeded bundle after {timeout:.0f} s (it is in: "
             f"{self.stage_of(item_id)}); logs: {self.logs}"
@@ -258,7 +263,7 @@ class TurboNode:
             if last.get("status") == want:
                 return last
             self.arlocal.mine(1)
-            time.sleep(1.0)
+            time.sleep(0.5)  # the verify job runs every 0.5 s (VERIFY_BUNDLE_INTERVAL_MS)
         raise TimeoutError(
             f"item {item_id} status {last} after {timeout:.0f} s, not {want}; logs: {self.logs}"
         )
@@ -466,7 +471,9 @@ def start_turbo(work: Path) -> Iterator[TurboNode]:
             "PLAN_BUNDLE_ENABLED": "true",
             "VERIFY_BUNDLE_ENABLED": "true",
             "PLAN_BUNDLE_INTERVAL_MS": "1000",
-            "VERIFY_BUNDLE_INTERVAL_MS": "2000",
+            # The verify job makes a mined bundle's items FINALIZED; every test that settles
+            # an item waits for its next run.
+            "VERIFY_BUNDLE_INTERVAL_MS": "500",
             "OVERDUE_DATA_ITEM_THRESHOLD_MS": "0",
             "NEW_DATA_ITEM_BATCH_WAIT_TIME_MS": "200",
             "X402_BASE_ADDRESS": "0x1234123412341234123412341234123412341234",
