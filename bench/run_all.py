@@ -51,6 +51,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
         ["--rounds", "3"],
     ),
     "bench_pull_car": (["--blocks", "300", "--rounds", "1"], ["--blocks", "10000"]),
+    "bench_file_create": (["--files", "3000", "--rounds", "2"], []),
     "bench_pull_gateway": (["--blocks", "200", "--rounds", "1"], ["--blocks", "10000"]),
     "bench_cluster": (["--blocks", "50", "--data-bytes", "20000000"], []),
     "bench_scale": (["--sizes", "200,2000"], ["--svg", str(HERE / "scale.svg")]),
