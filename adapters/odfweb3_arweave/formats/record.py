@@ -134,7 +134,7 @@ class RecordTags:
         return self.full_manifest is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AddedFile:
     """One file entity revision an upload added.
 
