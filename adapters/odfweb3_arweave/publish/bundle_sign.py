@@ -56,7 +56,7 @@ from odfweb3_arweave.formats.manifest import (
     PathManifest,
     encode_manifest,
 )
-from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record
+from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record_chunks
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
     KEY_ENVELOPE_TAG,
@@ -486,10 +486,11 @@ def _sign_rest(
     manifest_id = spooled(create_data_item(wallet, encode_manifest(manifest), manifest_tags))
     record = _record(bundle, manifest_id, added, envelope_id)
     tags = _record_tags(bundle, manifest_id, added)
-    # Signed here (the items after the manifest may name it), placed last.
-    record_item = create_data_item(wallet, encode_record(record), tags)
+    # Signed here (the items after the manifest may name it), placed last; spooled as it
+    # is encoded (a first upload's lists every path).
+    opener, size, digest = spool.write_data(encode_record_chunks(record))
+    record_item = StreamedDataItem(sign_data_item_digest(wallet, size, digest, tags), opener)
     record_id, record_index = record_item.header.id_b64, spool.add(record_item)
-    del record_item
     extra_ids: list[str] = []
     if after_manifest is not None:
         opened_by = manifest_id if bundle.full_manifest is None else record_id
