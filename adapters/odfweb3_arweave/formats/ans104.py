@@ -71,6 +71,7 @@ __all__ = [
     "encode_tags",
     "iter_bundle",
     "read_data_item_header",
+    "sign_data_item_digest",
     "sign_data_item_stream",
     "sign_data_item_stream_digest",
     "verify_data_item",
@@ -480,13 +481,32 @@ def sign_data_item_stream_digest(
     Returns:
         The signed header and the data's SHA-384 digest.
     """
-    header = _unsigned_header(wallet, tags, target, anchor, data_size)
     inner = hashlib.sha384()
     for block in _iter_blocks(stream, data_size):  # exactly data_size bytes, or FormatError
         inner.update(block)
     digest = inner.digest()
+    return sign_data_item_digest(wallet, data_size, digest, tags, target, anchor), digest
+
+
+def sign_data_item_digest(
+    wallet: Wallet,
+    data_size: int,
+    digest: bytes,
+    tags: Sequence[Tag] = (),
+    target: bytes = b"",
+    anchor: bytes = b"",
+) -> DataItemHeader:
+    """The signed header of a data item whose ``data_size`` bytes of data have the SHA-384
+    ``digest`` (the deep hash covers the data only through it), for data hashed as it was
+    written elsewhere.
+
+    Raises:
+        FormatError: tags over the limits, or a target/anchor not 32 bytes.
+        CryptoError: signing failed.
+    """
+    header = _unsigned_header(wallet, tags, target, anchor, data_size)
     data_hash = hash_blob_digest(data_size, digest)
-    return _with_signature(header, wallet.sign(_signature_data(header, data_hash))), digest
+    return _with_signature(header, wallet.sign(_signature_data(header, data_hash)))
 
 
 def encode_data_item(item: DataItem) -> bytes:

@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -72,6 +73,7 @@ __all__ = [
     "check_delta_link",
     "decode_record",
     "encode_record",
+    "encode_record_chunks",
     "inputs_to_record",
     "parse_added_files",
     "parse_record_tags",
@@ -134,7 +136,7 @@ class RecordTags:
         return self.full_manifest is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AddedFile:
     """One file entity revision an upload added.
 
@@ -264,6 +266,38 @@ def record_tags(record: UploadRecord) -> tuple[Tag, ...]:
 
 def encode_record(record: UploadRecord) -> bytes:
     """The record item's JSON body (deterministic: sorted keys, compact, ASCII)."""
+    return b"".join(encode_record_chunks(record))
+
+
+# Pieces of about this many bytes from encode_record_chunks.
+_PIECE_BYTES: Final = 1 << 20
+
+
+def encode_record_chunks(record: UploadRecord) -> Iterator[bytes]:
+    """:func:`encode_record`'s bytes in pieces of about 1 MiB, ``added`` (a first upload's
+    lists every path: ~0.5 KB an object as text, more as the dicts ``json`` is given)
+    encoded an entry at a time: the same bytes (an object under these separators is ``{``
+    + its sorted ``"key":value`` pairs joined by ``,`` + ``}``)."""
+    # "added" is written as a token string no record holds, then replaced by its entries.
+    token = secrets.token_hex(16)
+    head, tail = _record_text(record, token).split(f'"{token}"')
+    piece = [head, "{"]
+    size = len(head)
+    for n, (path, added) in enumerate(sorted(record.added.items())):
+        entry = json.dumps(path) + ":" + json.dumps(added.to_json(), **_COMPACT)
+        piece.append("," + entry if n else entry)
+        size += len(entry) + 1
+        if size >= _PIECE_BYTES:
+            yield "".join(piece).encode("ascii")
+            piece, size = [], 0
+    piece += ["}", tail]
+    yield "".join(piece).encode("ascii")
+
+
+_COMPACT: Final[dict[str, Any]] = {"sort_keys": True, "separators": (",", ":")}
+
+
+def _record_text(record: UploadRecord, added: str) -> str:
     doc: dict[str, Any] = {
         "format": RECORD_FORMAT,
         "datasetId": record.dataset_id,
@@ -272,7 +306,7 @@ def encode_record(record: UploadRecord) -> bytes:
         "prevUpload": record.prev_upload,
         "manifestId": record.manifest_id,
         "drive": record.drive.to_json(),
-        "added": {p: a.to_json() for p, a in sorted(record.added.items())},
+        "added": added,
         "unixTime": record.unix_time,
     }
     if record.key_envelope is not None:
@@ -287,7 +321,7 @@ def encode_record(record: UploadRecord) -> bytes:
             doc["spanUploads"] = record.span_uploads
             doc["earlier"] = {p: a.to_json() for p, a in sorted(record.earlier.items())}
             doc["skipChain"] = [link.to_json() for link in record.skip_chain]
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
+    return json.dumps(doc, **_COMPACT)
 
 
 def parse_record_tags(tags: Sequence[Tag], where: str = "upload record") -> RecordTags:

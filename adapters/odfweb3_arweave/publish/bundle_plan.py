@@ -98,7 +98,7 @@ _PLACEHOLDER_ID = "A" * 43
 ManifestKind = Literal["delta", "full"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileRef:
     """Where an earlier upload put one path: its current file entity revision.
 
@@ -280,7 +280,7 @@ class PreviousUpload:
     dcat_id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileToAdd:
     """One file entity revision the bundle adds.
 

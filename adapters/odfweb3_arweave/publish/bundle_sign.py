@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +26,7 @@ from odfweb3_arweave.formats.ans104 import (
     DataItem,
     StreamedDataItem,
     create_data_item,
+    sign_data_item_digest,
     sign_data_item_stream_digest,
 )
 from odfweb3_arweave.formats.arfs import (
@@ -54,7 +56,7 @@ from odfweb3_arweave.formats.manifest import (
     PathManifest,
     encode_manifest,
 )
-from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record
+from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record_chunks
 from odfweb3_arweave.formats.tags import Tag
 from odfweb3_arweave.publish.bundle_plan import (
     KEY_ENVELOPE_TAG,
@@ -72,8 +74,12 @@ from odfweb3_arweave.wallet import Wallet
 __all__ = ["AfterManifest", "SignedBundle", "sign_bundle"]
 
 #: Items placed after the manifest, made once the id a reader opens the upload by and the
-#: files after it (path -> revision) are known.
-AfterManifest = Callable[[str, Mapping[str, FileRef]], Sequence[tuple[bytes, Sequence[Tag]]]]
+#: files after it (path -> revision) are known: each one's data (bytes, or its pieces, spooled
+#: as they come: a document listing every data file is never joined) and tags, made one at a
+#: time as they are signed.
+AfterManifest = Callable[
+    [str, Mapping[str, FileRef]], Iterable[tuple[bytes | Iterable[bytes], Sequence[Tag]]]
+]
 
 
 @dataclass(frozen=True)
@@ -361,12 +367,12 @@ def sign_bundle(
     # Each item goes to the spool as it is signed; only ids, sizes and offsets stay in
     # memory (the items themselves were ~20 KB per block).
     spool = ItemSpool(wallet.owner)
-    data_spooled: list[int] = []
+    data_spooled = array("q")
     data_ids: list[str] = []
-    data_sizes: list[int] = []
+    data_sizes = array("q")
     added: dict[str, AddedFile] = {}
     new_files: dict[str, FileRef] = {}
-    meta_spooled: list[int] = []
+    meta_spooled = array("q")
 
     def meta_jobs() -> Iterator[Callable[[], DataItem]]:
         for entry, data_id in zip(bundle.add, data_ids, strict=True):
@@ -426,8 +432,8 @@ def _sign_rest(
     bundle: BundlePlan,
     wallet: Wallet,
     spool: ItemSpool,
-    data_spooled: list[int],
-    meta_spooled: list[int],
+    data_spooled: array[int],
+    meta_spooled: array[int],
     added: dict[str, AddedFile],
     new_files: dict[str, FileRef],
     after_manifest: AfterManifest | None,
@@ -439,8 +445,17 @@ def _sign_rest(
     # The kept files are not copied (a view over the state).
     files = Overlay(bundle.keep, new_files)
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
-    order = [*data_spooled[:-1], *meta_spooled[:-1], data_spooled[-1], meta_spooled[-1]]
-    items: list[DataItem] = []
+    # Each item below is spooled once signed (its data not held: the manifest and the record
+    # of a first upload list every path); the order is a flat array of spool indexes.
+    order = array("q", data_spooled[:-1])
+    order += meta_spooled[:-1]
+    order.append(data_spooled[-1])
+    order.append(meta_spooled[-1])
+
+    def spooled(item: DataItem | StreamedDataItem) -> str:
+        order.append(spool.add(item))
+        return item.header.id_b64
+
     if bundle.include_drive:
         entities = [drive_entity(d, bundle.drive_name, t, v)]
         entities.append(folder_entity(d.drive_id, d.root_folder_id, bundle.drive_name, None, t, v))
@@ -449,7 +464,8 @@ def _sign_rest(
             entities.append(folder_entity(d.drive_id, folder_id, name, d.root_folder_id, t, v))
         if drive_key is not None:  # ArFS: drive and folder metadata under the drive key
             entities = [seal_entity(e, drive_key, new_iv()) for e in entities]
-        items += [create_data_item(wallet, e.body, e.tags) for e in entities]
+        for e in entities:
+            spooled(create_data_item(wallet, e.body, e.tags))
     envelope_id = None
     if key_envelope is not None:
         envelope_tags = [
@@ -458,9 +474,7 @@ def _sign_rest(
             Tag.of("ODF-Dataset-Id", bundle.dataset_id),
             *app_tags(v),
         ]
-        envelope_item = create_data_item(wallet, key_envelope, envelope_tags)
-        items.append(envelope_item)
-        envelope_id = envelope_item.id_b64
+        envelope_id = spooled(create_data_item(wallet, key_envelope, envelope_tags))
     # index = refs/head: a gateway serves the head at /{manifest}. arlocal 1.1.66 also needs
     # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
     # A delta manifest maps what this bundle adds (refs/head always among it).
@@ -469,29 +483,38 @@ def _sign_rest(
     manifest_tags: tuple[Tag, ...] = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
     if bundle.full_manifest is not None:
         manifest_tags += (Tag.of(FULL_MANIFEST_TAG, bundle.full_manifest),)
-    manifest_item = create_data_item(wallet, encode_manifest(manifest), manifest_tags)
-    items.append(manifest_item)
-    record = _record(bundle, manifest_item.id_b64, added, envelope_id)
-    tags = _record_tags(bundle, manifest_item.id_b64, added)
-    record_item = create_data_item(wallet, encode_record(record), tags)
+    manifest_id = spooled(create_data_item(wallet, encode_manifest(manifest), manifest_tags))
+    record = _record(bundle, manifest_id, added, envelope_id)
+    tags = _record_tags(bundle, manifest_id, added)
+    # Signed here (the items after the manifest may name it), placed last; spooled as it
+    # is encoded (a first upload's lists every path).
+    opener, size, digest = spool.write_data(encode_record_chunks(record))
+    record_item = StreamedDataItem(sign_data_item_digest(wallet, size, digest, tags), opener)
+    record_id, record_index = record_item.header.id_b64, spool.add(record_item)
     extra_ids: list[str] = []
     if after_manifest is not None:
-        opened_by = manifest_item.id_b64 if bundle.full_manifest is None else record_item.id_b64
+        opened_by = manifest_id if bundle.full_manifest is None else record_id
         for extra_data, extra_tags in after_manifest(opened_by, files):
-            extra_item = create_data_item(wallet, extra_data, list(extra_tags))
-            items.append(extra_item)
-            extra_ids.append(extra_item.id_b64)
-    items.append(record_item)
-    order += [spool.add(item) for item in items]
+            if isinstance(extra_data, bytes):
+                extra_item: DataItem | StreamedDataItem = create_data_item(
+                    wallet, extra_data, list(extra_tags)
+                )
+            else:
+                # Spooled piece by piece, signed over the SHA-384 taken as they were written.
+                opener, size, digest = spool.write_data(extra_data)
+                header = sign_data_item_digest(wallet, size, digest, list(extra_tags))
+                extra_item = StreamedDataItem(header, opener)
+            extra_ids.append(spooled(extra_item))
+    order.append(record_index)
     spool.set_order(order)
     return SignedBundle(
         items=spool,
         files=files,
         added=added,
         manifest=manifest,
-        manifest_id=manifest_item.id_b64,
+        manifest_id=manifest_id,
         record=record,
-        record_id=record_item.id_b64,
+        record_id=record_id,
         extra_ids=tuple(extra_ids),
         key_envelope_id=envelope_id,
     )

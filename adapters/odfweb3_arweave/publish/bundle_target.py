@@ -337,7 +337,7 @@ class BundleTarget:
         """The file index after this bundle, its pack written after the bundle, before
         ``publish.json`` (:func:`.file_index.index_after`)."""
         old = view.state.objects if view.state is not None else None
-        return index_after(old, keep, files, added, partial(FileIndex.of_objects, self.out_dir))
+        return index_after(old, keep, files, added, partial(FileIndex.fresh, self.out_dir))
 
     def commit(
         self, plan: PublishPlan, upload: UploadResult[ArweaveExtra], view: ArweaveView

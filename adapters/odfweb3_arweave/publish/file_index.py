@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Final
+from pathlib import Path
+from typing import Any, ClassVar, Final, Self
 
 from odfweb3.errors import FormatError
 from odfweb3.publish.pack_index import IndexLayout, PackIndex, write_pack
@@ -54,13 +55,22 @@ class FileIndex(PackIndex):
 
     layout: ClassVar[IndexLayout] = IndexLayout(_FOLDERS, partition_of, _encode, _decode)
 
+    @classmethod
+    def fresh(cls, out_dir: Path, files: Mapping[str, FileRef]) -> Self:
+        """A fresh index of every path of ``files``, its one pack written part by part as
+        it is encoded (:meth:`PackIndex.write_fresh`: the bytes :meth:`of_objects` gives;
+        no entry dict per path nor the whole pack in memory: a first upload's 300,000
+        paths at 100,000 blocks)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return cls.write_fresh(out_dir, files, lambda path: _encode(files[path].to_json()))
+
 
 def index_after(
     old: object,
     keep: Mapping[str, Any],
     files: Mapping[str, FileRef],
     added: Iterable[str],
-    of_objects: Callable[[dict[str, Any]], tuple[FileIndex, bytes]],
+    fresh: Callable[[Mapping[str, FileRef]], FileIndex],
 ) -> FileIndex:
     """The file index after a bundle, its new pack written (before the state or checkpoint
     naming it, content-named: a crash leaves only an unreferenced pack).
@@ -69,7 +79,7 @@ def index_after(
     state's index ``old``), the index is ``old`` with the bundle's ``added`` paths replaced:
     one small pack of the parts they fall in. Otherwise (a first upload, a rebuilt state,
     a state written before the index, kept paths a subset of the state's) one pack of every
-    path in ``files`` (``of_objects``).
+    path in ``files``, written as it is encoded (``fresh``: :meth:`FileIndex.fresh`).
     """
     if (
         isinstance(old, FileIndex)
@@ -79,7 +89,7 @@ def index_after(
     ):
         index, pack = old.updated({p: files[p].to_json() for p in added})
     else:
-        index, pack = of_objects({p: ref.to_json() for p, ref in files.items()})
+        return fresh(files)
     if pack:
         index.out_dir.mkdir(parents=True, exist_ok=True)
         write_pack(index.out_dir, pack)

@@ -323,7 +323,7 @@ class GatewayTarget:
         it (:func:`.file_index.index_after`)."""
         signed = prepared.signed
         old = view.state.objects if view.state is not None else None
-        fresh = partial(GatewayFileIndex.of_objects, self.index_dir(dataset_id))
+        fresh = partial(GatewayFileIndex.fresh, self.index_dir(dataset_id))
         return index_after(old, prepared.plan.keep, signed.files, signed.added, fresh)
 
     def _indexed(self, state: ArweaveTyped) -> ArweaveTyped:

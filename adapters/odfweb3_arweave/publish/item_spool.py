@@ -10,15 +10,24 @@ of a streamed item. :meth:`ItemSpool.write` writes the ANS-104 bundle (count, th
 size/id table, then each item) in the order given, the same bytes as
 :func:`~odfweb3_arweave.formats.ans104.write_bundle` of the items themselves.
 
+An item whose data is made in pieces (the Croissant and DCAT documents, which list every
+data file: ~5 KB a block) is not joined in memory either: :meth:`ItemSpool.write_data`
+writes the pieces into the spool while hashing them (the SHA-384 its signature covers), and
+the item signed over that digest reads them back from there (:meth:`ItemSpool.open_data`).
+
 The spool is unnamed (removed by the OS when closed or when the process dies).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import tempfile
 from array import array
-from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from types import TracebackType
+from typing import BinaryIO, cast
 
 from odfweb3.errors import FormatError
 from odfweb3_arweave.formats.ans104 import DataItem, StreamedDataItem
@@ -80,6 +89,26 @@ class ItemSpool:
         self._end += length
         return index
 
+    def write_data(self, pieces: Iterable[bytes]) -> tuple[Callable[[], BinaryIO], int, bytes]:
+        """Spool an item's data from ``pieces`` (before its header: it is signed over the
+        digest); return the opener of those bytes (a :class:`StreamedDataItem`'s
+        ``open_data``), their size and their SHA-384."""
+        start = self._end
+        digest = hashlib.sha384()
+        self._file.seek(start)
+        for piece in pieces:
+            digest.update(piece)
+            self._file.write(piece)
+            self._end += len(piece)
+        size = self._end - start
+        return partial(self.open_data, start, size), size, digest.digest()
+
+    def open_data(self, offset: int, size: int) -> BinaryIO:
+        """A stream over ``size`` spooled bytes at ``offset`` (positioned reads: the
+        writer's own reads of the spool are not moved)."""
+        self._file.flush()
+        return cast(BinaryIO, _SpoolRange(self._file.fileno(), offset, size))
+
     def __len__(self) -> int:
         """The number of items in the bundle (:meth:`set_order`)."""
         return len(self._order)
@@ -135,3 +164,33 @@ class ItemSpool:
     def close(self) -> None:
         """Remove the spool."""
         self._file.close()
+
+
+class _SpoolRange:
+    """Reads of one range of the spool by ``os.pread`` (the file position is the writer's)."""
+
+    def __init__(self, fd: int, offset: int, size: int) -> None:
+        self._fd, self._pos, self._end = fd, offset, offset + size
+
+    def read(self, n: int = -1) -> bytes:
+        left = self._end - self._pos
+        want = left if n < 0 else min(n, left)
+        if want <= 0:
+            return b""
+        data = os.pread(self._fd, want, self._pos)
+        self._pos += len(data)
+        return data
+
+    def close(self) -> None:
+        self._pos = self._end
+
+    def __enter__(self) -> _SpoolRange:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Final, cast
@@ -227,14 +227,21 @@ class _Descriptor:
         tags = [Tag.of(n, v) for n, v in descriptor_tags(doc)]
         return encode_descriptor(doc), [*tags, *app_tags(self.app_version)]
 
-    def items(self, opened_by: str, files: Mapping[str, FileRef]) -> list[tuple[bytes, list[Tag]]]:
+    def items(
+        self, opened_by: str, files: Mapping[str, FileRef]
+    ) -> Iterator[tuple[bytes | Iterable[bytes], list[Tag]]]:
         """The descriptor (when valid), then the Croissant and DCAT documents of the files
         this upload adds, each file's ``contentUrl`` ``ar://`` its own data item (a delta
-        manifest is refused alone, so no path under it is a URL a gateway serves)."""
-        out = [self.item(opened_by)] if self.valid else []
+        manifest is refused alone, so no path under it is a URL a gateway serves).
+
+        Made one at a time as the signer asks; each document's data is its encoded pieces,
+        which the signer spools as they come (both documents list every data file this
+        upload adds: ~5 KB a block, held whole they were most of a first upload's peak)."""
         self.kinds = ["descriptor"] if self.valid else []
+        if self.valid:
+            yield self.item(opened_by)
         if self.kept:
-            return out
+            return
         plan = self.plan
         facts = facts_since(
             self.reader,
@@ -272,11 +279,10 @@ class _Descriptor:
             ("dcat", published_dcat(facts, shown, links, streamed=True), DCAT_MEDIA_TYPE),
         ):
             tags = [Tag.of("Content-Type", media), Tag.of("ODF-Discovery", kind), *common]
-            # Encoded a data file at a time: only the item's bytes are held, not the
-            # document's dicts (its data goes to the item spool once signed).
-            out.append((b"".join(encode_descriptor_chunks(doc)), tags))
+            # Encoded a data file at a time, each piece spooled as it is made: neither the
+            # document's dicts nor its bytes are held.
             self.kinds.append(kind)
-        return out
+            yield encode_descriptor_chunks(doc), tags
 
 
 ENCRYPTED_NO_DESCRIPTOR: Final = "encrypted dataset: a descriptor would reveal it"

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,9 @@ from odfweb3.odf.multihash import multihash_from_str
 from odfweb3.publish.chain_cache import ChainCache
 from odfweb3.publish.execute import publish_dataset
 from odfweb3_arweave.publish import bundle_target
+from odfweb3_arweave.publish.bundle_plan import FileRef
 from odfweb3_arweave.publish.bundle_target import BundleTarget, objects_of
-from odfweb3_arweave.publish.file_index import FileIndex, partition_of
+from odfweb3_arweave.publish.file_index import FileIndex, index_after, partition_of
 from odfweb3_arweave.read.bundle_replica import open_bundle_dir
 
 from .conftest import FIXED_WALLET_PATH
@@ -172,3 +174,19 @@ def test_a_killed_publisher_loses_nothing_and_the_rerun_completes(
     assert len(doc["extra"]["bundles"]) == 3
     assert doc["extra"]["bundles"][0] == first.state.record["bundle"]
     check_directory(ds, out)
+
+
+def test_a_fresh_index_is_written_as_it_is_encoded(tmp_path) -> None:
+    """A first upload's index (every path) is streamed into its pack: the bytes
+    ``of_objects`` gives, and no part held once written (read back when asked)."""
+    files = {
+        f"{folder}/{n:04x}": FileRef(f"f{n}", f"d{n}".ljust(43, "x"), f"m{n}".ljust(43, "y"), n)
+        for folder in ("blocks", "data")
+        for n in range(1500)
+    } | {"refs/head": FileRef("fh", "h".ljust(43, "x"), "i".ljust(43, "y"), 52)}
+    want, pack = FileIndex.of_objects(tmp_path / "a", {p: r.to_json() for p, r in files.items()})
+    got = index_after(None, {}, files, files, partial(FileIndex.fresh, tmp_path / "b"))
+    assert [p.read_bytes() for p in (tmp_path / "b").glob("index-*.pack")] == [pack]
+    assert got.to_json() == want.to_json() and len(got) == len(files)
+    assert not got._parts  # nothing held: parts are read from the pack when asked
+    assert dict(got["data/0005"]) == files["data/0005"].to_json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from typing import BinaryIO, cast
 
@@ -13,6 +14,7 @@ from odfweb3_arweave.formats.ans104 import (
     StreamedDataItem,
     create_data_item,
     iter_bundle,
+    sign_data_item_digest,
     sign_data_item_stream,
     write_bundle,
 )
@@ -58,3 +60,32 @@ def test_spool_refuses_short_stream_and_other_owner(fixed_wallet: Wallet) -> Non
     with pytest.raises(FormatError, match="another owner"):
         spool.add(other)
     spool.close()
+
+
+def test_item_spooled_from_pieces_is_the_in_memory_item(
+    fixed_wallet: Wallet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Data written piece by piece into the spool, signed over the digest taken meanwhile:
+    the same item (salt 0 signatures are deterministic) and bundle as the joined bytes."""
+    sign = Wallet.sign
+    monkeypatch.setattr(Wallet, "sign", lambda self, m, salt_length=0: sign(self, m, 0))
+    wallet = fixed_wallet
+    pieces = [b"[", b"a" * 2_000_000, b"", b",", b"b" * 1_500_000, b"]"]
+    tags = [Tag.of("Content-Type", "application/ld+json")]
+    whole = create_data_item(wallet, b"".join(pieces), tags)
+    first = create_data_item(wallet, b"first", [])
+    spool = ItemSpool(wallet.owner)
+    at = spool.add(first)
+    opener, size, digest = spool.write_data(iter(pieces))
+    assert size == len(whole.data)
+    assert digest == hashlib.sha384(whole.data).digest()
+    header = sign_data_item_digest(wallet, size, digest, tags)
+    assert header == whole.header
+    spool.set_order([spool.add(StreamedDataItem(header, opener)), at])
+    with opener() as again:  # reopened any number of times, from the start
+        assert again.read(3) == b"[aa"
+    got, want = io.BytesIO(), io.BytesIO()
+    assert spool.write(got) == write_bundle(want, [whole, first])
+    assert spool.write(io.BytesIO()) == len(want.getvalue())  # written twice: same bytes
+    spool.close()
+    assert got.getvalue() == want.getvalue()

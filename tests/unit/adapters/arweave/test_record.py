@@ -18,6 +18,7 @@ from odfweb3_arweave.formats.record import (
     check_delta_link,
     decode_record,
     encode_record,
+    encode_record_chunks,
     parse_record_tags,
     record_tags,
 )
@@ -189,3 +190,21 @@ def test_the_count_of_deltas_must_hold_at_every_link(later: int, earlier: int, n
     check_delta_link(tags_of(2), tags_of(1), "here")
     check_delta_link(tags_of(1), tags_of(0), "here")
     check_delta_link(replace(RECORD, full_manifest=ID4).tags_view, tags_of(7), "here")  # older
+
+
+def test_a_large_record_is_encoded_in_pieces_of_the_same_bytes() -> None:
+    """A first upload's record lists every path: encoded an entry at a time, in pieces,
+    the bytes of the whole document dumped at once (sorted keys, compact, ASCII)."""
+    added = {
+        f"data/{n:05d}é" if n == 7 else f"data/{n:05d}": AddedFile(ID3, ID4, f"file-{n}")
+        for n in range(30_000)  # about 2.7 MB: three pieces
+    }
+    record = replace(RECORD, added={**added, **RECORD.added})
+    pieces = list(encode_record_chunks(record))
+    assert len(pieces) >= 3 and all(pieces)
+    doc = json.loads(b"".join(pieces))
+    want = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")
+    assert b"".join(pieces) == want == encode_record(record)
+    assert doc["added"]["data/00007é"] == {"dataItemId": ID3, "metaItemId": ID4, "fileId": "file-7"}
+    empty = replace(RECORD, added={})
+    assert json.loads(encode_record(empty))["added"] == {}
