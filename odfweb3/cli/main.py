@@ -58,7 +58,6 @@ __all__ = [
     "EXIT_LOCAL_IO",
     "Context",
     "build_parser",
-    "join_dash_values",
     "main",
     "suggest",
 ]
@@ -130,6 +129,14 @@ class _Parser(argparse.ArgumentParser):
             )
         super()._check_value(action, value)
 
+    def _parse_optional(self, arg_string: str) -> Any:
+        # A whole Arweave ID that begins with "-" is a value (an option's or a positional
+        # argument's), not an option: no option of ours is 43 characters long. (argparse's
+        # hook for "is this word an option?"; None means a value.)
+        if _ARWEAVE_ID.fullmatch(arg_string) and arg_string not in self._option_string_actions:
+            return None
+        return super()._parse_optional(arg_string)
+
     def _unknown_options(self) -> list[str]:
         """Option-like words of the last parse that name no option of this parser."""
         known = [s for s in self._option_string_actions if s.startswith("--")]
@@ -138,6 +145,8 @@ class _Parser(argparse.ArgumentParser):
         for word in self._last_args:
             if word == "--":
                 break
+            if _ARWEAVE_ID.fullmatch(word):
+                continue  # a value (see _parse_optional)
             if word.startswith("--"):
                 key = word.split("=", 1)[0]
                 if key in known or sum(k.startswith(key) for k in known) == 1:
@@ -258,31 +267,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options whose value is a bare Arweave address or id: 43 base64url characters, which may
 # begin with "-" (about one in 64), which argparse would take for an option.
-_ADDRESS_OPTIONS = frozenset({"--owner", "--ar"})
+# An Arweave address or transaction ID: 43 characters of base64url. About one in 64 begins
+# with "-", which argparse would take for an option ("--owner: expected one argument";
+# `wallet balance -abc…`: "unknown option -a").
 _ARWEAVE_ID = re.compile(r"-[A-Za-z0-9_-]{42}")
-
-
-def join_dash_values(argv: Sequence[str]) -> list[str]:
-    """``--owner -abc…`` -> ``--owner=-abc…`` for an Arweave address that begins with "-"."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if token in _ADDRESS_OPTIONS and nxt is not None and _ARWEAVE_ID.fullmatch(nxt):
-            out.append(f"{token}={nxt}")
-            i += 2
-            continue
-        out.append(token)
-        i += 1
-    return out
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     env = os.environ if env is None else env
     out = Output()
-    argv = join_dash_values(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     # Known before parsing: a usage error of a `--json` run is JSON too.
     out.json_mode = "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]
     try:

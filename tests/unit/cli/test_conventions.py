@@ -10,7 +10,8 @@ import pytest
 
 from odfweb3 import __version__
 from odfweb3.cli.examples import EXAMPLES
-from odfweb3.cli.main import build_parser, join_dash_values, main
+from odfweb3.cli.main import build_parser, main
+from odfweb3.errors import UsageError
 
 
 def run(capsys, *argv):
@@ -139,12 +140,23 @@ DASH_ADDRESS = "-" + "a1_B" * 10 + "xy"
 
 
 def test_an_arweave_address_beginning_with_a_dash_is_a_value():
-    argv = ["resolve", "did:odf:fed01" + "ab" * 33, "--owner", DASH_ADDRESS]
-    assert join_dash_values(argv)[-1] == f"--owner={DASH_ADDRESS}"
-    args = build_parser().parse_args(join_dash_values(argv))
+    parser = build_parser()
+    args = parser.parse_args(["resolve", "did:odf:fed01" + "ab" * 33, "--owner", DASH_ADDRESS])
     assert args.owner == DASH_ADDRESS
-    # only a whole address is joined: options and short values keep their meaning
-    assert join_dash_values(["resolve", "X", "--owner", "-v"]) == ["resolve", "X", "--owner", "-v"]
+    # a positional one too (`wallet balance ADDRESS`), and `--owner=` as before
+    assert parser.parse_args(["wallet", "balance", DASH_ADDRESS]).wallet == DASH_ADDRESS
+    args = parser.parse_args(["resolve", "X", f"--owner={DASH_ADDRESS}"])
+    assert args.owner == DASH_ADDRESS
+    # only a whole address: a short option stays an option
+    with pytest.raises(UsageError, match="--owner: expected one argument"):
+        parser.parse_args(["resolve", "X", "--owner", "-v"])
+
+
+def test_wallet_balance_takes_a_dash_address(capsys):
+    # The gateway is unreachable: a network error, not a usage error.
+    code, _, err = run(capsys, "wallet", "balance", DASH_ADDRESS, "--gateway", "http://127.0.0.1:9")
+    assert code != 64 and "unknown option" not in err, err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_main_takes_a_dash_address_after_owner(capsys):
