@@ -36,6 +36,7 @@ __all__ = [
     "PARTIAL_SUFFIX",
     "TEMP_PREFIX",
     "PartialFile",
+    "fsync_dir",
     "open_atomic",
     "open_partial",
     "remove_partials",
@@ -55,16 +56,22 @@ _FRESH_EMPTY: Final = 60.0
 
 
 def open_partial(directory: Path, suffix: str = "") -> tuple[int, str]:
-    """Create ``directory/.tmp-PID-XXXX<suffix>.partial`` (mode 0600, as mkstemp), holding
-    an exclusive ``flock`` on it until the descriptor is closed: the mark of a live writer.
+    """Create ``directory/.tmp-PID-XXXX<suffix>.partial`` (mode 0600, as mkstemp; the
+    directory too, when missing), holding an exclusive ``flock`` on it until the
+    descriptor is closed: the mark of a live writer.
     PID (this process) tells :func:`remove_partials` whose an empty, unlocked one is.
 
     Returns:
         The open descriptor and the temp file's path.
     """
-    fd, tmp = tempfile.mkstemp(
-        prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=suffix + PARTIAL_SUFFIX, dir=directory
-    )
+    prefix, suffix = f"{TEMP_PREFIX}{os.getpid()}-", suffix + PARTIAL_SUFFIX
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    except FileNotFoundError:
+        # made only when missing: a stat and a mkdir before each of 30,000 objects cost
+        # more than the write (the common case: the folder is there)
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
     # A file system without flock: the file is still ours, only unmarked.
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,20 +139,24 @@ def _writer_may_live(name: str) -> bool:
     return True
 
 
-def write_file_atomic(path: Path, data: bytes, *, public: bool = False) -> None:
+def write_file_atomic(
+    path: Path, data: bytes, *, public: bool = False, durable: bool = True
+) -> None:
     """Write ``data`` to ``path`` through a temp file, fsync and rename.
 
     Args:
         path: the file to create or replace (its directory is created).
         data: the whole new content.
         public: mode per the umask (a published artifact) instead of mkstemp's 0600.
+        durable: fsync the file and its directory (off: the caller makes many files
+            durable at once, e.g. one ``sync``, before anything names them).
 
     Raises:
         UsageError: ``path`` exists and is not a regular file.
         LocalIOError: the disk is full, read-only, or denies the write.
     """
     _check_regular(path)
-    _write(path.parent, (data,), lambda: path.name, public, where=path)
+    _write(path.parent, (data,), lambda: path.name, public, where=path, durable=durable)
 
 
 def write_secret_atomic(path: Path, data: bytes, *, replace: bool) -> None:
@@ -162,11 +173,17 @@ def write_secret_atomic(path: Path, data: bytes, *, replace: bool) -> None:
 
 
 def write_chunks_atomic(
-    directory: Path, chunks: Iterable[bytes], name: Callable[[], str], *, public: bool = False
+    directory: Path,
+    chunks: Iterable[bytes],
+    name: Callable[[], str],
+    *,
+    public: bool = False,
+    durable: bool = True,
 ) -> Path:
     """Stream ``chunks`` into a new file of ``directory`` (temp file, fsync, rename), named
     by ``name()``, asked once the last chunk is written (a name derived from the content,
-    e.g. its hash, without holding the content in memory).
+    e.g. its hash, without holding the content in memory). ``durable``: as
+    :func:`write_file_atomic`.
 
     Returns:
         The file written.
@@ -174,10 +191,10 @@ def write_chunks_atomic(
     Raises:
         UsageError / LocalIOError: as :func:`write_file_atomic`.
     """
-    return _write(directory, chunks, name, public)
+    return _write(directory, chunks, name, public, durable=durable)
 
 
-def _check_regular(path: Path) -> None:
+def _check_regular(path: Path | str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -212,7 +229,9 @@ class PartialFile:
             self.discard()
             raise
 
-    def commit(self, name: str, *, replace: bool = True, keep_existing: bool = False) -> bool:
+    def commit(
+        self, name: str, *, replace: bool = True, keep_existing: bool = False, durable: bool = True
+    ) -> bool:
         """Flush, fsync and rename the file to ``directory/name``, then fsync the directory.
 
         Args:
@@ -220,6 +239,8 @@ class PartialFile:
             replace: False: a hard link that fails when ``name`` exists (never replaced).
             keep_existing: a file already there is kept and ours dropped (content-named
                 files: the same name holds the same bytes).
+            durable: False: neither fsync (the caller makes the files it wrote durable
+                together, before anything depends on them).
 
         Returns:
             False when ``keep_existing`` kept the file already there.
@@ -229,11 +250,12 @@ class PartialFile:
             UsageError: ``name`` is not a regular file.
         """
         self.file.flush()
-        os.fsync(self.file.fileno())
+        if durable:
+            os.fsync(self.file.fileno())
         self.file.close()
-        path = self.directory / name
+        path = os.path.join(self.directory, name)  # text: no pathlib parse per object
         _check_regular(path)
-        if keep_existing and path.exists():
+        if keep_existing and os.path.exists(path):
             self.discard()
             return False
         if replace:
@@ -245,7 +267,8 @@ class PartialFile:
                 raise ConflictError(f"{path} already exists; it is never replaced") from None
             os.unlink(self.tmp)
         self.committed = True
-        _fsync_dir(self.directory)
+        if durable:
+            fsync_dir(self.directory)
         return True
 
     def discard(self) -> None:
@@ -265,7 +288,6 @@ def open_atomic(
 
     ``suffix`` goes before ``.partial`` (``.car``, ``.bundle``: what it will be).
     """
-    directory.mkdir(parents=True, exist_ok=True)
     out = PartialFile(directory, suffix, public)
     try:
         yield out
@@ -281,6 +303,7 @@ def _write(
     public: bool,
     where: Path | None = None,
     replace: bool = True,
+    durable: bool = True,
 ) -> Path:
     path = where or directory
     try:
@@ -288,7 +311,7 @@ def _write(
             for chunk in chunks:
                 out.file.write(chunk)
             path = directory / name()
-            out.commit(path.name, replace=replace)
+            out.commit(path.name, replace=replace, durable=durable)
     except OSError as exc:
         raise LocalIOError(
             f"{path}: cannot write ({exc.strerror or exc}); free space or fix permissions "
@@ -297,8 +320,8 @@ def _write(
     return path
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename itself durable (POSIX: fsync the directory holding the entry)."""
+def fsync_dir(directory: Path) -> None:
+    """Make a rename itself durable (POSIX: fsync the directory holding the entry)."""
     fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)

@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
+from odfweb3.atomic_file import fsync_dir
 from odfweb3.errors import UsageError
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.codec import encode_block
@@ -284,14 +285,6 @@ class _ChainAppender:
         return self.append(event)
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _millis(t: datetime) -> int:
     return int(t.timestamp()) * 1000 + t.microsecond // 1000
 
@@ -367,7 +360,7 @@ def create_root_dataset(
         )
         os.replace(work, root)  # onto an absent or empty directory
         if fsync:
-            _fsync_dir(root.parent)
+            fsync_dir(root.parent)
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)
         if isinstance(exc, OSError):

@@ -25,12 +25,12 @@ import functools
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
+from odfweb3.atomic_file import write_chunks_atomic, write_file_atomic
 from odfweb3.errors import FormatError, LocalIOError, NotFound
 from odfweb3.odf.multihash import SHA3_256, multihash_from_str, multihash_to_str
 
@@ -281,86 +281,48 @@ def local_io_error(exc: OSError, where: Path) -> LocalIOError:
     )
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class DatasetWriter:
-    """Writes objects and the head ref of a dataset, each atomically.
+    """Writes objects and the head ref of a dataset, each atomically (through
+    :mod:`odfweb3.atomic_file`: a temp file, renamed into place, so a reader sees the whole
+    object or none).
 
     Order is the caller's duty and the rule is git's: write every object first,
-    :meth:`set_head` last.
+    :meth:`set_head` last. ``fsync=False``: no fsync per object; the caller makes them
+    durable together (one ``sync``) before the head names them.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root)
         self._fsync = fsync
+        self._folders = {kind: self.root / sub for kind, sub in LAYOUT_DIRS.items()}
         for sub in (*dict.fromkeys(LAYOUT_DIRS.values()), "refs"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
-    def _atomic_write(self, rel: str, chunks: Iterator[bytes] | bytes) -> Path:
-        dest = self.root / rel
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dest.parent)
-        except OSError as exc:
-            raise local_io_error(exc, dest.parent) from None
-        try:
-            with os.fdopen(fd, "wb") as f:
-                if isinstance(chunks, bytes):
-                    f.write(chunks)
-                else:
-                    for chunk in chunks:
-                        f.write(chunk)
-                f.flush()
-                if self._fsync:
-                    os.fsync(f.fileno())
-            os.replace(tmp, dest)
-        except BaseException as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            if isinstance(exc, OSError):
-                raise local_io_error(exc, dest.parent) from None
-            raise
-        if self._fsync:
-            _fsync_dir(dest.parent)
-        return dest
-
     def write_object(self, kind: ObjectKind, mh: bytes, data: bytes | Iterator[bytes]) -> Path:
         """Write one object under its hash (the caller vouches for the hash)."""
-        return self._atomic_write(object_relpath(kind, mh), data)
+        name = multihash_to_str(mh)
+        chunks = (data,) if isinstance(data, bytes) else data
+        return write_chunks_atomic(self._folders[kind], chunks, lambda: name, durable=self._fsync)
 
     def write_new_object(self, kind: ObjectKind, chunks: Iterator[bytes]) -> bytes:
         """Stream bytes into a new object, named by their SHA3-256 multihash; return it."""
-        folder = self.root / LAYOUT_DIRS[kind]
         h = hashlib.sha3_256()
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-        except OSError as exc:
-            raise local_io_error(exc, folder) from None
-        try:
-            with os.fdopen(fd, "wb") as f:
-                for chunk in chunks:
-                    h.update(chunk)
-                    f.write(chunk)
-                f.flush()
-                if self._fsync:
-                    os.fsync(f.fileno())
-            mh = bytes((SHA3_256, 32)) + h.digest()
-            os.replace(tmp, self.root / object_relpath(kind, mh))
-        except BaseException as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            if isinstance(exc, OSError):
-                raise local_io_error(exc, folder) from None
-            raise
-        if self._fsync:
-            _fsync_dir(folder)
-        return mh
+
+        def hashed() -> Iterator[bytes]:
+            for chunk in chunks:
+                h.update(chunk)
+                yield chunk
+
+        path = write_chunks_atomic(
+            self._folders[kind],
+            hashed(),
+            lambda: multihash_to_str(bytes((SHA3_256, 32)) + h.digest()),
+            durable=self._fsync,
+        )
+        return multihash_from_str(path.name)
 
     def set_head(self, mh: bytes) -> None:
         """Point ``refs/head`` at block ``mh``; call after every object is written."""
-        self._atomic_write(HEAD_REF, multihash_to_str(mh).encode("ascii"))
+        write_file_atomic(
+            self.root / HEAD_REF, multihash_to_str(mh).encode("ascii"), durable=self._fsync
+        )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
+from odfweb3.atomic_file import write_chunks_atomic
 from odfweb3.errors import ConflictError, FormatError, HashMismatch, NotFound, UsageError
 from odfweb3.odf.layout import (
     LAYOUT_DIRS,
@@ -267,24 +269,26 @@ class LocalStore:
         """
         code, _ = split_multihash(mh)
         hasher = new_hasher(code)
+        rel = object_relpath(kind, mh)
+        if not self._in_place:
+            self._put_atomic(rel, mh, hasher, chunks)
+            return
 
         # Paths as text: a pull stores 30,000 objects at 10,000 blocks, and pathlib's joins
         # were an eighth of its time.
-        rel = object_relpath(kind, mh)
         folder = f"{self._root_s}/{os.path.dirname(rel)}"
         final = f"{self._root_s}/{rel}"
-        tmp = final if self._in_place else f"{folder}/.incoming-{os.getpid()}-{mh[2:10].hex()}"
         placed = False
         try:
             # O_EXCL | O_NOFOLLOW: a name planted meanwhile is never written through.
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             try:
-                fd = os.open(tmp, flags, 0o644)
+                fd = os.open(final, flags, 0o644)
             except FileExistsError:
                 # A leftover of an interrupted run (unlinked, never followed if a link):
                 # asked only then, not with an lstat before every one of 30,000 writes.
-                os.unlink(tmp)
-                fd = os.open(tmp, flags, 0o644)
+                os.unlink(final)
+                fd = os.open(final, flags, 0o644)
             try:
                 # os.write, not a buffered file object: most objects are one chunk of a
                 # few KiB, and a pull writes 30,000 of them
@@ -300,15 +304,33 @@ class LocalStore:
             actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
             if actual != mh:
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)
-            if tmp != final:
-                os.replace(tmp, final)
             placed = True
         except OSError as exc:
             raise local_io_error(exc, Path(folder)) from None
         finally:
             if not placed:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+                    os.unlink(final)
+
+    def _put_atomic(
+        self, rel: str, mh: bytes, hasher: hashlib._Hash, chunks: Iterable[bytes]
+    ) -> None:
+        """``put`` into the layout itself: through a temp file (atomic_file) renamed into
+        place only once the bytes hash to ``mh``."""
+
+        def checked() -> Iterator[bytes]:
+            for chunk in chunks:
+                hasher.update(chunk)
+                yield chunk
+            actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
+            if actual != mh:
+                raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)
+
+        dest = self.root / rel
+        # public: mode per the umask, as the staged objects a pull moves into the layout
+        write_chunks_atomic(
+            dest.parent, checked(), lambda: dest.name, public=True, durable=self._fsync
+        )
 
     def list(self, kind: ObjectKind) -> Iterator[bytes]:
         return self._reader.iter_stored(kind)

@@ -161,3 +161,15 @@ def test_open_atomic_refuses_a_directory_in_the_files_place(tmp_path: Path) -> N
         out.file.write(b"bytes")
         out.commit("x.bundle")
     assert sorted(os.listdir(tmp_path)) == ["x.bundle"]
+
+
+def test_not_durable_writes_skip_every_fsync(tmp_path: Path, monkeypatch) -> None:
+    # durable=False: many files made durable together by the caller (one sync), so the
+    # writer itself must fsync neither the file nor its directory.
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    write_file_atomic(tmp_path / "a", b"one", durable=False)
+    assert calls == [] and (tmp_path / "a").read_bytes() == b"one"
+    write_file_atomic(tmp_path / "b", b"two")
+    assert len(calls) == 2  # the file, then its directory

@@ -1,6 +1,8 @@
 """The local dataset store (``odfweb3.store.local.LocalStore``, where ``pull`` writes): objects
 verified before they are visible, refs set by compare-and-set."""
 
+import os
+
 import pytest
 
 from odfweb3.errors import ConflictError, HashMismatch, NotFound
@@ -45,3 +47,25 @@ def test_refs_compare_and_set(store):
         store.set_ref("head", b, expected=None)
     store.set_ref("head", b, expected=a)
     assert store.get_ref("head") == b
+
+
+def test_put_is_atomic_and_public(tmp_path):
+    # Through atomic_file: a temp name until the hash is checked, then renamed, with the
+    # umask's mode (objects are not secrets; the pull's staged ones are 0644 alike).
+    store = LocalStore(tmp_path / "ds", fsync=False)
+    old = os.umask(0o022)
+    try:
+        data = b"an object"
+        store.put("data", hash_bytes(data), [data])
+    finally:
+        os.umask(old)
+    path = store.path_of("data", hash_bytes(data))
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert os.listdir(path.parent) == [path.name]
+
+
+def test_a_wrong_object_leaves_no_temp_file(tmp_path):
+    store = LocalStore(tmp_path / "ds", fsync=False)
+    with pytest.raises(HashMismatch):
+        store.put("data", hash_bytes(b"right"), [b"wr", b"ong"])
+    assert os.listdir(tmp_path / "ds" / "data") == []

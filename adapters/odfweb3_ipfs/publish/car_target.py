@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from odfweb3.atomic_file import (
+    fsync_dir,
     open_atomic,
     write_chunks_atomic,
     write_file_atomic,
@@ -425,6 +426,9 @@ class CarTarget:
                 car_bytes = 0
             else:
                 os.replace(tmp, self.out_dir / f"{delta.dag.root.cid.encode()}.car")
+                # the rename durable before publish.json names the CAR (a directory's
+                # entries reach the disk in no set order without it)
+                fsync_dir(self.out_dir)
             self._resume_files(plan.dataset_id).discard()  # the log, and any stale one
         else:
             # .tmp-PID-XXXX.car.partial: no *.car glob reads it half written (atomic_file)

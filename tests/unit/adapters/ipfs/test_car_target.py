@@ -376,3 +376,26 @@ def test_an_update_parses_the_state_once_where_read_and_serializes_once_where_wr
     done = publish_dataset(ds, CarTarget(out, keystore))
     assert parsed == [str(out / "publish.json")] and len(written) == 1
     assert done.state is not None and done.state.extra == serialize(written[0])
+
+
+def test_the_first_cars_rename_is_durable_before_publish_json(tmp_path, keystore, monkeypatch):
+    # The resumable first CAR is renamed from its own partial name: its directory is
+    # fsynced before publish.json (which names the CAR) is written, or a crash could keep
+    # the state's rename and lose the CAR's.
+    from odfweb3_ipfs.publish import car_target
+
+    ds = create_root_dataset(tmp_path / "ds", blocks=2, data_bytes=10_000, seed=3).path
+    out = tmp_path / "out"
+    seen = []
+    real = car_target.fsync_dir
+
+    def spy(directory):
+        if directory == out:
+            seen.append(
+                (sorted(p.name for p in out.glob("*.car")), (out / "publish.json").exists())
+            )
+        real(directory)
+
+    monkeypatch.setattr(car_target, "fsync_dir", spy)
+    first = publish_dataset(ds, CarTarget(out, keystore))
+    assert seen == [([f"{first.upload.locator}.car"], False)]
