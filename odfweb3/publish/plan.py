@@ -65,6 +65,11 @@ class LazySequence(Sequence[T], Generic[T]):
             self._items = self._load()
         return self._items
 
+    def items(self) -> Sequence[T]:
+        """The items themselves, loaded if they were not (a chain's packed
+        :class:`~odfweb3.odf.chain.ObjectList`: what a build that reads it again wants)."""
+        return self._all()
+
     @property
     def loaded(self) -> bool:
         """The items were loaded (something iterated them)."""

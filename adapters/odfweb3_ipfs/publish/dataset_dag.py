@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, cast, overload
 
@@ -215,11 +215,10 @@ def _opener(
 
 @dataclass(frozen=True)
 class DatasetDag:
-    """The result: root, per-object links, and the directory blocks' CIDs."""
+    """The result: root, per-object links, and what the build sent."""
 
     root: DirNode
     objects: Mapping[str, ObjectLink]
-    dir_blocks: Container[bytes]  # raw CIDs of every directory block of the DAG
     new_blocks: int = 0
     new_bytes: int = 0
     dirs: dict[str, DirNode] = field(default_factory=dict)
@@ -488,9 +487,6 @@ class _Sinks:
         self.previous = previous_dir_blocks
         self.blocks = 0
         self.bytes = 0
-        # Every directory block's CID (a first publish's HAMTs: some 90,000 at 100,000
-        # blocks), 36 bytes each in a DigestMap set rather than some 100 in a set of bytes.
-        self.dir_cids = DigestMap()
 
     def file(self, cid: Cid, block: bytes) -> None:
         self.blocks += 1
@@ -499,23 +495,14 @@ class _Sinks:
             self.sink(cid, block)
 
     def dir(self, cid: Cid, block: bytes) -> None:
-        raw = cid.raw
-        self.dir_cids.put(raw)
-        if raw in self.previous:
+        if cid.raw in self.previous:
             return
         self.file(cid, block)
 
-    def held_all(self, raws: Iterable[bytes]) -> None:
-        """Directory blocks of the new trie's table and those sent before: noted as held."""
-        for raw in raws:
-            self.dir_cids.put(raw)
-        for raw in self.previous:
-            self.dir_cids.put(raw)
-
     def held(self, cid: Cid, block: bytes) -> None:
-        """A directory block the previous publish sent (an unchanged directory): noted,
-        not sent again."""
-        self.dir_cids.put(cid.raw)
+        """A directory block the previous publish sent (an unchanged directory): not sent
+        again. (No set of every directory block's CID is kept: no target reads one; the
+        next build knows from the layout which are new, build_dataset_dag_indexed.)"""
 
 
 class _Links:
@@ -578,9 +565,6 @@ def _grown_hamt(
         previous=table,
         added=[n.encode("ascii") for n in added],
     )
-    # Blocks of the previous directories stay in the target (the CARs): counted as held,
-    # so a rebuilt subtree's unchanged shards are not sent again.
-    sinks.held_all(raw for raw, _ in new_table.values())
     return DirNode(cid=cid, tsize=tsize, sharded=True), new_table
 
 
@@ -731,8 +715,6 @@ class _Indexed(_Layout):
             single=single,
             added=[n.encode("ascii") for n in added],
         )
-        # As _grown_hamt: earlier directory blocks stay in the earlier CARs.
-        sinks.held_all(raw for raw, _ in new_table.values())
         return DirNode(cid=cid, tsize=tsize, sharded=True), new_table
 
 
@@ -897,7 +879,6 @@ def build_dataset_dag(
     return DatasetDag(
         built.root,
         _AllLinks(paths, len(linked), links.new, previous),
-        sinks.dir_cids,
         sinks.blocks,
         sinks.bytes,
         built.dirs,
@@ -1011,7 +992,6 @@ def build_dataset_dag_indexed(
     return DatasetDag(
         built.root,
         _IndexedLayout(links.new, previous),
-        sinks.dir_cids,
         sinks.blocks,
         sinks.bytes,
         built.dirs,

@@ -280,3 +280,35 @@ def test_a_one_chunk_file_longer_than_recorded_is_refused(
     items[2][0].write_bytes(files[2][1][:5])
     with pytest.raises(IntegrityError, match="block records"):
         list(import_files(items, open_source, chunk_size=CHUNK, threads=2, size_of=size_of))
+
+
+def test_a_one_chunk_file_is_read_at_its_recorded_size(
+    files: list[tuple[Path, bytes]], tmp_path: Path
+) -> None:
+    # A worker asks for the recorded size, not a whole chunk: CPython allocates what read(n)
+    # asks before shrinking it (odfweb3.cli.allocator says why that matters); same nodes.
+    asked: dict[str, list[int]] = {}
+    lock = threading.Lock()
+
+    class Asked(VerifyingReader):
+        def read(self, n: int = -1) -> bytes:
+            with lock:
+                asked.setdefault(self._where, []).append(n)
+            return super().read(n)
+
+    items = [(p, DatasetObject("data", hash_bytes(d), len(d))) for p, d in files]
+    small = [(p, obj) for p, obj in items if obj.size is not None and obj.size <= CHUNK]
+
+    def open_source(item: tuple[Path, DatasetObject]) -> VerifyingReader:
+        path, obj = item
+        return Asked(open(path, "rb"), obj, str(path)).defer_hashing()
+
+    got = list(
+        import_files(
+            small, open_source, chunk_size=CHUNK, threads=2, size_of=lambda item: item[1].size
+        )
+    )
+    want = [import_file(io.BytesIO(p.read_bytes()), chunk_size=CHUNK) for p, _ in small]
+    assert [node for _, node in got] == want
+    # Each file: its recorded size (end() then reads past it below this reader).
+    assert asked == {str(p): [obj.size] for p, obj in small}
