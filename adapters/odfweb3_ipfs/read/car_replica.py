@@ -36,7 +36,7 @@ from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
 from odfweb3.read.replica import RecordSigner
-from odfweb3_ipfs.formats.car import iter_car
+from odfweb3_ipfs.formats.car import index_car_file
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
@@ -166,15 +166,14 @@ class CarIndex:
         weakref.finalize(self, _close_all, self._fds)
         self.blocks = 0
         self.bytes = 0
+        put = self._where.put
         for n, path in enumerate(self._paths):
             with open(path, "rb") as f:
-                _roots, blocks = iter_car(f)
-                for cid, data in blocks:
-                    end = f.tell()
-                    where = (n << 96) | ((end - len(data)) << 32) | len(data)
-                    self._where.put(cid.raw, where.to_bytes(16, "big"))
+                _roots, blocks = index_car_file(f)
+                for raw, offset, length in blocks:
+                    put(raw, ((n << 96) | (offset << 32) | length).to_bytes(16, "big"))
                     self.blocks += 1
-                    self.bytes += len(data)
+                    self.bytes += length
 
     def _fd(self, n: int) -> int:
         fd = self._fds.get(n)
