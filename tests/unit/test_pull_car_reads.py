@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from odfweb3.cli.main import main
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.layout import ObjectKind
 from odfweb3.odf.multihash import hash_bytes, multihash_to_str
@@ -28,6 +28,7 @@ from odfweb3_ipfs.formats.unixfs_reader import (
     iter_directory,
     iter_directory_raw,
     list_directory,
+    read_file,
 )
 from odfweb3_ipfs.read import car_replica
 from odfweb3_ipfs.read.car_replica import CarDirReplica, _by_multihash, check_car_dir
@@ -127,3 +128,25 @@ def test_a_car_dir_pull_lists_each_folder_once_on_two_threads_whatever_parallel(
     for folder in ("blocks", "data", "checkpoints"):
         for f in (ds / folder).iterdir():
             assert (tmp_path / "dest" / folder / f.name).read_bytes() == f.read_bytes()
+
+
+def test_a_raw_leaf_is_read_whole_verified_and_bounded() -> None:
+    """read_file of one raw leaf (every small object of a publish): its bytes, checked
+    against the CID, refused above max_size or with no block allowed, nothing for an
+    empty leaf, as the walk of a many-block file reads each of its leaves."""
+    blocks: dict[bytes, bytes] = {}
+    leaf, empty = _leaf(b"x" * 100, blocks), _leaf(b"", blocks)
+
+    def get(cid: Cid) -> bytes:
+        return blocks[cid.raw]
+
+    assert list(read_file(leaf, get, max_size=100)) == [b"x" * 100]
+    assert list(read_file(leaf, get)) == [b"x" * 100]
+    assert list(read_file(empty, get, max_size=0)) == []
+    with pytest.raises(FormatError, match="larger than the 99 bytes"):
+        list(read_file(leaf, get, max_size=99))
+    with pytest.raises(FormatError, match="more than the 0 blocks"):
+        list(read_file(leaf, get, max_blocks=0))
+    blocks[leaf.raw] = b"y" * 100
+    with pytest.raises(HashMismatch):
+        list(read_file(leaf, get, max_size=100))

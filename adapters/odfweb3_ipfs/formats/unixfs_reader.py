@@ -290,6 +290,15 @@ def read_file(
         FormatError: over a budget, or not a file.
     """
     budget = file_block_budget(max_size) if max_blocks is None else max_blocks
+    if cid.codec == CODEC_RAW and budget >= 1:
+        # One raw leaf (every object of a publish up to its chunk size): the walk below
+        # without its stack and node table, the same checks (30,000 reads in a pull).
+        chunk = _verified(get, cid)
+        if max_size is not None and len(chunk) > max_size:
+            raise FormatError(f"/ipfs/{cid}: larger than the {max_size} bytes expected{_HOSTILE}")
+        if chunk:
+            yield chunk
+        return
     total = 0
     visited = 0
     nodes: dict[bytes, tuple[PBNode, UnixFSData]] = {}  # file nodes decoded once per walk
