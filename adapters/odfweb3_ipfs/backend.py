@@ -34,30 +34,25 @@ from odfweb3.config import Config
 from odfweb3.crypto.keystore import Keystore
 from odfweb3.errors import BackendError, FormatError, OdfWeb3Error, UsageError
 from odfweb3.odf.identity import DatasetId
-from odfweb3.publish.outdir_seal import OutDirSeal
-from odfweb3.publish.state import PublishState, StateStore
-from odfweb3.publish.target import AnyTarget
 from odfweb3.read.replica import Replica
 from odfweb3_ipfs.declaration import DECLARATION, IpfsOptions
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name, public_key_bytes
-from odfweb3_ipfs.publish.car_target import CarTarget, import_commands
-from odfweb3_ipfs.publish.cid_profile import CidProfile, profile_for
-from odfweb3_ipfs.publish.signing_key import KnownName, other_names
-from odfweb3_ipfs.publish.state import (
-    CarState,
-    DagFacts,
-    parse_car_extra,
-    parse_ipns_facts,
-    parse_node_extra,
-    parse_pin_state,
-)
 from odfweb3_ipfs.read.replay_memory import SEEN_FILE, SequenceMemory
 
+# The publish side (targets, CID profiles, publish states) is imported where it is used: a
+# pull or verify from car:DIR loads this module too, and the publish modules were some
+# 60 of the 120 modules a pull loads beyond validate's, each compiled at every run where
+# no bytecode is cached.
 if TYPE_CHECKING:
+    from odfweb3.publish.state import PublishState
+    from odfweb3.publish.target import AnyTarget
     from odfweb3.read.claims import NameClaims
     from odfweb3_ipfs.formats.dnslink import DnsLinkRecord
+    from odfweb3_ipfs.publish.cid_profile import CidProfile
     from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
+    from odfweb3_ipfs.publish.signing_key import KnownName
+    from odfweb3_ipfs.publish.state import CarState
     from odfweb3_ipfs.read.access import IpfsAccess
 
 __all__ = ["IpfsBackend", "ipfs_access", "open_ipfs_target"]
@@ -81,6 +76,8 @@ def _record_lifetime(config: Config) -> timedelta:
 
 def _cid_profile(options: TargetOptions[IpfsOptions]) -> CidProfile:
     """The UnixFS import profile of an IPFS publish (``--cid-profile``, ``--cid-version``)."""
+    from odfweb3_ipfs.publish.cid_profile import profile_for
+
     return profile_for(options.own.cid_profile, options.own.cid_version)
 
 
@@ -88,6 +85,7 @@ def open_ipfs_target(
     config: Config, options: TargetOptions[IpfsOptions], *, api: str | None = None
 ) -> IpfsNodeTarget:
     """The live IPFS target: the node at ``api`` (default ``config.ipfs_api``)."""
+    from odfweb3.publish.state import StateStore
     from odfweb3_ipfs.client.kubo import KuboClient
     from odfweb3_ipfs.publish.node_target import IpfsNodeTarget
 
@@ -114,6 +112,8 @@ def open_ipfs_target(
 
 def _names_outside(config: Config, target: str) -> Callable[[str], list[KnownName]]:
     """The dataset's names this machine knows outside ``target`` (:mod:`.signing_key`)."""
+    from odfweb3_ipfs.publish.signing_key import other_names
+
     return lambda dataset_id: other_names(config.state_dir, dataset_id, exclude=target)
 
 
@@ -165,6 +165,9 @@ class IpfsBackend:
     def open_target(
         self, spec: str, config: Config, options: TargetOptions[IpfsOptions]
     ) -> AnyTarget:
+        from odfweb3.publish.outdir_seal import OutDirSeal
+        from odfweb3_ipfs.publish.car_target import CarTarget
+
         kind, _, arg = spec.partition(":")
         if kind == "car":
             if not arg:
@@ -319,6 +322,14 @@ class IpfsBackend:
 
     def state_facts(self, state: PublishState) -> StateFacts:
         """The shown facts of a ``car:``, ``ipfs:`` or ``pinning:`` state, from its typed form."""
+        from odfweb3_ipfs.publish.state import (
+            CarState,
+            DagFacts,
+            parse_car_extra,
+            parse_ipns_facts,
+            parse_node_extra,
+        )
+
         where = f"publish state of {state.target}"
         record = parse_ipns_facts(state.record, where)
         pending, source, dag, steps = False, None, DagFacts(), None
@@ -395,12 +406,16 @@ class IpfsBackend:
 
 def _ipns_name(state: PublishState) -> str | None:
     """The IPNS name in the ``record`` of an IPFS target's state (car:, ipfs:, pinning:)."""
+    from odfweb3_ipfs.publish.state import parse_ipns_facts
+
     return parse_ipns_facts(state.record, f"publish state of {state.target}").name
 
 
 def _pin_status(
     state: PublishState, config: Config, env: Mapping[str, str], online: bool
 ) -> dict[str, Any] | None:
+    from odfweb3_ipfs.publish.state import parse_pin_state
+
     if not state.target.startswith("pinning:"):
         return None
     service = state.target[len("pinning:") :]
@@ -444,6 +459,8 @@ def _conforms() -> Backend:
 
 def _car_import_steps(target: str, car: CarState) -> NextSteps | None:
     """``car:DIR``: the commands that load it into a node (none before a record exists)."""
+    from odfweb3_ipfs.publish.car_target import import_commands
+
     if not car.record.name or not car.record.file:
         return None
     return NextSteps(

@@ -97,13 +97,22 @@ class DigestMap:
 
     def get(self, key: bytes) -> bytes | None:
         """The value of ``key`` (``b""`` in a set), or None."""
-        table = self._table(key)
+        # _table, _Table.bucket and _Table.find inline: a pull of 10,000 blocks looks up
+        # some 100,000 keys, and the calls were half of each look-up.
+        table = self._tables.get(key[:-_DIGEST]) if len(key) > _DIGEST else None
         if table is None:
             return self._other.get(key)
         digest = key[-_DIGEST:]
-        bucket = table.bucket(digest)
-        at = table.find(bucket, digest)
-        return None if at < 0 else bytes(bucket[at + _DIGEST : at + _DIGEST + self._width])
+        bucket = table.buckets[_bucket_of(digest) & table.mask]
+        at = bucket.find(digest)
+        if at < 0:
+            return None
+        slot = table.slot
+        while at % slot:
+            at = bucket.find(digest, at + 1)
+            if at < 0:
+                return None
+        return bytes(bucket[at + _DIGEST : at + slot])
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, bytes) and self.get(key) is not None
@@ -112,7 +121,7 @@ class DigestMap:
         """Map ``key`` to ``value`` (exactly ``width`` bytes); True if ``key`` was new."""
         if len(value) != self._width:
             raise ValueError(f"a value of {len(value)} bytes, not {self._width}")
-        table = self._table(key)
+        table = self._tables.get(key[:-_DIGEST]) if len(key) > _DIGEST else None
         if table is None:
             prefix = key[:-_DIGEST]
             if len(key) <= _DIGEST or len(prefix) > _MAX_PREFIX or len(self._tables) >= _MAX_TABLES:
@@ -122,7 +131,7 @@ class DigestMap:
                 return new
             table = self._tables[prefix] = _Table(_DIGEST + self._width)
         digest = key[-_DIGEST:]
-        bucket = table.bucket(digest)
+        bucket = table.buckets[_bucket_of(digest) & table.mask]
         at = table.find(bucket, digest)
         if at >= 0:
             bucket[at + _DIGEST : at + _DIGEST + self._width] = value

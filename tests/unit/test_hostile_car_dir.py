@@ -25,6 +25,7 @@ from odfweb3.errors import FormatError, ReplicaMismatch
 from odfweb3.odf.builder import append_blocks, create_root_dataset
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.unixfs_reader import (
+    count_dag,
     file_block_budget,
     iter_dag,
     list_directory,
@@ -229,6 +230,9 @@ def test_hamt_sub_shard_linked_twice_is_refused_and_plain_hamt_lists() -> None:
     assert len(list(iter_dag(bomb, _getter(blocks)))) == 5  # each distinct block once
     with pytest.raises(FormatError, match="more than the 3 blocks"):
         list(iter_dag(bomb, _getter(blocks), max_blocks=3))
+    assert count_dag(bomb, _getter(blocks), has=lambda raw: False) == 5
+    with pytest.raises(FormatError, match="more than the 3 blocks"):
+        count_dag(bomb, _getter(blocks), max_blocks=3, has=lambda raw: False)
 
 
 def test_directory_entry_budget() -> None:

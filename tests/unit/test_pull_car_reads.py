@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from odfweb3.cli.main import main
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, HashMismatch
 from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.layout import ObjectKind
 from odfweb3.odf.multihash import hash_bytes, multihash_to_str
@@ -22,7 +22,14 @@ from odfweb3.read.replica import LOCAL_READ_THREADS
 from odfweb3_ipfs.formats import dagpb
 from odfweb3_ipfs.formats.cid import CODEC_DAG_PB, CODEC_RAW, Cid
 from odfweb3_ipfs.formats.unixfs_data import DataType, UnixFSData, encode_unixfs_data
-from odfweb3_ipfs.formats.unixfs_reader import iter_dag, iter_directory, list_directory
+from odfweb3_ipfs.formats.unixfs_reader import (
+    count_dag,
+    iter_dag,
+    iter_directory,
+    iter_directory_raw,
+    list_directory,
+    read_file,
+)
 from odfweb3_ipfs.read import car_replica
 from odfweb3_ipfs.read.car_replica import CarDirReplica, _by_multihash, check_car_dir
 
@@ -58,6 +65,10 @@ def test_the_completeness_walk_counts_the_raw_leaves_the_caller_holds_without_re
     read.clear()
     assert len(list(iter_dag(root, get))) == 6
     assert len(read) == 6  # without ``has`` every block is read and verified
+    read.clear()
+    # count_dag (a CAR directory's check): the same count, ``has`` asked of CID bytes
+    assert count_dag(root, get, has=lambda raw: raw in blocks) == 6
+    assert read == [root]
 
 
 def test_a_listing_read_entry_by_entry_refuses_a_name_twice() -> None:
@@ -73,7 +84,7 @@ def test_a_listing_read_entry_by_entry_refuses_a_name_twice() -> None:
     with pytest.raises(FormatError, match="two entries named"):
         list_directory(twice, get)
     with pytest.raises(FormatError, match="two entries named"):
-        _by_multihash(twice, iter_directory(twice, get))
+        _by_multihash(twice, iter_directory_raw(twice, get))
 
 
 def _car(tmp_path: Path) -> tuple[Path, Path]:
@@ -92,7 +103,7 @@ def test_a_car_dir_pull_lists_each_folder_once_on_two_threads_whatever_parallel(
     threads: set[str] = set()
     listed: list[Cid] = []
     real_stream = CarDirReplica.stream_object
-    real_iter = car_replica.iter_directory
+    real_iter = car_replica.iter_directory_raw
 
     def stream(
         self: CarDirReplica, kind: ObjectKind, mh: bytes, size: int | None
@@ -100,12 +111,12 @@ def test_a_car_dir_pull_lists_each_folder_once_on_two_threads_whatever_parallel(
         threads.add(threading.current_thread().name)
         return real_stream(self, kind, mh, size)
 
-    def listing(cid: Cid, get: object) -> Iterator[tuple[str, Cid]]:
+    def listing(cid: Cid, get: object) -> Iterator[tuple[str, bytes]]:
         listed.append(cid)
         return real_iter(cid, get)  # type: ignore[arg-type]
 
     monkeypatch.setattr(CarDirReplica, "stream_object", stream)
-    monkeypatch.setattr(car_replica, "iter_directory", listing)
+    monkeypatch.setattr(car_replica, "iter_directory_raw", listing)
     res = pull_dataset(replica, tmp_path / "dest", parallel=8)
     monkeypatch.undo()
     assert res.objects_fetched == res.objects.total == 16 + 12 + 12  # 4 blocks before the data
@@ -117,3 +128,25 @@ def test_a_car_dir_pull_lists_each_folder_once_on_two_threads_whatever_parallel(
     for folder in ("blocks", "data", "checkpoints"):
         for f in (ds / folder).iterdir():
             assert (tmp_path / "dest" / folder / f.name).read_bytes() == f.read_bytes()
+
+
+def test_a_raw_leaf_is_read_whole_verified_and_bounded() -> None:
+    """read_file of one raw leaf (every small object of a publish): its bytes, checked
+    against the CID, refused above max_size or with no block allowed, nothing for an
+    empty leaf, as the walk of a many-block file reads each of its leaves."""
+    blocks: dict[bytes, bytes] = {}
+    leaf, empty = _leaf(b"x" * 100, blocks), _leaf(b"", blocks)
+
+    def get(cid: Cid) -> bytes:
+        return blocks[cid.raw]
+
+    assert list(read_file(leaf, get, max_size=100)) == [b"x" * 100]
+    assert list(read_file(leaf, get)) == [b"x" * 100]
+    assert list(read_file(empty, get, max_size=0)) == []
+    with pytest.raises(FormatError, match="larger than the 99 bytes"):
+        list(read_file(leaf, get, max_size=99))
+    with pytest.raises(FormatError, match="more than the 0 blocks"):
+        list(read_file(leaf, get, max_blocks=0))
+    blocks[leaf.raw] = b"y" * 100
+    with pytest.raises(HashMismatch):
+        list(read_file(leaf, get, max_size=100))

@@ -34,15 +34,15 @@ from odfweb3.foreign_json import load_foreign_json
 from odfweb3.odf.digest_map import DigestMap
 from odfweb3.odf.identity import DatasetId
 from odfweb3.odf.layout import LAYOUT_DIRS, MAX_BLOCK_SIZE, ObjectKind
-from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
+from odfweb3.odf.multihash import multihash_from_str, multihash_to_str, split_multihash
 from odfweb3.read.replica import RecordSigner
-from odfweb3_ipfs.formats.car import iter_car
+from odfweb3_ipfs.formats.car import index_car_file
 from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.ipns import MAX_RECORD_SIZE, IpnsRecord, verify_record
 from odfweb3_ipfs.formats.libp2p_keys import IpnsName, parse_ipns_name
 from odfweb3_ipfs.formats.unixfs_reader import (
-    iter_dag,
-    iter_directory,
+    count_dag,
+    iter_directory_raw,
     list_directory,
     read_file,
     resolve_path,
@@ -166,15 +166,14 @@ class CarIndex:
         weakref.finalize(self, _close_all, self._fds)
         self.blocks = 0
         self.bytes = 0
+        put = self._where.put
         for n, path in enumerate(self._paths):
             with open(path, "rb") as f:
-                _roots, blocks = iter_car(f)
-                for cid, data in blocks:
-                    end = f.tell()
-                    where = (n << 96) | ((end - len(data)) << 32) | len(data)
-                    self._where.put(cid.raw, where.to_bytes(16, "big"))
+                _roots, blocks = index_car_file(f)
+                for raw, offset, length in blocks:
+                    put(raw, ((n << 96) | (offset << 32) | length).to_bytes(16, "big"))
                     self.blocks += 1
-                    self.bytes += len(data)
+                    self.bytes += length
 
     def _fd(self, n: int) -> int:
         fd = self._fds.get(n)
@@ -188,6 +187,10 @@ class CarIndex:
 
     def __contains__(self, cid: Cid) -> bool:
         return cid.raw in self._where
+
+    def holds(self, raw: bytes) -> bool:
+        """Whether the CID of these bytes is indexed."""
+        return self._where.get(raw) is not None
 
     def get(self, cid: Cid) -> bytes:
         """A block's bytes (the caller verifies; see :mod:`.unixfs_reader`)."""
@@ -232,21 +235,27 @@ class _Listing:
         return self._long.get(mh)
 
 
-def _by_multihash(folder: Cid, entries: Iterator[tuple[str, Cid]]) -> _Listing:
+def _by_multihash(folder: Cid, entries: Iterator[tuple[str, bytes]]) -> _Listing:
     """A layout folder's listing keyed by the multihash its name spells, read entry by
-    entry (no listing of names and ``Cid`` objects held whole); a name that is not a
-    multihash in its canonical spelling is left out (no lookup by a hash formats it).
+    entry (no listing of names and ``Cid`` objects held whole; each entry's CID as its
+    bytes); a name that is not a multihash in its canonical spelling is left out (no lookup
+    by a hash formats it).
 
     Raises:
         FormatError: a name listed twice (a canonical directory never has one).
     """
     out = _Listing()
-    for name, cid in entries:
-        try:
-            mh = multihash_from_str(name)
-        except FormatError:
+    for name, raw in entries:
+        # The canonical spelling is "f" and the lower-case hex of a 34-byte multihash (what
+        # multihash_to_str writes): any other name is left out before it is parsed.
+        if len(name) != 69 or name[0] != "f":
             continue
-        if multihash_to_str(mh) == name and not out.put(mh, cid.raw):
+        try:
+            mh = bytes.fromhex(name[1:])
+            split_multihash(mh)
+        except (ValueError, FormatError):
+            continue
+        if mh.hex() == name[1:] and not out.put(mh, raw):
             raise FormatError(
                 f"{folder}: a directory with two entries named {name!r}; the DAG is corrupt "
                 "or hostile: use another replica"
@@ -381,7 +390,7 @@ class CarDirReplica:
                 get = self.check.index.get
                 try:
                     top = resolve_path(self.check.root, folder, get)
-                    listing = _by_multihash(top, iter_directory(top, get))
+                    listing = _by_multihash(top, iter_directory_raw(top, get))
                 except FormatError as exc:
                     self._broken[folder] = exc
                     raise
@@ -465,8 +474,7 @@ def check_car_dir(
     index = CarIndex(cars)
     # Every block of the CARs was checked against its CID as it was indexed: the raw leaves
     # the DAG links to need only be there (each read checks its block again).
-    walk = iter_dag(root, index.get, max_blocks=index.blocks, has=index.__contains__)
-    reachable = sum(1 for _ in walk)
+    reachable = count_dag(root, index.get, max_blocks=index.blocks, has=index.holds)
     head_cid = resolve_path(root, "refs/head", index.get)
     served_head = b"".join(read_file(head_cid, index.get, max_size=MAX_HEAD_SIZE))
     if key_envelope is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from odfweb3_ipfs.formats.car import (
     CidSet,
     decode_car_header,
     encode_car_header,
+    index_car_file,
     iter_car,
     read_car_header,
 )
@@ -231,3 +233,87 @@ def test_fuzz_mutated_car_raises_only_declared_errors(noise: bytes, at: int) -> 
         list(blocks)
     except (FormatError, HashMismatch):
         pass
+
+
+def _outcome(read: Callable[[bytes], list[tuple[bytes, bytes]]], car: bytes) -> object:
+    """What a reader makes of ``car``: its blocks, or its error's type and message."""
+    try:
+        return read(car)
+    except (FormatError, HashMismatch) as exc:
+        return type(exc), str(exc)
+
+
+def _by_stream(car: bytes) -> list[tuple[bytes, bytes]]:
+    return [(cid.raw, data) for cid, data in iter_car(io.BytesIO(car))[1]]
+
+
+def _by_index(car: bytes) -> list[tuple[bytes, bytes]]:
+    # the bytes at each offset the index gives, as a CAR index reads them back
+    return [(raw, car[at : at + n]) for raw, at, n in index_car_file(io.BytesIO(car))[1]]
+
+
+def _mixed_car() -> bytes:
+    """Blocks of every CID shape and of one-, two- and three-byte section lengths, some
+    across the index's 1 MiB reads: raw and dag-pb CIDv1, a CIDv0, an identity CID."""
+    blocks = [(Cid.of_block(b"x" * n), b"x" * n) for n in (0, 1, 91, 92, 300, 16_300, 16_400)]
+    big = bytes(range(256)) * 2100  # 537,601 bytes each: the second crosses the first 1 MiB read
+    blocks += [(Cid.of_block(big + bytes((i,))), big + bytes((i,))) for i in range(3)]
+    blocks.append((Cid.of_block(b"node", version=0, codec=0x70), b"node"))
+    blocks.append((Cid.of_block(b"node", codec=0x70), b"node"))
+    blocks.append((Cid.from_bytes(b"\x01\x55\x00\x03abc"), b"abc"))  # identity
+    return _car(blocks)
+
+
+def test_index_reads_every_block_as_iter_car() -> None:
+    car = _mixed_car()
+    got = _by_index(car)
+    assert len(got) == 13 and got == _by_stream(car)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "cut-in-varint", "cut-in-cid", "cut-in-data", "cut-in-big", "flip-data", "flip-big",
+        "flip-cid", "zero-length", "oversized", "non-minimal", "endless-varint", "short-cid",
+    ],
+)  # fmt: skip
+def test_index_refuses_what_iter_car_refuses_with_its_message(damage: str) -> None:
+    car = bytearray(_mixed_car())
+    first = len(_car([]))  # the first section's length varint
+    big_at = car.index(bytes(range(256)) * 4)
+    if damage == "cut-in-varint":
+        car = _car([(Cid.of_block(b"a"), b"a")]) + b"\x80\x80"  # the file ends in one
+    elif damage == "cut-in-cid":
+        car = car[: first + 10]
+    elif damage == "cut-in-data":
+        car = car[: car.index(b"x" * 300) + 100]
+    elif damage == "cut-in-big":
+        car = car[: big_at + 700_000]
+    elif damage == "flip-data":
+        car[car.index(b"x" * 16_300) + 5] ^= 1
+    elif damage == "flip-big":
+        car[big_at + 600_000] ^= 1  # in the block that crosses the first read
+    elif damage == "flip-cid":
+        car[first + 1 + 10] ^= 1  # the digest of the first block's CID
+    elif damage == "zero-length":
+        car = _car([]) + b"\x00"
+    elif damage == "oversized":
+        car = _car([]) + encode_uvarint(9 << 20) + b"\x01"
+    elif damage == "non-minimal":
+        car = _car([]) + b"\xa5\x00" + bytes(37)  # 37 as two bytes
+    elif damage == "endless-varint":
+        car = _car([]) + b"\xff" * 12
+    else:  # a CIDv1 prefix with fewer bytes than its digest
+        car = _car([]) + b"\x06\x01\x55\x12\x20ab"
+    stream = _outcome(_by_stream, bytes(car))
+    assert isinstance(stream, tuple) and isinstance(stream[1], str)  # refused
+    assert _outcome(_by_index, bytes(car)) == stream
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=120), st.integers(min_value=0, max_value=200))
+def test_fuzz_index_agrees_with_iter_car(noise: bytes, at: int) -> None:
+    car = bytearray(_car([(Cid.of_block(b"x" * 200), b"x" * 200), (Cid.of_block(b"y"), b"y")]))
+    at = min(at, len(car))
+    car[at : at + len(noise)] = noise
+    assert _outcome(_by_index, bytes(car)) == _outcome(_by_stream, bytes(car))

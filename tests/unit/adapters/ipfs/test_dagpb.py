@@ -184,3 +184,50 @@ def test_the_fast_decoder_agrees_with_the_strict_one_or_leaves_it_to_it(
             assert fast is None or fast == strict
             assert decode_pbnode(block) == strict
     assert _fast_node(good) is not None  # the writers' layout takes the fast path
+
+
+_CIDS = (
+    _A_CID,
+    Cid.of_block(b"leaf").raw,  # CIDv1 raw sha2-256
+    Cid.of_block(b"node", version=0, codec=CODEC_DAG_PB).raw,
+    b"\x01\x55\x00\x03abc",  # identity
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    links=st.lists(
+        st.tuples(
+            st.sampled_from(_CIDS),
+            st.binary(max_size=140),
+            st.one_of(st.none(), st.integers(0, 1 << 40)),
+        ),
+        max_size=5,
+    ),
+    data=st.one_of(st.none(), st.binary(max_size=200)),
+    cut=st.integers(0, 400),
+    flip=st.tuples(st.integers(0, 400), st.integers(0, 255)),
+)
+def test_pb_links_reads_what_decode_pbnode_reads(
+    links: list[tuple[bytes, bytes, int | None]],
+    data: bytes | None,
+    cut: int,
+    flip: tuple[int, int],
+) -> None:
+    """pb_links (CID bytes and names, no objects) accepts exactly the blocks decode_pbnode
+    accepts, with the same links and Data, and refuses the others with a FormatError: on
+    well-formed blocks of every CID shape, cut short, and with one byte changed (a CID's
+    prefix too)."""
+    from odfweb3_ipfs.formats.dagpb import pb_links
+
+    good = encode_pbnode([PBLink(Cid.from_bytes(c), n, t or 0) for c, n, t in links], data)
+    mutated = bytearray(good)
+    if mutated:
+        mutated[flip[0] % len(mutated)] = flip[1]
+    for block in (good, good[: cut % (len(good) + 1)], bytes(mutated)):
+        strict = _strict(block)
+        if isinstance(strict, FormatError):
+            with pytest.raises(FormatError):
+                pb_links(block)
+        else:
+            assert pb_links(block) == ([(x.cid.raw, x.name) for x in strict.links], strict.data)

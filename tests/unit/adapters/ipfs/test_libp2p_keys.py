@@ -152,3 +152,46 @@ def test_the_base36_name_is_the_multiformats_text(key: bytes, digest: bytes) -> 
         name = IpnsName(mh)
         assert str(name) == CID("base36", 1, 0x72, mh).encode("base36")
         assert parse_ipns_name(str(name)) == name
+
+
+def _read_by_multiformats(text: str) -> IpnsName | type[Exception]:
+    """How a ``k…`` name was read before its canonical form was read by hand: by
+    multiformats, then the multihash checked (the verdict the fast path must keep)."""
+    from multiformats import CID
+
+    from odfweb3_ipfs.formats.libp2p_keys import _split_multihash
+
+    try:
+        cid = CID.decode(text)
+        if cid.version != 1 or cid.codec.code != 0x72:
+            return FormatError
+        _split_multihash(bytes(cid.digest))
+    except FormatError:
+        return FormatError
+    except Exception:  # multiformats raises several unrelated types
+        return FormatError
+    return IpnsName(bytes(cid.digest))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(min_size=32, max_size=32),
+    st.integers(0, 70),
+    st.sampled_from("0123456789abcdefghijklmnopqrstuvwxyzK_ -+Z"),
+    st.booleans(),
+)
+def test_a_k_name_reads_as_multiformats_read_it(
+    key: bytes, at: int, char: str, sha256: bool
+) -> None:
+    """The base36 names read without multiformats (the canonical ``k51…`` form) read as
+    multiformats read them, and every other spelling (a character changed: upper case, an
+    underscore, a sign, a space, a digit too many) gets the verdict it always had."""
+    mh = b"\x12\x20" + key if sha256 else IpnsName.from_public_key(key).multihash
+    name = str(IpnsName(mh))
+    for text in (name, name[:at] + char + name[at + 1 :], name[:at] + char + name[at:]):
+        expected = _read_by_multiformats(text)
+        try:
+            got: IpnsName | type[Exception] = parse_ipns_name(text)
+        except FormatError:
+            got = FormatError
+        assert got == expected, text
