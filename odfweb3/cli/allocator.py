@@ -9,7 +9,7 @@ heap, and the long-lived per-object tables that grow between them (``DigestMap``
 buckets, packed lists) keep the freed space from going back. Pinned at glibc's default
 (128 KiB; setting it turns the adjustment off), a large buffer is mapped and unmapped
 on its own: at 100,000 blocks the initial ``car:`` publish peaked some 9 MB lower
-(bench/RESULTS.md, "Issue 30 goal 3, session 15").
+(bench/RESULTS.md: "object lists only when asked, glibc mmap threshold").
 """
 
 from __future__ import annotations
