@@ -295,9 +295,6 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         from odfweb3.config import load_config
 
         config = load_config(getattr(args, "config", None), env=env)
-        from odfweb3.cli.allocator import pin_mmap_threshold
-
-        pin_mmap_threshold()  # a command's peak memory (odfweb3.cli.allocator)
         handler: Handler = args.handler
         code = handler(args, Context(config=config, out=out, env=env))
     except OdfWeb3Error as exc:

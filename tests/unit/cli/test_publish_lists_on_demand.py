@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from odfweb3.cli import publish_cmds
-from odfweb3.cli.allocator import pin_mmap_threshold
 from odfweb3.cli.main import main
 from odfweb3.publish.plan import LazySequence, PublishPlan
 
@@ -54,13 +53,3 @@ def test_lazy_items_are_the_loaded_sequence() -> None:
     lazy = LazySequence(2, lambda: loaded)
     assert not lazy.loaded
     assert lazy.items() is loaded and lazy.loaded
-
-
-def test_the_mmap_threshold_is_pinned_on_glibc() -> None:
-    import os
-
-    try:
-        glibc = os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
-    except (ValueError, OSError, AttributeError):
-        glibc = False
-    assert pin_mmap_threshold() is glibc

@@ -286,7 +286,7 @@ def test_a_one_chunk_file_is_read_at_its_recorded_size(
     files: list[tuple[Path, bytes]], tmp_path: Path
 ) -> None:
     # A worker asks for the recorded size, not a whole chunk: CPython allocates what read(n)
-    # asks before shrinking it (odfweb3.cli.allocator says why that matters); same nodes.
+    # asks before shrinking it (256 KiB per 2 KB file raised glibc's mmap threshold); same nodes.
     asked: dict[str, list[int]] = {}
     lock = threading.Lock()
 
