@@ -50,17 +50,6 @@ class DatasetId:
         text = text.strip()
         if not text.startswith(DID_PREFIX):
             raise FormatError(f"not a dataset ID: {text[:80]!r} (expected did:odf:…)")
-        body = text[len(DID_PREFIX) :]
-        if len(body) == 69 and body[0] == "f":
-            # The form str() writes (base16, lower case) read here: multiformats (35
-            # modules, some 0.04 s) was imported by a pull from car:DIR for this alone.
-            # Any other spelling is left to it, whose verdict it has always been.
-            try:
-                raw = bytes.fromhex(body[1:])
-            except ValueError:
-                raw = b""
-            if raw.hex() == body[1:]:
-                return cls.from_bytes(raw)
         from multiformats import multibase  # local: a publish's start-up parses no ID text
 
         try:

@@ -144,15 +144,6 @@ class OdfExtension:
 
 
 def _check_multihash_text(text: str, where: str) -> None:
-    if len(text) == 69 and text[0] == "f":
-        # base16 of a sha2-256 or sha3-256 multihash, as every ODF head is written: checked
-        # here, without importing multiformats (some 0.04 s); any other text by it.
-        try:
-            mh = bytes.fromhex(text[1:])
-        except ValueError:
-            mh = b""
-        if mh.hex() == text[1:] and mh[0] in (0x12, 0x16) and mh[1] == 32:
-            return
     from multiformats import multibase, multihash  # local: slow to import, used to read
 
     try:

@@ -241,18 +241,6 @@ def parse_ipns_name(text: str) -> IpnsName:
     if not name:
         raise FormatError("IPNS name is empty")
     shown = name[:80]
-    if name.startswith("k"):
-        # The canonical form (what IpnsName writes: base36 of 0x01 0x72 <multihash>) read
-        # here, not by multiformats (35 modules, about 0.04 s: a pull from car:DIR loaded
-        # it for this alone); any other spelling is left to multiformats, whose verdict it
-        # has always been.
-        try:
-            raw = int(name[1:], 36).to_bytes(len(name), "big").lstrip(b"\0")
-        except ValueError:
-            raw = b""
-        if raw[:2] == b"\x01\x72" and str(IpnsName(raw[2:])) == name:
-            _split_multihash(raw[2:])
-            return IpnsName(raw[2:])
     from multiformats import CID, multibase  # local: slow to import, used to read names
 
     if name.startswith(("1", "Qm")):

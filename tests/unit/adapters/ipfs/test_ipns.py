@@ -378,34 +378,3 @@ def test_mutated_records_raise_only_our_errors(edits, cut):
         data[pos] = byte
     with contextlib.suppress(_OURS):
         verify_record(bytes(data[:cut] if cut < 40 else data), SPEC_NAME, NOW)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.sampled_from([b"\x16\x20", b"\x12\x20", b"\x13\x40", b"\x16\x21", b"\x00\x20"]),
-    st.binary(min_size=32, max_size=32),
-    st.integers(0, 69),
-    st.sampled_from("0123456789abcdefABCDEF g"),
-)
-def test_an_odf_head_text_is_checked_as_multiformats_checked_it(
-    prefix: bytes, digest: bytes, at: int, char: str
-) -> None:
-    """The base16 heads checked without multiformats (sha2-256, sha3-256) get the verdict
-    multiformats gave them, and so does every other text (a character changed)."""
-    from multiformats import multibase, multihash
-
-    from odfweb3_ipfs.formats.ipns import _check_multihash_text
-
-    text = "f" + (prefix + digest).hex()
-    for t in (text, text[:at] + char + text[at + 1 :]):
-        try:
-            multihash.unwrap_raw(multibase.decode(t))
-            expected = True
-        except Exception:  # multiformats raises several unrelated types
-            expected = False
-        try:
-            _check_multihash_text(t, "_odf.head")
-            got = True
-        except FormatError:
-            got = False
-        assert got == expected, t
