@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import secrets
 import subprocess
 
 import pytest
@@ -54,6 +56,54 @@ def test_arlocal_info_mint_and_mine(arlocal: ArlocalNode) -> None:
 
     arlocal.mine(2)
     assert arlocal.height() == height + 2
+
+
+def test_mine_confirms_bundles_posted_in_chunks_and_unbundles_each_item_once(
+    arlocal: ArlocalNode,
+) -> None:
+    # The turbo bundler's way: a bundle's header, its chunks, then a mine at once. That is
+    # where arlocal's two unbundlers race and /mine can answer 404 (ArlocalNode.mine).
+    from odfweb3_arweave.client.gateway import ArweaveGateway
+    from odfweb3_arweave.formats.ans104 import create_data_item, encode_bundle
+    from odfweb3_arweave.formats.merkle import build_tree_from_stream
+    from odfweb3_arweave.formats.tags import Tag
+    from odfweb3_arweave.formats.tx import iter_chunk_uploads, new_transaction, sign_transaction
+    from odfweb3_arweave.wallet import generate_wallet
+
+    wallet = generate_wallet()
+    arlocal.mint(wallet.address, 10**15)
+    gateway = ArweaveGateway(arlocal.url)
+    for round_ in range(3):
+        items = [
+            create_data_item(wallet, secrets.token_bytes(150_000), [Tag(b"n", b"%d" % i)])
+            for i in range(4)
+        ]
+        bundle = encode_bundle(items)
+        tree = build_tree_from_stream(io.BytesIO(bundle), len(bundle))
+        tx = new_transaction(
+            owner=wallet.owner,
+            reward=gateway.price(len(bundle)),
+            last_tx=gateway.tx_anchor(),
+            tags=[Tag(b"Bundle-Format", b"binary"), Tag(b"Bundle-Version", b"2.0.0")],
+            data_size=len(bundle),
+            data_root=tree.data_root,
+        )
+        tx = sign_transaction(tx, wallet)
+        gateway.post_tx(tx, inline=False)
+        for chunk in iter_chunk_uploads(tree, io.BytesIO(bundle)):
+            gateway.post_chunk(chunk)
+        arlocal.mine()
+
+        assert gateway.tx_status(tx.id_b64).state == "confirmed", round_
+        found = gateway.graphql(
+            "query($ids:[ID!]){transactions(ids:$ids){edges{node{id tags{name value}}}}}",
+            {"ids": [item.header.id_b64 for item in items]},
+        )
+        # Each item once, with its own tag once (arlocal's GraphQL leaves bundledIn empty).
+        tags = {e["node"]["id"]: e["node"]["tags"] for e in found["transactions"]["edges"]}
+        assert tags == {
+            item.header.id_b64: [{"name": "n", "value": str(i)}] for i, item in enumerate(items)
+        }
 
 
 def test_oracle_packages_import() -> None:

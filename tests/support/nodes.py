@@ -300,6 +300,9 @@ def external_ipfs(api_url: str, gateway_url: str) -> IpfsNode:
 # ---------------------------------------------------------------- Arweave
 
 
+MINE_DEADLINE = 60.0  # retrying arlocal's 404s (see ArlocalNode.mine): seconds
+
+
 @dataclass(frozen=True)
 class ArlocalNode:
     """A running arlocal gateway at `url` (no trailing slash), with test-only helpers."""
@@ -328,13 +331,28 @@ class ArlocalNode:
         if r.status_code != 200:
             raise RuntimeError(f"arlocal /mint: HTTP {r.status_code}: {r.text[:300]}")
 
-    def mine(self, blocks: int = 1) -> None:
+    def mine(self, blocks: int = 1, deadline: float = MINE_DEADLINE) -> None:
         """Mine `blocks` blocks, confirming pending transactions (`/mine/{n}`). The first
         mine after a bundle was seeded unbundles all of it (hundreds of items after a big
-        turbo publish): a generous deadline, as on a loaded machine."""
-        r = self.get(f"/mine/{int(blocks)}", timeout=300.0)
-        if r.status_code != 200:
-            raise RuntimeError(f"arlocal /mine: HTTP {r.status_code}: {r.text[:300]}")
+        turbo publish): a generous deadline, as on a loaded machine.
+
+        A 404 is asked again. arlocal's mine route catches its own errors, logs them and
+        leaves the body unset, which Koa answers as 404, having mined nothing. The one error
+        seen is a race inside arlocal: a bundle posted as a header (its data in chunks) is
+        unbundled twice, by a task `POST /tx` leaves polling for the last chunk and by `/mine`
+        from the chunks it finds; whichever inserts an item second fails on the unique
+        `transactions.id`. The next mine finds the items there and skips them."""
+        until = time.monotonic() + deadline
+        while True:
+            r = self.get(f"/mine/{int(blocks)}", timeout=300.0)
+            if r.status_code == 200:
+                return
+            if r.status_code != 404 or time.monotonic() > until:
+                raise RuntimeError(
+                    f"arlocal /mine: HTTP {r.status_code}: {r.text[:300]}"
+                    + (f"; log: {self.log_path}" if self.log_path else "")
+                )
+            time.sleep(0.2)
 
     def balance(self, address: str) -> int:
         """Winston balance of `address`."""
