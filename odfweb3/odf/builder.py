@@ -342,6 +342,9 @@ def create_root_dataset(
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(work, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
     except OSError as exc:
         raise local_io_error(exc, root.parent) from None
     try:

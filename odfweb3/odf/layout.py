@@ -289,6 +289,10 @@ class DatasetWriter:
     Order is the caller's duty and the rule is git's: write every object first,
     :meth:`set_head` last. ``fsync=False``: no fsync per object; the caller makes them
     durable together (one ``sync``) before the head names them.
+
+    Files get the umask's mode, as kamu's and git's do and as a pulled copy's objects do:
+    a dataset is data to publish, not a secret (keys and wallets are written 0600 by
+    :func:`odfweb3.atomic_file.write_secret_atomic`).
     """
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
@@ -302,7 +306,9 @@ class DatasetWriter:
         """Write one object under its hash (the caller vouches for the hash)."""
         name = multihash_to_str(mh)
         chunks = (data,) if isinstance(data, bytes) else data
-        return write_chunks_atomic(self._folders[kind], chunks, lambda: name, durable=self._fsync)
+        return write_chunks_atomic(
+            self._folders[kind], chunks, lambda: name, public=True, durable=self._fsync
+        )
 
     def write_new_object(self, kind: ObjectKind, chunks: Iterator[bytes]) -> bytes:
         """Stream bytes into a new object, named by their SHA3-256 multihash; return it."""
@@ -317,6 +323,7 @@ class DatasetWriter:
             self._folders[kind],
             hashed(),
             lambda: multihash_to_str(bytes((SHA3_256, 32)) + h.digest()),
+            public=True,
             durable=self._fsync,
         )
         return multihash_from_str(path.name)
@@ -324,5 +331,8 @@ class DatasetWriter:
     def set_head(self, mh: bytes) -> None:
         """Point ``refs/head`` at block ``mh``; call after every object is written."""
         write_file_atomic(
-            self.root / HEAD_REF, multihash_to_str(mh).encode("ascii"), durable=self._fsync
+            self.root / HEAD_REF,
+            multihash_to_str(mh).encode("ascii"),
+            public=True,
+            durable=self._fsync,
         )

@@ -6,6 +6,7 @@ RFC-017), a derivative of both, each appended to once, as a user builds them wit
 """
 
 import json
+import os
 from datetime import UTC
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from odfweb3.cli.main import main
+from odfweb3.odf.builder import create_root_dataset
 from odfweb3.odf.chain import walk_chain
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.linked import decode_summary, link_columns
@@ -203,3 +205,19 @@ def test_same_seed_same_bytes_and_the_linked_flag_is_checked(cli, tmp_path, caps
     )
     err = capsys.readouterr().err
     assert code == 64 and "for root datasets" in err and not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_an_example_dataset_gets_the_umasks_modes_as_a_pulled_copy_does(tmp_path, umask):
+    # Objects are data to publish, not secrets: mkstemp's 0600 and mkdtemp's 0700 must not
+    # outlive the rename (a web server or another user reads the dataset as the umask says).
+    old = os.umask(umask)
+    try:
+        create_root_dataset(tmp_path / "ds", blocks=3, data_bytes=2_000)
+    finally:
+        os.umask(old)
+    files = [p for p in (tmp_path / "ds").rglob("*") if p.is_file()]
+    folders = [tmp_path / "ds", *(p for p in (tmp_path / "ds").rglob("*") if p.is_dir())]
+    assert {p.relative_to(tmp_path / "ds").parts[0] for p in files} >= {"blocks", "refs", "data"}
+    assert {p.stat().st_mode & 0o777 for p in files} == {0o666 & ~umask}
+    assert {p.stat().st_mode & 0o777 for p in folders} == {0o777 & ~umask}
