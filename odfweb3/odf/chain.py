@@ -113,6 +113,12 @@ class _PackedBytes:
 
 _KINDS: tuple[ObjectKind, ...] = ("block", "data", "checkpoint", "linked")
 _KIND_CODE: dict[str, int] = {k: i for i, k in enumerate(_KINDS)}
+_FOLDER_OF: dict[str, str] = {k: LAYOUT_DIRS[k] for k in _KINDS}
+# A layout folder's kind codes (``data``: data files and linked objects).
+_FOLDER_CODES: dict[str, frozenset[int]] = {
+    folder: frozenset(i for i, k in enumerate(_KINDS) if LAYOUT_DIRS[k] == folder)
+    for folder in set(LAYOUT_DIRS.values())
+}
 
 
 class ObjectList(Sequence[DatasetObject]):
@@ -121,18 +127,20 @@ class ObjectList(Sequence[DatasetObject]):
     holds every object of the dataset from the chain walk to the end (300,000 at 100,000
     blocks). Items are made when asked; equal to any sequence with the same items."""
 
-    __slots__ = ("_ends", "_hashes", "_kinds", "_sizes")
+    __slots__ = ("_ends", "_hashes", "_kinds", "_positions", "_sizes")
 
     def __init__(self, objects: Iterable[DatasetObject] = ()) -> None:
         self._kinds = bytearray()
         self._hashes = bytearray()
         self._ends = array("Q")
         self._sizes = array("q")  # -1: unknown
+        self._positions: array[int] | None = None  # position(): made when first asked
         for obj in objects:
             self.append(obj)
 
     def append(self, obj: DatasetObject) -> None:
         """Add ``obj`` at the end."""
+        self._positions = None
         self._kinds.append(_KIND_CODE[obj.kind])
         self._hashes += obj.hash
         self._ends.append(len(self._hashes))
@@ -164,6 +172,67 @@ class ObjectList(Sequence[DatasetObject]):
         data files and linked objects), in order."""
         codes = {i for i, kind in enumerate(_KINDS) if LAYOUT_DIRS[kind] == folder}
         return array("I", (i for i, code in enumerate(self._kinds) if code in codes))
+
+    def position(self, path: str) -> int:
+        """The position of the first object at the layout path ``path``, or -1 (a path
+        not of the layout's canonical form is at none).
+
+        Through an index made on the first call: an open-addressing table of positions by
+        the hash's own hash (4 bytes a slot, at most 3/4 full: about 7 bytes an object,
+        where a ``dict`` of path strings was some 200), the hash and folder at a candidate
+        position compared whole. Python's ``hash`` of the bytes is seeded per process, so
+        hashes a hostile chain chose cannot be made to share one probe sequence."""
+        folder, _, name = path.partition("/")
+        codes = _FOLDER_CODES.get(folder)
+        if codes is None or len(name) < 3 or name[0] != "f" or not name.islower():
+            return -1
+        try:
+            mh = bytes.fromhex(name[1:])
+        except ValueError:
+            return -1
+        if len(mh) * 2 + 1 != len(name):  # bytes.fromhex skips spaces: not the canonical text
+            return -1
+        table = self._positions
+        if table is None:
+            table = self._positions = self._index()
+        mask = len(table) - 1
+        slot = hash(mh) & mask
+        hashes, ends, kinds = self._hashes, self._ends, self._kinds
+        while at := table[slot]:
+            i = at - 1
+            start = ends[i - 1] if i else 0
+            if kinds[i] in codes and hashes[start : ends[i]] == mh:
+                return i
+            slot = (slot + 1) & mask
+        return -1
+
+    def _index(self) -> array[int]:
+        """:meth:`position`'s table: each object's position plus one (0: empty) in the
+        first free slot from its hash's own hash, a later object at an earlier one's
+        folder and hash left out (it is never asked)."""
+        n = len(self._kinds)
+        size = 8
+        while size * 3 < n * 4:
+            size <<= 1
+        table = array("I", bytes(4 * size))
+        mask = size - 1
+        hashes, ends, kinds = self._hashes, self._ends, self._kinds
+        folder_of = [_FOLDER_OF[kind] for kind in _KINDS]
+        start = 0
+        for i in range(n):
+            end = ends[i]
+            mh = hashes[start:end]
+            slot = hash(bytes(mh)) & mask
+            while at := table[slot]:
+                j = at - 1
+                j_start = ends[j - 1] if j else 0
+                if folder_of[kinds[j]] == folder_of[kinds[i]] and hashes[j_start : ends[j]] == mh:
+                    break
+                slot = (slot + 1) & mask
+            else:
+                table[slot] = i + 1
+            start = end
+        return table
 
     def name_at(self, i: int) -> bytes:
         """The layout name of object ``i`` (``f`` and its multihash in hex), ASCII."""

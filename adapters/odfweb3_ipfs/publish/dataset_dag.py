@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, cast, overload
@@ -36,7 +37,7 @@ from odfweb3.odf.layout import DatasetReader
 from odfweb3.odf.multihash import multihash_to_str
 from odfweb3.publish.source import open_for_publish
 from odfweb3.publish.state import E, PublishState, R
-from odfweb3_ipfs.formats.cid import CODEC_RAW, Cid
+from odfweb3_ipfs.formats.cid import Cid
 from odfweb3_ipfs.formats.hamt import (
     DEFAULT_FANOUT,
     ShardTable,
@@ -57,6 +58,7 @@ from odfweb3_ipfs.publish.unixfs_import import (
 __all__ = [
     "DatasetDag",
     "IndexLinks",
+    "KnownSha256",
     "ObjectLink",
     "ObjectObserver",
     "build_dataset_dag",
@@ -169,32 +171,53 @@ class _Sha256Tap:
         self._source.close()
 
 
-class DataSha256(Mapping[bytes, str]):
-    """Plain data files' SHA-256 (hex when read) by physical hash (multihash), each kept as
-    its 32 bytes in a :class:`DigestMap` (about 70 bytes a file, where a ``dict`` of hex
-    strings was some 230: 100,000 data files at 100,000 blocks). Put from the hashing
-    workers as each file's check passes, hence the lock; read once the import is done."""
+# A CIDv1 raw leaf's prefix (version 1, codec raw, sha2-256 of 32 bytes): its digest is
+# the SHA-256 of the file it is the whole of.
+_RAW_SHA256: Final = b"\x01\x55\x12\x20"
 
-    def __init__(self) -> None:
+
+class DataSha256:
+    """Plain data files' SHA-256 (hex when read) by physical hash (multihash).
+
+    A one-chunk raw-leaf file is its own leaf: its SHA-256 is its CID's digest, which the
+    build's new links hold already (``leaves``), so it is not kept a second time (100,000
+    digests at 100,000 blocks of 2 KB data files, some 7 MB). Any other plain data file's is
+    kept as its 32 bytes in a :class:`DigestMap` (about 70 bytes a file, where a ``dict`` of
+    hex strings was some 230), put from the hashing workers as each file's check passes,
+    hence the lock; read once the import is done. ``leaves``: None when the files are
+    sealed (their leaves hold ciphertext)."""
+
+    def __init__(self, leaves: _PackedLinks | _PositionLinks | None = None) -> None:
         self._map = DigestMap(32)
         self._lock = threading.Lock()
+        self._leaves = leaves
 
     def put(self, mh: bytes, digest: bytes) -> None:
         """Record ``digest`` (32 bytes) of the data file ``mh``."""
         with self._lock:
             self._map.put(mh, digest)
 
-    def __getitem__(self, mh: bytes) -> str:
+    def get(self, mh: bytes) -> str | None:
+        """The hex SHA-256 of the data file ``mh``, or None when this build did not hash
+        it (not imported, or sealed). The file at ``data/<mh>`` is the same bytes whatever
+        kind of object names it (a linked object of the same hash is the same file)."""
         value = self._map.get(mh)
-        if value is None:
-            raise KeyError(mh)
-        return value.hex()
+        if value is not None:
+            return value.hex()
+        if self._leaves is None:
+            return None
+        cid = self._leaves.pair(f"data/{multihash_to_str(mh)}")
+        if cid is None or cid[0][:-32] != _RAW_SHA256:
+            return None
+        return cid[0][-32:].hex()
 
-    def __iter__(self) -> Iterator[bytes]:
-        return (key for key, _ in self._map.items())
 
-    def __len__(self) -> int:
-        return len(self._map)
+class KnownSha256(Protocol):
+    """Data files' hex SHA-256 by physical hash, as far as known (a ``dict`` is one)."""
+
+    def get(self, mh: bytes, /) -> str | None:
+        """The hex SHA-256 of the data file ``mh``, or None when unknown."""
+        ...
 
 
 def _opener(
@@ -227,7 +250,7 @@ class DatasetDag:
     added: Mapping[str, ObjectLink] = field(default_factory=dict)
     indexed: bool = False
     # Hex SHA-256 of the plain data files this build imported, by physical hash (multihash).
-    data_sha256: Mapping[bytes, str] = field(default_factory=dict)
+    data_sha256: KnownSha256 = field(default_factory=dict)
 
 
 class _LazyLinks(Mapping[str, ObjectLink]):
@@ -339,6 +362,13 @@ class _PackedLinks(Mapping[str, ObjectLink]):
         if new and self._order is not None:
             self._order.append(path)
 
+    def discard(self, path: str) -> None:
+        """Forget ``path``'s link, if any (an unordered map only)."""
+        key = _link_key(path)
+        if key is not None:
+            self._map.discard(key)
+        self._other.pop(path, None)
+
     def _packed(self, path: str) -> tuple[bytes, int, int] | None:
         """``(CID bytes, tsize, size)`` of ``path``; None when it is not here."""
         if self._other:
@@ -373,6 +403,88 @@ class _PackedLinks(Mapping[str, ObjectLink]):
 
     def __len__(self) -> int:
         return len(self._map) + len(self._other)
+
+
+class _PositionLinks(Mapping[str, ObjectLink]):
+    """New objects' links kept by the object's position in the build's :class:`ObjectList`
+    (which holds the folder and multihash a :class:`_PackedLinks` key repeats): the CID's
+    prefix (its number in a small table; 255: no link), its digest, tsize and size in flat
+    arrays made once, 49 bytes an object plus the list's index of positions
+    (:meth:`ObjectList.position`, about 7), where a :class:`_PackedLinks` slot with its
+    key is some 90: 300,000 links at 100,000 blocks, at the build's peak. A path the list
+    does not hold, or a CID of another shape, goes to a :class:`_PackedLinks`. Looked up
+    by path, never listed."""
+
+    _NONE: ClassVar[int] = 255
+
+    def __init__(self, objects: ObjectList) -> None:
+        n = len(objects)
+        self._objects = objects
+        self._codes = bytearray(b"\xff") * n
+        self._digests = bytearray(32 * n)
+        self._tsizes = array("Q", bytes(8 * n))
+        self._sizes = array("Q", bytes(8 * n))
+        self._prefixes: list[bytes] = []
+        self._count = 0
+        self._other = _PackedLinks()
+
+    def add(self, path: str, cid: Cid, tsize: int, size: int) -> None:
+        raw = cid.raw
+        prefix = raw[:-32]
+        at = self._objects.position(path)
+        code = self._prefixes.index(prefix) if prefix in self._prefixes else len(self._prefixes)
+        if (
+            at < 0
+            or len(cid.digest) != 32
+            or code >= self._NONE
+            or not (0 <= tsize < 1 << 64 and 0 <= size < 1 << 64)
+        ):
+            if at >= 0 and self._codes[at] != self._NONE:
+                self._codes[at] = self._NONE
+                self._count -= 1
+            self._other.add(path, cid, tsize, size)
+            return
+        if code == len(self._prefixes):
+            self._prefixes.append(prefix)
+        if len(self._other):
+            self._other.discard(path)
+        self._count += self._codes[at] == self._NONE
+        self._codes[at] = code
+        self._digests[32 * at : 32 * at + 32] = raw[-32:]
+        self._tsizes[at] = tsize
+        self._sizes[at] = size
+
+    def _packed(self, path: str) -> tuple[bytes, int, int] | None:
+        """``(CID bytes, tsize, size)`` of ``path``; None when it is not here."""
+        at = self._objects.position(path)
+        if at >= 0:
+            code = self._codes[at]
+            if code != self._NONE:
+                raw = self._prefixes[code] + self._digests[32 * at : 32 * at + 32]
+                return raw, self._tsizes[at], self._sizes[at]
+        if not len(self._other):
+            return None
+        return self._other._packed(path)
+
+    def pair(self, path: str) -> tuple[bytes, int] | None:
+        """``(CID bytes, tsize)`` of ``path``; None when it is not here."""
+        got = self._packed(path)
+        return None if got is None else (got[0], got[1])
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._packed(key) is not None
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        got = self._packed(key)
+        if got is None:
+            raise KeyError(key)
+        return ObjectLink(Cid(got[0]), got[1], got[2])
+
+    def __iter__(self) -> Iterator[str]:
+        raise TypeError("these links are looked up by path, not listed")
+
+    def __len__(self) -> int:
+        return self._count + len(self._other)
 
 
 class _AllLinks(Mapping[str, ObjectLink]):
@@ -508,8 +620,20 @@ class _Sinks:
 class _Links:
     """Every object's link while a build runs: the new ones (packed) over ``previous``."""
 
-    def __init__(self, previous: Mapping[str, ObjectLink], *, ordered: bool = False) -> None:
-        self.new = _PackedLinks(ordered=ordered)
+    def __init__(
+        self,
+        previous: Mapping[str, ObjectLink],
+        *,
+        ordered: bool = False,
+        objects: ObjectList | None = None,
+    ) -> None:
+        # By position in ``objects`` when every object of it is new (a first publish: no
+        # previous links, and so none to list in order).
+        self.new: _PackedLinks | _PositionLinks = (
+            _PositionLinks(objects)
+            if objects is not None and not previous and not ordered
+            else _PackedLinks(ordered=ordered)
+        )
         self.previous = previous
 
     def pair_at(self, path: str) -> tuple[bytes, int]:
@@ -744,7 +868,7 @@ def _build(
     # A plain data file's SHA-256 for the discovery documents: a one-chunk raw-leaf file is
     # its own leaf (the CID's digest is the file's SHA-256); any other is hashed as it is
     # checked.
-    sha256 = DataSha256()
+    sha256 = DataSha256(links.new if sealer is None else None)
 
     def tap(obj: DatasetObject) -> bool:
         one_leaf = prof.raw_leaves and obj.size is not None and obj.size <= prof.chunk_size
@@ -757,8 +881,6 @@ def _build(
     for obj, node in prof.import_files(new, open_new, sinks.file, _size_of(sealer)):
         if progress is not None:
             progress(node.size)
-        if sealer is None and obj.kind == "data" and node.cid.codec == CODEC_RAW:
-            sha256.put(obj.hash, node.cid.digest)
         links.new.add(obj.path, node.cid, node.tsize, node.size)
         if observer is not None:
             observer.imported(obj.path, ObjectLink(node.cid, node.tsize, node.size))
@@ -856,7 +978,7 @@ def build_dataset_dag(
         count[1] += 1
         linked.append(0)
     paths = _paths_again(objects, order)
-    links = _Links(previous)
+    links = _Links(previous, objects=objects if isinstance(objects, ObjectList) else None)
     sinks = _Sinks(sink, previous_dir_blocks)
     built = _build(
         reader,

@@ -51,6 +51,7 @@ from odfweb3_ipfs.publish.cid_profile import CidProfile
 from odfweb3_ipfs.publish.dataset_dag import (
     DatasetDag,
     IndexLinks,
+    KnownSha256,
     ObjectObserver,
     build_dataset_dag,
     build_dataset_dag_indexed,
@@ -250,24 +251,28 @@ def write_delta_car(
     settings: BuildSettings,
     *,
     progress: Callable[[int], None],
-    inline: Callable[[SideFile], bool] = lambda file: False,
+    inline: Callable[[SideFile], bool] | None = None,
     writer: CarWriter | None = None,
     sink: BlockSink | None = None,
     observer: ObjectObserver | None = None,
 ) -> DeltaCar:
     """Write the delta CAR (rooted at the dataset root) to ``f``: the new blocks of
-    :func:`build_delta`, then the blocks of each side file ``inline`` accepts (the others
-    are the caller's to write elsewhere). ``writer``: a CAR writer already begun (a resumed
-    CAR); ``sink`` / ``observer``: what the blocks and objects go through on their way to it
-    (:mod:`.car_resume`)."""
+    :func:`build_delta`, then the blocks of each side file ``inline`` accepts (the others,
+    and all of them without ``inline``, are the caller's to write elsewhere). ``writer``: a
+    CAR writer already begun (a resumed CAR); ``sink`` / ``observer``: what the blocks and
+    objects go through on their way to it (:mod:`.car_resume`)."""
     if writer is None:
         writer = CarWriter.with_root_later(f, cid_version=settings.profile.cid_version)
     dag = build_delta(
         plan, reader, view, settings, sink=sink or writer, progress=progress, observer=observer
     )
+    if inline is None:
+        # Nothing more goes into this CAR: its set of written CIDs (one a block: 390,000 at
+        # 100,000 blocks) is not held through the discovery documents' import.
+        writer.end_blocks()
     side = side_files(plan, reader, dag.root.cid.encode(), settings, view, dag.data_sha256)
     for file in side.files:
-        if inline(file):
+        if inline is not None and inline(file):
             for cid, block in file.blocks:
                 writer(cid, block)
     writer.set_root(dag.root.cid)
@@ -378,7 +383,7 @@ def side_files(
     root: str,
     settings: BuildSettings,
     view: IpfsView[X] | None = None,
-    known_sha256: Mapping[bytes, str] | None = None,
+    known_sha256: KnownSha256 | None = None,
 ) -> SideFiles:
     """The descriptor and the discovery documents (plain) or the key envelope (encrypted,
     with the summary descriptor when the owner allowed it: ``sealer.discovery``), as UnixFS
@@ -459,7 +464,7 @@ def discovery_documents(
     settings: BuildSettings,
     view: IpfsView[X] | None,
     identity: str,
-    known_sha256: Mapping[bytes, str] | None = None,
+    known_sha256: KnownSha256 | None = None,
 ) -> tuple[tuple[SideFile, ...], dict[str, str]]:
     """The Croissant and DCAT documents of the blocks this publish adds, as UnixFS files
     (each data file's ``contentUrl`` ``ipfs://<root>/data/<hash>``); none and the earlier
@@ -491,7 +496,7 @@ def discovery_documents(
 
 
 def _sha256_known_first(
-    known: Mapping[bytes, str], read: Callable[[bytes], str | None]
+    known: KnownSha256, read: Callable[[bytes], str | None]
 ) -> Callable[[bytes], str | None]:
     """``known``'s digest of a data file, else ``read``'s (which reads each file once)."""
 

@@ -59,6 +59,22 @@ def test_round_trip_and_dedupe() -> None:
     assert list(blocks) == [(a.cid, b"alpha"), (b.cid, b"beta")]
 
 
+def test_a_writer_told_no_block_follows_refuses_one_and_still_sets_its_root() -> None:
+    a = import_bytes(b"alpha")
+    out = io.BytesIO()
+    writer = CarWriter.with_root_later(out)
+    writer.write_block(a.cid, b"alpha")
+    writer.end_blocks()
+    with pytest.raises(ValueError, match="end_blocks"):
+        writer.write_block(a.cid, b"alpha")  # not even a duplicate: the set is gone
+    with pytest.raises(ValueError, match="end_blocks"):
+        _ = a.cid in writer
+    writer.set_root(a.cid)
+    roots, blocks = iter_car(io.BytesIO(out.getvalue()))
+    assert roots == [a.cid] and list(blocks) == [(a.cid, b"alpha")]
+    assert writer.blocks_written == 1 and writer.bytes_written == len(out.getvalue())
+
+
 def test_streaming_tree_into_car_with_root_set_later(tmp_path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "refs").mkdir()
     (tmp_path / "refs" / "head").write_bytes(b"f1620" + b"ab" * 32)

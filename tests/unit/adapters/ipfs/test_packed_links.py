@@ -15,6 +15,7 @@ from odfweb3_ipfs.publish.dataset_dag import (
     _FolderNames,
     _link_key,
     _PackedLinks,
+    _PositionLinks,
 )
 
 
@@ -71,8 +72,26 @@ def test_data_sha256_gives_hex_by_multihash() -> None:
     want = {_mh(i): hashlib.sha256(b"%d" % i).digest() for i in range(300)}
     for mh, digest in want.items():
         sha.put(mh, digest)
-    assert dict(sha) == {mh: d.hex() for mh, d in want.items()}
+    assert {mh: sha.get(mh) for mh in want} == {mh: d.hex() for mh, d in want.items()}
     assert sha.get(_mh(5000)) is None
+
+
+def test_a_one_leaf_data_file_sha256_is_its_raw_cid_digest() -> None:
+    links = _PackedLinks()
+    sha = DataSha256(links)
+    leaf = hashlib.sha256(b"one chunk").digest()
+    links.add("data/f" + _mh(1).hex(), Cid.sha256(leaf, version=1, codec=CODEC_RAW), 9, 9)
+    # A dag-pb file root, a CIDv0 and a raw leaf outside data/ hold no file's SHA-256.
+    node = Cid.sha256(hashlib.sha256(b"node").digest(), version=1, codec=CODEC_DAG_PB)
+    links.add("data/f" + _mh(2).hex(), node, 300_000, 299_000)
+    v0 = Cid.sha256(hashlib.sha256(b"v0").digest(), version=0, codec=CODEC_DAG_PB)
+    links.add("data/f" + _mh(3).hex(), v0, 20, 9)
+    links.add("blocks/f" + _mh(4).hex(), Cid.sha256(leaf, version=1, codec=CODEC_RAW), 9, 9)
+    sha.put(_mh(2), hashlib.sha256(b"tapped").digest())
+    assert sha.get(_mh(1)) == leaf.hex()
+    assert sha.get(_mh(2)) == hashlib.sha256(b"tapped").hexdigest()
+    assert sha.get(_mh(3)) is None and sha.get(_mh(4)) is None and sha.get(_mh(5)) is None
+    assert DataSha256().get(_mh(1)) is None  # sealed: no leaves asked
 
 
 def test_object_list_paths_are_the_objects_paths() -> None:
@@ -94,3 +113,54 @@ def test_folder_names_are_made_from_the_packed_hashes() -> None:
         want = [o.path.split("/")[1].encode() for o in objects if o.path.startswith(folder)]
         assert list(names) == want and len(names) == len(want)
         assert [names[i] for i in range(len(names))] == want and list(names[1:3]) == want[1:3]
+
+
+def test_object_list_finds_each_path_at_its_position() -> None:
+    kinds = ("block", "data", "checkpoint", "linked")
+    objects = [DatasetObject(kinds[i % 4], _mh(i), i) for i in range(2000)]  # type: ignore[arg-type]
+    # The same hash in two folders, and twice in one folder (data file and linked object).
+    objects += [DatasetObject("data", _mh(0), 0), DatasetObject("linked", _mh(1), 1)]
+    packed = ObjectList(objects)
+    for i, obj in enumerate(objects[:2000]):
+        assert packed.position(obj.path) == i
+    assert packed.position("data/f" + _mh(0).hex()) == 2000  # blocks/ holds _mh(0) at 0
+    assert packed.position("data/f" + _mh(1).hex()) == 1  # the first at that path
+    for missing in ("data/f" + _mh(5000).hex(), "blocks/f" + _mh(1).hex(), "refs/head"):
+        assert packed.position(missing) == -1
+    for odd in ("data/F" + _mh(1).hex()[1:], "data/f" + _mh(1).hex().upper(), "data/f 0", "data"):
+        assert packed.position(odd) == -1
+    packed.append(DatasetObject("block", _mh(9000), 3))  # the index is made again
+    assert packed.position("blocks/f" + _mh(9000).hex()) == 2002
+
+
+def test_position_links_are_the_packed_links() -> None:
+    kinds = ("block", "data", "checkpoint", "linked")
+    objects = [DatasetObject(kinds[i % 4], _mh(i), i) for i in range(600)]  # type: ignore[arg-type]
+    links = _PositionLinks(ObjectList(objects))
+    want: dict[str, ObjectLink] = {}
+    for i, obj in enumerate(objects):
+        codec = CODEC_RAW if i % 2 else CODEC_DAG_PB
+        cid = Cid.sha256(hashlib.sha256(b"%d" % i).digest(), version=1, codec=codec)
+        want[obj.path] = ObjectLink(cid, 1000 + i, i)
+    # A CIDv0, a CID whose digest is not 32 bytes, a path the list does not hold.
+    want[objects[0].path] = ObjectLink(
+        Cid.sha256(hashlib.sha256(b"v0").digest(), version=0, codec=CODEC_DAG_PB), 7, 3
+    )
+    want[objects[1].path] = ObjectLink(Cid(b"\x01\x55\x00\x03abc"), 3, 3)
+    want["data/odd"] = ObjectLink(Cid.sha256(bytes(32), version=1, codec=CODEC_RAW), 1, 1)
+    for path, link in want.items():
+        links.add(path, link.cid, link.tsize, link.size)
+    assert len(links) == len(want)
+    for path, link in want.items():
+        assert links[path] == link and links.pair(path) == (link.cid.raw, link.tsize)
+    assert "data/f" + _mh(9999).hex() not in links and links.pair("data/nothing") is None
+    # Added again: the last link kept, counted once, whichever way each was kept.
+    raw = Cid.sha256(bytes(32), version=1, codec=CODEC_RAW)
+    for path in (objects[1].path, objects[5].path):
+        links.add(path, raw, 2, 2)
+        assert links[path] == ObjectLink(raw, 2, 2)
+    links.add(objects[5].path, Cid(b"\x01\x55\x00\x03abc"), 4, 4)
+    assert links[objects[5].path] == ObjectLink(Cid(b"\x01\x55\x00\x03abc"), 4, 4)
+    assert len(links) == len(want)
+    with pytest.raises(TypeError):
+        list(links)

@@ -41,7 +41,8 @@ def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp
     plan = _plan(ds, RemoteView(head=None))
     settings = BuildSettings(keystore.load_or_generate, PROFILE)
     outs = {}
-    for inline in (False, True):
+    cars = {}
+    for inline in (None, False, True):
         buf = io.BytesIO()
         delta = write_delta_car(
             buf,
@@ -50,11 +51,15 @@ def test_delta_car_holds_the_new_blocks_and_only_the_side_files_asked_inline(tmp
             RemoteView(head=None),
             settings,
             progress=lambda n: None,
-            inline=lambda f, _i=inline: _i,
+            inline=None if inline is None else lambda f, _i=inline: _i,
         )
+        cars[inline] = buf.getvalue()
         buf.seek(0)
         roots, blocks = iter_car(buf)
         outs[inline] = (delta, [r.encode() for r in roots], {c.raw for c, _ in blocks})
+    # No inline at all (the writer's CID set dropped after the DAG): the same CAR, byte for
+    # byte, as side files refused one by one.
+    assert cars[None] == cars[False]
     (plain, roots0, cids0), (with_side, roots1, cids1) = outs[False], outs[True]
     desc, croissant, dcat = plain.side.files
     assert desc.kind == "descriptor" and plain.side.skipped == {}
