@@ -132,7 +132,10 @@ class ObjectList(Sequence[DatasetObject]):
     def __init__(self, objects: Iterable[DatasetObject] = ()) -> None:
         self._kinds = bytearray()
         self._hashes = bytearray()
-        self._ends = array("Q")
+        # Where each hash ends in ``_hashes``: a ``range`` while every hash has one length
+        # (a dataset's are all sha3-256 multihashes, 34 bytes: no 8 bytes an object), an
+        # array of them from the first of another length.
+        self._ends: range | array[int] = range(0)
         self._sizes = array("q")  # -1: unknown
         self._positions: array[int] | None = None  # position(): made when first asked
         for obj in objects:
@@ -143,7 +146,15 @@ class ObjectList(Sequence[DatasetObject]):
         self._positions = None
         self._kinds.append(_KIND_CODE[obj.kind])
         self._hashes += obj.hash
-        self._ends.append(len(self._hashes))
+        end, width, ends = len(self._hashes), len(obj.hash), self._ends
+        if isinstance(ends, range):
+            if width and (not ends or ends.step == width):
+                self._ends = range(width, end + 1, width)
+            else:
+                self._ends = array("Q", ends)
+                self._ends.append(end)
+        else:
+            ends.append(end)
         self._sizes.append(-1 if obj.size is None else obj.size)
 
     def _at(self, i: int) -> DatasetObject:

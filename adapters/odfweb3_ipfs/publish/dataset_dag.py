@@ -250,7 +250,7 @@ class DatasetDag:
     added: Mapping[str, ObjectLink] = field(default_factory=dict)
     indexed: bool = False
     # Hex SHA-256 of the plain data files this build imported, by physical hash (multihash).
-    data_sha256: KnownSha256 = field(default_factory=dict)
+    data_sha256: KnownSha256 = field(default_factory=lambda: dict[bytes, str]())
 
 
 class _LazyLinks(Mapping[str, ObjectLink]):

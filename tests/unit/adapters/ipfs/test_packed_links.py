@@ -164,3 +164,19 @@ def test_position_links_are_the_packed_links() -> None:
     assert len(links) == len(want)
     with pytest.raises(TypeError):
         list(links)
+
+
+def test_object_list_of_hashes_of_several_lengths() -> None:
+    """Ends kept as a range while every hash has one length, an array from the first of
+    another: the same items, paths, names and positions either way."""
+    long = [DatasetObject("data", b"\x13\x40" + bytes([i]) * 64, i) for i in range(3)]
+    for objects in (
+        [DatasetObject("block", _mh(i), i) for i in range(5)] + long,
+        long + [DatasetObject("block", _mh(i), None) for i in range(5)],
+    ):
+        packed = ObjectList(objects)
+        assert list(packed) == objects and [packed[i] for i in range(8)] == objects
+        assert list(packed.paths()) == [o.path for o in objects]
+        names = [o.path.split("/")[1].encode() for o in objects]
+        assert [packed.name_at(i) for i in range(8)] == names
+        assert [packed.position(o.path) for o in objects] == list(range(8))
