@@ -22,9 +22,10 @@ dataset is read (URLs, SHA-256s) are not chain facts: the renderers take them as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 from odfweb3.descriptor.build import _license_fields, derive_title
 from odfweb3.odf.chain import ChainEntry
@@ -45,6 +46,7 @@ from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [
     "DataFile",
+    "DataFiles",
     "DiscoveryFacts",
     "DiscoveryWalk",
     "Presentation",
@@ -75,6 +77,94 @@ class DataFile:
         return f"data/{self.multihash}"
 
 
+class DataFiles(Sequence[DataFile]):
+    """Data files kept packed (sequence, size and schema number in flat arrays, the
+    physical hashes one after the other in a ``bytearray``): about 60 bytes a file, where a
+    :class:`DataFile` with its hash and its ints was some 200. A first publish holds one a
+    data file of the chain (100,000 at 100,000 blocks) from the chain walk to the
+    discovery documents. Items are made when asked; equal to any sequence with the same
+    items (a ``tuple`` of them included, and hashed as that tuple)."""
+
+    __slots__ = ("_ends", "_hashes", "_schema_of", "_schemas", "_sequences", "_sizes")
+
+    def __init__(self, files: Iterable[DataFile] = ()) -> None:
+        self._sequences = array("q")
+        self._sizes = array("q")
+        self._hashes = bytearray()
+        # Where each hash ends: a range while they all have one length (sha3-256
+        # multihashes: 34 bytes), an array from the first of another length.
+        self._ends: range | array[int] = range(0)
+        self._schema_of = array("I")  # a number in _schemas
+        self._schemas: list[DataSchema | None] = [None]
+        for f in files:
+            self.append(f)
+
+    def append(self, f: DataFile) -> None:
+        """Add ``f`` at the end."""
+        schemas = self._schemas
+        # Schemas by identity: a run of files shares the one SetDataSchema in force.
+        if schemas[-1] is f.schema:
+            code = len(schemas) - 1
+        else:
+            code = next((i for i, s in enumerate(schemas) if s is f.schema), len(schemas))
+            if code == len(schemas):
+                schemas.append(f.schema)
+        self._sequences.append(f.sequence)
+        self._sizes.append(f.size)
+        self._schema_of.append(code)
+        self._hashes += f.physical_hash
+        end, width, ends = len(self._hashes), len(f.physical_hash), self._ends
+        if isinstance(ends, range):
+            if width and (not ends or ends.step == width):
+                self._ends = range(width, end + 1, width)
+            else:
+                self._ends = array("Q", ends)
+                self._ends.append(end)
+        else:
+            ends.append(end)
+
+    def _at(self, i: int) -> DataFile:
+        ends = self._ends
+        return DataFile(
+            self._sequences[i],
+            bytes(self._hashes[ends[i - 1] if i else 0 : ends[i]]),
+            self._sizes[i],
+            self._schemas[self._schema_of[i]],
+        )
+
+    def __len__(self) -> int:
+        return len(self._sequences)
+
+    @overload
+    def __getitem__(self, i: int) -> DataFile: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[DataFile]: ...
+    def __getitem__(self, i: int | slice) -> DataFile | Sequence[DataFile]:
+        if isinstance(i, slice):
+            return DataFiles(self._at(k) for k in range(*i.indices(len(self))))
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("data file index out of range")
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[DataFile]:
+        for i in range(len(self._sequences)):
+            yield self._at(i)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"DataFiles(len={len(self)})"
+
+
 @dataclass(frozen=True)
 class DiscoveryFacts:
     """The chain facts the discovery formats render (see the module docstring)."""
@@ -89,7 +179,7 @@ class DiscoveryFacts:
     inputs: tuple[str, ...] = ()
     input_states: Mapping[str, InputState] = field(default_factory=dict)
     schema: DataSchema | None = None
-    files: tuple[DataFile, ...] = ()
+    files: Sequence[DataFile] = ()
 
     @property
     def head_multihash(self) -> str:
@@ -233,8 +323,8 @@ class DiscoveryWalk:
         self.seen_schema = False
         self.states: dict[str, InputState] = {}  # newest first; re-ordered as the fold's
         self.order: list[str] = []  # dataset IDs by their newest consumption, walking down
-        self.done: list[DataFile] = []  # newest first
-        self.pending: list[tuple[int, bytes, int]] = []  # files waiting for their schema
+        self.done = DataFiles()  # newest first
+        self.pending = DataFiles()  # files waiting for their schema (None until met)
         self.seed: ChainEntry | None = None
         self.last: ChainEntry | None = None
 
@@ -259,8 +349,9 @@ class DiscoveryWalk:
         elif isinstance(ev, SetDataSchema) and ev.schema is not None:
             if not self.seen_schema:
                 self.schema, self.seen_schema = ev.schema, True
-            self.done.extend(DataFile(q, h, n, ev.schema) for q, h, n in self.pending)
-            self.pending.clear()
+            for f in self.pending:
+                self.done.append(replace(f, schema=ev.schema))
+            self.pending = DataFiles()
         elif isinstance(ev, AddData | ExecuteTransform):
             if isinstance(ev, ExecuteTransform):
                 for qi in reversed(ev.query_inputs or ()):
@@ -271,7 +362,9 @@ class DiscoveryWalk:
                         self.order.append(key)
             ds = ev.new_data
             if ds is not None and ds.physical_hash is not None:
-                self.pending.append((e.block.sequence_number, ds.physical_hash, ds.size))
+                self.pending.append(
+                    DataFile(e.block.sequence_number, ds.physical_hash, ds.size, None)
+                )
         return False
 
     def facts(self) -> DiscoveryFacts:
@@ -283,8 +376,8 @@ class DiscoveryWalk:
         seed, head = self.seed, self.head
         if seed is None or head is None or self.last is not seed:
             raise ValueError("discovery metadata needs a whole chain ending at its Seed")
-        done = [*self.done, *(DataFile(q, h, n, None) for q, h, n in self.pending)]
-        done.reverse()
+        # Oldest first: the files read walking down, newest first, taken backwards.
+        done = DataFiles(f for part in (self.pending, self.done) for f in reversed(part))
         # The forward fold inserts each input at its oldest consumption.
         first_seen = list(dict.fromkeys(reversed(self.order)))
         seed_event = seed.block.event
@@ -300,7 +393,7 @@ class DiscoveryWalk:
             inputs=self.inputs or (),
             input_states={k: self.states[k] for k in first_seen},
             schema=self.schema,
-            files=tuple(done),
+            files=done,
         )
 
 
@@ -308,7 +401,7 @@ def _fold(facts: DiscoveryFacts, entries: Iterable[ChainEntry]) -> DiscoveryFact
     info, lic, schema = facts.info, facts.license, facts.schema
     inputs = facts.inputs
     states = dict(facts.input_states)
-    files = list(facts.files)
+    files = DataFiles(facts.files)
     last: ChainEntry | None = None
     for e in entries:
         last = e
@@ -342,5 +435,5 @@ def _fold(facts: DiscoveryFacts, entries: Iterable[ChainEntry]) -> DiscoveryFact
         inputs=inputs,
         input_states=states,
         schema=schema,
-        files=tuple(files),
+        files=files,
     )

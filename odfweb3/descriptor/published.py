@@ -36,6 +36,7 @@ from typing import Any, Final
 from odfweb3.descriptor.croissant import croissant_from_facts
 from odfweb3.descriptor.dcat import dcat_from_facts
 from odfweb3.descriptor.discovery_facts import (
+    DataFiles,
     DiscoveryFacts,
     Presentation,
     discovery_facts,
@@ -117,7 +118,7 @@ def facts_since(
         if not met:
             return whole
         cut = below[0].block.sequence_number
-        return replace(whole, files=tuple(f for f in whole.files if f.sequence > cut))
+        return replace(whole, files=DataFiles(f for f in whole.files if f.sequence > cut))
     rules = cached.rules
     schema_event = rules.schema_event
     if any(isinstance(e.block.event, SetDataSchema) for e in above):

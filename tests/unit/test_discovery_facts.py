@@ -81,3 +81,30 @@ def test_a_chain_not_ending_at_its_seed_is_refused(chains):
         discovery_facts(chains[0][:-1])
     with pytest.raises(ValueError, match="Seed"):
         discovery_facts([])
+
+
+def test_data_files_packed_are_the_data_files() -> None:
+    """Kept packed, made when asked: equal to (and hashed as) the tuple of the same files,
+    each with the schema object it was given, whatever its hash's length."""
+    import hashlib
+
+    from odfweb3.descriptor.discovery_facts import DataFile, DataFiles
+    from odfweb3.odf.model_gen import DataSchema
+
+    one, two = DataSchema(fields=[]), DataSchema(fields=[])  # equal, yet two schemas
+    files = [
+        DataFile(i, b"\x16\x20" + hashlib.sha3_256(b"%d" % i).digest(), 100 + i, s)
+        for i, s in enumerate((None, one, one, two, one, None))
+    ]
+    files.append(DataFile(9, b"\x13\x40" + bytes(64), 7, two))  # another length
+    packed = DataFiles(files)
+    assert len(packed) == 7 and list(packed) == files and packed == tuple(files)
+    assert tuple(files) == packed
+    bare = [DataFile(f.sequence, f.physical_hash, f.size, None) for f in files]
+    assert hash(DataFiles(bare)) == hash(tuple(bare))  # a schema (its field list) is not
+    assert [packed[i] for i in range(-7, 7)] == files + files
+    assert list(packed[2:5]) == files[2:5] and list(reversed(packed)) == files[::-1]
+    assert all(a.schema is b.schema for a, b in zip(packed, files, strict=True))
+    assert packed != tuple(files[:-1]) and DataFiles() == ()
+    with pytest.raises(IndexError):
+        packed[7]
