@@ -13,15 +13,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfweb3.api.hooks import QUIET, Hooks
 from odfweb3.config import Config
 from odfweb3.read.claims import ResolvedDataset
-from odfweb3.read.compare import ReplicaReport
-from odfweb3.read.lineage_check import LineageReport
 from odfweb3.read.pull import PullResult
 from odfweb3.read.replica import RecordSigner, Replica
+
+if TYPE_CHECKING:
+    # Named in annotations only; loaded by verify and verify_lineage, not by a pull (which
+    # compiles every module it loads where bytecode is not written).
+    from odfweb3.read.compare import ReplicaReport
+    from odfweb3.read.lineage_check import LineageReport
 
 __all__ = [
     "PullReport",

@@ -250,6 +250,36 @@ class ObjectList(Sequence[DatasetObject]):
         start = self._ends[i - 1] if i else 0
         return b"f" + self._hashes[start : self._ends[i]].hex().encode("ascii")
 
+    def kind_at(self, i: int) -> ObjectKind:
+        """The kind of object ``i`` (no :class:`DatasetObject` made: a pull asks it of each
+        of its 30,000 objects at 10,000 blocks in every pass)."""
+        return _KINDS[self._kinds[i]]
+
+    def hash_at(self, i: int) -> bytes:
+        """The multihash of object ``i``."""
+        return bytes(self._hashes[self._ends[i - 1] if i else 0 : self._ends[i]])
+
+    def size_at(self, i: int) -> int | None:
+        """The recorded size of object ``i`` (None: no block records it)."""
+        size = self._sizes[i]
+        return None if size < 0 else size
+
+    def fields(self) -> Iterator[tuple[ObjectKind, bytes, int | None]]:
+        """Every object's kind, hash and size, in order, as plain tuples (the passes of a
+        pull over its objects, without a :class:`DatasetObject` each)."""
+        kinds, hashes, ends, sizes = self._kinds, self._hashes, self._ends, self._sizes
+        start = 0
+        for i in range(len(kinds)):
+            end = ends[i]
+            size = sizes[i]
+            yield _KINDS[kinds[i]], bytes(hashes[start:end]), None if size < 0 else size
+            start = end
+
+    def object_count(self) -> ObjectCount:
+        """:func:`count_objects` of this list, counted in the packed kinds."""
+        n = [self._kinds.count(code) for code in range(len(_KINDS))]
+        return ObjectCount(n[0], n[1], n[2], n[3])
+
     def __len__(self) -> int:
         return len(self._kinds)
 

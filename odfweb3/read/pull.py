@@ -54,7 +54,6 @@ from odfweb3.odf.chain import (
     ObjectCount,
     ObjectList,
     columns_at,
-    count_objects,
     iter_objects,
     walk_chain,
 )
@@ -66,6 +65,7 @@ from odfweb3.odf.layout import (
     DatasetReader,
     ObjectKind,
     local_io_error,
+    object_relpath,
 )
 from odfweb3.odf.linked import link_columns
 from odfweb3.odf.model_gen import Seed, SetDataSchema
@@ -162,28 +162,35 @@ def _prune(dest: Path, keep: set[str]) -> int:
 
 
 def _bounded(
-    replica: Replica, obj: DatasetObject, progress: ProgressFn | None, most: int | None = None
+    replica: Replica,
+    kind: ObjectKind,
+    mh: bytes,
+    size: int | None,
+    progress: ProgressFn | None,
+    most: int | None = None,
 ) -> Iterator[bytes]:
     """Stream an object, refusing more bytes than recorded (an endless stream stops here);
-    ``most``: the bound of an object whose size no block records (a linked object)."""
+    ``most``: the bound of an object whose size no block records (a linked object). (Its
+    path is formatted for a message only.)"""
     n = 0
-    for chunk in replica.stream_object(obj.kind, obj.hash, obj.size):
+    for chunk in replica.stream_object(kind, mh, size):
         n += len(chunk)
-        if obj.size is not None and n > obj.size:
+        if size is not None and n > size:
             raise IntegrityError(
-                f"{replica.name}: {obj.path} is longer than the {obj.size} bytes its block records"
+                f"{replica.name}: {object_relpath(kind, mh)} is longer than the {size} bytes "
+                "its block records"
             )
         if most is not None and n > most:
             raise IntegrityError(
-                f"{replica.name}: {obj.path} is longer than the {most} bytes (sizeNaive) of "
-                "the linkedObjects summary of the block that links it"
+                f"{replica.name}: {object_relpath(kind, mh)} is longer than the {most} bytes "
+                "(sizeNaive) of the linkedObjects summary of the block that links it"
             )
         if progress is not None:
             progress(len(chunk))
         yield chunk
-    if obj.size is not None and n != obj.size:
+    if size is not None and n != size:
         raise IntegrityError(
-            f"{replica.name}: {obj.path} has {n} bytes, its block records {obj.size}"
+            f"{replica.name}: {object_relpath(kind, mh)} has {n} bytes, its block records {size}"
         )
 
 
@@ -322,7 +329,7 @@ def _pull(
             store,
             head,
             old_head,
-            list(iter_objects(entries)),
+            ObjectList(iter_objects(entries)),
             lambda: entries,
             below,
             replaced,
@@ -410,7 +417,7 @@ def _fetch_and_place(
     store: LocalStore,
     head: bytes,
     old_head: bytes | None,
-    named: Sequence[DatasetObject],
+    named: ObjectList,
     chain: ChainFn,
     below: tuple[str, ...],
     replaced: bool,
@@ -425,8 +432,7 @@ def _fetch_and_place(
     first), ``chain`` walks those blocks again (for the linked objects)."""
     # What a pull keeps per object is an index into ``named`` (packed, an ObjectList, for a
     # first pull: 300,000 objects at 100,000 blocks), not a list of its objects again.
-    count = count_objects(named)
-    blocks_bytes = sum(o.size or 0 for o in named if o.kind == "block")
+    count = named.object_count()
     # A first pull lists DEST's layout folders once (usually empty) instead of an lstat per
     # object; an incremental pull asks about its few new objects one by one.
     in_dest = _Listings(dest_path) if old_head is None else None
@@ -439,18 +445,21 @@ def _fetch_and_place(
     # the objects to fetch, in the order named; then the new blocks, oldest first. One
     # pass over ``named`` (each access decodes a packed entry: 30,000 at 10,000 blocks)
     # also sums the bytes to fetch and counts what each layout folder will receive.
+    # (Packed fields, not a DatasetObject an object: the items were a tenth of the work.)
     missing = array("I")
     new_blocks = array("I")
-    to_fetch = 0
+    to_fetch = blocks_bytes = 0
     per_folder: dict[str, int] = {}
-    for i, o in enumerate(named):
-        if not present(o.kind, o.hash):
-            if o.kind == "block":
+    for i, (kind, mh, size) in enumerate(named.fields()):
+        if kind == "block":
+            blocks_bytes += size or 0
+        if not present(kind, mh):
+            if kind == "block":
                 new_blocks.append(i)
             else:
                 missing.append(i)
-                to_fetch += o.size or 0
-            folder = LAYOUT_DIRS[o.kind]
+                to_fetch += size or 0
+            folder = LAYOUT_DIRS[kind]
             per_folder[folder] = per_folder.get(folder, 0) + 1
     new_blocks.reverse()
     if on_total is not None:
@@ -474,11 +483,14 @@ def _fetch_and_place(
         return in_staging.may_hold(kind, mh) and staging.has_intact(kind, mh)
 
     staged = DigestMap()  # the hashes of the objects found staged
-    if in_staging.holds_any():  # an interrupted run's; a first run's is empty
+    # Nothing staged when this pull took the lock (a first run's): then what the staging
+    # folders hold at the end is exactly what this pull staged, under its lock.
+    fresh = not in_staging.holds_any()
+    if not fresh:  # an interrupted run's
         for i in missing:
-            obj = named[i]
-            if intact(obj.kind, obj.hash):
-                staged.put(obj.hash)
+            mh = named.hash_at(i)
+            if intact(named.kind_at(i), mh):
+                staged.put(mh)
     staged_before = len(staged)
     if prefetch is not None and missing and not staged:
         # A first pull: each folder in one stream, bounded by what the blocks record it
@@ -487,10 +499,10 @@ def _fetch_and_place(
         # fetches only the objects it did not stage, one by one.
         for folder in ("checkpoints", "data"):
             n = most = 0
-            for o in named:
-                if o.kind != "block" and LAYOUT_DIRS[o.kind] == folder:
+            for kind, _, size in named.fields():
+                if kind != "block" and LAYOUT_DIRS[kind] == folder:
                     n += 1
-                    most += o.size or 0
+                    most += size or 0
             if n:
                 prefetch(folder, most + 4096 * n + (1 << 20))
 
@@ -499,26 +511,28 @@ def _fetch_and_place(
     failed = threading.Event()
 
     def fetch(i: int) -> int:
-        obj = named[i]
-        if obj.kind == "block":
+        kind, mh = named.kind_at(i), named.hash_at(i)
+        if kind == "block":
             # Read again (the walk kept none), checked against its hash by the store;
             # staged on the same threads as the objects (file creation is the kernel's).
-            staging.put("block", obj.hash, [replica.read_block(obj.hash)])
+            staging.put("block", mh, [replica.read_block(mh)])
             return 0  # counted as read by the walk
-        if obj.hash in staged:
+        if mh in staged:
             return 0
-        staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress))
-        return obj.size or 0
+        size = named.size_at(i)
+        staging.put(kind, mh, _bounded(replica, kind, mh, size, progress))
+        return size or 0
 
     def fetch_linked(i: int) -> int:
         # No block records its size: bounded by its blocks' linkedObjects summaries
         # (sizeNaive), its hash checked by the staging store.
-        obj = new_linked[i]
-        if obj.hash in staged:
+        kind, mh = new_linked.kind_at(i), new_linked.hash_at(i)
+        if mh in staged:
             return 0  # verified and staged by an interrupted run
-        bound = links.bound(obj.hash)
-        staging.put(obj.kind, obj.hash, _bounded(replica, obj, progress, bound))
-        return staging.path_of(obj.kind, obj.hash).stat().st_size
+        bound = links.bound(mh)
+        size = new_linked.size_at(i)
+        staging.put(kind, mh, _bounded(replica, kind, mh, size, progress, bound))
+        return staging.path_of(kind, mh).stat().st_size
 
     def open_data(obj: DatasetObject) -> BinaryIO:
         where = staging if staging.has(obj.kind, obj.hash) else store
@@ -548,15 +562,14 @@ def _fetch_and_place(
         """What goes into the layout (made again for each pass: 300,000 tuples were some
         30 MB): the objects, then the blocks."""
         for i in missing:
-            obj = named[i]
-            yield obj.kind, obj.hash
-        for obj in new_linked:
-            yield obj.kind, obj.hash
+            yield named.kind_at(i), named.hash_at(i)
+        for kind, mh, _ in new_linked.fields():
+            yield kind, mh
         for i in new_blocks:
-            yield "block", named[i].hash
+            yield "block", named.hash_at(i)
 
     sync_filesystem(staging_root, (staging.os_path(kind, mh) for kind, mh in moves()))
-    _place(staging_root, dest_path, moves, per_folder)
+    _place(staging_root, dest_path, moves, per_folder, fresh=fresh)
     if count.blocks:
         store.set_ref("head", head, expected=old_head)
     shutil.rmtree(staging_root, ignore_errors=True)
@@ -631,6 +644,8 @@ def _place(
     dest: Path,
     moves: Callable[[], Iterable[tuple[ObjectKind, bytes]]],
     counts: dict[str, int],
+    *,
+    fresh: bool = False,
 ) -> None:
     """Move the staged ``moves()`` (flushed) into ``dest``'s layout: objects first, then
     blocks, every rename made durable before the caller moves the head. ``counts``: how
@@ -642,7 +657,11 @@ def _place(
     moves (each of them staged and verified by this pull, so exactly them):
     30,000 renames of a 10,000-block pull were a sixth of its wall time on a loaded machine.
     Otherwise (an incremental pull, a rerun after an interruption between folders, anything
-    else in a folder) each object is renamed on its own.
+    else in a folder) each object is renamed on its own. ``fresh``: the staging area held
+    nothing when this pull took its lock, so each staged folder holds exactly this pull's
+    ``counts`` files and is not listed again to count them (ext4 lists a hashed directory
+    by reading and sorting all of it: a tenth of a 10,000-block pull's wall time on a loaded
+    machine).
     """
     synced: set[str] = set()
     for folder in _PLACE_ORDER:
@@ -650,7 +669,7 @@ def _place(
         if not n:
             continue
         staged, target = f"{staging_root}/{folder}", f"{dest}/{folder}"
-        if _swap_folder(staged, target, n):
+        if _swap_folder(staged, target, n, counted=fresh):
             synced.add(str(dest))
             continue
         for kind, mh in moves():
@@ -661,27 +680,19 @@ def _place(
     sync_paths(sorted(synced))
 
 
-def _swap_folder(staged: str, target: str, n: int) -> bool:
+def _swap_folder(staged: str, target: str, n: int, *, counted: bool = False) -> bool:
     """Rename ``staged`` over ``target`` when ``target`` is an empty directory and ``staged``
     holds ``n`` entries, all regular files; False (nothing done) otherwise.
 
     The count stands for the names: the caller staged (or found staged and hashed again)
     each of its ``n`` distinct objects in ``staged`` in this pull, under the pull's lock,
     so ``n`` regular files there are exactly those; anything else in it (a leftover of
-    another pull) makes more.
+    another pull) makes more. ``counted``: the caller knows ``staged`` holds exactly them
+    (it was empty when the pull took its lock), and it is not listed.
     """
     if next(_entries(target), None) is not None:
         return False
-    held = 0
-    try:
-        with os.scandir(staged) as it:
-            for e in it:
-                if not e.is_file(follow_symlinks=False):
-                    return False
-                held += 1
-    except OSError:
-        return False
-    if held != n:
+    if not counted and _regular_files(staged) != n:
         return False
     try:
         os.replace(staged, target)  # rename(2) over an empty directory: atomic
@@ -690,6 +701,21 @@ def _swap_folder(staged: str, target: str, n: int) -> bool:
             return False  # something was written into it meanwhile: one by one
         raise local_io_error(exc, Path(target)) from None
     return True
+
+
+def _regular_files(folder: str) -> int:
+    """How many entries ``folder`` holds, all regular files; -1 if any is not one (or it
+    cannot be listed)."""
+    held = 0
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if not e.is_file(follow_symlinks=False):
+                    return -1
+                held += 1
+    except OSError:
+        return -1
+    return held
 
 
 def _fetch_all(

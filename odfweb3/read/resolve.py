@@ -24,7 +24,6 @@ from odfweb3.backends import (
     all_backends,
     backend_for_ref,
 )
-from odfweb3.crypto.envelope import MAX_ENVELOPE_SIZE
 from odfweb3.errors import BackendError, DecryptionError, NotFound, ResolutionError, UsageError
 from odfweb3.odf.layout import DatasetReader
 from odfweb3.read.claims import NameClaims, ResolvedDataset, resolve_dataset, resolve_sealed
@@ -49,6 +48,9 @@ def read_key_envelope(src: str, config: Config) -> bytes:
         NotFound: the file or item is not there.
         UsageError: ``SRC`` is none of those forms.
     """
+    # here, not at the top: a read without --key-envelope loads no envelope code
+    from odfweb3.crypto.envelope import MAX_ENVELOPE_SIZE
+
     if "://" in src:
         backend = backend_for_ref(src)
         if backend is None or not isinstance(backend, KeyEnvelopeReader):

@@ -17,10 +17,8 @@ decrypted and must agree.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from odfweb3.crypto.keys import KeyRing
-from odfweb3.crypto.segments import MIN_SEGMENT_SIZE, ciphertext_size, decrypt_bytes, decrypt_stream
 from odfweb3.errors import ReplicaMismatch
 from odfweb3.odf.layout import LAYOUT_DIRS, ObjectKind
 from odfweb3.odf.multihash import multihash_from_str, multihash_to_str
@@ -31,6 +29,13 @@ from odfweb3.read.replica import (
     Replica,
     SignedRecordSource,
 )
+
+if TYPE_CHECKING:
+    from odfweb3.crypto.keys import KeyRing
+
+# The segment code (odfweb3.crypto.segments) is loaded by the methods that decrypt: every
+# pull asks the protocols here whether its replica is encrypted, and a plain one's loads
+# no cipher code (where no bytecode is written, each module loaded is compiled again).
 
 __all__ = [
     "DecryptingReplica",
@@ -87,6 +92,8 @@ class SealedHeadSource(Protocol):
 
 def max_ciphertext_size(plaintext_size: int) -> int:
     """The largest ciphertext any allowed segment size gives for ``plaintext_size`` bytes."""
+    from odfweb3.crypto.segments import MIN_SEGMENT_SIZE, ciphertext_size
+
     return ciphertext_size(plaintext_size, MIN_SEGMENT_SIZE)
 
 
@@ -113,6 +120,8 @@ class DecryptingReplica:
             DecryptionError: ``refs/head`` does not decrypt with these keys.
             ReplicaMismatch: it decrypts to another head than the name record's.
         """
+        from odfweb3.crypto.segments import decrypt_bytes
+
         head = self.inner.head()
         if isinstance(self.inner, SealedHeadSource):
             text = decrypt_bytes(self.inner.sealed_head(), self.keys, "refs/head")
@@ -140,11 +149,15 @@ class DecryptingReplica:
 
     def read_block(self, mh: bytes) -> bytes:
         """A block's plaintext (the chain walk checks its hash)."""
+        from odfweb3.crypto.segments import decrypt_bytes
+
         path = f"blocks/{multihash_to_str(mh)}"
         return decrypt_bytes(self.inner.read_block(mh), self.keys, path)
 
     def stream_object(self, kind: ObjectKind, mh: bytes, size: int | None) -> Iterator[bytes]:
         """Decrypted segments of a data file or checkpoint (authenticated one by one)."""
+        from odfweb3.crypto.segments import decrypt_stream
+
         path = f"{LAYOUT_DIRS[kind]}/{multihash_to_str(mh)}"
         bound = max_ciphertext_size(size) if size is not None else None
         return decrypt_stream(self.inner.stream_object(kind, mh, bound), self.keys, path)

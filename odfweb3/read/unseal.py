@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from odfweb3.crypto.envelope import decode_envelope
-from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
 from odfweb3.crypto.names import PASSPHRASE_ENV
-from odfweb3.crypto.policy import unlock_envelope
 from odfweb3.errors import DecryptionError
 from odfweb3.read.replica import Replica
 from odfweb3.read.sealed_replica import DecryptingReplica, KeyEnvelopeSource, SealedHeadBinder
@@ -53,6 +50,12 @@ def decrypting_replica(
     raw = replica.key_envelope()
     if raw is None:
         return replica
+    # Loaded for an encrypted replica only: a plain pull compiles none of it (where no
+    # bytecode is written, every module a command loads is compiled again).
+    from odfweb3.crypto.envelope import decode_envelope
+    from odfweb3.crypto.keyfiles import ContentKeyStore, IdentityStore
+    from odfweb3.crypto.policy import unlock_envelope
+
     envelope = decode_envelope(raw)
     did = envelope.dataset_id
     by_passphrase = any(r.kind == "passphrase" for r in envelope.recipients)

@@ -276,7 +276,6 @@ class LocalStore:
 
         # Paths as text: a pull stores 30,000 objects at 10,000 blocks, and pathlib's joins
         # were an eighth of its time.
-        folder = f"{self._root_s}/{os.path.dirname(rel)}"
         final = f"{self._root_s}/{rel}"
         placed = False
         try:
@@ -301,12 +300,13 @@ class LocalStore:
                     os.fsync(fd)
             finally:
                 os.close(fd)
-            actual = bytes((mh[0], len(hasher.digest()))) + hasher.digest()
-            if actual != mh:
+            digest = hasher.digest()  # once: each call finishes a copy of the hash state
+            if digest != mh[2:]:  # split_multihash checked mh's code and 32-byte length
+                actual = bytes((mh[0], len(digest))) + digest
                 raise HashMismatch(multihash_to_str(mh), multihash_to_str(actual), rel)
             placed = True
         except OSError as exc:
-            raise local_io_error(exc, Path(folder)) from None
+            raise local_io_error(exc, Path(final).parent) from None
         finally:
             if not placed:
                 with contextlib.suppress(FileNotFoundError):

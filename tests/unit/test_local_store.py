@@ -6,7 +6,7 @@ import os
 import pytest
 
 from odfweb3.errors import ConflictError, HashMismatch, NotFound
-from odfweb3.odf.multihash import hash_bytes
+from odfweb3.odf.multihash import hash_bytes, multihash_to_str
 from odfweb3.store.local import LocalStore
 
 
@@ -69,3 +69,17 @@ def test_a_wrong_object_leaves_no_temp_file(tmp_path):
     with pytest.raises(HashMismatch):
         store.put("data", hash_bytes(b"right"), [b"wr", b"ong"])
     assert os.listdir(tmp_path / "ds" / "data") == []
+
+
+def test_a_staging_store_removes_an_object_that_does_not_hash_to_its_name(tmp_path):
+    staging = LocalStore(tmp_path / "incoming", fsync=False, in_place=True)
+    right = hash_bytes(b"right")
+    with pytest.raises(HashMismatch) as caught:
+        staging.put("data", right, [b"wr", b"ong"])
+    # the message names the hash asked for and the one the bytes have
+    assert multihash_to_str(right) in str(caught.value)
+    assert multihash_to_str(hash_bytes(b"wrong")) in str(caught.value)
+    assert os.listdir(tmp_path / "incoming" / "data") == []
+    staging.put("data", right, [b"ri", b"ght"])  # at its own name, no temp file
+    assert os.listdir(tmp_path / "incoming" / "data") == [multihash_to_str(right)]
+    assert staging.has_intact("data", right)

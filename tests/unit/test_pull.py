@@ -135,3 +135,22 @@ def test_lying_replica_creates_nothing_in_a_new_dest(tmp_path):
     with pytest.raises(OdfWeb3Error):
         pull_dataset(_local(src), dest)
     assert not dest.exists()
+
+
+def test_a_staged_folder_is_counted_unless_the_pull_staged_it_all(tmp_path):
+    from odfweb3.read.pull import _swap_folder
+
+    staged, target = tmp_path / "staged", tmp_path / "target"
+    staged.mkdir()
+    target.mkdir()
+    for name in ("a", "b"):
+        (staged / name).write_bytes(b"x")
+    # listed: two files where the pull staged one (a leftover) -> object by object
+    assert not _swap_folder(str(staged), str(target), 1)
+    (target / "held").write_bytes(b"y")
+    # a target that is not empty is never replaced, counted or not
+    assert not _swap_folder(str(staged), str(target), 2, counted=True)
+    (target / "held").unlink()
+    # the pull staged all of it (the staging area was empty when it took the lock)
+    assert _swap_folder(str(staged), str(target), 2, counted=True)
+    assert sorted(p.name for p in target.iterdir()) == ["a", "b"] and not staged.exists()

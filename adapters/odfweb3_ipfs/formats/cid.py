@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
-from odfweb3.errors import FormatError
+from odfweb3.errors import FormatError, HashMismatch
 
 __all__ = [
     "CODEC_DAG_PB",
@@ -331,8 +331,6 @@ class Cid:
             HashMismatch: the data hashes to something else.
             FormatError: the CID uses a hash function we cannot check.
         """
-        from odfweb3.errors import HashMismatch
-
         digest = self.digest
         if self._code == MH_SHA2_256:
             actual = hashlib.sha256(data).digest()

@@ -149,7 +149,8 @@ def test_a_pull_from_a_car_dir_loads_no_publish_side(tmp_path) -> None:
     """``pull car:DIR`` opens the IPFS backend's read side: none of its publish modules (the
     CAR target, CID profiles, publish states) nor the core's publish machinery. Each was
     compiled at every run where no bytecode is cached. (multiformats it still loads: it
-    reads the record's name, head and ID.)"""
+    reads the record's name, head and ID.) Nor the decryption of an encrypted replica, nor
+    verify's comparison and lineage check."""
     from odfweb3.odf.builder import create_root_dataset
 
     dataset = tmp_path / "ds"
@@ -172,3 +173,14 @@ def test_a_pull_from_a_car_dir_loads_no_publish_side(tmp_path) -> None:
     assert "odfweb3_ipfs.read.car_replica" in modules  # the probe sees the read side
     assert sorted(m for m in modules if m.startswith("odfweb3_ipfs.publish")) == []
     assert sorted(modules & {"odfweb3.publish.target", "odfweb3.publish.state"}) == []
+    # a plain (not encrypted) replica: no envelope, key policy or cipher code; no replica
+    # comparison or lineage check (verify's)
+    read_only_elsewhere = {
+        "odfweb3.crypto.envelope",
+        "odfweb3.crypto.policy",
+        "odfweb3.crypto.segments",
+        "odfweb3.crypto.keyfiles",
+        "odfweb3.read.compare",
+        "odfweb3.read.lineage_check",
+    }
+    assert sorted(modules & read_only_elsewhere) == []

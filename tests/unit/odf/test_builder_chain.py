@@ -7,7 +7,7 @@ import pytest
 
 from odfweb3.errors import NotFound, UsageError
 from odfweb3.odf.builder import append_blocks, create_root_dataset
-from odfweb3.odf.chain import iter_objects, walk_chain
+from odfweb3.odf.chain import count_objects, iter_objects, walk_chain
 from odfweb3.odf.codec import decode_block
 from odfweb3.odf.derivative import create_derivative_dataset
 from odfweb3.odf.layout import DatasetReader, DatasetWriter
@@ -184,6 +184,14 @@ def test_object_list_is_the_objects_it_was_given(tmp_path):
     assert packed != objects[:-1] and packed != [*objects[:-1], objects[0]]
     with pytest.raises(IndexError):
         packed[len(objects)]
+    # the packed fields a pull reads without making items: the same as the items'
+    fields = [(o.kind, o.hash, o.size) for o in objects]
+    assert list(packed.fields()) == fields
+    assert [
+        (packed.kind_at(i), packed.hash_at(i), packed.size_at(i)) for i in range(len(packed))
+    ] == fields
+    assert packed.object_count() == count_objects(objects) and packed.object_count().linked == 1
+    assert ObjectList().object_count().total == 0 and not list(ObjectList().fields())
     obj = packed[0]
     path = "".join(obj.path)  # the same text, another string
     assert obj.with_path(path).path is path
