@@ -283,8 +283,9 @@ def encode_record_chunks(record: UploadRecord) -> Iterator[bytes]:
     head, tail = _record_text(record, token).split(f'"{token}"')
     piece = [head, "{"]
     size = len(head)
-    for n, (path, added) in enumerate(sorted(record.added.items())):
-        entry = json.dumps(path) + ":" + json.dumps(added.to_json(), **_COMPACT)
+    # The sorted paths, each entry made as it is encoded: no list of every (path, entry).
+    for n, path in enumerate(sorted(record.added)):
+        entry = json.dumps(path) + ":" + json.dumps(record.added[path].to_json(), **_COMPACT)
         piece.append("," + entry if n else entry)
         size += len(entry) + 1
         if size >= _PIECE_BYTES:

@@ -1,0 +1,106 @@
+"""The file revisions a bundle adds, by path, over the ids the item spool holds raw.
+
+A first ``bundle:`` upload adds one revision per object (300,000 at 100,000 blocks). Held as
+a dict of :class:`~odfweb3_arweave.formats.record.AddedFile` and one of
+:class:`~.bundle_plan.FileRef`, with both item ids as base64url text, that was some 0.6 KB
+an object. :class:`SignedFiles` keeps per revision only the spool indexes of its data and
+metadata items (whose 32-byte ids :class:`~.item_spool.ItemSpool` holds), its data size and
+its place in path order, and makes each ``AddedFile`` or ``FileRef`` when asked; the plan's
+entries (:class:`~.bundle_plan.FileToAdd`) give the path and the ``File-Id``.
+
+A path is found by bisection over the revisions in path order. Readers that go through the
+paths in sorted order (the record, the manifest) ask for the entry after the last one found
+first: one comparison, not a bisection.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Generic, TypeVar
+
+from odfweb3_arweave.formats.b64 import b64url_encode
+from odfweb3_arweave.formats.record import AddedFile
+from odfweb3_arweave.publish.bundle_plan import FileRef, FileToAdd
+from odfweb3_arweave.publish.item_spool import ItemSpool
+
+__all__ = ["SignedFiles"]
+
+V = TypeVar("V")
+
+
+class SignedFiles:
+    """Revision ``k`` is ``add[k]``, its data item spooled at ``data[k]``, its metadata
+    item at ``meta[k]``, ``sizes[k]`` bytes of data (ciphertext size on a private drive)."""
+
+    def __init__(
+        self,
+        add: Sequence[FileToAdd],
+        spool: ItemSpool,
+        data: array[int],
+        meta: array[int],
+        sizes: array[int],
+    ) -> None:
+        if not len(add) == len(data) == len(meta) == len(sizes):
+            raise ValueError("signed files: one data item, metadata item and size a revision")
+        self._add, self._spool = add, spool
+        self._data, self._meta, self._sizes = data, meta, sizes
+        self._order = array("I", sorted(range(len(add)), key=lambda k: add[k].path))
+        self._hint = 0  # the place in path order after the last path found
+        self.added: Mapping[str, AddedFile] = _View(self, self._added)
+        self.files: Mapping[str, FileRef] = _View(self, self._file_ref)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def path_at(self, place: int) -> str:
+        """The path at ``place`` in path order."""
+        return self._add[self._order[place]].path
+
+    def find(self, path: str) -> int:
+        """The revision of ``path``, or -1."""
+        order, n = self._order, len(self._order)
+        place = self._hint
+        if not (place < n and self._add[order[place]].path == path):
+            place = bisect_left(order, path, key=lambda k: self._add[k].path)
+            if place == n or self._add[order[place]].path != path:
+                return -1
+        self._hint = place + 1
+        return order[place]
+
+    def _id(self, index: int) -> str:
+        return b64url_encode(self._spool.item_id(index))
+
+    def _added(self, k: int) -> AddedFile:
+        return AddedFile(self._id(self._data[k]), self._id(self._meta[k]), self._add[k].file_id)
+
+    def _file_ref(self, k: int) -> FileRef:
+        entry = self._add[k]
+        return FileRef(
+            entry.file_id, self._id(self._data[k]), self._id(self._meta[k]), self._sizes[k]
+        )
+
+
+class _View(Mapping[str, V], Generic[V]):
+    """Path -> one form of a revision of ``files``; iterated in path order."""
+
+    def __init__(self, files: SignedFiles, make: Callable[[int], V]) -> None:
+        self._files = files
+        self._make = make
+
+    def __getitem__(self, path: str) -> V:
+        k = self._files.find(path) if isinstance(path, str) else -1
+        if k < 0:
+            raise KeyError(path)
+        return self._make(k)
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._files.find(path) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        files = self._files
+        return (files.path_at(place) for place in range(len(files)))
+
+    def __len__(self) -> int:
+        return len(self._files)
