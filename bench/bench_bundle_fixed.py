@@ -5,13 +5,14 @@ Usage::
     python bench/bench_bundle_fixed.py --sizes 5000,20000 --cache DIR [--before-root DIR]
 
 Per size N (``create_root_dataset(blocks=N, data_bytes=2000*N)``, built once into
-``--cache/N``) and checkout (``--before-root``'s first, then this one), on a hard-linked copy
-of the dataset with a fresh state directory: ``odfweb3 publish DS --to bundle:OUT -q`` under
-``/usr/bin/time -f %M``, run through ``bench/bundle_fixed.py`` (PSS salt of length 0, seeded
-UUIDs, a fixed clock; one wallet for the whole run), so the bundle and the file index packs of
-both checkouts can be compared: printed are the peak RSS (MB = 1,048,576 bytes), wall seconds,
-and whether every ``*.bundle`` and ``index-*.pack`` is byte-identical (SHA-256) to the first
-checkout's. The slope between two sizes is the memory a block costs. No assertions.
+``--cache/N``) and checkout (``--before-root``'s first, then ``--after-root``'s or this
+one), on a hard-linked copy of the dataset with a fresh state directory: ``odfweb3 publish
+DS --to bundle:OUT -q`` under ``/usr/bin/time -f %M``, run through ``bench/bundle_fixed.py``
+(PSS salt of length 0, seeded UUIDs, a fixed clock; one wallet for the whole run), so the
+bundle and the file index packs of both checkouts can be compared: printed are the peak RSS
+(MB = 1,048,576 bytes), wall seconds, and whether every ``*.bundle`` and ``index-*.pack``
+is byte-identical (SHA-256) to the first checkout's. The slope between two sizes is the
+memory a block costs. No assertions.
 """
 
 from __future__ import annotations
@@ -82,9 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="5000,20000", help="AddData blocks, commas")
     ap.add_argument("--cache", type=Path, required=True, help="dataset cache (yours alone)")
     ap.add_argument("--before-root", type=Path, help="another checkout (`git archive`)")
+    ap.add_argument(
+        "--after-root", type=Path, help="the checkout measured second (default: this one's)"
+    )
     ap.add_argument("--scratch", type=Path, help="where copies and outputs go")
     args = ap.parse_args(argv)
-    codes: list[tuple[str, Path | None]] = [("after", None)]
+    after = args.after_root.resolve() if args.after_root is not None else None
+    codes: list[tuple[str, Path | None]] = [("after", after)]
     if args.before_root is not None:
         codes.insert(0, ("before", args.before_root.resolve()))
     print(machine())
