@@ -56,6 +56,7 @@ from odfweb3_arweave.formats.manifest import (
     FULL_MANIFEST_TAG,
     MANIFEST_CONTENT_TYPE,
     encode_manifest_chunks,
+    in_path_order,
 )
 from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record_chunks
 from odfweb3_arweave.formats.tags import Tag
@@ -468,8 +469,8 @@ def _sign_rest(
     new_iv: Callable[[], bytes],
 ) -> SignedBundle:
     v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
-    # The kept files are not copied (a view over the state).
-    files = Overlay(bundle.keep, new_files)
+    # The kept files are not copied (a view over the state); a first upload keeps none.
+    files = Overlay(bundle.keep, new_files) if bundle.keep else new_files
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
     # Each item below is spooled once signed (its data not held: the manifest and the record
     # of a first upload list every path); the order is a flat array of spool indexes.
@@ -511,7 +512,7 @@ def _sign_rest(
     # Spooled as it is encoded, signed over the SHA-384 taken meanwhile: a full manifest
     # maps every path (as a dict of every path and one JSON text it was a first upload's
     # peak); only the sorted paths are listed here (their strings are the map's own).
-    pairs = ((p, mapped[p].data_item_id) for p in sorted(mapped))
+    pairs = ((p, mapped[p].data_item_id) for p in in_path_order(mapped))
     opener, size, digest = spool.write_data(encode_manifest_chunks(pairs, REFS_HEAD))
     manifest_header = sign_data_item_digest(wallet, size, digest, list(manifest_tags))
     manifest_id = spooled(StreamedDataItem(manifest_header, opener))

@@ -10,7 +10,9 @@ entries (:class:`~.bundle_plan.FileToAdd`) give the path and the ``File-Id``.
 
 A path is found by bisection over the revisions in path order. Readers that go through the
 paths in sorted order (the record, the manifest) ask for the entry after the last one found
-first: one comparison, not a bisection.
+first: one comparison, not a bisection. The views iterate in path order and say so
+(``path_ordered``), so those readers list no path
+(:func:`~odfweb3_arweave.formats.manifest.in_path_order`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Generic, TypeVar
 
 from odfweb3_arweave.formats.b64 import b64url_encode
 from odfweb3_arweave.formats.record import AddedFile
-from odfweb3_arweave.publish.bundle_plan import FileRef, FileToAdd
+from odfweb3_arweave.publish.bundle_plan import FileRef
 from odfweb3_arweave.publish.item_spool import ItemSpool
+from odfweb3_arweave.publish.planned_files import FileToAdd, PlannedFiles
 
 __all__ = ["SignedFiles"]
 
@@ -44,9 +47,15 @@ class SignedFiles:
     ) -> None:
         if not len(add) == len(data) == len(meta) == len(sizes):
             raise ValueError("signed files: one data item, metadata item and size a revision")
-        self._add, self._spool = add, spool
+        self._spool = spool
         self._data, self._meta, self._sizes = data, meta, sizes
-        self._order = array("I", sorted(range(len(add)), key=lambda k: add[k].path))
+        # The plan's packed entries give a path or File-Id without making the entry.
+        if isinstance(add, PlannedFiles):
+            self._path_of, self._file_id_of = add.path_at, add.file_id_at
+        else:
+            self._path_of = lambda k: add[k].path
+            self._file_id_of = lambda k: add[k].file_id
+        self._order = array("I", sorted(range(len(add)), key=self._path_of))
         self._hint = 0  # the place in path order after the last path found
         self.added: Mapping[str, AddedFile] = _View(self, self._added)
         self.files: Mapping[str, FileRef] = _View(self, self._file_ref)
@@ -56,15 +65,15 @@ class SignedFiles:
 
     def path_at(self, place: int) -> str:
         """The path at ``place`` in path order."""
-        return self._add[self._order[place]].path
+        return self._path_of(self._order[place])
 
     def find(self, path: str) -> int:
         """The revision of ``path``, or -1."""
-        order, n = self._order, len(self._order)
+        order, n, path_of = self._order, len(self._order), self._path_of
         place = self._hint
-        if not (place < n and self._add[order[place]].path == path):
-            place = bisect_left(order, path, key=lambda k: self._add[k].path)
-            if place == n or self._add[order[place]].path != path:
+        if not (place < n and path_of(order[place]) == path):
+            place = bisect_left(order, path, key=path_of)
+            if place == n or path_of(order[place]) != path:
                 return -1
         self._hint = place + 1
         return order[place]
@@ -73,17 +82,19 @@ class SignedFiles:
         return b64url_encode(self._spool.item_id(index))
 
     def _added(self, k: int) -> AddedFile:
-        return AddedFile(self._id(self._data[k]), self._id(self._meta[k]), self._add[k].file_id)
+        return AddedFile(self._id(self._data[k]), self._id(self._meta[k]), self._file_id_of(k))
 
     def _file_ref(self, k: int) -> FileRef:
-        entry = self._add[k]
-        return FileRef(
-            entry.file_id, self._id(self._data[k]), self._id(self._meta[k]), self._sizes[k]
-        )
+        data, meta = self._id(self._data[k]), self._id(self._meta[k])
+        return FileRef(self._file_id_of(k), data, meta, self._sizes[k])
 
 
 class _View(Mapping[str, V], Generic[V]):
     """Path -> one form of a revision of ``files``; iterated in path order."""
+
+    # Iterated in sorted path order already (formats.manifest.in_path_order: no sorted
+    # list of every path made from it).
+    path_ordered = True
 
     def __init__(self, files: SignedFiles, make: Callable[[int], V]) -> None:
         self._files = files
