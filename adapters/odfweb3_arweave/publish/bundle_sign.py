@@ -393,9 +393,11 @@ def sign_bundle(
         return _reopen(open_object, entry.obj, digest, hasher, entry.size)
 
     spool = ItemSpool(wallet.owner, reopen)
-    data_spooled = array("q")
+    # Data items are spooled first, in plan order (entry k's at k), then their metadata
+    # (at n + k): no array of spool indexes.
+    n = len(bundle.add)
+    data_spooled, meta_spooled = range(n), range(n, 2 * n)
     data_sizes = array("q")
-    meta_spooled = array("q")
 
     def meta_jobs() -> Iterator[Callable[[], DataItem]]:
         for entry, spooled in zip(bundle.add, data_spooled, strict=True):
@@ -424,18 +426,18 @@ def sign_bundle(
                     header, digest = item
                     digests.extend(digest or bytes(48))
                     by_digest.append(digest is not None)
-                    data_spooled.append(spool.add_streamed(header, k))
+                    _spooled_at(spool.add_streamed(header, k), k)
                 else:
                     digests.extend(bytes(48))
                     by_digest.append(0)
-                    data_spooled.append(spool.add(item))
+                    _spooled_at(spool.add(item), k)
                 data_sizes.append(
                     encrypted_size(entry.size) if drive_key is not None else entry.size
                 )
                 if entry.obj is not None:
                     progress(entry.size)
-            for meta_item in _in_order(signers, meta_jobs()):
-                meta_spooled.append(spool.add(meta_item))
+            for index, meta_item in zip(meta_spooled, _in_order(signers, meta_jobs()), strict=True):
+                _spooled_at(spool.add(meta_item), index)
         signed = SignedFiles(bundle.add, spool, data_spooled, meta_spooled, data_sizes)
         return _sign_rest(
             bundle,
@@ -455,12 +457,17 @@ def sign_bundle(
         raise
 
 
+def _spooled_at(index: int, want: int) -> None:
+    if index != want:
+        raise RuntimeError(f"bundle item spool: item spooled at {index}, not {want}")
+
+
 def _sign_rest(
     bundle: BundlePlan,
     wallet: Wallet,
     spool: ItemSpool,
-    data_spooled: array[int],
-    meta_spooled: array[int],
+    data_spooled: Sequence[int],
+    meta_spooled: Sequence[int],
     added: Mapping[str, AddedFile],
     new_files: Mapping[str, FileRef],
     after_manifest: AfterManifest | None,
@@ -474,8 +481,8 @@ def _sign_rest(
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
     # Each item below is spooled once signed (its data not held: the manifest and the record
     # of a first upload list every path); the order is a flat array of spool indexes.
-    order = array("q", data_spooled[:-1])
-    order += meta_spooled[:-1]
+    order = array("I", data_spooled[:-1])
+    order.extend(meta_spooled[:-1])
     order.append(data_spooled[-1])
     order.append(meta_spooled[-1])
 

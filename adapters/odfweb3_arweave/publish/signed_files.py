@@ -41,9 +41,9 @@ class SignedFiles:
         self,
         add: Sequence[FileToAdd],
         spool: ItemSpool,
-        data: array[int],
-        meta: array[int],
-        sizes: array[int],
+        data: Sequence[int],
+        meta: Sequence[int],
+        sizes: Sequence[int],
     ) -> None:
         if not len(add) == len(data) == len(meta) == len(sizes):
             raise ValueError("signed files: one data item, metadata item and size a revision")
