@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                     f" same bytes: {same}",
                     flush=True,
                 )
+                for file, digest in digests.items():  # to compare with other runs
+                    print(f"    sha256 {digest} {file}", flush=True)
                 rows.append((f"{n:,}", code, f"{rss:.1f}", f"{wall:.0f}", load, same))
     print_table(rows)
     return 0
