@@ -2,7 +2,8 @@
 
 Usage::
 
-    python bench/bench_bundle_fixed.py --sizes 5000,20000 --cache DIR [--before-root DIR]
+    python bench/bench_bundle_fixed.py [--sizes 5000,20000] [--cache bench/.bundle-cache]
+                                       [--before-root DIR] [--after-root DIR]
 
 Per size N (``create_root_dataset(blocks=N, data_bytes=2000*N)``, built once into
 ``--cache/N``) and checkout (``--before-root``'s first, then ``--after-root``'s or this
@@ -81,7 +82,9 @@ def _publish(
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="5000,20000", help="AddData blocks, commas")
-    ap.add_argument("--cache", type=Path, required=True, help="dataset cache (yours alone)")
+    ap.add_argument(
+        "--cache", type=Path, default=HERE / ".bundle-cache", help="dataset cache (yours alone)"
+    )
     ap.add_argument("--before-root", type=Path, help="another checkout (`git archive`)")
     ap.add_argument(
         "--after-root", type=Path, help="the checkout measured second (default: this one's)"
