@@ -17,6 +17,7 @@ first: one comparison, not a bisection. The views iterate in path order and say 
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,7 +56,7 @@ class SignedFiles:
         else:
             self._path_of = lambda k: add[k].path
             self._file_id_of = lambda k: add[k].file_id
-        self._order = array("I", sorted(range(len(add)), key=self._path_of))
+        self._order = _path_order(len(add), self._path_of)
         self._hint = 0  # the place in path order after the last path found
         self.added: Mapping[str, AddedFile] = _View(self, self._added)
         self.files: Mapping[str, FileRef] = _View(self, self._file_ref)
@@ -87,6 +88,22 @@ class SignedFiles:
     def _file_ref(self, k: int) -> FileRef:
         data, meta = self._id(self._data[k]), self._id(self._meta[k])
         return FileRef(self._file_id_of(k), data, meta, self._sizes[k])
+
+
+# Positions sorted this many at a time, then merged: sorting all at once would make a path
+# string for every revision at once (~130 bytes each, 40 MB at 100,000 blocks).
+_RUN = 1 << 14
+
+
+def _path_order(n: int, path_of: Callable[[int], str]) -> array[int]:
+    """``range(n)`` sorted by ``path_of``: sorted runs merged, a run's paths made at once."""
+    runs = [
+        array("I", sorted(range(start, min(n, start + _RUN)), key=path_of))
+        for start in range(0, n, _RUN)
+    ]
+    if len(runs) <= 1:
+        return runs[0] if runs else array("I")
+    return array("I", heapq.merge(*runs, key=path_of))
 
 
 class _View(Mapping[str, V], Generic[V]):

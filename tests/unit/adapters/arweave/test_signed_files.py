@@ -43,3 +43,13 @@ def test_views_equal_the_dicts_they_replace(fixed_wallet: Wallet) -> None:
     assert "data/fnone" not in signed.added and 3 not in signed.files
     assert signed.files.get("data/fnone") is None and signed.added.get("refs/head")
     spool.close()
+
+
+def test_path_order_merges_sorted_runs() -> None:
+    from odfweb3_arweave.publish import signed_files
+
+    rng = random.Random(3)
+    paths = [f"data/f{rng.getrandbits(40):010x}" for _ in range(3 * signed_files._RUN + 5)]
+    order = signed_files._path_order(len(paths), paths.__getitem__)
+    assert [paths[k] for k in order] == sorted(paths)
+    assert list(signed_files._path_order(0, paths.__getitem__)) == []
