@@ -63,6 +63,7 @@ _ARGS: dict[str, tuple[list[str], list[str]]] = {
     "bench_turbo": (["--blocks", "5", "--data-bytes", "500000", "--rounds", "1"], []),
     "bench_discovery": (["--blocks", "300", "--repeat", "2"], []),
     "bench_memory": (["--sizes", "300", "--targets", "car,bundle"], ["--full"]),
+    "bench_bundle_fixed": (["--sizes", "100,400"], []),
     "bench_discovery_publish": (["--sizes", "100,300", "--repeat", "2"], ["--sizes", "100,10000"]),
     "bench_example": (
         ["--sizes", "300", "--linked-objects", "0,2"],

@@ -225,3 +225,26 @@ def test_struct_and_list_fields_render_their_paths_and_columns():
         assert sub["@id"] == f"{rs}/point/x" and "description" in sub
         assert sub["source"] == {"fileObject": {"@id": fid}, "extract": {"column": "point.x"}}
         assert got[2]["dataType"] == "cr:RecordSet" and "source" not in got[2]
+
+
+def test_local_sha256_reads_each_file_once_and_remembers_a_mismatch(tmp_path):
+    import hashlib
+
+    from odfweb3.odf.multihash import multihash_from_str
+
+    built = create_root_dataset(
+        tmp_path / "ds", blocks=3, data_bytes=7_000_000, seed=5, fsync=False
+    )
+    reader = DatasetReader.open(built.path)
+    files = sorted((built.path / "data").iterdir())
+    sha256_of = local_sha256(reader)
+    want = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    got = {f.name: sha256_of(multihash_from_str(f.name)) for f in files}
+    assert got == want  # files over one read (1 MiB) hashed whole
+    files[0].write_bytes(b"changed")  # remembered: not read again
+    assert sha256_of(multihash_from_str(files[0].name)) == want[files[0].name]
+    again = local_sha256(reader)
+    assert again(multihash_from_str(files[0].name)) is None
+    files[0].unlink()
+    assert again(multihash_from_str(files[0].name)) is None  # the mismatch remembered
+    assert again(multihash_from_str("f1220" + "00" * 32)) is None  # absent

@@ -59,7 +59,7 @@ from odfweb3_arweave.formats.arfs import (
     is_uuid,
     tag_value,
 )
-from odfweb3_arweave.formats.manifest import FULL_MANIFEST_TAG, check_manifest_path
+from odfweb3_arweave.formats.manifest import FULL_MANIFEST_TAG, check_manifest_path, in_path_order
 from odfweb3_arweave.formats.tags import Tag
 
 __all__ = [
@@ -283,8 +283,9 @@ def encode_record_chunks(record: UploadRecord) -> Iterator[bytes]:
     head, tail = _record_text(record, token).split(f'"{token}"')
     piece = [head, "{"]
     size = len(head)
-    for n, (path, added) in enumerate(sorted(record.added.items())):
-        entry = json.dumps(path) + ":" + json.dumps(added.to_json(), **_COMPACT)
+    # The sorted paths, each entry made as it is encoded: no list of every (path, entry).
+    for n, path in enumerate(in_path_order(record.added)):
+        entry = json.dumps(path) + ":" + json.dumps(record.added[path].to_json(), **_COMPACT)
         piece.append("," + entry if n else entry)
         size += len(entry) + 1
         if size >= _PIECE_BYTES:

@@ -68,6 +68,7 @@ from odfweb3_arweave.formats.arfs import (
 from odfweb3_arweave.formats.manifest import MAX_DELTA_UPLOADS
 from odfweb3_arweave.formats.record import AddedFile, SkipLink, UploadRecord, record_tags
 from odfweb3_arweave.formats.tags import Tag
+from odfweb3_arweave.publish.planned_files import FileToAdd, PlannedFiles
 
 __all__ = [
     "KEY_ENVELOPE_TAG",
@@ -280,34 +281,6 @@ class PreviousUpload:
     dcat_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FileToAdd:
-    """One file entity revision the bundle adds.
-
-    Attributes:
-        path: dataset path (``data/f1620…``, ``refs/head``).
-        folder_id: parent folder id.
-        file_id: ``File-Id`` (reused when the path was uploaded before).
-        size: data size.
-        content_type: media type of the data.
-        obj: the dataset object to stream, or None for in-memory ``content``.
-        content: the bytes (``refs/head``) when ``obj`` is None.
-    """
-
-    path: str
-    folder_id: str
-    file_id: str
-    size: int
-    content_type: str
-    obj: DatasetObject | None = None
-    content: bytes | None = None
-
-    @property
-    def name(self) -> str:
-        """The ArFS file name: the last path segment."""
-        return self.path.rsplit("/", 1)[-1]
-
-
 @dataclass(frozen=True)
 class BundlePlan:
     """What one bundle holds, before signing (no ids yet).
@@ -320,7 +293,8 @@ class BundlePlan:
         drive: the drive's ids.
         drive_name: the drive's ArFS name.
         include_drive: create the drive and its folders (first upload).
-        add: file revisions to add: new objects in plan order, then ``refs/head``.
+        add: file revisions to add: new objects in plan order, then ``refs/head`` (a
+            :class:`.planned_files.PlannedFiles`: packed, each entry made when asked).
         keep: paths already uploaded and unchanged.
         unix_time: ``Unix-Time`` of every item.
         app_version: ``App-Version``.
@@ -344,7 +318,7 @@ class BundlePlan:
     drive: DriveLayout
     drive_name: str
     include_drive: bool
-    add: tuple[FileToAdd, ...]
+    add: Sequence[FileToAdd]
     keep: Mapping[str, FileRef]
     unix_time: int
     app_version: str
@@ -425,30 +399,22 @@ def plan_bundle(
                 )
             walked[obj.path] = known[obj.path]
         keep = walked
-    add: list[FileToAdd] = []
+    add = PlannedFiles(plan.send, drive)
     for obj in plan.send:
         size = obj.size if obj.size is not None else (size_of(obj) if size_of else None)
         if size is None:
             raise FormatError(f"{obj.path}: size unknown; cannot sign its data item")
         if sealer is not None:
             size = sealer.sealed_size(size)
+        drive.folder_for(obj.path)  # a path outside the layout refused now, not when signed
         old = known.get(obj.path)
-        add.append(
-            FileToAdd(
-                path=obj.path,
-                folder_id=drive.folder_for(obj.path),
-                file_id=old.file_id if old else str(new_id()),
-                size=size,
-                content_type=OCTET_STREAM,
-                obj=obj,
-            )
-        )
+        add.append(old.file_id if old else str(new_id()), size)
     head_text = multihash_to_str(plan.head)
     head_ref = known.get(REFS_HEAD)
     head_bytes = head_text.encode("ascii")
     if sealer is not None:
         head_bytes = sealer.seal_bytes(head_bytes, REFS_HEAD)
-    add.append(
+    add.close(
         FileToAdd(
             path=REFS_HEAD,
             folder_id=drive.folder_ids["refs"],
@@ -477,7 +443,7 @@ def plan_bundle(
         drive=drive,
         drive_name=drive_name or plan.dataset_id,
         include_drive=not reliable,
-        add=tuple(add),
+        add=add,
         keep=keep,
         unix_time=unix_time,
         app_version=app_version,

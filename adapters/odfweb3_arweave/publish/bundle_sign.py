@@ -24,6 +24,7 @@ from odfweb3.odf.chain import DatasetObject
 from odfweb3.streams import DeferrableStream, VerifiedStream, VerifiedStreamBase
 from odfweb3_arweave.formats.ans104 import (
     DataItem,
+    DataItemHeader,
     StreamedDataItem,
     create_data_item,
     sign_data_item_digest,
@@ -50,11 +51,12 @@ from odfweb3_arweave.formats.arfs_private import (
     private_data_tags,
     seal_entity,
 )
+from odfweb3_arweave.formats.b64 import b64url_encode
 from odfweb3_arweave.formats.manifest import (
     FULL_MANIFEST_TAG,
     MANIFEST_CONTENT_TYPE,
-    PathManifest,
-    encode_manifest,
+    encode_manifest_chunks,
+    in_path_order,
 )
 from odfweb3_arweave.formats.record import AddedFile, UploadRecord, encode_record_chunks
 from odfweb3_arweave.formats.tags import Tag
@@ -69,6 +71,7 @@ from odfweb3_arweave.publish.bundle_plan import (
     _record_tags,
 )
 from odfweb3_arweave.publish.item_spool import ItemSpool
+from odfweb3_arweave.publish.signed_files import SignedFiles
 from odfweb3_arweave.wallet import Wallet
 
 __all__ = ["AfterManifest", "SignedBundle", "sign_bundle"]
@@ -91,8 +94,8 @@ class SignedBundle:
             written by its ``write``, closed by its ``close``).
         files: path -> current revision for the whole dataset after this upload.
         added: path -> the revisions this bundle adds.
-        manifest: the path manifest (every path, or a delta: the paths of ``added``).
-        manifest_id: its item id.
+        manifest_id: the path manifest's item id (every path, or a delta: the paths of
+            ``added``; its data only in the spool).
         record: the upload record.
         record_id: its item id.
         extra_ids: the ids of the ``after_manifest`` items, in order.
@@ -102,7 +105,6 @@ class SignedBundle:
     items: ItemSpool
     files: Mapping[str, FileRef]
     added: Mapping[str, AddedFile]
-    manifest: PathManifest
     manifest_id: str
     record: UploadRecord
     record_id: str
@@ -120,6 +122,9 @@ _SIGN_AHEAD = 8
 _OVERLAP_BYTES = 1 << 20
 
 T = TypeVar("T")
+# What a data item's signing job gives: a public object's header and signed SHA-384 (its
+# data read again by index), or an item (in memory, or with its own reopen function).
+Signed = tuple[DataItemHeader, bytes | None] | DataItem | StreamedDataItem
 
 
 def _in_order(pool: ThreadPoolExecutor, jobs: Iterable[Callable[[], T]]) -> Iterator[T]:
@@ -248,8 +253,9 @@ def _sign_object(
     tags: Sequence[Tag],
     open_object: Callable[[DatasetObject], VerifiedStream],
     size: int,
-    hasher: ThreadPoolExecutor | None = None,
-) -> StreamedDataItem:
+) -> tuple[DataItemHeader, bytes | None]:
+    """Sign ``entry``'s object as it is read: its header, and the signed SHA-384 its
+    second read is checked by (None: checked again by its own hash)."""
     obj = entry.obj
     assert obj is not None
     stream = open_object(obj)
@@ -260,11 +266,7 @@ def _sign_object(
         stream.close()
     # A plaintext verifying reader (it can defer its hashing and check its end) is checked
     # on the second read by the SHA-384 just signed; any other stream (encrypted) again.
-    # The reopen function is a partial of plain values (a closure per object
-    # kept ~0.8 KB of cells, function and strings alive until the bundle was written).
-    same_bytes = isinstance(stream, DeferrableStream)
-    reopen = partial(_reopen, open_object, obj, digest if same_bytes else None, hasher, size)
-    return StreamedDataItem(header, reopen)
+    return header, digest if isinstance(stream, DeferrableStream) else None
 
 
 def _reopen(
@@ -279,6 +281,19 @@ def _reopen(
     if digest is not None and isinstance(again, DeferrableStream):
         return cast(BinaryIO, _SignedBytes(again, digest, again.where, hasher, size))
     return cast(BinaryIO, _CheckedStream(again, hasher, size))
+
+
+def _sign_private_object(
+    wallet: Wallet,
+    entry: FileToAdd,
+    tags: Sequence[Tag],
+    open_object: Callable[[DatasetObject], VerifiedStream],
+    size: int,
+) -> StreamedDataItem:
+    """A private drive's object, signed with its own reopen function (its file key and IV)."""
+    header, digest = _sign_object(wallet, entry, tags, open_object, size)
+    assert entry.obj is not None
+    return StreamedDataItem(header, partial(_reopen, open_object, entry.obj, digest, None, size))
 
 
 def sign_bundle(
@@ -329,7 +344,7 @@ def sign_bundle(
     signers = ThreadPoolExecutor(_SIGN_THREADS, thread_name_prefix="ans104-sign")
     hasher = ThreadPoolExecutor(1, thread_name_prefix="ans104-verify")
 
-    def data_jobs() -> Iterator[Callable[[], DataItem | StreamedDataItem]]:
+    def data_jobs() -> Iterator[Callable[[], Signed]]:
         for entry in bundle.add:
             if drive_key is not None:
                 # ArFS private file data: AES-256-GCM with the file key, fresh IV per
@@ -348,7 +363,7 @@ def sign_bundle(
                     ) -> VerifiedStream:
                         return EncryptingStream(k, i, o(obj))
 
-                    yield lambda e=entry, g=tags, o=opener, n=size: _sign_object(  # type: ignore[misc]
+                    yield lambda e=entry, g=tags, o=opener, n=size: _sign_private_object(  # type: ignore[misc]
                         wallet, e, g, o, n
                     )
                 else:
@@ -358,24 +373,35 @@ def sign_bundle(
                 tags = file_data_tags(entry.content_type, v)
                 if entry.obj is not None:
                     yield lambda e=entry, g=tags: _sign_object(  # type: ignore[misc]
-                        wallet, e, g, open_object, e.size, hasher
+                        wallet, e, g, open_object, e.size
                     )
                 else:
                     content = entry.content or b""
                     yield lambda c=content, g=tags: create_data_item(wallet, c, g)  # type: ignore[misc]
 
     # Each item goes to the spool as it is signed; only ids, sizes and offsets stay in
-    # memory (the items themselves were ~20 KB per block).
-    spool = ItemSpool(wallet.owner)
-    data_spooled = array("q")
-    data_ids: list[str] = []
+    # memory (the items themselves were ~20 KB per block). A public object's data is read
+    # again by its index in the plan, checked by the SHA-384 kept here (48 bytes, not a
+    # reopen function an object).
+    digests = bytearray()  # per entry: the signed SHA-384 (zeros: not checked by it)
+    by_digest = bytearray()  # per entry: 1 when the second read is checked by that digest
+
+    def reopen(k: int) -> BinaryIO:
+        entry = bundle.add[k]
+        assert entry.obj is not None
+        digest = bytes(digests[48 * k : 48 * k + 48]) if by_digest[k] else None
+        return _reopen(open_object, entry.obj, digest, hasher, entry.size)
+
+    spool = ItemSpool(wallet.owner, reopen)
+    # Data items are spooled first, in plan order (entry k's at k), then their metadata
+    # (at n + k): no array of spool indexes.
+    n = len(bundle.add)
+    data_spooled, meta_spooled = range(n), range(n, 2 * n)
     data_sizes = array("q")
-    added: dict[str, AddedFile] = {}
-    new_files: dict[str, FileRef] = {}
-    meta_spooled = array("q")
 
     def meta_jobs() -> Iterator[Callable[[], DataItem]]:
-        for entry, data_id in zip(bundle.add, data_ids, strict=True):
+        for entry, spooled in zip(bundle.add, data_spooled, strict=True):
+            data_id = b64url_encode(spool.item_id(spooled))
             meta = FileMetadata(
                 drive_id=d.drive_id,
                 file_id=entry.file_id,
@@ -394,30 +420,33 @@ def sign_bundle(
 
     try:
         with signers:
-            for entry, item in zip(bundle.add, _in_order(signers, data_jobs()), strict=True):
-                data_spooled.append(spool.add(item))
-                data_ids.append(item.header.id_b64)
+            jobs = enumerate(zip(bundle.add, _in_order(signers, data_jobs()), strict=True))
+            for k, (entry, item) in jobs:
+                if isinstance(item, tuple):
+                    header, digest = item
+                    digests.extend(digest or bytes(48))
+                    by_digest.append(digest is not None)
+                    _spooled_at(spool.add_streamed(header, k), k)
+                else:
+                    digests.extend(bytes(48))
+                    by_digest.append(0)
+                    _spooled_at(spool.add(item), k)
                 data_sizes.append(
                     encrypted_size(entry.size) if drive_key is not None else entry.size
                 )
                 if entry.obj is not None:
                     progress(entry.size)
-            metas = zip(
-                bundle.add, data_ids, data_sizes, _in_order(signers, meta_jobs()), strict=True
-            )
-            for entry, data_id, size, meta_item in metas:
-                meta_spooled.append(spool.add(meta_item))
-                meta_id = meta_item.id_b64
-                added[entry.path] = AddedFile(data_id, meta_id, entry.file_id)
-                new_files[entry.path] = FileRef(entry.file_id, data_id, meta_id, size)
+            for index, meta_item in zip(meta_spooled, _in_order(signers, meta_jobs()), strict=True):
+                _spooled_at(spool.add(meta_item), index)
+        signed = SignedFiles(bundle.add, spool, data_spooled, meta_spooled, data_sizes)
         return _sign_rest(
             bundle,
             wallet,
             spool,
             data_spooled,
             meta_spooled,
-            added,
-            new_files,
+            signed.added,
+            signed.files,
             after_manifest,
             key_envelope,
             drive_key,
@@ -428,27 +457,32 @@ def sign_bundle(
         raise
 
 
+def _spooled_at(index: int, want: int) -> None:
+    if index != want:
+        raise RuntimeError(f"bundle item spool: item spooled at {index}, not {want}")
+
+
 def _sign_rest(
     bundle: BundlePlan,
     wallet: Wallet,
     spool: ItemSpool,
-    data_spooled: array[int],
-    meta_spooled: array[int],
-    added: dict[str, AddedFile],
-    new_files: dict[str, FileRef],
+    data_spooled: Sequence[int],
+    meta_spooled: Sequence[int],
+    added: Mapping[str, AddedFile],
+    new_files: Mapping[str, FileRef],
     after_manifest: AfterManifest | None,
     key_envelope: bytes | None,
     drive_key: DriveKey | None,
     new_iv: Callable[[], bytes],
 ) -> SignedBundle:
     v, t, d = bundle.app_version, bundle.unix_time, bundle.drive
-    # The kept files are not copied (a view over the state).
-    files = Overlay(bundle.keep, new_files)
+    # The kept files are not copied (a view over the state); a first upload keeps none.
+    files = Overlay(bundle.keep, new_files) if bundle.keep else new_files
     # Bundle order: object data, object metadata, then refs/head's data + metadata.
     # Each item below is spooled once signed (its data not held: the manifest and the record
     # of a first upload list every path); the order is a flat array of spool indexes.
-    order = array("q", data_spooled[:-1])
-    order += meta_spooled[:-1]
+    order = array("I", data_spooled[:-1])
+    order.extend(meta_spooled[:-1])
     order.append(data_spooled[-1])
     order.append(meta_spooled[-1])
 
@@ -479,11 +513,16 @@ def _sign_rest(
     # an index to resolve /{manifest}/{path} at all (without one it serves the manifest).
     # A delta manifest maps what this bundle adds (refs/head always among it).
     mapped: Mapping[str, FileRef | AddedFile] = files if bundle.full_manifest is None else added
-    manifest = PathManifest({p: f.data_item_id for p, f in sorted(mapped.items())}, index=REFS_HEAD)
     manifest_tags: tuple[Tag, ...] = (Tag.of("Content-Type", MANIFEST_CONTENT_TYPE), *app_tags(v))
     if bundle.full_manifest is not None:
         manifest_tags += (Tag.of(FULL_MANIFEST_TAG, bundle.full_manifest),)
-    manifest_id = spooled(create_data_item(wallet, encode_manifest(manifest), manifest_tags))
+    # Spooled as it is encoded, signed over the SHA-384 taken meanwhile: a full manifest
+    # maps every path (as a dict of every path and one JSON text it was a first upload's
+    # peak); only the sorted paths are listed here (their strings are the map's own).
+    pairs = ((p, mapped[p].data_item_id) for p in in_path_order(mapped))
+    opener, size, digest = spool.write_data(encode_manifest_chunks(pairs, REFS_HEAD))
+    manifest_header = sign_data_item_digest(wallet, size, digest, list(manifest_tags))
+    manifest_id = spooled(StreamedDataItem(manifest_header, opener))
     record = _record(bundle, manifest_id, added, envelope_id)
     tags = _record_tags(bundle, manifest_id, added)
     # Signed here (the items after the manifest may name it), placed last; spooled as it
@@ -511,7 +550,6 @@ def _sign_rest(
         items=spool,
         files=files,
         added=added,
-        manifest=manifest,
         manifest_id=manifest_id,
         record=record,
         record_id=record_id,

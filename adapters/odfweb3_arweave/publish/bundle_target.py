@@ -142,7 +142,8 @@ class BundleTarget:
         self.clock = clock
         self.new_id = new_id
         self._written: list[str] = []
-        self._added: dict[str, str] = {}  # this bundle's paths -> data items (itemsAdded)
+        # this bundle's paths -> data items (itemsAdded; None: more than ITEMS_ADDED_MAX)
+        self._added: dict[str, str] | None = {}
         self._unchanged = False  # upload found nothing new: commit and save write nothing
         self._raw: dict[str, Any] = {}  # publish.json as inspect read it
         # publish.json: read (its typed state parsed there, once), locked, compared and
@@ -291,7 +292,14 @@ class BundleTarget:
         index = self._write_index(view, bundle_plan.keep, signed.files, signed.added)
         bundles = [*(prev.extra.bundles or () if prev else ()), bundle_name]
         self._written = [bundle_name]
-        self._added = {p: a.data_item_id for p, a in sorted(signed.added.items())}
+        # itemsAdded up to ITEMS_ADDED_MAX paths: past it (a first upload's every path)
+        # neither listed nor held.
+        added = signed.added
+        self._added = (
+            {p: added[p].data_item_id for p in sorted(added)}
+            if len(added) <= ITEMS_ADDED_MAX
+            else None
+        )
         extra = ArweaveExtra(
             upload=UploadFacts(
                 record_id=signed.record_id,
@@ -394,7 +402,7 @@ class BundleTarget:
             # This bundle's paths (the index and the manifests hold the rest);
             # null past ITEMS_ADDED_MAX (a first upload: every path, in the index anyway,
             # which the next publish would read whole here).
-            "itemsAdded": dict(self._added) if len(self._added) <= ITEMS_ADDED_MAX else None,
+            "itemsAdded": dict(self._added) if self._added is not None else None,
             "l1Tags": [{"name": n, "value": v} for n, v in (t.text() for t in l1_tags)],
             "priceQuery": f"GET /price/{size}",
             "filesWritten": list(self._written),

@@ -89,3 +89,32 @@ def test_item_spooled_from_pieces_is_the_in_memory_item(
     assert spool.write(io.BytesIO()) == len(want.getvalue())  # written twice: same bytes
     spool.close()
     assert got.getvalue() == want.getvalue()
+
+
+def test_streamed_by_key_reads_through_reopen(fixed_wallet: Wallet) -> None:
+    """Items added by key are read again through the one reopen function, with their key;
+    the bundle is the one of the same items each with its own opener."""
+    datas = [b"first" * 1000, b"", b"third"]
+    items = [_streamed(fixed_wallet, d) for d in datas]
+    asked: list[int] = []
+
+    def reopen(key: int) -> BinaryIO:
+        asked.append(key)
+        return cast(BinaryIO, io.BytesIO(datas[key - 10]))
+
+    spool = ItemSpool(fixed_wallet.owner, reopen)
+    meta = create_data_item(fixed_wallet, b"meta", [])
+    order = [spool.add_streamed(item.header, 10 + k) for k, item in enumerate(items)]
+    order.insert(1, spool.add(meta))
+    spool.set_order(order)
+    assert spool.item_id(order[1]) == meta.id and spool.item_id(order[0]) == items[0].header.id
+    got, want = io.BytesIO(), io.BytesIO()
+    spool.write(got)
+    spool.close()
+    write_bundle(want, [items[0], meta, items[1], items[2]])
+    assert got.getvalue() == want.getvalue()
+    assert asked == [10, 11, 12]
+    with pytest.raises(IndexError):
+        spool.item_id(len(order))
+    with pytest.raises(ValueError, match="no reopen function"):
+        ItemSpool(fixed_wallet.owner).add_streamed(items[0].header, 0)

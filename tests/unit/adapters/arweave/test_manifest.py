@@ -14,6 +14,7 @@ from odfweb3_arweave.formats.manifest import (
     check_manifest_path,
     decode_manifest,
     encode_manifest,
+    encode_manifest_chunks,
 )
 
 ID_A = "cG7Hdi_iTQPoEYgQJFqJ8NMpN4KoZ-vH_j7pG4iP7NI"  # from path-manifest-schema.md
@@ -32,6 +33,42 @@ def test_encode_is_deterministic_and_spec_shaped() -> None:
     back = decode_manifest(data)
     assert back == m and back.resolve("refs/head") == ID_B
     assert "index" not in json.loads(encode_manifest(PathManifest({"a": ID_A})))
+
+
+_SEGMENT = st.text(alphabet='abz09_-.é"', min_size=1, max_size=6).filter(
+    lambda s: s not in (".", "..")
+)
+_IDS = st.text(alphabet="AZaz09-_", min_size=43, max_size=43)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.lists(_SEGMENT, min_size=1, max_size=3).map("/".join), _IDS, max_size=30),
+    st.booleans(),
+)
+def test_chunks_are_encode_manifest_bytes(paths: dict[str, str], indexed: bool) -> None:
+    """The manifest streamed from sorted pairs is the document encode_manifest makes."""
+    paths["refs/head"] = ID_B
+    index = "refs/head" if indexed else None
+    whole = encode_manifest(PathManifest(paths, index))
+    assert b"".join(encode_manifest_chunks(sorted(paths.items()), index)) == whole
+
+
+def test_chunks_of_many_paths_come_in_pieces_and_refuse_disorder() -> None:
+    paths = [(f"data/f{i:06d}", ID_A) for i in range(30_000)] + [("refs/head", ID_B)]
+    pieces = list(encode_manifest_chunks(paths, "refs/head"))
+    assert len(pieces) > 1
+    assert b"".join(pieces) == encode_manifest(PathManifest(dict(paths), "refs/head"))
+    with pytest.raises(FormatError, match="sorted order"):
+        list(encode_manifest_chunks([("b", ID_A), ("a", ID_A)]))
+    with pytest.raises(FormatError, match="sorted order"):
+        list(encode_manifest_chunks([("a", ID_A), ("a", ID_B)]))
+    with pytest.raises(FormatError, match="not one of its paths"):
+        list(encode_manifest_chunks([("a", ID_A)], "refs/head"))
+    with pytest.raises(FormatError, match="base64url"):
+        list(encode_manifest_chunks([("a", "short")]))
+    with pytest.raises(FormatError):
+        list(encode_manifest_chunks([("../a", ID_A)]))
 
 
 def test_decode_spec_example_0_2_0_with_fallback() -> None:
