@@ -23,9 +23,9 @@ dataset is read (URLs, SHA-256s) are not chain facts: the renderers take them as
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import Any
 
 from odfweb3.descriptor.build import _license_fields, derive_title
 from odfweb3.odf.chain import ChainEntry
@@ -42,6 +42,7 @@ from odfweb3.odf.model_gen import (
     SetTransform,
 )
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.packed import PackedSequence, append_end
 from odfweb3.odf.timestamp import Timestamp
 
 __all__ = [
@@ -77,7 +78,7 @@ class DataFile:
         return f"data/{self.multihash}"
 
 
-class DataFiles(Sequence[DataFile]):
+class DataFiles(PackedSequence[DataFile]):
     """Data files kept packed (sequence, size and schema number in flat arrays, the
     physical hashes one after the other in a ``bytearray``): about 60 bytes a file, where a
     :class:`DataFile` with its hash and its ints was some 200. A first publish holds one a
@@ -113,15 +114,7 @@ class DataFiles(Sequence[DataFile]):
         self._sizes.append(f.size)
         self._schema_of.append(code)
         self._hashes += f.physical_hash
-        end, width, ends = len(self._hashes), len(f.physical_hash), self._ends
-        if isinstance(ends, range):
-            if width and (not ends or ends.step == width):
-                self._ends = range(width, end + 1, width)
-            else:
-                self._ends = array("Q", ends)
-                self._ends.append(end)
-        else:
-            ends.append(end)
+        self._ends = append_end(self._ends, len(self._hashes), len(f.physical_hash))
 
     def _at(self, i: int) -> DataFile:
         ends = self._ends
@@ -135,28 +128,8 @@ class DataFiles(Sequence[DataFile]):
     def __len__(self) -> int:
         return len(self._sequences)
 
-    @overload
-    def __getitem__(self, i: int) -> DataFile: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[DataFile]: ...
-    def __getitem__(self, i: int | slice) -> DataFile | Sequence[DataFile]:
-        if isinstance(i, slice):
-            return DataFiles(self._at(k) for k in range(*i.indices(len(self))))
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("data file index out of range")
-        return self._at(i)
-
-    def __iter__(self) -> Iterator[DataFile]:
-        for i in range(len(self._sequences)):
-            yield self._at(i)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+    def _slice(self, items: Iterable[DataFile]) -> DataFiles:
+        return DataFiles(items)
 
     def __hash__(self) -> int:
         return hash(tuple(self))

@@ -12,9 +12,9 @@ is used.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, overload
+from typing import Protocol
 
 from odfweb3.errors import ChainBroken, FormatError, NotFound
 from odfweb3.odf.codec import decode_block
@@ -30,6 +30,7 @@ from odfweb3.odf.model_gen import (
     SetDataSchema,
 )
 from odfweb3.odf.multihash import multihash_to_str
+from odfweb3.odf.packed import PackedSequence, append_end
 
 __all__ = [
     "ChainEntry",
@@ -121,7 +122,7 @@ _FOLDER_CODES: dict[str, frozenset[int]] = {
 }
 
 
-class ObjectList(Sequence[DatasetObject]):
+class ObjectList(PackedSequence[DatasetObject]):
     """Objects kept packed (kind, hash and size in three flat arrays: about 50 bytes an
     object instead of a :class:`DatasetObject`, its hash and its path, some 260): a publish
     holds every object of the dataset from the chain walk to the end (300,000 at 100,000
@@ -146,15 +147,7 @@ class ObjectList(Sequence[DatasetObject]):
         self._positions = None
         self._kinds.append(_KIND_CODE[obj.kind])
         self._hashes += obj.hash
-        end, width, ends = len(self._hashes), len(obj.hash), self._ends
-        if isinstance(ends, range):
-            if width and (not ends or ends.step == width):
-                self._ends = range(width, end + 1, width)
-            else:
-                self._ends = array("Q", ends)
-                self._ends.append(end)
-        else:
-            ends.append(end)
+        self._ends = append_end(self._ends, len(self._hashes), len(obj.hash))
         self._sizes.append(-1 if obj.size is None else obj.size)
 
     def _at(self, i: int) -> DatasetObject:
@@ -289,31 +282,6 @@ class ObjectList(Sequence[DatasetObject]):
 
     def __len__(self) -> int:
         return len(self._kinds)
-
-    @overload
-    def __getitem__(self, i: int) -> DatasetObject: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[DatasetObject]: ...
-    def __getitem__(self, i: int | slice) -> DatasetObject | Sequence[DatasetObject]:
-        if isinstance(i, slice):
-            return [self._at(k) for k in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("object index out of range")
-        return self._at(i)
-
-    def __iter__(self) -> Iterator[DatasetObject]:
-        for i in range(len(self._kinds)):
-            yield self._at(i)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"ObjectList(len={len(self)})"

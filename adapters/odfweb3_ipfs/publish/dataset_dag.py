@@ -327,7 +327,29 @@ def _link_key(path: str) -> bytes | None:
     return bytes((code,)) + mh
 
 
-class _PackedLinks(Mapping[str, ObjectLink]):
+class _LinkLookup(Mapping[str, ObjectLink]):
+    """Links looked up by path in a packed form: ``_packed(path)`` gives ``(CID bytes,
+    tsize, size)`` or None, and an :class:`ObjectLink` is made only when one is asked."""
+
+    def _packed(self, path: str) -> tuple[bytes, int, int] | None:
+        raise NotImplementedError
+
+    def pair(self, path: str) -> tuple[bytes, int] | None:
+        """``(CID bytes, tsize)`` of ``path``; None when it is not here."""
+        got = self._packed(path)
+        return None if got is None else (got[0], got[1])
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._packed(key) is not None
+
+    def __getitem__(self, key: str) -> ObjectLink:
+        got = self._packed(key)
+        if got is None:
+            raise KeyError(key)
+        return ObjectLink(Cid(got[0]), got[1], got[2])
+
+
+class _PackedLinks(_LinkLookup):
     """New objects' links by path, kept without the path string: in a :class:`DigestMap`
     keyed by the path's folder and multihash (:func:`_link_key`), the value the CID's
     prefix (its number in a small table), its digest, tsize and size (81 bytes a slot,
@@ -382,20 +404,6 @@ class _PackedLinks(Mapping[str, ObjectLink]):
         raw = self._prefixes[v[0]] + v[1:33]
         return raw, int.from_bytes(v[33:41], "big"), int.from_bytes(v[41:49], "big")
 
-    def pair(self, path: str) -> tuple[bytes, int] | None:
-        """``(CID bytes, tsize)`` of ``path``; None when it is not here."""
-        got = self._packed(path)
-        return None if got is None else (got[0], got[1])
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._packed(key) is not None
-
-    def __getitem__(self, key: str) -> ObjectLink:
-        got = self._packed(key)
-        if got is None:
-            raise KeyError(key)
-        return ObjectLink(Cid(got[0]), got[1], got[2])
-
     def __iter__(self) -> Iterator[str]:
         if self._order is None:
             raise TypeError("these links are looked up by path, not listed")
@@ -405,7 +413,7 @@ class _PackedLinks(Mapping[str, ObjectLink]):
         return len(self._map) + len(self._other)
 
 
-class _PositionLinks(Mapping[str, ObjectLink]):
+class _PositionLinks(_LinkLookup):
     """New objects' links kept by the object's position in the build's :class:`ObjectList`
     (which holds the folder and multihash a :class:`_PackedLinks` key repeats): the CID's
     prefix (its number in a small table; 255: no link), its digest, tsize and size in flat
@@ -465,20 +473,6 @@ class _PositionLinks(Mapping[str, ObjectLink]):
         if not len(self._other):
             return None
         return self._other._packed(path)
-
-    def pair(self, path: str) -> tuple[bytes, int] | None:
-        """``(CID bytes, tsize)`` of ``path``; None when it is not here."""
-        got = self._packed(path)
-        return None if got is None else (got[0], got[1])
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._packed(key) is not None
-
-    def __getitem__(self, key: str) -> ObjectLink:
-        got = self._packed(key)
-        if got is None:
-            raise KeyError(key)
-        return ObjectLink(Cid(got[0]), got[1], got[2])
 
     def __iter__(self) -> Iterator[str]:
         raise TypeError("these links are looked up by path, not listed")
