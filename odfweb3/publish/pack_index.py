@@ -58,8 +58,10 @@ __all__ = [
 
 MAX_PACKS: Final = 32
 MAX_PART: Final = 16 << 20
-# Entries of a fresh pack grouped in memory at a time (PackIndex.write_fresh).
-_SLICE: Final = 1 << 16
+# Entries of a fresh pack grouped in memory at a time (PackIndex.write_fresh): a path string
+# each (~130 bytes), held at the end of a first publish over every per-object array; each
+# slice is one more read of the paths, which hashes no name (their parts numbered once).
+_SLICE: Final = 1 << 14
 _PACK_NAME = re.compile(r"^index-[0-9a-f]{32}\.pack$")
 _PART_KEY = re.compile(r"^[0-9A-F]{2}$")
 
