@@ -12,8 +12,11 @@ every kind of malformed input into :class:`~odfweb3.errors.FormatError`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import struct
+import sys
 from typing import Any, TypeVar
 
 from odfweb3.errors import FormatError, HashMismatch
@@ -67,15 +70,49 @@ def _multibase16(h: bytes) -> str:
     return "f" + h.hex()
 
 
+@functools.cache
+def _builder() -> Any:
+    """flatbuffers' ``Builder`` class, imported without numpy.
+
+    flatbuffers' ``builder``, ``encode`` and ``number_types`` each call
+    ``compat.import_numpy()`` at import, which imports numpy whenever it is installed (17 MB
+    of RSS, every publish paying it for the chain's events) for its numpy-only features
+    (``CreateNumpyVector``, ``GetVectorAsNumpy``: each raises ``NumpyRequiredForThisFeature``
+    when numpy is None), which nothing here uses; the bytes built do not depend on it. So
+    ``flatbuffers.compat`` is loaded first, on its own, and its ``import_numpy`` answers
+    None before the package's modules ask. Only flatbuffers sees the change (numpy itself
+    stays importable). A flatbuffers laid out otherwise is imported as it is.
+    """
+    if "flatbuffers" not in sys.modules:
+        package = importlib.util.find_spec("flatbuffers")
+        where = package.submodule_search_locations if package is not None else None
+        spec = (
+            importlib.util.spec_from_file_location("flatbuffers.compat", f"{where[0]}/compat.py")
+            if where
+            else None
+        )
+        if spec is not None and spec.loader is not None:
+            compat = importlib.util.module_from_spec(spec)
+            sys.modules["flatbuffers.compat"] = compat
+            try:
+                spec.loader.exec_module(compat)
+            except BaseException:
+                del sys.modules["flatbuffers.compat"]
+                raise
+            if callable(getattr(compat, "import_numpy", None)):
+                compat.import_numpy = lambda: None  # type: ignore[attr-defined]
+    from flatbuffers.builder import Builder
+
+    return Builder
+
+
 def _finish(table: Any) -> bytes:
     """Serialize one table as a finished FlatBuffers buffer (root = that table)."""
     encoder = _gen.ENCODERS.get(type(table))
     if encoder is None:
         raise TypeError(f"not an ODF table: {type(table).__name__}")
-    # Imported here: flatbuffers imports numpy when it is installed, and decoding needs neither.
-    from flatbuffers.builder import Builder
-
-    b = Builder(1024)
+    # Imported here, not at the top: decoding needs no flatbuffers.
+    b = _builder()(1024)
     try:
         root = encoder(b, table)
     except (struct.error, OverflowError, ValueError) as exc:
@@ -112,10 +149,8 @@ def encode_block(block: MetadataBlock) -> bytes:
     Raises:
         FormatError: a value does not fit its schema type.
     """
-    from flatbuffers.builder import Builder
-
     content = _finish(block)
-    b = Builder(len(content) + 64)
+    b = _builder()(len(content) + 64)
     # Manifest slots in schema order: kind, version, content (reference: write_manifest).
     off = b.CreateByteVector(content)
     b.StartObject(3)

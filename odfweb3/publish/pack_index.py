@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +58,10 @@ __all__ = [
 
 MAX_PACKS: Final = 32
 MAX_PART: Final = 16 << 20
-# Entries of a fresh pack grouped in memory at a time (PackIndex.write_fresh).
-_SLICE: Final = 1 << 16
+# Entries of a fresh pack grouped in memory at a time (PackIndex.write_fresh): a path string
+# each (~130 bytes), held at the end of a first publish over every per-object array; each
+# slice is one more read of the paths, which hashes no name (their parts numbered once).
+_SLICE: Final = 1 << 14
 _PACK_NAME = re.compile(r"^index-[0-9a-f]{32}\.pack$")
 _PART_KEY = re.compile(r"^[0-9A-F]{2}$")
 
@@ -304,11 +307,16 @@ class PackIndex(Mapping[str, Mapping[str, Any]]):
         # Parts are written in key order, a slice of them at a time: the first read counts
         # each part's entries (keeping the paths while they are few), each slice of parts
         # holding at most SLICE entries is then read again, so no list of every path is
-        # held (300,000 at 100,000 blocks; the links list them again at no cost).
+        # held (300,000 at 100,000 blocks; the links list them again at no cost). The first
+        # read numbers each path's part (2 bytes a path: a layout has at most 256 parts a
+        # folder), so the later reads hash no name again.
         counts: dict[tuple[str, int], int] = {}
+        numbers: dict[tuple[str, int], int] = {}
+        codes = array("H")
         held: dict[tuple[str, int], list[str]] | None = {}
         for n, (key, path) in enumerate(keyed()):
             counts[key] = counts.get(key, 0) + 1
+            codes.append(numbers.setdefault(key, len(numbers)))
             if held is not None:
                 if n < _SLICE:
                     held.setdefault(key, []).append(path)
@@ -331,8 +339,9 @@ class PackIndex(Mapping[str, Mapping[str, Any]]):
             if held is not None:
                 return held
             wanted: dict[tuple[str, int], list[str]] = {key: [] for key in keys}
-            for key, path in keyed():
-                group = wanted.get(key)
+            by_number = {numbers[key]: wanted[key] for key in keys}
+            for code, path in zip(codes, paths, strict=True):
+                group = by_number.get(code)
                 if group is not None:
                     group.append(path)
             return wanted

@@ -261,8 +261,19 @@ def test_a_fresh_index_of_many_slices_is_the_same_pack(tmp_path, monkeypatch):
         e = objects[path]
         return [e["cid"], e["tsize"], e["size"]]
 
+    hashed = 0
+    partition_of = ObjectIndex.layout.partition_of
+
+    def counted(name):
+        nonlocal hashed
+        hashed += 1
+        return partition_of(name)
+
+    layout = dataclasses.replace(ObjectIndex.layout, partition_of=counted)
+    monkeypatch.setattr(ObjectIndex, "layout", layout)
     got = ObjectIndex.write_fresh(tmp_path, Paths(), value)
     assert (tmp_path / ObjectIndex.pack_name(pack)).read_bytes() == pack
     assert got.to_json() == want.to_json()
     assert reads > 2  # the count, then a read per slice
+    assert hashed == len(objects)  # each name's part found once, on the first read
     assert dict(ObjectIndex.from_json(tmp_path, got.to_json(), "t")) == objects
